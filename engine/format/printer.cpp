@@ -1,0 +1,142 @@
+#include "format/printer.h"
+
+#include <algorithm>
+
+namespace tv {
+namespace {
+
+std::string quoted_type(const Proxy& p) { return "\"" + type_text(p) + "\""; }
+
+// A proxy the parser met without a type comment prints without one.
+bool has_type(const Proxy& p) { return !(p.kind == ProxyKind::other && p.other_text.empty()); }
+
+std::string call_args(const std::vector<Value>& args, const Kwargs& kwargs, size_t first = 0) {
+  std::string out;
+  for (size_t i = first; i < args.size(); ++i) {
+    if (!out.empty()) out += ", ";
+    out += python_text(args[i]);
+  }
+  for (const auto& [k, v] : kwargs) {
+    if (!out.empty()) out += ", ";
+    out += k + "=" + python_text(v);
+  }
+  return out;
+}
+
+std::string arg_text(const BoundSymbol& b, size_t i) {
+  return i < b.args.size() ? python_text(b.args[i]) : "None";
+}
+
+std::string annotated(const BoundSymbol& b, const std::string& rhs) {
+  auto out = b.output();
+  if (!out) return rhs;
+  return out->name + ": " + quoted_type(*out) + " = " + rhs;
+}
+
+std::string names_of(const std::vector<ProxyPtr>& ps) {
+  std::string out;
+  for (size_t i = 0; i < ps.size(); ++i) out += (i ? ", " : "") + ps[i]->name;
+  return out;
+}
+
+// Emits `line` at top level, or as a comment `depth` levels down.
+void emit(std::string& out, int depth, const std::string& line) {
+  out += "\n  ";
+  if (depth > 0) out += std::string(2 * depth, ' ') + "# ";
+  out += line;
+}
+
+void print_body(std::string& out, const std::vector<BoundSymbol>& body, int depth, int max_depth,
+                bool headers) {
+  for (const auto& b : body) {
+    if (depth == 0 && headers && !b.header.empty()) {
+      out += "\n";
+      emit(out, 0, "# " + b.header);
+    }
+    emit(out, depth, print_statement(b));
+    if (b.symbol->form == PrintForm::unpack_sequence)
+      for (const auto& o : b.outputs)
+        if (has_type(*o)) emit(out, depth, "# " + o->name + ": " + quoted_type(*o));
+    if (depth < max_depth) print_body(out, b.subsymbols, depth + 1, max_depth, headers);
+  }
+}
+
+}  // namespace
+
+std::string print_statement(const BoundSymbol& b) {
+  const auto& name = b.symbol->name;
+  switch (b.symbol->form) {
+    case PrintForm::call: {
+      std::string call = name + "(" + call_args(b.args, b.kwargs) + ")";
+      if (b.outputs.empty()) return call;
+      if (b.outputs.size() == 1) {
+        const auto& o = *b.outputs[0];
+        if (!has_type(o)) return o.name + " = " + call;
+        return o.name + " = " + call + "  # " + o.name + ": " + quoted_type(o);
+      }
+      std::string types;
+      for (const auto& o : b.outputs) types += (types.empty() ? "" : ", ") + o->name + ": " + quoted_type(*o);
+      return "(" + names_of(b.outputs) + ") = " + call + "  # " + types;
+    }
+    case PrintForm::annotated_call: return annotated(b, name + "(" + call_args(b.args, b.kwargs) + ")");
+    case PrintForm::method:
+      return annotated(b, arg_text(b, 0) + "." + name + "(" + call_args(b.args, b.kwargs, 1) + ")");
+    case PrintForm::subscript: return annotated(b, arg_text(b, 0) + "[" + arg_text(b, 1) + "]");
+    case PrintForm::attribute:
+      return annotated(b, arg_text(b, 0) + "." + (b.args.size() > 1 ? b.args[1].s : std::string()));
+    case PrintForm::globals_lookup: return annotated(b, "globals()[" + arg_text(b, 0) + "]");
+    case PrintForm::unpack_sequence: {
+      std::string lhs;
+      for (const auto& o : b.outputs) lhs += o->name + ", ";
+      if (!lhs.empty()) lhs.pop_back();
+      return lhs + " = " + arg_text(b, 0);
+    }
+    case PrintForm::unpack_trivial: {
+      auto o = b.output();
+      return o ? "# " + o->name + ": " + quoted_type(*o) : "# <nothing>";
+    }
+    case PrintForm::del: {
+      std::string out = "del ";
+      for (size_t i = 0; i < b.args.size(); ++i) out += (i ? ", " : "") + python_text(b.args[i]);
+      return out;
+    }
+    case PrintForm::ret: {
+      bool bare = std::find(b.tags.begin(), b.tags.end(), kBareTupleTag) != b.tags.end();
+      if (bare && !b.args.empty() && b.args[0].kind == Value::Kind::tuple && b.args[0].items.size() > 1) {
+        auto text = python_text(b.args[0]);
+        return "return " + text.substr(1, text.size() - 2);
+      }
+      return "return " + arg_text(b, 0);
+    }
+  }
+  return name;
+}
+
+std::string print_bound_symbol(const BoundSymbol& b, int depth) {
+  std::string out;
+  print_body(out, {b}, 0, depth, true);
+  return out.substr(1);  // drop the leading newline
+}
+
+std::string print_trace(const Trace& t, const PrintOptions& options) {
+  std::string out;
+  if (options.provenance && t.provenance) {
+    out += "# Constructed by " + t.provenance->pass;
+    if (t.provenance->milliseconds) out += " (took " + std::to_string(*t.provenance->milliseconds) + " milliseconds)";
+    out += "\n";
+  }
+  for (const auto& line : t.imports) out += line + "\n";
+  out += "\n";
+  for (const auto& d : t.decorators) out += d + "\n";
+  out += "def " + t.function_name + "(";
+  for (size_t i = 0; i < t.params.size(); ++i) {
+    if (i) out += ", ";
+    const auto& p = t.params[i];
+    out += (p.kind == ParamKind::varargs ? "*" : p.kind == ParamKind::varkw ? "**" : "") + p.proxy->name;
+  }
+  out += "):";
+  print_body(out, t.body, 0, options.depth, options.headers);
+  return out;
+}
+
+}  // namespace tv

@@ -1,0 +1,88 @@
+#include "ir/symbol.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tv {
+
+bool Symbol::has(std::string_view trait) const {
+  return std::find(traits.begin(), traits.end(), trait) != traits.end();
+}
+
+SymbolRegistry& SymbolRegistry::global() {
+  static SymbolRegistry registry;
+  return registry;
+}
+
+SymbolRegistry::SymbolRegistry() {
+  auto structural = [this](std::string name, PrintForm form) {
+    Symbol s;
+    s.name = std::move(name);
+    s.form = form;
+    s.is_prim = true;
+    s.traits = {"structural"};
+    auto key = std::pair{s.name, form};
+    symbols_[key] = std::make_unique<Symbol>(std::move(s));
+  };
+  structural("unpack_trivial", PrintForm::unpack_trivial);
+  structural("unpack_sequence", PrintForm::unpack_sequence);
+  structural("unpack_key", PrintForm::subscript);
+  structural("unpack_attr", PrintForm::attribute);
+  structural("unpack_function_obj", PrintForm::globals_lookup);
+  structural("get_parameter", PrintForm::method);
+  structural("python_del", PrintForm::del);
+  structural("python_return", PrintForm::ret);
+}
+
+const Symbol* SymbolRegistry::find(std::string_view name, PrintForm form) const {
+  std::lock_guard lock(mutex_);
+  auto it = symbols_.find(std::pair{std::string(name), form});
+  return it == symbols_.end() ? nullptr : it->second.get();
+}
+
+const Symbol& SymbolRegistry::add(Symbol symbol) {
+  std::lock_guard lock(mutex_);
+  auto key = std::pair{symbol.name, symbol.form};
+  if (symbols_.count(key)) throw std::logic_error("symbol registered twice: " + symbol.name);
+  auto& slot = symbols_[key];
+  slot = std::make_unique<Symbol>(std::move(symbol));
+  return *slot;
+}
+
+const Symbol& SymbolRegistry::find_or_opaque(std::string_view name, PrintForm form) {
+  std::lock_guard lock(mutex_);
+  auto key = std::pair{std::string(name), form};
+  auto& slot = symbols_[key];
+  if (!slot) {
+    slot = std::make_unique<Symbol>();
+    slot->name = std::string(name);
+    slot->form = form;
+    slot->opaque = true;
+  }
+  return *slot;
+}
+
+std::vector<const Symbol*> SymbolRegistry::all() const {
+  std::lock_guard lock(mutex_);
+  std::vector<const Symbol*> out;
+  for (const auto& [key, s] : symbols_) out.push_back(s.get());
+  return out;
+}
+
+namespace structural {
+namespace {
+const Symbol& get(std::string_view name, PrintForm form) {
+  return *SymbolRegistry::global().find(name, form);
+}
+}  // namespace
+const Symbol& unpack_trivial() { return get("unpack_trivial", PrintForm::unpack_trivial); }
+const Symbol& unpack_sequence() { return get("unpack_sequence", PrintForm::unpack_sequence); }
+const Symbol& unpack_key() { return get("unpack_key", PrintForm::subscript); }
+const Symbol& unpack_attr() { return get("unpack_attr", PrintForm::attribute); }
+const Symbol& unpack_function_obj() { return get("unpack_function_obj", PrintForm::globals_lookup); }
+const Symbol& get_parameter() { return get("get_parameter", PrintForm::method); }
+const Symbol& del() { return get("python_del", PrintForm::del); }
+const Symbol& ret() { return get("python_return", PrintForm::ret); }
+}  // namespace structural
+
+}  // namespace tv

@@ -1,0 +1,80 @@
+// Symbols: the operations a trace can call, kept in one registry.
+// Contract: a Symbol is registered once and lives for the whole process (pointers stay valid).
+// Its `name` is what the printer writes ("ltorch.linear", "prims.add"); its `form` says how a call
+// is laid out in the text. `impl` is the meta function of a prim or the decomposition of a
+// composite, run by the TraceBuilder; rules of other kinds (execution, gradient) live in tables
+// keyed by the symbol's name next to the op family that defines them. Unknown names met by the
+// parser become opaque symbols: printable, never executable.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/value.h"
+
+namespace tv {
+
+class TraceBuilder;
+
+enum class PrintForm {
+  call,             // out = name(args)  # out: "T"     (or name(args) with no output)
+  annotated_call,   // out: "T" = name(args)
+  method,           // out: "T" = args[0].name(args[1:])
+  subscript,        // out: "T" = args[0][args[1]]
+  attribute,        // out: "T" = args[0].<args[1] as identifier>
+  globals_lookup,   // out: "T" = globals()[args[0]]
+  unpack_sequence,  // a, b, = args[0]   followed by one `# a: "T"` line per output
+  unpack_trivial,   // # out: "T"        (an input of the function)
+  del,              // del a, b
+  ret,              // return args[0]
+};
+
+using SymbolImpl = std::function<Value(TraceBuilder&, const std::vector<Value>& args, const Kwargs& kwargs)>;
+
+struct Symbol {
+  std::string name;
+  PrintForm form = PrintForm::call;
+  bool is_prim = false;   // has a meta function, no decomposition
+  bool opaque = false;    // unknown to the engine: printable, not executable
+  SymbolImpl impl;
+  // Traits used by passes: "elementwise", "shape", "reduction", "matmul", "collective", "check",
+  // "random", "creation", "structural".
+  std::vector<std::string> traits;
+
+  bool has(std::string_view trait) const;
+};
+
+class SymbolRegistry {
+ public:
+  static SymbolRegistry& global();
+
+  const Symbol* find(std::string_view name, PrintForm form = PrintForm::call) const;
+  // Registers a symbol; registering a name twice with the same form is a programming error.
+  const Symbol& add(Symbol symbol);
+  // The symbol of that name and form, made opaque on first request.
+  const Symbol& find_or_opaque(std::string_view name, PrintForm form);
+  std::vector<const Symbol*> all() const;
+
+ private:
+  SymbolRegistry();
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, PrintForm>, std::unique_ptr<Symbol>, std::less<>> symbols_;
+};
+
+// The structural symbols every trace uses, registered by the IR itself.
+namespace structural {
+const Symbol& unpack_trivial();
+const Symbol& unpack_sequence();
+const Symbol& unpack_key();        // subscript form
+const Symbol& unpack_attr();       // attribute form
+const Symbol& unpack_function_obj();
+const Symbol& get_parameter();     // method form: module.get_parameter('name')
+const Symbol& del();
+const Symbol& ret();
+}  // namespace structural
+
+}  // namespace tv

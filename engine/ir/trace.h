@@ -1,0 +1,68 @@
+// Bound symbols and traces.
+// Contract: a Trace is a value. Passes take a `const Trace&` and return a new TracePtr with a new
+// provenance; nothing mutates a trace once it is shared, so a list of TracePtr is a complete
+// stage history. The body holds every statement in order, including the function's inputs
+// (`unpack_trivial`), `del` and the final `return`.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/symbol.h"
+#include "ir/value.h"
+
+namespace tv {
+
+struct BoundSymbol {
+  const Symbol* symbol = nullptr;
+  std::vector<Value> args;
+  Kwargs kwargs;
+  std::vector<ProxyPtr> outputs;          // the proxies this statement defines, in order
+  std::vector<BoundSymbol> subsymbols;    // its decomposition, one level down
+  std::string header;                     // source location printed as a comment above it
+  std::vector<std::string> tags;
+
+  const std::string& name() const { return symbol->name; }
+  ProxyPtr output() const { return outputs.empty() ? nullptr : outputs.front(); }
+  // Every proxy read by the arguments (not by subsymbols).
+  std::vector<ProxyPtr> inputs() const;
+};
+
+enum class ParamKind { positional, varargs, varkw };  // x, *args, **kwargs
+
+struct Param {
+  ProxyPtr proxy;
+  ParamKind kind = ParamKind::positional;
+};
+
+struct Provenance {
+  std::string pass;
+  std::optional<long long> milliseconds;  // Thunder omits it for some passes
+};
+
+struct Trace {
+  std::string function_name = "computation";
+  std::vector<std::string> imports;     // "import torch", printed in order
+  std::vector<std::string> decorators;  // "@torch.no_grad()"
+  std::vector<Param> params;
+  std::vector<BoundSymbol> body;
+  std::optional<Provenance> provenance;
+  std::vector<std::string> tags;
+
+  // The value of the trailing `return` statement, None when there is none.
+  Value returned() const;
+  // Number of bound symbols, subsymbols not counted.
+  size_t size() const { return body.size(); }
+};
+
+using TracePtr = std::shared_ptr<const Trace>;
+
+// A copy of `t` with a new provenance, ready for a pass to edit before it is shared.
+std::shared_ptr<Trace> derive(const Trace& t, std::string pass_name);
+
+// Depth-first walk of a body, subsymbols after their parent; `depth` is 0 at the top.
+void walk(const std::vector<BoundSymbol>& body,
+          const std::function<void(const BoundSymbol&, int depth)>& fn, int depth = 0);
+
+}  // namespace tv
