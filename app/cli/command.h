@@ -1,0 +1,30 @@
+// The batch-mode commands of thunder-viz.
+// Contract: each command registers itself on the CLI11 app and runs with the exit-code rule of
+// the whole tool: 0 success or equivalent, 1 a difference or failed check, 2 bad input. Errors go
+// to stderr as "what, where, how to fix"; nothing already saved is touched.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace tv::cli {
+
+enum ExitCode { kOk = 0, kDifference = 1, kBadInput = 2 };
+
+// Bad input from the user (a file, a flag value, a model name): exit code 2.
+class BadInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Each command adds its subcommand and sets `run` to the code to execute when chosen.
+using Runner = std::function<int()>;
+void add_import_command(CLI::App& app, Runner& run);
+void add_models_command(CLI::App& app, Runner& run);
+void add_show_command(CLI::App& app, Runner& run);
+
+// Reads a whole file; throws BadInput naming the path and the reason.
+std::string read_text_file(const std::string& path);
+
+}  // namespace tv::cli

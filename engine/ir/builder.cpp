@@ -1,0 +1,111 @@
+#include "ir/builder.h"
+
+#include <algorithm>
+
+namespace tv {
+
+TraceBuilder::TraceBuilder(std::string function_name) : trace_(std::make_shared<Trace>()) {
+  trace_->function_name = std::move(function_name);
+  levels_.push_back(&trace_->body);
+}
+
+std::string TraceBuilder::fresh_name(const std::string& prefix) {
+  while (true) {
+    std::string name = prefix + std::to_string(counter_++);
+    if (std::find(taken_.begin(), taken_.end(), name) == taken_.end()) return name;
+  }
+}
+
+void TraceBuilder::reserve_name(const std::string& name) { taken_.push_back(name); }
+
+ProxyPtr TraceBuilder::tensor(std::vector<int64_t> shape, DType dtype, Device device, bool requires_grad) {
+  return make_tensor(fresh_name(), std::move(shape), dtype, device, requires_grad);
+}
+
+ProxyPtr TraceBuilder::input(ProxyPtr proxy, ParamKind kind) {
+  reserve_name(proxy->name);
+  trace_->params.push_back({proxy, kind});
+  BoundSymbol b;
+  b.symbol = &structural::unpack_trivial();
+  b.outputs = {proxy};
+  emit(std::move(b));
+  return proxy;
+}
+
+Value TraceBuilder::call(std::string_view symbol_name, std::vector<Value> args, Kwargs kwargs) {
+  const Symbol* s = SymbolRegistry::global().find(symbol_name);
+  if (!s) throw OpError("unknown symbol '" + std::string(symbol_name) + "'");
+  return call(*s, std::move(args), std::move(kwargs));
+}
+
+Value TraceBuilder::call(const Symbol& symbol, std::vector<Value> args, Kwargs kwargs) {
+  if (!symbol.impl) throw OpError("symbol '" + symbol.name + "' is opaque: it can be printed but not traced");
+  BoundSymbol b;
+  b.symbol = &symbol;
+  b.args = std::move(args);
+  b.kwargs = std::move(kwargs);
+  bool top = levels_.size() == 1;
+  if (top) {
+    b.header = std::move(pending_header_);
+    pending_header_.clear();
+  }
+  levels_.push_back(&b.subsymbols);
+  Value out;
+  try {
+    out = symbol.impl(*this, b.args, b.kwargs);
+  } catch (const OpError& e) {
+    levels_.pop_back();
+    if (!top) throw;
+    std::string where = location_.empty() ? "" : "\n  at " + location_;
+    throw OpError(symbol.name + "(" + describe_args(b.args, b.kwargs) + "): " + e.what() + where);
+  }
+  levels_.pop_back();
+  for_each_proxy(out, [&](const ProxyPtr& p) { b.outputs.push_back(p); });
+  levels_.back()->push_back(std::move(b));
+  return out;
+}
+
+void TraceBuilder::emit(BoundSymbol b) {
+  if (levels_.size() == 1 && b.header.empty() && b.symbol->form != PrintForm::unpack_trivial &&
+      !pending_header_.empty()) {
+    b.header = std::move(pending_header_);
+    pending_header_.clear();
+  }
+  levels_.back()->push_back(std::move(b));
+}
+
+void TraceBuilder::set_location(std::string location) {
+  if (location == location_) return;
+  location_ = std::move(location);
+  pending_header_ = location_;
+}
+
+TracePtr TraceBuilder::finish(Value returned, std::vector<std::string> return_tags) {
+  BoundSymbol r;
+  r.symbol = &structural::ret();
+  r.args = {std::move(returned)};
+  r.tags = std::move(return_tags);
+  trace_->body.push_back(std::move(r));
+  levels_.clear();
+  return std::move(trace_);
+}
+
+bool any_requires_grad(const std::vector<Value>& values) {
+  bool any = false;
+  for (const auto& v : values)
+    for_each_proxy(v, [&](const ProxyPtr& p) { any = any || (p->is_tensor() && p->requires_grad); });
+  return any;
+}
+
+std::string describe_args(const std::vector<Value>& args, const Kwargs& kwargs) {
+  auto one = [](const Value& v) {
+    if (v.is_proxy() && v.proxy->is_tensor()) return v.proxy->name + ": " + type_text(*v.proxy);
+    return python_text(v);
+  };
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : ", ") + one(a);
+  for (const auto& [k, v] : kwargs) out += (out.empty() ? "" : ", ") + k + "=" + one(v);
+  return out;
+}
+
+}  // namespace tv

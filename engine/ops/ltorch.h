@@ -1,0 +1,84 @@
+// Torch-level ops for tracing: the functions models call on proxies.
+// Contract: each function records one `ltorch.<name>` bound symbol through the builder, whose
+// subsymbols are its decomposition into other ltorch ops and finally `prims.*` (as Thunder does);
+// shapes, dtypes and devices are inferred by the prims' meta functions (broadcasting, type
+// promotion, reductions with dims/keepdim, batched matmul). Bad arguments throw OpError.
+// Registration of every symbol happens in register_ops(), called once (idempotent).
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "ir/builder.h"
+
+namespace tv::ltorch {
+
+using T = ProxyPtr;
+using Dims = std::vector<int64_t>;
+
+void register_ops();
+
+// Linear algebra
+T linear(TraceBuilder&, const T& x, const T& weight, const T& bias /* may be null */);
+T matmul(TraceBuilder&, const T& a, const T& b);
+
+// Elementwise binary (a and b: tensor proxies or Python numbers)
+T add(TraceBuilder&, const Value& a, const Value& b);
+T sub(TraceBuilder&, const Value& a, const Value& b);
+T mul(TraceBuilder&, const Value& a, const Value& b);
+T true_divide(TraceBuilder&, const Value& a, const Value& b);
+T pow(TraceBuilder&, const Value& a, const Value& b);
+
+// Elementwise unary
+T neg(TraceBuilder&, const T& a);
+T exp(TraceBuilder&, const T& a);
+T log(TraceBuilder&, const T& a);
+T tanh(TraceBuilder&, const T& a);
+T erf(TraceBuilder&, const T& a);
+T rsqrt(TraceBuilder&, const T& a);
+T sqrt(TraceBuilder&, const T& a);
+T relu(TraceBuilder&, const T& a);
+T gelu(TraceBuilder&, const T& a, const std::string& approximate = "none");  // "none" | "tanh"
+T silu(TraceBuilder&, const T& a);
+T sigmoid(TraceBuilder&, const T& a);
+
+// Normalisation and losses
+T layer_norm(TraceBuilder&, const T& a, const Dims& normalized_shape, const T& weight, const T& bias,
+             double eps = 1e-5);
+T softmax(TraceBuilder&, const T& a, int64_t dim);
+T log_softmax(TraceBuilder&, const T& a, int64_t dim);
+T cross_entropy(TraceBuilder&, const T& logits, const T& target);  // mean over the batch
+T embedding(TraceBuilder&, const T& indices, const T& weight);
+T dropout(TraceBuilder&, const T& a, double p, int64_t seed, bool training = true);
+
+// Shapes
+T reshape(TraceBuilder&, const T& a, const Dims& shape);  // one -1 allowed
+T view(TraceBuilder&, const T& a, const Dims& shape);
+T transpose(TraceBuilder&, const T& a, int64_t dim0, int64_t dim1);
+T permute(TraceBuilder&, const T& a, const Dims& dims);
+T unsqueeze(TraceBuilder&, const T& a, int64_t dim);
+T expand(TraceBuilder&, const T& a, const Dims& shape);  // -1 keeps a dimension
+T broadcast_in_dim(TraceBuilder&, const T& a, const Dims& shape, const Dims& broadcast_dimensions);
+T convert_element_type(TraceBuilder&, const T& a, DType dtype);
+std::vector<T> split(TraceBuilder&, const T& a, int64_t split_size, int64_t dim);
+T cat(TraceBuilder&, const std::vector<T>& tensors, int64_t dim);
+
+// Reductions (dims empty: all dimensions)
+T sum(TraceBuilder&, const T& a, const Dims& dims = {}, bool keepdim = false);
+T mean(TraceBuilder&, const T& a, const Dims& dims = {}, bool keepdim = false);
+T amax(TraceBuilder&, const T& a, const Dims& dims, bool keepdim = false);
+std::pair<T, T> var_mean(TraceBuilder&, const T& a, const Dims& dims, int64_t correction = 1, bool keepdim = false);
+
+// Selection
+T where(TraceBuilder&, const T& condition, const Value& a, const Value& b);
+T masked_fill(TraceBuilder&, const T& a, const T& mask, const Value& value);
+
+// Attention: softmax(q k^T * scale [+ mask]) v, decomposed; causal adds the lower-triangular mask.
+T scaled_dot_product_attention(TraceBuilder&, const T& q, const T& k, const T& v, const T& attn_mask /* may be null */,
+                               bool is_causal);
+
+// Creation
+T full(TraceBuilder&, const Dims& shape, const Value& fill, DType dtype, Device device);
+T ones(TraceBuilder&, const Dims& shape, DType dtype, Device device);
+T zeros(TraceBuilder&, const Dims& shape, DType dtype, Device device);
+
+}  // namespace tv::ltorch

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Thunder Viz needs (only those missing), then configures and builds
+# into build/. Safe to run again: it installs nothing when everything is there and rebuilds only
+# what changed. CUDA and NCCL parts are built when /usr/local/cuda has nvcc and NCCL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libtorch-dev python3-torch libgloo-dev
+  libimgui-dev libglfw3-dev libgl-dev mesa-utils libgl1-mesa-dri xvfb xauth
+  pybind11-dev python3-dev python3-pytest python3-numpy
+  libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libstb-dev libdtl-dev
+  fonts-dejavu-core
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  cmake_args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90)
+fi
+cmake -S . -B build "${cmake_args[@]}" "$@" >/dev/null
+ninja -C build
