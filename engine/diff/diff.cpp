@@ -1,0 +1,155 @@
+#include "diff/diff.h"
+
+#include <dtl/dtl.hpp>
+
+#include <unordered_map>
+
+#include "canonical/canonical.h"
+
+namespace tv {
+namespace {
+
+// The statement with every proxy name blanked: aligns values computed the same way.
+std::string blind_key(const BoundSymbol& b) {
+  BoundSymbol blind = b;
+  auto blank = [](const ProxyPtr& p) { return renamed(*p, "_"); };
+  for (auto& a : blind.args) a = map_proxies(a, blank);
+  for (auto& [k, v] : blind.kwargs) v = map_proxies(v, blank);
+  for (auto& o : blind.outputs) o = blank(o);
+  blind.subsymbols.clear();
+  return print_statement(blind);
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// Runs the LCS and turns delete-then-add runs into "changed" pairs.
+template <typename Fill>
+std::vector<DiffRow> align(const std::vector<std::string>& a, const std::vector<std::string>& b, Fill fill) {
+  dtl::Diff<std::string, std::vector<std::string>> d(a, b);
+  d.compose();
+  std::vector<DiffRow> rows, removed, added;
+  auto flush = [&] {
+    size_t pairs = std::min(removed.size(), added.size());
+    for (size_t i = 0; i < pairs; ++i) {
+      DiffRow r{DiffKind::changed, removed[i].left, added[i].right};
+      rows.push_back(r);
+    }
+    for (size_t i = pairs; i < removed.size(); ++i) rows.push_back(removed[i]);
+    for (size_t i = pairs; i < added.size(); ++i) rows.push_back(added[i]);
+    removed.clear();
+    added.clear();
+  };
+  for (const auto& [elem, info] : d.getSes().getSequence()) {
+    if (info.type == dtl::SES_COMMON) {
+      flush();
+      rows.push_back({DiffKind::same, static_cast<int>(info.beforeIdx - 1), static_cast<int>(info.afterIdx - 1)});
+    } else if (info.type == dtl::SES_DELETE) {
+      removed.push_back({DiffKind::removed, static_cast<int>(info.beforeIdx - 1), -1});
+    } else {
+      added.push_back({DiffKind::added, -1, static_cast<int>(info.afterIdx - 1)});
+    }
+  }
+  flush();
+  for (auto& r : rows) fill(r);
+  return rows;
+}
+
+}  // namespace
+
+int TraceDiff::count(DiffKind k) const {
+  int n = 0;
+  for (const auto& r : statements) n += r.kind == k;
+  return n;
+}
+
+std::string_view diff_kind_name(DiffKind k) {
+  switch (k) {
+    case DiffKind::same: return "same";
+    case DiffKind::renamed: return "renamed";
+    case DiffKind::changed: return "changed";
+    case DiffKind::added: return "added";
+    case DiffKind::removed: return "removed";
+  }
+  return "same";
+}
+
+TraceDiff diff_traces(const Trace& left, const Trace& right, const PrintOptions& options) {
+  TraceDiff out;
+  auto left_text = print_trace(left, options), right_text = print_trace(right, options);
+  out.same_text = left_text == right_text;
+  out.same_program = canonically_equal(left, right);
+
+  std::vector<std::string> lk, rk;
+  for (const auto& b : left.body) lk.push_back(blind_key(b));
+  for (const auto& b : right.body) rk.push_back(blind_key(b));
+  // Names of the left trace mapped to the right one, learnt from aligned statements in order.
+  std::unordered_map<std::string, ProxyPtr> to_right;
+  for (size_t i = 0; i < left.params.size() && i < right.params.size(); ++i)
+    to_right[left.params[i].proxy->name] = right.params[i].proxy;
+  out.statements = align(lk, rk, [&](DiffRow& r) {
+    if (r.left >= 0) r.left_text = print_bound_symbol(left.body[r.left], options.depth);
+    if (r.right >= 0) r.right_text = print_bound_symbol(right.body[r.right], options.depth);
+    if (r.kind != DiffKind::same) return;
+    const auto& lb = left.body[r.left];
+    const auto& rb = right.body[r.right];
+    for (size_t i = 0; i < lb.outputs.size() && i < rb.outputs.size(); ++i) to_right[lb.outputs[i]->name] = rb.outputs[i];
+    if (r.left_text == r.right_text) return;
+    BoundSymbol mapped = lb;
+    auto map = [&](const ProxyPtr& p) {
+      auto it = to_right.find(p->name);
+      return it == to_right.end() ? p : it->second;
+    };
+    for (auto& a : mapped.args) a = map_proxies(a, map);
+    for (auto& [k, v] : mapped.kwargs) v = map_proxies(v, map);
+    for (auto& o : mapped.outputs) o = map(o);
+    bool equal = print_bound_symbol(mapped, 0) == print_bound_symbol(rb, 0);
+    r.kind = equal ? DiffKind::renamed : DiffKind::changed;
+  });
+  auto ll = split_lines(left_text), rl = split_lines(right_text);
+  out.lines = align(ll, rl, [&](DiffRow& r) {
+    if (r.left >= 0) r.left_text = ll[r.left];
+    if (r.right >= 0) r.right_text = rl[r.right];
+  });
+  return out;
+}
+
+std::string unified_text(const TraceDiff& d) {
+  std::string out;
+  auto prefixed = [&](char mark, const std::string& text) {
+    size_t start = 0;
+    while (start <= text.size()) {
+      auto end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      out += mark;
+      out += ' ';
+      out += text.substr(start, end - start);
+      out += '\n';
+      start = end + 1;
+    }
+  };
+  for (const auto& r : d.statements) {
+    switch (r.kind) {
+      case DiffKind::same: prefixed(' ', r.left_text); break;
+      case DiffKind::renamed: prefixed('=', r.right_text); break;
+      case DiffKind::changed:
+        prefixed('-', r.left_text);
+        prefixed('+', r.right_text);
+        break;
+      case DiffKind::removed: prefixed('-', r.left_text); break;
+      case DiffKind::added: prefixed('+', r.right_text); break;
+    }
+  }
+  return out;
+}
+
+}  // namespace tv
