@@ -8,7 +8,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Thunder Viz: inspect, compare and replay the traces of a Thunder-style JIT"};
   app.require_subcommand(0, 1);
   tv::cli::Runner run;
-  // MODELS_AND_SHOW
+  tv::cli::add_models_command(app, run);
+  tv::cli::add_show_command(app, run);
   tv::cli::add_import_command(app, run);
   try {
     app.parse(argc, argv);

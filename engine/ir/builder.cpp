@@ -12,11 +12,11 @@ TraceBuilder::TraceBuilder(std::string function_name) : trace_(std::make_shared<
 std::string TraceBuilder::fresh_name(const std::string& prefix) {
   while (true) {
     std::string name = prefix + std::to_string(counter_++);
-    if (std::find(taken_.begin(), taken_.end(), name) == taken_.end()) return name;
+    if (!taken_.count(name)) return name;
   }
 }
 
-void TraceBuilder::reserve_name(const std::string& name) { taken_.push_back(name); }
+void TraceBuilder::reserve_name(const std::string& name) { taken_.insert(name); }
 
 ProxyPtr TraceBuilder::tensor(std::vector<int64_t> shape, DType dtype, Device device, bool requires_grad) {
   return make_tensor(fresh_name(), std::move(shape), dtype, device, requires_grad);

@@ -7,6 +7,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/trace.h"
@@ -48,7 +49,7 @@ class TraceBuilder {
  private:
   std::shared_ptr<Trace> trace_;
   std::vector<std::vector<BoundSymbol>*> levels_;  // where new bound symbols go
-  std::vector<std::string> taken_;
+  std::unordered_set<std::string> taken_;
   int counter_ = 0;
   std::string location_;
   std::string pending_header_;

@@ -43,9 +43,12 @@ const Symbol* SymbolRegistry::find(std::string_view name, PrintForm form) const 
 const Symbol& SymbolRegistry::add(Symbol symbol) {
   std::lock_guard lock(mutex_);
   auto key = std::pair{symbol.name, symbol.form};
-  if (symbols_.count(key)) throw std::logic_error("symbol registered twice: " + symbol.name);
   auto& slot = symbols_[key];
-  slot = std::make_unique<Symbol>(std::move(symbol));
+  if (slot && !slot->opaque) throw std::logic_error("symbol registered twice: " + symbol.name);
+  // An opaque symbol made by the parser earlier becomes the real one in place: pointers held by
+  // parsed traces stay valid and gain the rules.
+  if (slot) *slot = std::move(symbol);
+  else slot = std::make_unique<Symbol>(std::move(symbol));
   return *slot;
 }
 

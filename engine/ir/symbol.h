@@ -53,7 +53,8 @@ class SymbolRegistry {
   static SymbolRegistry& global();
 
   const Symbol* find(std::string_view name, PrintForm form = PrintForm::call) const;
-  // Registers a symbol; registering a name twice with the same form is a programming error.
+  // Registers a symbol; registering a name twice with the same form is a programming error,
+  // except over an opaque symbol the parser made, which is upgraded in place.
   const Symbol& add(Symbol symbol);
   // The symbol of that name and form, made opaque on first request.
   const Symbol& find_or_opaque(std::string_view name, PrintForm form);

@@ -1,0 +1,81 @@
+// Capture: everything one session of the tool produced, as a versioned JSON document (*.tvz.json).
+// Contract: `save_capture` writes atomically (temporary file in the same folder, flush, fsync,
+// rename): a crash or kill during a save leaves the previous file intact. `load_capture` checks
+// the version and the structure; a bad document throws CaptureError with the JSON path of the
+// problem ("/pipelines/0/stages/forward/2/text") and what was expected; a newer version is refused,
+// an older one upgraded. Traces are stored as their printed text (all levels) plus structure,
+// and are re-parsed on load, so a loaded capture holds real traces.
+#pragma once
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pipeline/stages.h"
+#include "replay/results.h"
+#include "rules/matrix.h"
+
+namespace tv {
+
+inline constexpr int kCaptureVersion = 1;
+// The oldest version load_capture still reads (and upgrades in memory); see docs/capture-format.md.
+inline constexpr int kOldestCaptureVersion = 0;
+// The value of the document's "format" member.
+inline constexpr const char* kCaptureFormat = "thunder-viz-capture";
+
+struct ParameterRecord {
+  std::string name;  // "fc1.weight"
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+};
+
+struct ModelRecord {
+  std::string name;                           // "gpt", or "imported" for Thunder printouts
+  std::map<std::string, std::string> params;  // --param values
+  std::vector<ParameterRecord> parameters;
+};
+
+struct PipelineRecord {
+  PipelineSpec spec;
+  StageHistory stages;
+  std::optional<Replay> replay;
+  std::string error;  // why the pipeline failed or was refused
+  std::string rule;   // the rule that refused it, when illegal
+};
+
+struct Capture {
+  int version = kCaptureVersion;
+  std::string tool_version;
+  ModelRecord model;
+  std::vector<PipelineRecord> pipelines;
+  std::vector<Comparison> comparisons;
+  std::optional<RulesMatrix> rules;
+  // The version of the document this capture was loaded from (older ones are upgraded in memory,
+  // so `version` is always kCaptureVersion after a load); kCaptureVersion for a new capture.
+  int loaded_from_version = kCaptureVersion;
+};
+
+class CaptureError : public std::runtime_error {
+ public:
+  CaptureError(std::string file, std::string json_path, std::string message);
+  // A stored trace text that does not parse: also the 1-based line and column inside that text.
+  CaptureError(std::string file, std::string json_path, std::string message, int trace_line, int trace_column);
+  const std::string& json_path() const { return json_path_; }  // "" for the whole document
+  const std::string& file() const { return file_; }
+  const std::string& message() const { return message_; }     // without file and path
+  int trace_line() const { return trace_line_; }              // 0 unless a stored trace failed to parse
+  int trace_column() const { return trace_column_; }
+
+ private:
+  std::string file_, json_path_, message_;
+  int trace_line_ = 0, trace_column_ = 0;
+};
+
+void save_capture(const Capture&, const std::string& path);
+Capture load_capture(const std::string& path);
+// The same from and to a string (used by the Python package and tests).
+std::string capture_to_json(const Capture&);
+Capture capture_from_json(const std::string& text, const std::string& source_name = "<string>");
+
+}  // namespace tv

@@ -1,0 +1,39 @@
+// Stage history: every trace a call produced, per kind, with the pass that made it.
+// Contract: the lists are what thunder.last_prologue_traces / last_traces /
+// last_backward_traces give in Thunder (plus the epilogue): stage 0 is the acquired trace, each
+// later stage is the output of one named pass. `changed` says whether a stage differs from the
+// one before it as a program (canonical equality), so a viewer can hide passes that did nothing.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/trace.h"
+
+namespace tv {
+
+enum class TraceKind { prologue, forward, backward, epilogue };
+inline constexpr TraceKind kTraceKinds[] = {TraceKind::prologue, TraceKind::forward, TraceKind::backward,
+                                             TraceKind::epilogue};
+
+std::string_view trace_kind_name(TraceKind);            // "prologue", "forward", "backward", "epilogue"
+bool parse_trace_kind(std::string_view, TraceKind* out);  // also accepts "computation" for forward
+
+struct Stage {
+  std::string pass;          // "Dead Code Elimination"; the first stage is "acquisition"
+  TracePtr trace;
+  double milliseconds = 0;   // time the pass took
+  bool changed = true;       // differs from the previous stage (always true for stage 0)
+};
+
+struct StageHistory {
+  std::vector<Stage> prologue, forward, backward, epilogue;
+
+  std::vector<Stage>& of(TraceKind);
+  const std::vector<Stage>& of(TraceKind) const;
+  // Appends a stage, computing `changed` against the last stage of that kind.
+  void record(TraceKind, std::string pass, TracePtr trace, double milliseconds);
+  TracePtr last(TraceKind) const;  // null when there is none
+};
+
+}  // namespace tv

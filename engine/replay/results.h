@@ -1,0 +1,90 @@
+// Replay results: what one run of a pipeline over W ranks produced, and how two runs compare.
+// Contract: plain data, no tensors: statistics are computed where the tensors live (on the
+// device) and only numbers are kept, so results can be saved, loaded and shown anywhere. Names are
+// canonical ("output[0]", "grad[fc1.weight]"), so two pipelines' results line up by name.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace tv {
+
+struct TensorStats {
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  double min = 0, max = 0, mean = 0;
+  int64_t nan_count = 0, inf_count = 0;
+};
+
+// One named tensor of a run checked against the eager reference.
+struct TensorCheck {
+  std::string name;       // "output[0]", "grad[weight]"
+  TensorStats stats;
+  double max_abs = 0;     // against the reference
+  double max_rel = 0;
+  double tolerance = 0;   // relative tolerance used for this dtype
+  bool pass = true;
+};
+
+struct SymbolTiming {
+  std::string trace;      // "forward" or "backward"
+  int index = 0;          // top-level bound symbol index in that trace
+  std::string symbol;     // "ltorch.linear"
+  std::string output;     // first output's name, "" when none
+  double microseconds = 0;
+  bool device_timer = false;  // measured with CUDA events
+};
+
+struct RankResult {
+  int rank = 0;
+  std::vector<TensorCheck> outputs;
+  std::vector<TensorCheck> gradients;
+  std::map<std::string, TensorStats> proxies;  // per-proxy statistics, by proxy name
+  std::vector<SymbolTiming> timings;
+  std::string first_non_finite;               // the first bound symbol that produced NaN/Inf
+  std::string error;                          // empty when the run succeeded
+  bool pass() const;
+};
+
+struct PipelineSpec {
+  std::vector<std::string> order;  // {"jit", "ddp"}: ddp(jit(m))
+  bool capture_at_jit = false;
+  int world_size = 1;
+  std::string device = "cpu";
+  std::string label() const;       // "jit,ddp" (+ " capture-at-jit")
+};
+
+struct Replay {
+  std::vector<RankResult> ranks;
+  bool pass() const;
+};
+
+// How two pipelines compare: stage by stage and numerically.
+struct StageComparison {
+  std::string kind;        // trace kind
+  int stage = 0;           // index in both lists (aligned by position of the final stages)
+  std::string left_pass, right_pass;
+  bool equal = false;      // canonically equal
+};
+
+struct NumericComparison {
+  int rank = 0;
+  std::string name;
+  double max_abs = 0, max_rel = 0;
+  bool pass = true;
+};
+
+struct Comparison {
+  int left = 0, right = 1;  // pipeline indices
+  std::vector<StageComparison> stages;
+  std::vector<NumericComparison> numbers;
+  bool traces_equal = false;   // final traces canonically equal for every kind
+  bool numbers_equal = false;
+  std::string verdict;         // "equivalent", "different", "failed"
+};
+
+}  // namespace tv

@@ -1,0 +1,50 @@
+// Benchmark: acquisition plus printing of `gpt` for several depths (microseconds per bound
+// symbol), and the parse time of the largest Thunder fixture. Results go to BENCHMARKS.md.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "bench_util.h"
+#include "format/parser.h"
+#include "format/printer.h"
+#include "jit/acquire.h"
+#include "jit/zoo.h"
+
+using namespace tv;
+
+namespace {
+size_t count_bound_symbols(const Trace& t) {
+  size_t n = 0;
+  walk(t.body, [&](const BoundSymbol&, int) { ++n; });
+  return n;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> layers = {1, 8, 32, 96};
+  std::cout << "| gpt layers | top-level bound symbols | all levels | acquire+print ms | us per bound symbol (all levels) |\n"
+            << "| --- | --- | --- | --- | --- |\n";
+  for (int l : layers) {
+    auto module = jit::make_model("gpt", {{"layers", std::to_string(l)}});
+    size_t top = 0, all = 0;
+    double us = bench::median_us(l >= 32 ? 3 : 7, [&] {
+      auto a = jit::acquire(module);
+      auto text = print_trace(*a.computation);
+      top = a.computation->body.size();
+      all = count_bound_symbols(*a.computation);
+    });
+    std::cout << "| " << l << " | " << top << " | " << all << " | " << us / 1000 << " | " << us / all << " |\n";
+  }
+  std::filesystem::path largest;
+  for (const auto& e : std::filesystem::directory_iterator(TV_FIXTURES_DIR))
+    if (largest.empty() || e.file_size() > std::filesystem::file_size(largest)) largest = e.path();
+  std::ifstream in(largest);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto text = ss.str();
+  double us = bench::median_us(201, [&] { parse_trace(text); });
+  std::cout << "\nparse of the largest fixture " << largest.filename().string() << " (" << text.size()
+            << " bytes): " << us << " us (median of 201)\n";
+  return 0;
+}
