@@ -7,6 +7,9 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "pipeline/run.h"
 
 namespace tv::cli {
 
@@ -23,8 +26,15 @@ using Runner = std::function<int()>;
 void add_import_command(CLI::App& app, Runner& run);
 void add_models_command(CLI::App& app, Runner& run);
 void add_show_command(CLI::App& app, Runner& run);
+void add_run_command(CLI::App& app, Runner& run);
+
+// "jit,ddp" -> {"jit", "ddp"}; throws BadInput on an empty name.
+std::vector<std::string> split_order(const std::string& order);
 
 // Reads a whole file; throws BadInput naming the path and the reason.
 std::string read_text_file(const std::string& path);
+
+// run_pipelines with model errors (unknown model or parameter) turned into BadInput.
+Capture run_pipelines_checked(const RunRequest& request);
 
 }  // namespace tv::cli

@@ -3,7 +3,21 @@
 // subsymbols are its decomposition into other ltorch ops and finally `prims.*` (as Thunder does);
 // shapes, dtypes and devices are inferred by the prims' meta functions (broadcasting, type
 // promotion, reductions with dims/keepdim, batched matmul). Bad arguments throw OpError.
-// Registration of every symbol happens in register_ops(), called once (idempotent).
+// Registration of every symbol happens in register_ops(), called once (idempotent, thread-safe).
+//
+// Argument convention of the recorded `ltorch.*` bound symbols (the executor and autograd rely on
+// it): positional args are the C++ parameters after the builder, in order, except those Thunder
+// prints as keywords, which go to kwargs:
+//   add/sub: alpha=1                 ltorch.add(0.5, t8, alpha=1)
+//   gelu: approximate='none'         ltorch.gelu(x, approximate='none')
+//   sum/mean: dtype=None             ltorch.sum(t, (0,), False, dtype=None)
+//   var_mean: correction=c           ltorch.var_mean(t, (1,), True, correction=0)
+// Dims are tuples of ints (`(0,)`); empty dims of sum/mean ("all") print as None, as in Thunder.
+// A null tensor is None; a DType is a dtype Value (`torch.float32`); a Device is a device Value.
+// Tensor lists (cat) are lists. Numbers stay Python numbers; a number is converted to the kind of
+// the tensor it meets in the prims (`ltorch.true_divide(t, 2)` -> `prims.div(t, 2.0)`).
+// Multi-output ops (var_mean, split) return a tuple of proxies.
+// Traits: elementwise, shape, reduction, matmul, random, creation (see registry.cpp).
 #pragma once
 #include <optional>
 #include <vector>
@@ -27,6 +41,15 @@ T sub(TraceBuilder&, const Value& a, const Value& b);
 T mul(TraceBuilder&, const Value& a, const Value& b);
 T true_divide(TraceBuilder&, const Value& a, const Value& b);
 T pow(TraceBuilder&, const Value& a, const Value& b);
+
+// Comparisons (-> b8) and maximum; a and b: tensor proxies or Python numbers
+T eq(TraceBuilder&, const Value& a, const Value& b);
+T ne(TraceBuilder&, const Value& a, const Value& b);
+T lt(TraceBuilder&, const Value& a, const Value& b);
+T le(TraceBuilder&, const Value& a, const Value& b);
+T gt(TraceBuilder&, const Value& a, const Value& b);
+T ge(TraceBuilder&, const Value& a, const Value& b);
+T maximum(TraceBuilder&, const Value& a, const Value& b);
 
 // Elementwise unary
 T neg(TraceBuilder&, const T& a);
@@ -76,7 +99,11 @@ T masked_fill(TraceBuilder&, const T& a, const T& mask, const Value& value);
 T scaled_dot_product_attention(TraceBuilder&, const T& q, const T& k, const T& v, const T& attn_mask /* may be null */,
                                bool is_causal);
 
+// Gather: out[i][j] = a[i][indices[i][j]] along dim (indices has a's rank)
+T take_along_dim(TraceBuilder&, const T& a, const T& indices, int64_t dim);
+
 // Creation
+T arange(TraceBuilder&, int64_t end, Device device);  // 0 .. end-1, i64
 T full(TraceBuilder&, const Dims& shape, const Value& fill, DType dtype, Device device);
 T ones(TraceBuilder&, const Dims& shape, DType dtype, Device device);
 T zeros(TraceBuilder&, const Dims& shape, DType dtype, Device device);

@@ -1,0 +1,49 @@
+// thunder-viz run --model NAME: one forward and backward through the whole pipeline, checked
+// against LibTorch eager autograd.
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/model_options.h"
+#include "cli/report_text.h"
+#include "pipeline/run.h"
+
+namespace tv::cli {
+
+void add_run_command(CLI::App& app, Runner& run) {
+  auto* cmd = app.add_subcommand("run", "Run a built-in model's forward and backward once and check the numbers against LibTorch eager");
+  struct Options {
+    ModelOptions model;
+    std::string order = "jit";
+    std::string device = "cpu";
+    bool stages = false;
+    int depth = 0;
+  };
+  auto o = std::make_shared<Options>();
+  o->model.add_to(*cmd);
+  cmd->add_option("--order", o->order, "transforms in the order they are applied, e.g. jit,remat")->capture_default_str();
+  cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_flag("--stages", o->stages, "print every stage of every trace, not only the final ones");
+  cmd->add_option("--depth", o->depth, "subsymbol levels to print")->capture_default_str();
+  cmd->callback([&run, o] {
+    run = [o] {
+      RunRequest request;
+      request.model = o->model.model;
+      request.params = o->model.param_map();
+      PipelineSpec spec;
+      spec.order = split_order(o->order);
+      spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
+      request.pipelines = {spec};
+      auto capture = run_pipelines_checked(request);
+      const auto& p = capture.pipelines.front();
+      if (!p.error.empty()) throw BadInput(p.error);
+      PrintOptions options;
+      options.depth = o->depth;
+      print_stages(std::cout, p, o->stages, options);
+      bool pass = print_verdicts(std::cout, p);
+      std::cout << (pass ? "PASS" : "FAIL") << ": " << request.model << " [" << spec.label() << "] against LibTorch eager autograd\n";
+      return pass ? kOk : kDifference;
+    };
+  });
+}
+
+}  // namespace tv::cli

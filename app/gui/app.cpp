@@ -1,0 +1,84 @@
+#include "gui/app.h"
+
+#include <imgui.h>
+
+#include "gui/theme.h"
+
+namespace tv::gui {
+
+void App::frame() {
+  session.poll();
+  if (session.capture.get() != last_capture_) {
+    last_capture_ = session.capture.get();
+    rules.on_new_capture(session);
+  }
+  const ImGuiViewport* viewport = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(viewport->WorkPos);
+  ImGui::SetNextWindowSize(viewport->WorkSize);
+  const auto flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                     ImGuiWindowFlags_NoBringToFrontOnFocus;
+  ImGui::Begin("Thunder Viz", nullptr, flags);
+  draw_status_line();
+  ImGui::Separator();
+  ImGui::BeginChild("left", ImVec2(360, 0), true);
+  browser.draw(session);
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("right", ImVec2(0, 0), false);
+  draw_tabs();
+  ImGui::EndChild();
+  ImGui::End();
+  tour.draw(*this);
+  ++frames;
+}
+
+void App::draw_status_line() {
+  const Theme& t = theme();
+  ImGui::Text("Thunder Viz");
+  ImGui::SameLine();
+  ImGui::TextColored(t.muted, "| %s", session.source.empty() ? "(nothing open)" : session.source.c_str());
+  if (session.capture) {
+    ImGui::SameLine();
+    ImGui::TextColored(t.muted, "| model %s, %zu pipeline(s)", session.capture->model.name.c_str(),
+                       session.capture->pipelines.size());
+  }
+  ImGui::SameLine(ImGui::GetWindowWidth() - 90);
+  if (ImGui::SmallButton(tour.open ? "close tour" : "tour")) tour.open = !tour.open;
+  if (session.worker.busy()) {
+    std::string status = session.worker.status();
+    ImGui::ProgressBar(static_cast<float>(session.worker.progress()), ImVec2(300, 0), status.c_str());
+    ImGui::SameLine();
+    ImGui::TextColored(t.muted, "working (the window stays live)");
+  }
+  if (!session.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, t.error);
+    ImGui::TextWrapped("error: %s", session.error.c_str());
+    ImGui::PopStyleColor();
+    if (ImGui::SmallButton("dismiss")) session.error.clear();
+  }
+  if (!font_warning.empty()) ImGui::TextColored(t.muted, "%s", font_warning.c_str());
+}
+
+void App::draw_tabs() {
+  if (!ImGui::BeginTabBar("panels")) return;
+  static const char* kTitles[] = {"Stages", "Trace", "Diff", "Order", "Replay", "Rules"};
+  for (Panel p : kPanels) {
+    int i = static_cast<int>(p);
+    ImGuiTabItemFlags flags = session.panel_requested && session.panel == p ? ImGuiTabItemFlags_SetSelected : 0;
+    if (!ImGui::BeginTabItem(kTitles[i], nullptr, flags)) continue;
+    if (!session.panel_requested) session.panel = p;
+    switch (p) {
+      case Panel::stages: draw_stage_overview(session); break;
+      case Panel::trace: trace.draw(session); break;
+      case Panel::diff: diff.draw(session); break;
+      case Panel::order: order.draw(session); break;
+      case Panel::replay: replay.draw(session); break;
+      case Panel::rules: rules.draw(session); break;
+    }
+    ImGui::EndTabItem();
+  }
+  session.panel_requested = false;
+  ImGui::EndTabBar();
+}
+
+}  // namespace tv::gui

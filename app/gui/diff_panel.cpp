@@ -1,0 +1,199 @@
+#include "gui/diff_panel.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <string>
+
+#include "gui/theme.h"
+
+namespace tv::gui {
+namespace {
+
+ImVec4 kind_colour(DiffKind k) {
+  const Theme& t = theme();
+  switch (k) {
+    case DiffKind::same: return t.muted;
+    case DiffKind::renamed: return t.renamed;
+    case DiffKind::changed: return t.changed;
+    case DiffKind::added: return t.added;
+    case DiffKind::removed: return t.removed;
+  }
+  return t.muted;
+}
+
+ImU32 kind_background(DiffKind k) {
+  const Theme& t = theme();
+  switch (k) {
+    case DiffKind::changed: return t.changed_bg;
+    case DiffKind::added: return t.added_bg;
+    case DiffKind::removed: return t.removed_bg;
+    default: return 0;
+  }
+}
+
+// A combo over the pipelines of the capture.
+void pipeline_combo(const char* label, const Capture& c, int* index) {
+  std::string preview = "P" + std::to_string(*index) + " " + c.pipelines[*index].spec.label();
+  ImGui::SetNextItemWidth(200);
+  if (!ImGui::BeginCombo(label, preview.c_str())) return;
+  for (int p = 0; p < static_cast<int>(c.pipelines.size()); ++p) {
+    std::string item = "P" + std::to_string(p) + " " + c.pipelines[p].spec.label();
+    if (ImGui::Selectable(item.c_str(), p == *index)) *index = p;
+  }
+  ImGui::EndCombo();
+}
+
+void kind_combo(const char* label, TraceKind* kind) {
+  ImGui::SetNextItemWidth(110);
+  if (!ImGui::BeginCombo(label, std::string(trace_kind_name(*kind)).c_str())) return;
+  for (TraceKind k : kTraceKinds)
+    if (ImGui::Selectable(std::string(trace_kind_name(k)).c_str(), k == *kind)) *kind = k;
+  ImGui::EndCombo();
+}
+
+void stage_combo(const char* label, const Session& s, StageRef* ref) {
+  const auto* p = s.pipeline(ref->pipeline);
+  const auto& list = p->stages.of(ref->kind);
+  if (list.empty()) {
+    ImGui::TextDisabled("(no %s stages)", std::string(trace_kind_name(ref->kind)).c_str());
+    return;
+  }
+  ref->stage = std::clamp(ref->stage, 0, static_cast<int>(list.size()) - 1);
+  std::string preview = std::to_string(ref->stage) + " " + list[ref->stage].pass;
+  ImGui::SetNextItemWidth(240);
+  if (!ImGui::BeginCombo(label, preview.c_str())) return;
+  for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+    std::string item = std::to_string(i) + " " + list[i].pass;
+    if (ImGui::Selectable(item.c_str(), i == ref->stage)) ref->stage = i;
+  }
+  ImGui::EndCombo();
+}
+
+}  // namespace
+
+const char* diff_mark(DiffKind k) {
+  switch (k) {
+    case DiffKind::same: return " ";
+    case DiffKind::renamed: return "=";
+    case DiffKind::changed: return "~";
+    case DiffKind::added: return "+";
+    case DiffKind::removed: return "-";
+  }
+  return "?";
+}
+
+void DiffPanel::draw_selectors(Session& s) {
+  DiffSelection& d = s.diff;
+  int mode = d.across_pipelines ? 1 : 0;
+  ImGui::RadioButton("two stages of one pipeline", &mode, 0);
+  ImGui::SameLine();
+  ImGui::RadioButton("same stage of two pipelines", &mode, 1);
+  d.across_pipelines = mode == 1;
+  ImGui::SameLine();
+  ImGui::Checkbox("unified", &d.unified);
+  if (!d.across_pipelines) {
+    pipeline_combo("pipeline", *s.capture, &d.left.pipeline);
+    ImGui::SameLine();
+    kind_combo("kind", &d.left.kind);
+    d.right.pipeline = d.left.pipeline;
+    d.right.kind = d.left.kind;
+    stage_combo("left stage", s, &d.left);
+    ImGui::SameLine();
+    stage_combo("right stage", s, &d.right);
+  } else {
+    pipeline_combo("left", *s.capture, &d.left.pipeline);
+    ImGui::SameLine();
+    pipeline_combo("right", *s.capture, &d.right.pipeline);
+    ImGui::SameLine();
+    kind_combo("kind", &d.left.kind);
+    d.right.kind = d.left.kind;
+    // Same stage: the last stage of each pipeline unless a position is chosen.
+    stage_combo("left stage", s, &d.left);
+    ImGui::SameLine();
+    stage_combo("right stage", s, &d.right);
+  }
+}
+
+void DiffPanel::draw(Session& s) {
+  const Theme& t = theme();
+  if (!s.capture || s.capture->pipelines.empty()) {
+    ImGui::TextColored(t.muted, "no capture");
+    return;
+  }
+  auto clamp_pipeline = [&](int& p) { p = std::clamp(p, 0, static_cast<int>(s.capture->pipelines.size()) - 1); };
+  clamp_pipeline(s.diff.left.pipeline);
+  clamp_pipeline(s.diff.right.pipeline);
+  draw_selectors(s);
+  const Stage* a = s.stage(s.diff.left);
+  const Stage* b = s.stage(s.diff.right);
+  if (!a || !b || !a->trace || !b->trace) {
+    left_ = right_ = nullptr;
+    ImGui::TextColored(t.muted, "choose two stages that exist");
+    return;
+  }
+  if (a->trace != left_ || b->trace != right_) {
+    left_ = a->trace;
+    right_ = b->trace;
+    diff_ = diff_traces(*left_, *right_);
+  }
+  ImGui::Separator();
+  if (diff_.same_program)
+    ImGui::TextColored(t.ok, "same program%s", diff_.same_text ? " (identical text)" : ", different names");
+  else
+    ImGui::TextColored(t.changed, "different programs");
+  ImGui::SameLine();
+  ImGui::Text("  = renamed %d   ~ changed %d   + added %d   - removed %d", diff_.count(DiffKind::renamed),
+              diff_.count(DiffKind::changed), diff_.count(DiffKind::added), diff_.count(DiffKind::removed));
+  if (s.diff.unified) draw_unified();
+  else draw_side_by_side();
+}
+
+void DiffPanel::draw_side_by_side() const {
+  const auto flags = ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX |
+                     ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("diff", 4, flags)) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("#", ImGuiTableColumnFlags_WidthFixed, 40);
+  ImGui::TableSetupColumn("left", ImGuiTableColumnFlags_WidthFixed, 560);
+  ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 16);
+  ImGui::TableSetupColumn("right", ImGuiTableColumnFlags_WidthFixed, 560);
+  ImGui::TableHeadersRow();
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(diff_.statements.size()));
+  while (clipper.Step()) {
+    for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
+      const DiffRow& row = diff_.statements[r];
+      ImGui::TableNextRow();
+      if (ImU32 bg = kind_background(row.kind)) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, bg);
+      ImGui::TableNextColumn();
+      ImGui::TextDisabled("%d", r + 1);
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(row.left_text.c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextColored(kind_colour(row.kind), "%s", diff_mark(row.kind));
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(row.right_text.c_str());
+    }
+  }
+  ImGui::EndTable();
+}
+
+void DiffPanel::draw_unified() const {
+  ImGui::BeginChild("unified", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
+  // One line per removed/added side; a changed or renamed row shows both sides.
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(diff_.statements.size()));
+  while (clipper.Step()) {
+    for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
+      const DiffRow& row = diff_.statements[r];
+      const std::string& text = row.kind == DiffKind::removed ? row.left_text : row.right_text;
+      ImGui::TextColored(kind_colour(row.kind), "%s %s", diff_mark(row.kind), text.c_str());
+      if (row.kind == DiffKind::changed && ImGui::IsItemHovered())
+        ImGui::SetTooltip("was: %s", row.left_text.c_str());
+    }
+  }
+  ImGui::EndChild();
+}
+
+}  // namespace tv::gui

@@ -1,0 +1,158 @@
+#include "gui/gui_run.h"
+
+#include <GLFW/glfw3.h>
+#include <stb_image_write.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "gui/app.h"
+#include "gui/script.h"
+#include "gui/state_dump.h"
+#include "gui/window.h"
+#include "jit/zoo.h"
+
+namespace tv::gui {
+namespace {
+
+using tv::cli::BadInput;
+
+std::vector<std::string> split_order(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+void check_model(const std::string& name, const std::map<std::string, std::string>& params) {
+  std::string names;
+  for (const auto& info : jit::list_models()) {
+    names += (names.empty() ? "" : ", ") + info.name;
+    if (info.name != name) continue;
+    for (const auto& [key, value] : params) {
+      bool known = key == "seed" || key == "device" ||
+                   std::any_of(info.params.begin(), info.params.end(), [&](const auto& p) { return p.name == key; });
+      if (!known) throw BadInput("--param " + key + ": model " + name + " has no such parameter (see `thunder-viz models`)");
+    }
+    return;
+  }
+  throw BadInput("--model " + name + ": unknown model; built-in models: " + names);
+}
+
+// Opens the capture or starts the live run the options ask for.
+void start(App& app, const GuiOptions& o) {
+  if (!o.file.empty()) app.session.load_file(o.file);
+  else app.session.run(make_request(o), "running model " + o.model.model);
+}
+
+bool open_window(Window& window, const GuiOptions& o, bool visible) {
+  WindowOptions w;
+  parse_size(o.size, &w.width, &w.height);
+  w.visible = visible;
+  std::string error;
+  if (window.open(w, &error)) return true;
+  std::cerr << "error: " << error << "\n";
+  return false;
+}
+
+}  // namespace
+
+void parse_size(const std::string& text, int* width, int* height) {
+  char x = 0;
+  std::stringstream ss(text);
+  if (!(ss >> *width >> x >> *height) || x != 'x' || *width < 200 || *height < 150 || *width > 16384 || *height > 16384)
+    throw BadInput("--size " + text + ": expected WxH, e.g. 1600x1000 (at least 200x150)");
+}
+
+RunRequest make_request(const GuiOptions& o) {
+  if (!o.file.empty() && o.model_given) throw BadInput("give a capture file or --model, not both");
+  RunRequest r;
+  r.model = o.model.model;
+  r.params = o.model.param_map();
+  check_model(r.model, r.params);
+  for (const auto& text : o.orders) {
+    PipelineSpec spec;
+    spec.order = split_order(text);
+    if (spec.order.empty()) throw BadInput("--order '" + text + "': expected transforms separated by commas, e.g. jit,ddp");
+    for (const auto& t : spec.order)
+      if (!is_known_transform(t))
+        throw BadInput("--order " + text + ": unknown transform '" + t + "' (known: jit, ddp, fsdp, autocast, remat)");
+    spec.world_size = o.world_size;
+    spec.device = o.device;
+    spec.capture_at_jit = o.capture_at_jit;
+    r.pipelines.push_back(spec);
+  }
+  return r;
+}
+
+int run_gui(const GuiOptions& o) {
+  if (o.file.empty()) make_request(o);  // bad flags: exit 2 before any window
+  int w, h;
+  parse_size(o.size, &w, &h);
+  ScriptDriver script;
+  if (!o.script.empty()) script.load(o.script);
+  Window window;
+  if (!open_window(window, o, true)) return tv::cli::kBadInput;
+  App app;
+  app.font_warning = window.font_warning();
+  start(app, o);
+  const bool scripted = script.active();
+  while (!window.should_close() && !app.quit) {
+    if (scripted) script.before_frame(app, window);
+    // Interactive: sleep until an event (or a short timeout, to show progress); scripted: full speed.
+    window.begin_frame(scripted || o.frames > 0 ? 0.0 : (app.session.worker.busy() ? 0.05 : 0.25));
+    app.frame();
+    window.end_frame();
+    if (o.frames > 0 && app.frames >= o.frames) break;
+  }
+  app.session.worker.join();
+  app.session.poll();
+  if (!o.dump_state.empty()) write_state(app, o.dump_state, script.log());
+  return tv::cli::kOk;
+}
+
+int run_screenshot(const GuiOptions& o) {
+  if (o.out.empty()) throw BadInput("--out FILE.png is required");
+  Panel panel;
+  if (!parse_panel(o.panel, &panel)) throw BadInput("--panel " + o.panel + ": unknown panel");
+  if (o.file.empty()) make_request(o);
+  Window window;
+  if (!open_window(window, o, false)) return tv::cli::kBadInput;
+  App app;
+  app.font_warning = window.font_warning();
+  start(app, o);
+  app.session.select_panel(panel);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  int settled = 0;
+  bool was_busy = true;
+  while (settled < std::max(2, o.settle_frames)) {
+    bool busy = app.session.worker.busy();
+    if (was_busy && !busy) app.session.select_panel(panel);
+    was_busy = busy;
+    if (!busy || std::chrono::steady_clock::now() > deadline) ++settled;
+    if (settled == std::max(2, o.settle_frames) - 1) window.capture_pixels(true);
+    window.begin_frame(0.0);
+    app.frame();
+    window.end_frame();
+  }
+  int width = 0, height = 0;
+  auto pixels = window.read_pixels(&width, &height);
+  for (size_t i = 3; i < pixels.size(); i += 4) pixels[i] = 255;  // opaque PNG
+  if (!stbi_write_png(o.out.c_str(), width, height, 4, pixels.data(), width * 4))
+    throw BadInput(o.out + ": cannot write the PNG");
+  std::cout << "wrote " << o.out << " (" << width << "x" << height << ", panel " << o.panel << ")\n";
+  if (!app.session.error.empty()) {
+    std::cerr << "error: " << app.session.error << "\n";
+    return tv::cli::kBadInput;
+  }
+  return tv::cli::kOk;
+}
+
+}  // namespace tv::gui

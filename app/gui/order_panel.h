@@ -1,0 +1,42 @@
+// Transform order panel: the transforms as a list you reorder by drag and drop (or the arrow
+// buttons), add to and remove from; world size, device and capture-at-jit; "Run" re-runs the
+// engine with the previous order and the new one on the worker thread and shows both results
+// with the verdict from the capture's comparisons, or the error and rule of an illegal order.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gui/session.h"
+
+namespace tv::gui {
+
+struct OrderPanel {
+  std::vector<std::string> order{"jit"};
+  int world_size = 1;
+  std::string device = "cpu";
+  bool capture_at_jit = false;
+  std::optional<PipelineSpec> previous;  // the order of the last run: compared with the new one
+  bool initialised = false;
+
+  // Actions (buttons, drag and drop, scripts).
+  void move(int from, int to);
+  void add(const std::string& transform);
+  void remove(int index);
+  PipelineSpec spec() const;
+  // Starts a run of {previous, new}; false (and s.error set) when the capture cannot be re-run.
+  bool run(Session& s);
+  void set_order(const std::vector<std::string>& transforms);
+
+  void draw(Session& s);
+
+ private:
+  void initialise(const Session& s);
+  void draw_list();
+  void draw_results(Session& s);
+};
+
+// How to re-run what the session shows: its live request, or the capture's model (not "imported").
+std::optional<RunRequest> rerun_request(const Session& s);
+
+}  // namespace tv::gui

@@ -1,0 +1,183 @@
+#include "gui/script.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <tuple>
+#include <sstream>
+
+#include "cli/command.h"
+#include "gui/app.h"
+#include "gui/state_dump.h"
+#include "gui/window.h"
+
+namespace tv::gui {
+namespace {
+
+using nlohmann::json;
+
+int key_code(const std::string& name) {
+  static const std::pair<const char*, int> kKeys[] = {
+      {"Down", GLFW_KEY_DOWN},         {"Up", GLFW_KEY_UP},         {"Left", GLFW_KEY_LEFT},
+      {"Right", GLFW_KEY_RIGHT},       {"Enter", GLFW_KEY_ENTER},   {"Escape", GLFW_KEY_ESCAPE},
+      {"Tab", GLFW_KEY_TAB},           {"PageUp", GLFW_KEY_PAGE_UP}, {"PageDown", GLFW_KEY_PAGE_DOWN},
+      {"Home", GLFW_KEY_HOME},         {"End", GLFW_KEY_END},       {"Backspace", GLFW_KEY_BACKSPACE},
+      {"Delete", GLFW_KEY_DELETE},     {"Space", GLFW_KEY_SPACE}};
+  for (const auto& [n, code] : kKeys)
+    if (name == n) return code;
+  if (name.size() == 1 && std::isalnum(static_cast<unsigned char>(name[0])))
+    return std::toupper(static_cast<unsigned char>(name[0]));  // GLFW_KEY_A == 'A', GLFW_KEY_0 == '0'
+  return -1;
+}
+
+StageRef stage_ref(const json& j) {
+  StageRef r;
+  r.pipeline = j.value("pipeline", 0);
+  r.stage = j.value("stage", 0);
+  TraceKind k = TraceKind::forward;
+  if (j.contains("kind") && !parse_trace_kind(j["kind"].get<std::string>(), &k))
+    throw std::invalid_argument("unknown trace kind " + j["kind"].get<std::string>());
+  r.kind = k;
+  return r;
+}
+
+}  // namespace
+
+void ScriptDriver::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw tv::cli::BadInput(path + ": cannot read the script");
+  json doc;
+  try {
+    in >> doc;
+  } catch (const std::exception& e) {
+    throw tv::cli::BadInput(path + ": not JSON: " + e.what());
+  }
+  if (!doc.is_array()) throw tv::cli::BadInput(path + ": expected a JSON list of actions, e.g. [{\"frames\": 5}]");
+  for (auto& a : doc) {
+    if (!a.is_object() || a.size() != 1)
+      throw tv::cli::BadInput(path + ": each action is an object with one member, got " + a.dump());
+    actions_.push_back(a);
+  }
+}
+
+void ScriptDriver::press(Window& window, const std::string& spec) {
+  int mods = 0;
+  std::string key = spec;
+  std::vector<int> modifier_keys;
+  for (auto [prefix, mod, code] : {std::tuple{"Ctrl+", GLFW_MOD_CONTROL, GLFW_KEY_LEFT_CONTROL},
+                                   std::tuple{"Shift+", GLFW_MOD_SHIFT, GLFW_KEY_LEFT_SHIFT}}) {
+    if (key.rfind(prefix, 0) == 0) {
+      key = key.substr(std::string(prefix).size());
+      mods |= mod;
+      modifier_keys.push_back(code);
+    }
+  }
+  int code = key_code(key);
+  if (code < 0) throw std::invalid_argument("unknown key " + spec);
+  for (int m : modifier_keys) {
+    ImGui_ImplGlfw_KeyCallback(window.handle(), m, 0, GLFW_PRESS, mods);
+    pressed_.push_back({m, mods});
+  }
+  ImGui_ImplGlfw_KeyCallback(window.handle(), code, 0, GLFW_PRESS, mods);
+  pressed_.insert(pressed_.begin(), {code, mods});
+}
+
+void ScriptDriver::before_frame(App& app, Window& window) {
+  for (auto [code, mods] : pressed_) ImGui_ImplGlfw_KeyCallback(window.handle(), code, 0, GLFW_RELEASE, mods);
+  pressed_.clear();
+  if (wait_frames_ > 0) {
+    --wait_frames_;
+    return;
+  }
+  if (waiting_idle_) {
+    if (app.session.worker.busy()) return;
+    waiting_idle_ = false;
+    wait_frames_ = 2;  // let the result be taken and drawn
+    return;
+  }
+  if (next_ >= actions_.size()) return;
+  const json& action = actions_[next_++];
+  try {
+    apply(action, app, window);
+    log_.push_back("ok " + action.dump());
+  } catch (const std::exception& e) {
+    log_.push_back("error " + action.dump() + ": " + e.what());
+    app.session.error = std::string("script: ") + e.what();
+  }
+}
+
+void ScriptDriver::apply(const json& action, App& app, Window& window) {
+  const std::string name = action.begin().key();
+  const json& v = action.begin().value();
+  Session& s = app.session;
+  if (name == "select_panel") {
+    Panel p;
+    if (!parse_panel(v.get<std::string>(), &p)) throw std::invalid_argument("unknown panel " + v.dump());
+    s.select_panel(p);
+  } else if (name == "select_stage") {
+    StageRef r = stage_ref(v);
+    if (!s.stage(r)) throw std::invalid_argument("no such stage " + v.dump());
+    s.select_stage(r);
+  } else if (name == "move_transform") {
+    app.order.move(v.at("from").get<int>(), v.at("to").get<int>());
+  } else if (name == "add_transform") {
+    app.order.add(v.get<std::string>());
+  } else if (name == "remove_transform") {
+    app.order.remove(v.get<int>());
+  } else if (name == "set_order") {
+    app.order.set_order(v.get<std::vector<std::string>>());
+  } else if (name == "world") {
+    app.order.world_size = v.get<int>();
+  } else if (name == "device") {
+    app.order.device = v.get<std::string>();
+  } else if (name == "capture_at_jit") {
+    app.order.capture_at_jit = v.get<bool>();
+  } else if (name == "run") {
+    if (v.get<bool>()) app.order.run(s);
+  } else if (name == "wait_idle") {
+    waiting_idle_ = true;
+  } else if (name == "key") {
+    press(window, v.get<std::string>());
+  } else if (name == "text") {
+    for (unsigned char c : v.get<std::string>()) ImGui_ImplGlfw_CharCallback(window.handle(), c);
+  } else if (name == "find") {
+    app.trace.search_open = true;
+    app.trace.query = v.get<std::string>();
+    app.trace.match = -1;
+    app.trace.find(+1);
+  } else if (name == "depth") {
+    app.trace.depth = v.get<int>();
+  } else if (name == "hide_unchanged") {
+    app.browser.hide_unchanged = v.get<bool>();
+  } else if (name == "filter") {
+    std::string f = v.get<std::string>();
+    std::snprintf(app.browser.filter.InputBuf, sizeof app.browser.filter.InputBuf, "%s", f.c_str());
+    app.browser.filter.Build();
+  } else if (name == "open_rule") {
+    app.rules.open_cell(s, v.get<std::vector<std::string>>());
+  } else if (name == "diff") {
+    s.diff.across_pipelines = v.value("across", s.diff.across_pipelines);
+    s.diff.unified = v.value("unified", s.diff.unified);
+    if (v.contains("left")) s.diff.left = stage_ref(v["left"]);
+    if (v.contains("right")) s.diff.right = stage_ref(v["right"]);
+    s.select_panel(Panel::diff);
+  } else if (name == "tour") {
+    app.tour.open = v.get<bool>();
+  } else if (name == "load") {
+    s.load_file(v.get<std::string>());
+  } else if (name == "frames") {
+    wait_frames_ = v.get<long>();
+  } else if (name == "dump") {
+    write_state(app, v.get<std::string>(), log_);
+  } else if (name == "quit") {
+    app.quit = v.get<bool>();
+  } else {
+    throw std::invalid_argument("unknown action " + name);
+  }
+}
+
+}  // namespace tv::gui

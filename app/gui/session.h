@@ -1,0 +1,75 @@
+// Session: what every panel of the window shares — the capture on screen, the selection, the
+// panel in front, the last error, and the engine worker that loads and runs in the background.
+// Contract: panels read the capture and call the methods below (the scripted driver calls the
+// same methods), so a click and a script action take one code path. The capture is replaced
+// only between frames, when the worker hands over a result.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capture/capture.h"
+#include "gui/engine_worker.h"
+#include "pipeline/run.h"
+
+namespace tv::gui {
+
+enum class Panel { stages, trace, diff, order, replay, rules };
+inline constexpr Panel kPanels[] = {Panel::stages, Panel::trace, Panel::diff,
+                                    Panel::order,  Panel::replay, Panel::rules};
+const char* panel_name(Panel);                 // "stages", "trace", ...
+bool parse_panel(const std::string&, Panel*);
+
+// The transforms the order editor offers.
+inline constexpr const char* kTransforms[] = {"jit", "ddp", "fsdp", "autocast", "remat"};
+bool is_known_transform(const std::string&);
+
+struct StageRef {
+  int pipeline = 0;
+  TraceKind kind = TraceKind::forward;
+  int stage = 0;
+  bool operator==(const StageRef&) const = default;
+};
+
+// What the diff panel compares: two stages (of one pipeline, or of two pipelines).
+struct DiffSelection {
+  bool across_pipelines = false;  // false: two stages of one pipeline; true: same stage of two pipelines
+  StageRef left, right;
+  bool unified = false;
+};
+
+struct Session {
+  std::shared_ptr<const Capture> capture;  // null until the first load or run has finished
+  std::string source;                      // what is shown: a file path or "model linear"
+  std::string error;                       // the last failure, shown in the window
+  std::optional<RunRequest> request;       // how to re-run live (absent for an imported capture)
+  StageRef selected;
+  DiffSelection diff;
+  Panel panel = Panel::trace;
+  bool panel_requested = false;            // select `panel` in the tab bar next frame
+  int jump_to_statement = -1;              // trace view: scroll to this top-level bound symbol next frame
+  std::optional<RulesMatrix> carry_rules;  // given to the next capture when it has none
+  EngineWorker worker;
+
+  // Actions (UI and script).
+  void load_file(const std::string& path);
+  void run(RunRequest request, std::string what);
+  void select_panel(Panel p);
+  void select_stage(StageRef ref);
+  // Called once per frame: takes a finished job's result.
+  void poll();
+
+  // Queries.
+  const PipelineRecord* pipeline(int index) const;
+  const Stage* stage(const StageRef&) const;
+ private:
+  void adopt(Capture capture);
+};
+
+// "reference", "equivalent", "different", "failed", "illegal", or "not compared".
+std::string pipeline_verdict(const Capture&, int pipeline);
+// The first stage of the first non-empty kind (forward preferred) of a pipeline.
+StageRef first_stage(const Capture&, int pipeline);
+
+}  // namespace tv::gui

@@ -1,0 +1,154 @@
+#include "gui/stage_browser.h"
+
+#include <algorithm>
+#include <string>
+
+#include "gui/theme.h"
+
+namespace tv::gui {
+namespace {
+
+std::string kind_label(TraceKind k) { return std::string(trace_kind_name(k)); }
+
+void badge(bool changed) {
+  const Theme& t = theme();
+  ImGui::TextColored(changed ? t.changed : t.muted, "%s", changed ? "changed" : "same");
+}
+
+}  // namespace
+
+bool StageBrowser::shows(const Stage& stage, int index) const {
+  if (hide_unchanged && index > 0 && !stage.changed) return false;
+  return filter.PassFilter(stage.pass.c_str());
+}
+
+std::vector<StageRef> StageBrowser::visible_stages(const Session& s, int pipeline) const {
+  std::vector<StageRef> out;
+  const auto* p = s.pipeline(pipeline);
+  if (!p) return out;
+  for (TraceKind k : kTraceKinds) {
+    const auto& list = p->stages.of(k);
+    for (int i = 0; i < static_cast<int>(list.size()); ++i)
+      if (shows(list[i], i)) out.push_back({pipeline, k, i});
+  }
+  return out;
+}
+
+void StageBrowser::step(Session& s, int delta) {
+  auto list = visible_stages(s, s.selected.pipeline);
+  if (list.empty()) return;
+  auto it = std::find(list.begin(), list.end(), s.selected);
+  int at = it == list.end() ? (delta > 0 ? -1 : static_cast<int>(list.size())) : static_cast<int>(it - list.begin());
+  int next = std::clamp(at + delta, 0, static_cast<int>(list.size()) - 1);
+  s.select_stage(list[next]);
+  scroll_pending = true;
+}
+
+void StageBrowser::draw(Session& s) {
+  const Theme& t = theme();
+  ImGui::TextUnformatted("Stages");
+  ImGui::SameLine();
+  ImGui::TextColored(t.muted, "(Up/Down to step)");
+  filter.Draw("filter##stages", ImGui::GetContentRegionAvail().x - 50);
+  ImGui::Checkbox("hide unchanged", &hide_unchanged);
+  ImGui::Separator();
+
+  // Keys: only when no text field has the keyboard.
+  ImGuiIO& io = ImGui::GetIO();
+  if (!io.WantTextInput && s.capture) {
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_DownArrow))) step(s, +1);
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_UpArrow))) step(s, -1);
+  }
+
+  ImGui::BeginChild("stage-list");
+  if (!s.capture) {
+    ImGui::TextColored(t.muted, "%s", s.worker.busy() ? "loading..." : "no capture");
+    ImGui::EndChild();
+    return;
+  }
+  const auto& pipelines = s.capture->pipelines;
+  for (int p = 0; p < static_cast<int>(pipelines.size()); ++p) {
+    const auto& rec = pipelines[p];
+    std::string verdict = pipeline_verdict(*s.capture, p);
+    std::string header = "P" + std::to_string(p) + "  " + rec.spec.label() + "  [" + verdict + "]###pipeline" +
+                         std::to_string(p);
+    ImGui::PushStyleColor(ImGuiCol_Text, verdict_colour(verdict));
+    bool open = ImGui::TreeNodeEx(header.c_str(), ImGuiTreeNodeFlags_DefaultOpen);
+    ImGui::PopStyleColor();
+    if (!open) continue;
+    if (!rec.error.empty()) ImGui::TextColored(t.error, "error: %s", rec.error.c_str());
+    for (TraceKind k : kTraceKinds) {
+      const auto& list = rec.stages.of(k);
+      if (list.empty()) continue;
+      std::string kind_header = kind_label(k) + " (" + std::to_string(list.size()) + ")";
+      if (!ImGui::TreeNodeEx(kind_header.c_str(), ImGuiTreeNodeFlags_DefaultOpen)) continue;
+      for (int i = 0; i < static_cast<int>(list.size()); ++i) {
+        const Stage& st = list[i];
+        if (!shows(st, i)) continue;
+        StageRef ref{p, k, i};
+        bool selected = s.selected == ref;
+        ImGui::PushID(i);
+        std::string label = std::to_string(i) + " " + st.pass;
+        if (ImGui::Selectable(label.c_str(), selected, 0, ImVec2(ImGui::GetContentRegionAvail().x - 130, 0)))
+          s.select_stage(ref);
+        if (selected && scroll_pending) {
+          ImGui::SetScrollHereY();
+          scroll_pending = false;
+        }
+        ImGui::SameLine();
+        ImGui::TextColored(t.muted, "%7.1f ms", st.milliseconds);
+        ImGui::SameLine();
+        badge(i == 0 || st.changed);
+        ImGui::PopID();
+      }
+      ImGui::TreePop();
+    }
+    ImGui::TreePop();
+  }
+  ImGui::EndChild();
+}
+
+void draw_stage_overview(Session& s) {
+  const Theme& t = theme();
+  if (!s.capture) {
+    ImGui::TextColored(t.muted, "no capture");
+    return;
+  }
+  const auto& pipelines = s.capture->pipelines;
+  for (TraceKind k : kTraceKinds) {
+    size_t rows = 0;
+    for (const auto& p : pipelines) rows = std::max(rows, p.stages.of(k).size());
+    if (rows == 0) continue;
+    ImGui::Text("%s", kind_label(k).c_str());
+    int columns = 1 + static_cast<int>(pipelines.size());
+    if (!ImGui::BeginTable(("overview-" + kind_label(k)).c_str(), columns,
+                           ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp))
+      continue;
+    ImGui::TableSetupColumn("#", ImGuiTableColumnFlags_WidthFixed, 30);
+    for (size_t p = 0; p < pipelines.size(); ++p)
+      ImGui::TableSetupColumn(("P" + std::to_string(p) + " " + pipelines[p].spec.label()).c_str());
+    ImGui::TableHeadersRow();
+    for (size_t r = 0; r < rows; ++r) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::Text("%zu", r);
+      for (size_t p = 0; p < pipelines.size(); ++p) {
+        ImGui::TableNextColumn();
+        const auto& list = pipelines[p].stages.of(k);
+        if (r >= list.size()) continue;
+        const Stage& st = list[r];
+        StageRef ref{static_cast<int>(p), k, static_cast<int>(r)};
+        ImGui::PushID(static_cast<int>(p * 10000 + r));
+        if (ImGui::Selectable(st.pass.c_str(), s.selected == ref)) s.select_stage(ref);
+        ImGui::PopID();
+        ImGui::SameLine();
+        ImGui::TextColored(t.muted, "%.1f ms", st.milliseconds);
+        ImGui::SameLine();
+        badge(r == 0 || st.changed);
+      }
+    }
+    ImGui::EndTable();
+  }
+}
+
+}  // namespace tv::gui

@@ -1,0 +1,17 @@
+// What the window holds, as JSON (for tests and bug reports): the order being edited, the
+// capture's pipelines with their verdicts, the selection, the first lines of the trace view,
+// the diff summary and the errors.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace tv::gui {
+
+class App;
+
+nlohmann::json dump_state(const App& app);
+// Writes dump_state (plus the script log) to `path`; throws std::runtime_error when it cannot.
+void write_state(const App& app, const std::string& path, const std::vector<std::string>& script_log);
+
+}  // namespace tv::gui

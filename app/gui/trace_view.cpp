@@ -1,0 +1,246 @@
+#include "gui/trace_view.h"
+
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+
+#include "gui/theme.h"
+
+namespace tv::gui {
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const SymbolTiming* timing_of(const RankResult& rank, TraceKind kind, const std::string& proxy) {
+  for (const auto& t : rank.timings)
+    if (t.output == proxy && t.trace == trace_kind_name(kind)) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+void TraceView::refresh(const TracePtr& trace, int effective_depth) {
+  if (trace == trace_ && effective_depth == text_depth_) return;
+  bool same_trace = trace == trace_;
+  trace_ = trace;
+  text_depth_ = effective_depth;
+  text_ = build_trace_text(*trace, effective_depth);
+  if (!same_trace) {
+    selected_proxy = -1;
+    marked_line = -1;
+  } else if (selected_proxy >= static_cast<int>(text_.proxies.size())) {
+    selected_proxy = -1;
+  }
+  matched_query_ = "\x01";  // force a new search
+  update_matches();
+}
+
+void TraceView::update_matches() {
+  if (query == matched_query_) return;
+  matched_query_ = query;
+  matches.clear();
+  match = -1;
+  if (query.empty()) return;
+  std::string q = lower(query);
+  for (int l = 0; l < static_cast<int>(text_.lines.size()); ++l)
+    if (lower(text_.lines[l].text).find(q) != std::string::npos) matches.push_back(l);
+}
+
+void TraceView::find(int direction) {
+  update_matches();
+  if (matches.empty()) return;
+  if (match < 0) {
+    // Start from the first match at or after the top of the view.
+    auto it = std::lower_bound(matches.begin(), matches.end(), first_visible);
+    match = it == matches.end() ? 0 : static_cast<int>(it - matches.begin());
+    if (direction < 0) match = (match + static_cast<int>(matches.size()) - 1) % static_cast<int>(matches.size());
+  } else {
+    match = (match + direction + static_cast<int>(matches.size())) % static_cast<int>(matches.size());
+  }
+  marked_line = matches[match];
+  scroll_to = marked_line;
+}
+
+void TraceView::draw(Session& s) {
+  const Theme& t = theme();
+  const Stage* stage = s.stage(s.selected);
+  if (!stage || !stage->trace) {
+    ImGui::TextColored(t.muted, "%s", s.capture ? "select a stage at the left" : "no capture yet");
+    return;
+  }
+  int max_depth = max_subsymbol_depth(*stage->trace);
+  refresh(stage->trace, std::clamp(depth, 0, max_depth));
+  if (s.jump_to_statement >= 0) {
+    if (s.jump_to_statement < static_cast<int>(text_.statement_line.size()))
+      marked_line = scroll_to = text_.statement_line[s.jump_to_statement];
+    s.jump_to_statement = -1;
+  }
+  ImGuiIO& io = ImGui::GetIO();
+  if (io.KeyCtrl && ImGui::IsKeyPressed('F')) {
+    search_open = true;
+    focus_search = true;
+  }
+  draw_toolbar(s, max_depth);
+  draw_lines(s);
+}
+
+void TraceView::draw_toolbar(Session& s, int max_depth) {
+  const Theme& t = theme();
+  const auto* p = s.pipeline(s.selected.pipeline);
+  const Stage* stage = s.stage(s.selected);
+  ImGui::Text("P%d %s  %s #%d  %s", s.selected.pipeline, p->spec.label().c_str(),
+              std::string(trace_kind_name(s.selected.kind)).c_str(), s.selected.stage, stage->pass.c_str());
+  ImGui::SameLine();
+  ImGui::TextColored(t.muted, "(%zu lines, %zu statements)", text_.lines.size(), stage->trace->body.size());
+  int shown = std::clamp(depth, 0, max_depth);
+  ImGui::SetNextItemWidth(160);
+  if (ImGui::SliderInt("subsymbol depth", &shown, 0, std::max(max_depth, 0))) depth = shown;
+  ImGui::SameLine();
+  if (ImGui::Button(search_open ? "close search" : "search (Ctrl+F)")) {
+    search_open = !search_open;
+    focus_search = search_open;
+  }
+  if (selected_proxy >= 0 && selected_proxy < static_cast<int>(text_.proxies.size())) {
+    const auto& uses = text_.use_lines[selected_proxy];
+    ImGui::SameLine();
+    ImGui::Text("| %s: defined line %d, on %zu lines", text_.proxies[selected_proxy]->name.c_str(),
+                text_.definition_line[selected_proxy] + 1, uses.size());
+    ImGui::SameLine();
+    if (ImGui::SmallButton("go to definition")) scroll_to = marked_line = text_.definition_line[selected_proxy];
+    ImGui::SameLine();
+    if (ImGui::SmallButton("clear")) selected_proxy = -1;
+  }
+  if (search_open) {
+    if (focus_search) {
+      ImGui::SetKeyboardFocusHere();
+      focus_search = false;
+    }
+    ImGui::SetNextItemWidth(300);
+    if (ImGui::InputText("find##trace", &query, ImGuiInputTextFlags_EnterReturnsTrue)) {
+      find(ImGui::GetIO().KeyShift ? -1 : +1);
+      ImGui::SetKeyboardFocusHere(-1);
+    }
+    update_matches();
+    ImGui::SameLine();
+    if (ImGui::Button("prev")) find(-1);
+    ImGui::SameLine();
+    if (ImGui::Button("next")) find(+1);
+    ImGui::SameLine();
+    if (query.empty()) ImGui::TextColored(t.muted, "type, then Enter (Shift+Enter: previous)");
+    else if (matches.empty()) ImGui::TextColored(t.error, "no match");
+    else ImGui::Text("%d / %zu lines", match + 1, matches.size());
+  }
+}
+
+void TraceView::draw_lines(Session& s) {
+  const Theme& t = theme();
+  ImGui::BeginChild("trace-text", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
+  ImFont* font = ImGui::GetFont();
+  const float size = ImGui::GetFontSize();
+  const float char_w = ImGui::CalcTextSize("M").x;
+  const float line_h = ImGui::GetTextLineHeight() + 1.0f;
+  const int digits = static_cast<int>(std::to_string(text_.lines.size()).size());
+  const float gutter = (digits + 1) * char_w;
+  const float width = gutter + (text_.max_columns + 2) * char_w;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const bool hovered_window = ImGui::IsWindowHovered();
+  int hovered_proxy = -1;
+
+  if (scroll_to >= 0) {
+    ImGui::SetScrollY(std::max(0.0f, scroll_to * line_h - ImGui::GetWindowHeight() / 3));
+    scroll_to = -1;
+  }
+  first_visible = static_cast<int>(ImGui::GetScrollY() / line_h);
+
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(0, 0));
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(text_.lines.size()), line_h);
+  while (clipper.Step()) {
+    for (int l = clipper.DisplayStart; l < clipper.DisplayEnd; ++l) {
+      const TextLine& line = text_.lines[l];
+      ImVec2 pos = ImGui::GetCursorScreenPos();
+      ImVec2 text_pos(pos.x + gutter, pos.y);
+      bool mouse_on_line = hovered_window && mouse.y >= pos.y && mouse.y < pos.y + line_h;
+      // Line backgrounds: the marked line, search matches, the selected proxy's definition.
+      if (l == marked_line)
+        draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.search_highlight);
+      else if (!matches.empty() && std::binary_search(matches.begin(), matches.end(), l))
+        draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.current_line);
+      if (selected_proxy >= 0 && text_.definition_line[selected_proxy] == l)
+        draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.definition_highlight);
+      char number[16];
+      std::snprintf(number, sizeof number, "%*d", digits, l + 1);
+      draw->AddText(font, size, pos, t.line_number, number);
+      const char* base = line.text.c_str();
+      for (const Span& span : line.spans) {
+        ImVec2 p(text_pos.x + span.begin * char_w, text_pos.y);
+        ImVec2 q(p.x + span.length * char_w, p.y + line_h);
+        if (span.proxy >= 0 && span.proxy == selected_proxy) draw->AddRectFilled(p, q, t.use_highlight);
+        if (span.proxy >= 0 && mouse_on_line && mouse.x >= p.x && mouse.x < q.x) {
+          hovered_proxy = span.proxy;
+          draw->AddLine(ImVec2(p.x, q.y - 1), ImVec2(q.x, q.y - 1), t.token[static_cast<int>(Token::proxy)]);
+        }
+        ImU32 colour = t.token[static_cast<int>(span.token)];
+        if (span.in_comment) colour = (colour & 0x00FFFFFF) | (static_cast<ImU32>(150) << IM_COL32_A_SHIFT);
+        draw->AddText(font, size, p, colour, base + span.begin, base + span.begin + span.length);
+      }
+      ImGui::Dummy(ImVec2(width, line_h));
+    }
+  }
+  ImGui::PopStyleVar();
+  if (hovered_proxy >= 0) {
+    draw_proxy_tooltip(s, hovered_proxy);
+    if (ImGui::IsMouseClicked(0)) selected_proxy = selected_proxy == hovered_proxy ? -1 : hovered_proxy;
+  }
+  ImGui::EndChild();
+}
+
+void TraceView::draw_proxy_tooltip(const Session& s, int index) const {
+  const Theme& t = theme();
+  const Proxy& proxy = *text_.proxies[index];
+  ImGui::BeginTooltip();
+  ImGui::Text("%s", proxy.name.c_str());
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.token[static_cast<int>(Token::type)]), "\"%s\"",
+                     type_text(proxy).c_str());
+  if (proxy.is_tensor()) {
+    ImGui::Text("requires_grad: %s", proxy.requires_grad ? "True" : "False");
+    if (proxy.distribution != Distribution::none)
+      ImGui::Text("distribution: %s", std::string(distribution_name(proxy.distribution)).c_str());
+  }
+  ImGui::Text("defined on line %d, named on %zu lines", text_.definition_line[index] + 1,
+              text_.use_lines[index].size());
+  const auto* p = s.pipeline(s.selected.pipeline);
+  if (p && p->replay) {
+    for (const auto& rank : p->replay->ranks) {
+      auto it = rank.proxies.find(proxy.name);
+      const SymbolTiming* timing = timing_of(rank, s.selected.kind, proxy.name);
+      if (it == rank.proxies.end() && !timing) continue;
+      ImGui::Separator();
+      ImGui::Text("rank %d", rank.rank);
+      if (it != rank.proxies.end()) {
+        const TensorStats& st = it->second;
+        ImGui::Text("shape %s %s", shape_text(st.shape).c_str(), std::string(short_name(st.dtype)).c_str());
+        ImGui::Text("min %.6g  max %.6g  mean %.6g", st.min, st.max, st.mean);
+        if (st.nan_count || st.inf_count)
+          ImGui::TextColored(t.error, "NaN %lld  Inf %lld", static_cast<long long>(st.nan_count),
+                             static_cast<long long>(st.inf_count));
+      }
+      if (timing) ImGui::Text("produced by %s in %.1f us%s", timing->symbol.c_str(), timing->microseconds,
+                              timing->device_timer ? " (CUDA events)" : "");
+    }
+  } else {
+    ImGui::TextColored(t.muted, "no replay statistics in this capture");
+  }
+  ImGui::TextColored(t.muted, "click: highlight definition and uses");
+  ImGui::EndTooltip();
+}
+
+}  // namespace tv::gui

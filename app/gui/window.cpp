@@ -1,0 +1,129 @@
+#include "gui/window.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_impl_glfw.h>
+#include <imgui_impl_opengl3.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "gui/theme.h"
+
+namespace tv::gui {
+namespace {
+
+std::string glfw_error_text;
+void on_glfw_error(int code, const char* text) { glfw_error_text = text ? text : "unknown GLFW error"; }
+
+// The font: DejaVu Sans Mono from assets/ or the system; ImGui's default font when neither exists.
+std::string find_font() {
+  const char* candidates[] = {
+#ifdef TV_ASSETS_DIR
+      TV_ASSETS_DIR "/fonts/DejaVuSansMono.ttf",
+#endif
+      "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
+  };
+  for (const char* path : candidates)
+    if (std::filesystem::exists(path)) return path;
+  return "";
+}
+
+}  // namespace
+
+bool Window::open(const WindowOptions& options, std::string* error) {
+  glfwSetErrorCallback(on_glfw_error);
+  if (!glfwInit()) {
+    *error = "cannot open a window: " + (glfw_error_text.empty() ? std::string("glfwInit failed") : glfw_error_text) +
+             " (is DISPLAY set? run under Xvfb: `xvfb-run thunder-viz ...`)";
+    return false;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_VISIBLE, options.visible ? GLFW_TRUE : GLFW_FALSE);
+  window_ = glfwCreateWindow(options.width, options.height, options.title.c_str(), nullptr, nullptr);
+  if (!window_) {
+    *error = "cannot create an OpenGL 3.3 window: " + glfw_error_text;
+    glfwTerminate();
+    return false;
+  }
+  glfwMakeContextCurrent(window_);
+  glfwSwapInterval(options.visible ? 1 : 0);
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;  // fixed layout: nothing to remember
+  apply_theme();
+  load_fonts();
+  ImGui_ImplGlfw_InitForOpenGL(window_, true);
+  ImGui_ImplOpenGL3_Init("#version 330");
+  imgui_ready_ = true;
+  return true;
+}
+
+void Window::load_fonts() {
+  ImGuiIO& io = ImGui::GetIO();
+  std::string path = find_font();
+  if (!path.empty() && io.Fonts->AddFontFromFileTTF(path.c_str(), 15.0f)) return;
+  font_warning_ = "warning: DejaVuSansMono.ttf not found (install fonts-dejavu-core); using ImGui's default font";
+  std::cerr << font_warning_ << "\n";
+  io.Fonts->AddFontDefault();
+}
+
+Window::~Window() {
+  if (imgui_ready_) {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+  }
+  if (window_) {
+    glfwDestroyWindow(window_);
+    glfwTerminate();
+  }
+}
+
+bool Window::should_close() const { return glfwWindowShouldClose(window_); }
+
+void Window::begin_frame(double wait_seconds) {
+  if (wait_seconds > 0) glfwWaitEventsTimeout(wait_seconds);
+  else glfwPollEvents();
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+}
+
+void Window::end_frame() {
+  ImGui::Render();
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(window_, &w, &h);
+  glViewport(0, 0, w, h);
+  const auto bg = theme().background;
+  glClearColor(bg.x, bg.y, bg.z, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  glFinish();
+  last_width_ = w;
+  last_height_ = h;
+  pixels_.resize(static_cast<size_t>(w) * h * 4);
+  if (capture_pixels_) {
+    glReadBuffer(GL_BACK);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels_.data());
+  }
+  glfwSwapBuffers(window_);
+}
+
+std::vector<uint8_t> Window::read_pixels(int* width, int* height) const {
+  *width = last_width_;
+  *height = last_height_;
+  // OpenGL rows go bottom-up; flip to top-down.
+  std::vector<uint8_t> out(pixels_.size());
+  size_t row = static_cast<size_t>(last_width_) * 4;
+  for (int y = 0; y < last_height_; ++y)
+    std::copy_n(pixels_.data() + (last_height_ - 1 - y) * row, row, out.data() + y * row);
+  return out;
+}
+
+}  // namespace tv::gui

@@ -1,0 +1,119 @@
+#include "capture/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "capture/capture.h"
+
+namespace tv::capture_detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const std::string& path, const std::string& step, int err) {
+  throw CaptureError(path, "", step + ": " + std::strerror(err));
+}
+
+std::string folder_of(const std::string& path) {
+  auto parent = fs::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+// Closes a descriptor and removes the temporary file unless it was renamed into place.
+struct TempFile {
+  std::string name;
+  int fd = -1;
+  bool renamed = false;
+  ~TempFile() {
+    if (fd >= 0) ::close(fd);
+    if (!renamed && !name.empty()) ::unlink(name.c_str());
+  }
+};
+
+void write_all(int fd, std::string_view data, const std::string& path) {
+  // Chunks of 1 MiB: progress on a large capture is visible and a short write is retried.
+  constexpr size_t kChunk = 1 << 20;
+  size_t done = 0;
+  while (done < data.size()) {
+    size_t n = std::min(kChunk, data.size() - done);
+    ssize_t w = ::write(fd, data.data() + done, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail(path, "cannot write the temporary file", errno);
+    }
+    done += static_cast<size_t>(w);
+  }
+}
+
+}  // namespace
+
+std::string temporary_prefix(const std::string& path) {
+  auto p = fs::path(path);
+  return (p.parent_path() / ("." + p.filename().string() + ".tmp-")).string();
+}
+
+void write_file_atomically(const std::string& path, std::string_view contents) {
+  static std::atomic<unsigned> counter{0};
+  if (path.empty()) throw CaptureError(path, "", "cannot write: the path is empty");
+  if (fs::path(path).filename().empty()) throw CaptureError(path, "", "cannot write: the path names a folder");
+
+  TempFile tmp;
+  tmp.name = temporary_prefix(path) + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  tmp.fd = ::open(tmp.name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (tmp.fd < 0) {
+    int err = errno;
+    tmp.name.clear();  // nothing was created
+    fail(path, "cannot create a temporary file in " + folder_of(path), err);
+  }
+  // Keep the permissions of the file being replaced.
+  struct stat old {};
+  if (::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode)) ::fchmod(tmp.fd, old.st_mode & 07777);
+
+  write_all(tmp.fd, contents, path);
+  if (::fsync(tmp.fd) != 0) fail(path, "cannot flush the temporary file to disk", errno);
+  int fd = tmp.fd;
+  tmp.fd = -1;
+  if (::close(fd) != 0) fail(path, "cannot close the temporary file", errno);
+  if (::rename(tmp.name.c_str(), path.c_str()) != 0) fail(path, "cannot replace the file", errno);
+  tmp.renamed = true;
+
+  // Make the rename itself durable; a folder that cannot be opened or synced is not an error.
+  int dir = ::open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+std::string read_whole_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, "cannot open", errno);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw CaptureError(path, "", "cannot read: it is a folder");
+  }
+  std::string out;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      fail(path, "cannot read", err);
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace tv::capture_detail

@@ -1,0 +1,79 @@
+#include "capture/capture.h"
+
+#include "capture/atomic_file.h"
+#include "capture/decode.h"
+#include "capture/encode.h"
+
+namespace tv {
+namespace {
+
+using capture_detail::Json;
+
+std::string describe(const std::string& file, const std::string& path, const std::string& message) {
+  std::string out = file.empty() ? std::string("<capture>") : file;
+  out += ": ";
+  if (!path.empty()) out += path + ": ";
+  return out + message;
+}
+
+// Parser messages quote the bytes they stopped at; keep them printable.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  return out;
+}
+
+Json parse_document(const std::string& text, const std::string& file) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw CaptureError(file, "", "the file is empty (expected a thunder-viz capture, a JSON object)");
+  try {
+    return Json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();
+    auto pos = what.find("] ");
+    if (pos != std::string::npos) what = what.substr(pos + 2);
+    throw CaptureError(file, "", "not valid JSON (truncated or damaged?): " + printable(what));
+  }
+}
+
+}  // namespace
+
+CaptureError::CaptureError(std::string file, std::string json_path, std::string message)
+    : CaptureError(std::move(file), std::move(json_path), std::move(message), 0, 0) {}
+
+CaptureError::CaptureError(std::string file, std::string json_path, std::string message, int trace_line,
+                           int trace_column)
+    : std::runtime_error(describe(file, json_path, message)),
+      file_(std::move(file)),
+      json_path_(std::move(json_path)),
+      message_(std::move(message)),
+      trace_line_(trace_line),
+      trace_column_(trace_column) {}
+
+std::string capture_to_json(const Capture& c) {
+  return capture_detail::encode_capture(c).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+Capture capture_from_json(const std::string& text, const std::string& source_name) {
+  auto document = parse_document(text, source_name);
+  try {
+    return capture_detail::decode_capture(document, source_name);
+  } catch (const CaptureError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw CaptureError(source_name, "", "out of memory while reading the capture");
+  } catch (const std::exception& e) {
+    // Every check is explicit; this is a last line of defence, never a crash.
+    throw CaptureError(source_name, "", std::string("unexpected content: ") + printable(e.what()));
+  }
+}
+
+void save_capture(const Capture& c, const std::string& path) {
+  capture_detail::write_file_atomically(path, capture_to_json(c));
+}
+
+Capture load_capture(const std::string& path) {
+  return capture_from_json(capture_detail::read_whole_file(path), path);
+}
+
+}  // namespace tv

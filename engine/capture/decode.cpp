@@ -1,0 +1,338 @@
+#include "capture/decode.h"
+
+#include <vector>
+
+#include "format/parser.h"
+
+namespace tv::capture_detail {
+namespace {
+
+// What one decode needs besides the value at hand.
+struct Context {
+  int version = kCaptureVersion;  // the version the document was written in
+};
+
+template <class T, class Fn>
+std::vector<T> list_of(const Cursor& c, Fn&& element) {
+  std::vector<T> out;
+  size_t n = c.size();
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.push_back(element(c.at(i)));
+  return out;
+}
+
+std::vector<std::string> strings(const Cursor& c) {
+  return list_of<std::string>(c, [](const Cursor& e) { return e.string(); });
+}
+
+std::map<std::string, std::string> string_map(const Cursor& c) {
+  c.expect_object();
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : c.json().items()) {
+    Cursor e(value, c.path() + "/" + escape_pointer_token(key), c.file());
+    out[key] = e.string();
+  }
+  return out;
+}
+
+std::vector<int64_t> shape(const Cursor& c) {
+  return list_of<int64_t>(c, [](const Cursor& e) { return e.integer_at_least(0); });
+}
+
+DType dtype(const Cursor& c) {
+  auto s = c.string();
+  if (auto d = dtype_from_short(s)) return *d;
+  c.fail("expected a dtype (f64, f32, f16, bf16, i64, i32, i16, i8, ui8, b8), found \"" + s.substr(0, 40) + "\"");
+}
+
+int64_t count(const Cursor& c, std::string_view key) { return c.field(key).integer_at_least(0); }
+
+// ---- traces ----
+
+void check_one_of(const Cursor& c, std::initializer_list<std::string_view> names, std::string_view what) {
+  auto s = c.string();
+  for (auto n : names)
+    if (s == n) return;
+  std::string list;
+  for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+  c.fail("expected " + std::string(what) + " (" + list + "), found \"" + s.substr(0, 40) + "\"");
+}
+
+// The structure is derived from the text (which is what a load uses) but is part of the format:
+// check it all, without recursion, so a deeply nested hand edit cannot exhaust the stack.
+void check_structure(const Cursor& s) {
+  string_field(s, "function");
+  auto params = s.field("params");
+  for (size_t i = 0, n = params.size(); i < n; ++i) {
+    auto p = params.at(i);
+    string_field(p, "name");
+    string_field(p, "type");
+    check_one_of(p.field("kind"), {"positional", "varargs", "varkw"}, "a parameter kind");
+  }
+  std::vector<Cursor> pending{s.field("bound_symbols")};
+  while (!pending.empty()) {
+    Cursor list = pending.back();
+    pending.pop_back();
+    for (size_t i = 0, n = list.size(); i < n; ++i) {
+      auto b = list.at(i);
+      string_field(b, "symbol");
+      auto outputs = b.field("outputs");
+      for (size_t k = 0, m = outputs.size(); k < m; ++k) {
+        string_field(outputs.at(k), "name");
+        string_field(outputs.at(k), "type");
+      }
+      strings(b.field("inputs"));
+      if (auto h = b.optional_field("header")) h->string();
+      if (auto subs = b.optional_field("subsymbols")) {
+        subs->expect_array();
+        pending.push_back(*subs);
+      }
+    }
+  }
+}
+
+TracePtr trace_from_text(const Cursor& text) {
+  auto r = parse_trace(text.string());
+  if (r.trace) return r.trace;
+  int line = r.error ? r.error->line : 0, column = r.error ? r.error->column : 0;
+  std::string message = r.error ? r.error->message : "unknown parse error";
+  throw CaptureError(text.file(), text.path(),
+                     "the stored trace does not parse: line " + std::to_string(line) + ", column " +
+                         std::to_string(column) + ": " + message,
+                     line, column);
+}
+
+Stage stage(const Cursor& c, const Context& ctx) {
+  Stage s;
+  s.pass = string_field(c, "pass");
+  s.milliseconds = number_field(c, "milliseconds");
+  s.changed = bool_field(c, "changed");
+  auto text = c.field("text");
+  if (!text.json().is_null()) s.trace = trace_from_text(text);
+  if (ctx.version >= 1) {
+    auto structure = c.field("structure");
+    if (!structure.json().is_null()) check_structure(structure);
+    else if (s.trace) structure.fail_expected("an object (the trace's structure)");
+  }
+  return s;
+}
+
+StageHistory stages_v1(const Cursor& c, const Context& ctx) {
+  StageHistory h;
+  c.expect_object();
+  for (auto k : kTraceKinds) {
+    auto list = c.field(trace_kind_name(k));
+    h.of(k) = list_of<Stage>(list, [&](const Cursor& e) { return stage(e, ctx); });
+  }
+  return h;
+}
+
+// Version 0: one flat list, each stage naming its kind.
+StageHistory stages_v0(const Cursor& c, const Context& ctx) {
+  StageHistory h;
+  for (size_t i = 0, n = c.size(); i < n; ++i) {
+    auto e = c.at(i);
+    auto kind_cursor = e.field("kind");
+    TraceKind kind;
+    if (!parse_trace_kind(kind_cursor.string(), &kind))
+      kind_cursor.fail("expected a trace kind (prologue, forward, backward, epilogue), found \"" +
+                       kind_cursor.string().substr(0, 40) + "\"");
+    h.of(kind).push_back(stage(e, ctx));
+  }
+  return h;
+}
+
+// ---- replay, comparisons, rules ----
+
+TensorStats tensor_stats(const Cursor& c) {
+  TensorStats s;
+  s.shape = shape(c.field("shape"));
+  s.dtype = dtype(c.field("dtype"));
+  s.min = number_field(c, "min");
+  s.max = number_field(c, "max");
+  s.mean = number_field(c, "mean");
+  s.nan_count = count(c, "nan_count");
+  s.inf_count = count(c, "inf_count");
+  return s;
+}
+
+TensorCheck tensor_check(const Cursor& c) {
+  TensorCheck t;
+  t.name = string_field(c, "name");
+  t.stats = tensor_stats(c.field("stats"));
+  t.max_abs = number_field(c, "max_abs");
+  t.max_rel = number_field(c, "max_rel");
+  t.tolerance = number_field(c, "tolerance");
+  t.pass = bool_field(c, "pass");
+  return t;
+}
+
+SymbolTiming timing(const Cursor& c) {
+  SymbolTiming t;
+  t.trace = string_field(c, "trace");
+  t.index = static_cast<int>(c.field("index").integer_at_least(0));
+  if (t.index != c.field("index").integer()) c.field("index").fail("index is out of range");
+  t.symbol = string_field(c, "symbol");
+  t.output = string_field(c, "output");
+  t.microseconds = number_field(c, "microseconds");
+  t.device_timer = bool_field(c, "device_timer");
+  return t;
+}
+
+RankResult rank_result(const Cursor& c) {
+  RankResult r;
+  r.rank = int_field(c, "rank");
+  r.outputs = list_of<TensorCheck>(c.field("outputs"), tensor_check);
+  r.gradients = list_of<TensorCheck>(c.field("gradients"), tensor_check);
+  auto proxies = c.field("proxies");
+  proxies.expect_object();
+  for (const auto& [name, value] : proxies.json().items())
+    r.proxies[name] = tensor_stats(Cursor(value, proxies.path() + "/" + escape_pointer_token(name), c.file()));
+  r.timings = list_of<SymbolTiming>(c.field("timings"), timing);
+  r.first_non_finite = string_field(c, "first_non_finite");
+  r.error = string_field(c, "error");
+  return r;
+}
+
+Replay replay(const Cursor& c) {
+  Replay r;
+  r.ranks = list_of<RankResult>(c.field("ranks"), rank_result);
+  return r;
+}
+
+int pipeline_index(const Cursor& c, size_t pipelines) {
+  int64_t i = c.integer();
+  if (i < 0 || static_cast<size_t>(i) >= pipelines)
+    c.fail("expected the index of a pipeline (0 to " + std::to_string(static_cast<int64_t>(pipelines) - 1) +
+           "), found " + std::to_string(i));
+  return static_cast<int>(i);
+}
+
+Comparison comparison(const Cursor& c, size_t pipelines) {
+  Comparison out;
+  out.left = pipeline_index(c.field("left"), pipelines);
+  out.right = pipeline_index(c.field("right"), pipelines);
+  out.stages = list_of<StageComparison>(c.field("stages"), [](const Cursor& e) {
+    StageComparison s;
+    s.kind = string_field(e, "kind");
+    s.stage = int_field(e, "stage");
+    s.left_pass = string_field(e, "left_pass");
+    s.right_pass = string_field(e, "right_pass");
+    s.equal = bool_field(e, "equal");
+    return s;
+  });
+  out.numbers = list_of<NumericComparison>(c.field("numbers"), [](const Cursor& e) {
+    NumericComparison n;
+    n.rank = int_field(e, "rank");
+    n.name = string_field(e, "name");
+    n.max_abs = number_field(e, "max_abs");
+    n.max_rel = number_field(e, "max_rel");
+    n.pass = bool_field(e, "pass");
+    return n;
+  });
+  out.traces_equal = bool_field(c, "traces_equal");
+  out.numbers_equal = bool_field(c, "numbers_equal");
+  out.verdict = string_field(c, "verdict");
+  return out;
+}
+
+Composition composition(const Cursor& c) {
+  auto s = c.string();
+  for (auto v : {Composition::equivalent, Composition::different, Composition::illegal, Composition::failed})
+    if (composition_name(v) == s) return v;
+  c.fail("expected a verdict (equivalent, different, illegal, failed), found \"" + s.substr(0, 40) + "\"");
+}
+
+RulesMatrix rules(const Cursor& c) {
+  RulesMatrix m;
+  m.model = string_field(c, "model");
+  m.world_size = int_field(c, "world_size");
+  m.transforms = strings(c.field("transforms"));
+  m.cells = list_of<RuleCell>(c.field("cells"), [](const Cursor& e) {
+    RuleCell cell;
+    cell.order = strings(e.field("order"));
+    cell.verdict = composition(e.field("verdict"));
+    cell.rule = string_field(e, "rule");
+    cell.detail = string_field(e, "detail");
+    return cell;
+  });
+  m.explanations = string_map(c.field("explanations"));
+  return m;
+}
+
+// ---- model and pipelines ----
+
+ModelRecord model(const Cursor& c) {
+  ModelRecord m;
+  m.name = string_field(c, "name");
+  m.params = string_map(c.field("params"));
+  m.parameters = list_of<ParameterRecord>(c.field("parameters"), [](const Cursor& e) {
+    ParameterRecord p;
+    p.name = string_field(e, "name");
+    p.shape = shape(e.field("shape"));
+    p.dtype = dtype(e.field("dtype"));
+    return p;
+  });
+  return m;
+}
+
+PipelineSpec spec(const Cursor& c) {
+  PipelineSpec s;
+  s.order = strings(c.field("order"));
+  s.capture_at_jit = bool_field(c, "capture_at_jit");
+  s.world_size = static_cast<int>(c.field("world_size").integer_at_least(1));
+  if (s.world_size > (1 << 20)) c.field("world_size").fail("world size " + std::to_string(s.world_size) + " is out of range");
+  s.device = string_field(c, "device");
+  return s;
+}
+
+PipelineRecord pipeline(const Cursor& c, const Context& ctx) {
+  PipelineRecord p;
+  p.spec = spec(c.field("spec"));
+  p.error = string_field(c, "error");
+  p.rule = string_field(c, "rule");
+  auto stages = c.field("stages");
+  p.stages = ctx.version == 0 ? stages_v0(stages, ctx) : stages_v1(stages, ctx);
+  if (auto r = c.optional_field("replay")) p.replay = replay(*r);
+  return p;
+}
+
+int document_version(const Cursor& root) {
+  auto format = root.field("format");
+  if (!format.json().is_string() || format.json().get_ref<const std::string&>() != kCaptureFormat) {
+    if (!format.json().is_string()) format.fail_expected("the string \"" + std::string(kCaptureFormat) + "\"");
+    format.fail("expected \"" + std::string(kCaptureFormat) + "\", found \"" + format.string().substr(0, 40) +
+                "\": not a thunder-viz capture");
+  }
+  auto v = root.field("version");
+  int version = v.integer32();
+  if (version > kCaptureVersion)
+    v.fail("this capture was written by a newer thunder-viz (version " + std::to_string(version) + " > " +
+           std::to_string(kCaptureVersion) + "); upgrade the tool");
+  if (version < kOldestCaptureVersion)
+    v.fail("unknown capture version " + std::to_string(version) + " (this tool reads versions " +
+           std::to_string(kOldestCaptureVersion) + " to " + std::to_string(kCaptureVersion) + ")");
+  return version;
+}
+
+}  // namespace
+
+Capture decode_capture(const Json& document, const std::string& file) {
+  Cursor root(document, "", file);
+  if (!document.is_object()) root.fail_expected("an object (a thunder-viz capture)");
+  Context ctx;
+  ctx.version = document_version(root);
+
+  Capture c;
+  c.version = kCaptureVersion;
+  c.loaded_from_version = ctx.version;
+  c.tool_version = string_field(root, "tool_version");
+  c.model = model(root.field("model"));
+  c.pipelines = list_of<PipelineRecord>(root.field("pipelines"), [&](const Cursor& e) { return pipeline(e, ctx); });
+  c.comparisons = list_of<Comparison>(root.field("comparisons"),
+                                      [&](const Cursor& e) { return comparison(e, c.pipelines.size()); });
+  if (auto r = root.optional_field("rules")) c.rules = rules(*r);
+  return c;
+}
+
+}  // namespace tv::capture_detail

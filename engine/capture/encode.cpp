@@ -1,0 +1,193 @@
+#include "capture/encode.h"
+
+#include <cmath>
+
+#include "format/printer.h"
+
+namespace tv::capture_detail {
+namespace {
+
+std::string_view param_kind_name(ParamKind k) {
+  switch (k) {
+    case ParamKind::positional: return "positional";
+    case ParamKind::varargs: return "varargs";
+    case ParamKind::varkw: return "varkw";
+  }
+  return "positional";
+}
+
+Json encode_bound_symbol(const BoundSymbol& b) {
+  Json outputs = Json::array();
+  for (const auto& o : b.outputs) outputs.push_back({{"name", o->name}, {"type", type_text(*o)}});
+  Json inputs = Json::array();
+  for (const auto& p : b.inputs()) inputs.push_back(p->name);
+  Json j = {{"symbol", b.symbol ? b.symbol->name : std::string()}, {"outputs", std::move(outputs)},
+            {"inputs", std::move(inputs)}};
+  if (!b.header.empty()) j["header"] = b.header;
+  if (!b.subsymbols.empty()) {
+    Json subs = Json::array();
+    for (const auto& s : b.subsymbols) subs.push_back(encode_bound_symbol(s));
+    j["subsymbols"] = std::move(subs);
+  }
+  return j;
+}
+
+Json encode_check(const TensorCheck& c) {
+  return {{"name", c.name},
+          {"stats", encode_tensor_stats(c.stats)},
+          {"max_abs", encode_number(c.max_abs)},
+          {"max_rel", encode_number(c.max_rel)},
+          {"tolerance", encode_number(c.tolerance)},
+          {"pass", c.pass}};
+}
+
+Json encode_rank(const RankResult& r) {
+  Json outputs = Json::array(), gradients = Json::array(), proxies = Json::object(), timings = Json::array();
+  for (const auto& c : r.outputs) outputs.push_back(encode_check(c));
+  for (const auto& c : r.gradients) gradients.push_back(encode_check(c));
+  for (const auto& [name, s] : r.proxies) proxies[name] = encode_tensor_stats(s);
+  for (const auto& t : r.timings)
+    timings.push_back({{"trace", t.trace},
+                       {"index", t.index},
+                       {"symbol", t.symbol},
+                       {"output", t.output},
+                       {"microseconds", encode_number(t.microseconds)},
+                       {"device_timer", t.device_timer}});
+  return {{"rank", r.rank},
+          {"outputs", std::move(outputs)},
+          {"gradients", std::move(gradients)},
+          {"proxies", std::move(proxies)},
+          {"timings", std::move(timings)},
+          {"first_non_finite", r.first_non_finite},
+          {"error", r.error}};
+}
+
+}  // namespace
+
+Json encode_number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+Json encode_trace_structure(const Trace& t) {
+  Json params = Json::array();
+  for (const auto& p : t.params)
+    params.push_back({{"name", p.proxy->name}, {"type", type_text(*p.proxy)}, {"kind", param_kind_name(p.kind)}});
+  Json body = Json::array();
+  for (const auto& b : t.body) body.push_back(encode_bound_symbol(b));
+  return {{"function", t.function_name}, {"params", std::move(params)}, {"bound_symbols", std::move(body)}};
+}
+
+Json encode_stage(const Stage& s) {
+  Json j = {{"pass", s.pass}, {"milliseconds", encode_number(s.milliseconds)}, {"changed", s.changed}};
+  if (s.trace) {
+    j["text"] = print_trace(*s.trace);
+    j["structure"] = encode_trace_structure(*s.trace);
+  } else {
+    j["text"] = nullptr;  // a stage without a trace (never made by the engine)
+    j["structure"] = nullptr;
+  }
+  return j;
+}
+
+Json encode_stage_history(const StageHistory& h) {
+  Json j = Json::object();
+  for (auto k : kTraceKinds) {
+    Json list = Json::array();
+    for (const auto& s : h.of(k)) list.push_back(encode_stage(s));
+    j[std::string(trace_kind_name(k))] = std::move(list);
+  }
+  return j;
+}
+
+Json encode_tensor_stats(const TensorStats& s) {
+  return {{"shape", s.shape},
+          {"dtype", short_name(s.dtype)},
+          {"min", encode_number(s.min)},
+          {"max", encode_number(s.max)},
+          {"mean", encode_number(s.mean)},
+          {"nan_count", s.nan_count},
+          {"inf_count", s.inf_count}};
+}
+
+Json encode_replay(const Replay& r) {
+  Json ranks = Json::array();
+  for (const auto& rank : r.ranks) ranks.push_back(encode_rank(rank));
+  return {{"ranks", std::move(ranks)}};
+}
+
+Json encode_comparison(const Comparison& c) {
+  Json stages = Json::array(), numbers = Json::array();
+  for (const auto& s : c.stages)
+    stages.push_back({{"kind", s.kind},
+                      {"stage", s.stage},
+                      {"left_pass", s.left_pass},
+                      {"right_pass", s.right_pass},
+                      {"equal", s.equal}});
+  for (const auto& n : c.numbers)
+    numbers.push_back({{"rank", n.rank},
+                       {"name", n.name},
+                       {"max_abs", encode_number(n.max_abs)},
+                       {"max_rel", encode_number(n.max_rel)},
+                       {"pass", n.pass}});
+  return {{"left", c.left},
+          {"right", c.right},
+          {"stages", std::move(stages)},
+          {"numbers", std::move(numbers)},
+          {"traces_equal", c.traces_equal},
+          {"numbers_equal", c.numbers_equal},
+          {"verdict", c.verdict}};
+}
+
+Json encode_rules(const RulesMatrix& m) {
+  Json cells = Json::array();
+  for (const auto& c : m.cells)
+    cells.push_back({{"order", c.order},
+                     {"verdict", composition_name(c.verdict)},
+                     {"rule", c.rule},
+                     {"detail", c.detail}});
+  Json explanations = Json::object();
+  for (const auto& [k, v] : m.explanations) explanations[k] = v;
+  return {{"model", m.model},
+          {"world_size", m.world_size},
+          {"transforms", m.transforms},
+          {"cells", std::move(cells)},
+          {"explanations", std::move(explanations)}};
+}
+
+Json encode_model(const ModelRecord& m) {
+  Json params = Json::object();
+  for (const auto& [k, v] : m.params) params[k] = v;
+  Json parameters = Json::array();
+  for (const auto& p : m.parameters)
+    parameters.push_back({{"name", p.name}, {"shape", p.shape}, {"dtype", short_name(p.dtype)}});
+  return {{"name", m.name}, {"params", std::move(params)}, {"parameters", std::move(parameters)}};
+}
+
+Json encode_pipeline(const PipelineRecord& p) {
+  Json spec = {{"order", p.spec.order},
+               {"capture_at_jit", p.spec.capture_at_jit},
+               {"world_size", p.spec.world_size},
+               {"device", p.spec.device}};
+  Json j = {{"spec", std::move(spec)}, {"error", p.error}, {"rule", p.rule}, {"stages", encode_stage_history(p.stages)}};
+  j["replay"] = p.replay ? encode_replay(*p.replay) : Json(nullptr);
+  return j;
+}
+
+Json encode_capture(const Capture& c) {
+  Json pipelines = Json::array(), comparisons = Json::array();
+  for (const auto& p : c.pipelines) pipelines.push_back(encode_pipeline(p));
+  for (const auto& cmp : c.comparisons) comparisons.push_back(encode_comparison(cmp));
+  Json j = Json::object();
+  j["format"] = kCaptureFormat;
+  j["version"] = kCaptureVersion;
+  j["tool_version"] = c.tool_version;
+  j["model"] = encode_model(c.model);
+  j["pipelines"] = std::move(pipelines);
+  j["comparisons"] = std::move(comparisons);
+  if (c.rules) j["rules"] = encode_rules(*c.rules);
+  return j;
+}
+
+}  // namespace tv::capture_detail

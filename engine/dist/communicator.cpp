@@ -1,0 +1,311 @@
+// DistError helpers, CommBase (arrival marks, abort, bounded waits) and make_communicator.
+#include "dist/communicator.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+#include "dist/detail.h"
+
+namespace tv::dist {
+
+const char* backend_name(Backend b) { return b == Backend::gloo ? "gloo" : "nccl"; }
+
+Backend parse_backend(const std::string& name) {
+  if (name == "gloo") return Backend::gloo;
+  if (name == "nccl") return Backend::nccl;
+  throw DistError(DistError::Kind::usage, "tv.dist: unknown backend '" + name + "' (expected gloo or nccl)");
+}
+
+bool nccl_available() {
+#ifdef TV_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+void Communicator::all_reduce(at::Tensor& tensor) { all_reduce_async(tensor)->wait(); }
+at::Tensor Communicator::all_gather(const at::Tensor& input) { return all_gather_async(input)->result(); }
+at::Tensor Communicator::reduce_scatter(const at::Tensor& input) { return reduce_scatter_async(input)->result(); }
+void Communicator::broadcast(at::Tensor& tensor, int root) { broadcast_async(tensor, root)->wait(); }
+void Communicator::barrier() { barrier_async()->wait(); }
+
+std::unique_ptr<Communicator> make_communicator(Backend backend, std::shared_ptr<Store> store, int rank, int size,
+                                                const CommOptions& options) {
+  if (!store) throw DistError(DistError::Kind::usage, "tv.dist: make_communicator needs a store");
+  if (size < 1 || rank < 0 || rank >= size)
+    throw DistError(DistError::Kind::usage, "tv.dist: bad rank " + std::to_string(rank) + " for world size " +
+                                                std::to_string(size));
+  if (options.timeout.count() <= 0) throw DistError(DistError::Kind::usage, "tv.dist: the timeout must be positive");
+  // The k-th communicator made on each rank over this store forms one group: keys under "tv/c<k>/".
+  int64_t gen = 0;
+  try {
+    gen = store->add("tv/gen/" + std::to_string(rank), 1);
+  } catch (const DistError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistError(DistError::Kind::init, std::string("tv.dist: init on rank ") + std::to_string(rank) +
+                                               ": the store is unreachable: " + e.what(),
+                    "init", options.timeout);
+  }
+  auto scoped = store->prefixed("tv/c" + std::to_string(gen));
+  switch (backend) {
+    case Backend::gloo: return detail::make_gloo(std::move(scoped), rank, size, options);
+    case Backend::nccl:
+#ifdef TV_HAVE_CUDA
+      return detail::make_nccl(std::move(scoped), rank, size, options);
+#else
+      throw DistError(DistError::Kind::usage,
+                      "tv.dist: the nccl backend is not in this build (built without CUDA/NCCL, TV_HAVE_CUDA "
+                      "undefined); use gloo",
+                      "init");
+#endif
+  }
+  throw DistError(DistError::Kind::usage, "tv.dist: unknown backend");
+}
+
+namespace detail {
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+CommBase::CommBase(std::shared_ptr<Store> store, int rank, int size, const CommOptions& options, std::string backend)
+    : store_(std::move(store)), rank_(rank), size_(size), backend_(std::move(backend)),
+      timeout_ms_(options.timeout.count()) {}
+
+CommBase::~CommBase() = default;
+
+std::chrono::milliseconds CommBase::timeout() const { return std::chrono::milliseconds(timeout_ms_.load()); }
+
+void CommBase::set_timeout(std::chrono::milliseconds t) {
+  if (t.count() <= 0) usage("set_timeout", "the timeout must be positive");
+  timeout_ms_ = t.count();
+}
+
+bool CommBase::broken() const { return broken_ || aborted_; }
+
+std::string CommBase::abort_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return abort_reason_;
+}
+
+void CommBase::set_broken(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!broken_) broken_reason_ = why;
+  broken_ = true;
+}
+
+void CommBase::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) return;
+    abort_reason_ = reason;
+    aborted_ = true;
+  }
+  try {  // tell the other ranks (other processes poll "abort" while they wait)
+    if (!store_->check("abort")) store_->set("abort", "rank " + std::to_string(rank_) + " aborted: " + reason);
+  } catch (...) {
+  }
+}
+
+std::optional<std::string> CommBase::remote_abort() {
+  try {
+    return store_->try_get("abort");
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::string CommBase::where(const Op& op) const {
+  std::ostringstream s;
+  s << "on rank " << rank_ << " of " << size_ << " (" << backend_;
+  if (op.seq) s << ", collective #" << op.seq;
+  s << ", timeout " << op.timeout.count() << " ms)";
+  return s.str();
+}
+
+std::vector<int> CommBase::missing_ranks(const Op& op, bool* known) const {
+  std::vector<int> missing;
+  *known = true;
+  try {
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      auto v = store_->try_get("arr/" + std::to_string(r));
+      if (!v || std::stoull(*v) < op.seq) missing.push_back(r);
+    }
+  } catch (...) {
+    *known = false;
+    missing.clear();
+  }
+  return missing;
+}
+
+void CommBase::mark_init_arrival() {
+  try {
+    store_->set("arr/" + std::to_string(rank_), "0");
+  } catch (...) {
+  }
+}
+
+void CommBase::usage(const std::string& op, const std::string& what) const {
+  throw DistError(DistError::Kind::usage, "tv.dist: " + op + " on rank " + std::to_string(rank_) + ": " + what, op,
+                  timeout());
+}
+
+void CommBase::fail(const Op& op, const std::string& what, DistError::Kind kind) {
+  std::string lower = what;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (kind == DistError::Kind::failed && lower.find("timed out") != std::string::npos) kind = DistError::Kind::timeout;
+  std::string detail = what;
+  if (aborted_ && kind != DistError::Kind::aborted) {  // failed because another rank aborted the group
+    detail = abort_reason() + (what.empty() ? "" : " (" + what + ")");
+    kind = DistError::Kind::aborted;
+  }
+  bool known = false;
+  std::vector<int> missing = missing_ranks(op, &known);
+  std::ostringstream m;
+  m << "tv.dist: " << op.name << ' ';
+  if (kind == DistError::Kind::timeout)
+    m << "timed out after " << op.timeout.count() << " ms ";
+  else if (kind == DistError::Kind::aborted)
+    m << "was aborted ";
+  else
+    m << "failed ";
+  m << where(op);
+  if (!detail.empty()) m << ": " << detail;
+  m << ". ";
+  if (!known)
+    m << "Which ranks are missing could not be determined (the store is unreachable).";
+  else if (!missing.empty())
+    m << "Rank(s) " << join_ranks(missing) << " never reached this " << op.name
+      << " (dead, stuck, or calling a different sequence of collectives).";
+  else if (op.seq == 0)
+    m << "Every rank reached init; connecting failed.";
+  else
+    m << "Every rank reached this " << op.name << "; a peer failed during it or its connection broke.";
+  std::string msg = m.str();
+  set_broken(msg);
+  if (kind != DistError::Kind::aborted) {
+    try {
+      if (!store_->check("abort"))
+        store_->set("abort", "rank " + std::to_string(rank_) + ": " + op.name + " " +
+                                 (kind == DistError::Kind::timeout ? "timed out" : "failed"));
+    } catch (...) {
+    }
+  }
+  throw DistError(kind, msg, op.name, op.timeout, known ? missing : std::vector<int>{});
+}
+
+Op CommBase::begin(const std::string& name) {
+  Op op{name, seq_ + 1, timeout(), Clock::now()};
+  if (aborted_) fail(op, "this communicator was aborted: " + abort_reason(), DistError::Kind::aborted);
+  if (broken_) {
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      why = broken_reason_;
+    }
+    throw DistError(DistError::Kind::broken,
+                    "tv.dist: " + name + " refused on rank " + std::to_string(rank_) +
+                        ": the communicator is broken by an earlier error: " + why,
+                    name, op.timeout);
+  }
+  if (auto remote = remote_abort()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!aborted_) abort_reason_ = *remote;
+      aborted_ = true;
+    }
+    fail(op, *remote, DistError::Kind::aborted);
+  }
+  ++seq_;
+  try {
+    store_->set("arr/" + std::to_string(rank_), std::to_string(op.seq));
+  } catch (const std::exception& e) {
+    set_broken(e.what());
+    throw DistError(DistError::Kind::failed,
+                    "tv.dist: " + name + " " + where(op) + ": the store is unreachable: " + e.what(), name,
+                    op.timeout);
+  }
+  op.start = Clock::now();
+  return op;
+}
+
+void CommBase::await(const Op& op, const std::function<bool()>& poll, const std::function<void()>& cancel) {
+  const auto deadline = op.start + op.timeout;
+  auto next_remote = Clock::now() + std::chrono::milliseconds(200);
+  auto nap = std::chrono::microseconds(20);
+  int spins = 0;
+  auto cancel_quietly = [&] {
+    if (!cancel) return;
+    try {
+      cancel();
+    } catch (...) {
+    }
+  };
+  for (;;) {
+    bool ok = false;
+    try {
+      ok = poll();
+    } catch (const DistError&) {
+      cancel_quietly();
+      throw;
+    } catch (const std::exception& e) {
+      cancel_quietly();
+      fail(op, e.what());
+    }
+    if (ok) return;
+    if (aborted_) {
+      cancel_quietly();
+      fail(op, abort_reason(), DistError::Kind::aborted);
+    }
+    auto now = Clock::now();
+    if (now >= deadline) {
+      cancel_quietly();
+      fail(op, "", DistError::Kind::timeout);
+    }
+    if (now >= next_remote) {
+      next_remote = now + std::chrono::milliseconds(200);
+      if (auto remote = remote_abort()) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (!aborted_) abort_reason_ = *remote;
+          aborted_ = true;
+        }
+        cancel_quietly();
+        fail(op, *remote, DistError::Kind::aborted);
+      }
+    }
+    if (spins < 100) {
+      ++spins;
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::microseconds(1000));
+    }
+  }
+}
+
+void CommBase::shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (!store_->is_tcp()) return;
+  try {
+    store_->add("exit", 1);
+    if (!store_->is_server() || broken()) return;
+    // The store lives in this process: keep it up until every rank is done with it.
+    auto deadline = Clock::now() + std::min(timeout(), std::chrono::milliseconds(10000));
+    while (store_->add("exit", 0) < size_ && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } catch (...) {
+  }
+}
+
+}  // namespace detail
+}  // namespace tv::dist

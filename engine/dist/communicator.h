@@ -1,0 +1,114 @@
+// Communicator: the collectives of one rank in a group of W ranks (gloo on CPU, NCCL on CUDA).
+// Contract:
+//  - all_reduce: in place, elementwise SUM over ranks (callers divide for an average).
+//    all_gather: returns the ranks' inputs concatenated along dim 0 in rank order ([W*N, ...];
+//    a 0-dim input counts as [1]). reduce_scatter: input [N, ...] with N divisible by W (callers
+//    pad), returns this rank's shard [N/W, ...] of the SUM. broadcast: in place, from `root`.
+//    barrier: returns when every rank reached it. Every rank calls the same collectives in the
+//    same order with tensors of the same shape and dtype. Tensors: CPU for gloo, the rank's CUDA
+//    device for NCCL; non-contiguous tensors are handled (copied).
+//  - Each collective has an async form returning a Work; `wait()` blocks, `done()` polls. The
+//    blocking form is `*_async(...)->wait()`. A Work must be waited (or dropped) before its
+//    Communicator is destroyed; a Work is used by one thread.
+//  - Timeouts: every collective must finish within `timeout()` (default 60 s, settable) of its
+//    start. A rank that dies, throws or never arrives gives every other rank a DistError naming
+//    the collective, the timeout and, when they can be known (from arrival marks in the store),
+//    the missing ranks; never a hang. After a failure the communicator is broken: later calls
+//    throw at once. `abort(reason)` (any thread) makes pending and later waits on this rank and,
+//    through the store, on every rank throw DistError(kind aborted) promptly.
+//  - make_communicator() joins a group through a Store (store.h); every rank calls it with the
+//    same store contents, its own rank and the same size. It blocks until all ranks joined
+//    (bounded by the timeout). The NCCL backend exists only when built with TV_HAVE_CUDA.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace at {
+class Tensor;
+}
+
+namespace tv::dist {
+
+class Store;
+
+class DistError : public std::runtime_error {
+ public:
+  enum class Kind {
+    usage,    // bad arguments (shape, dtype, device, root), unknown backend, bad environment
+    init,     // joining the group failed (rendezvous, connect, port in use)
+    timeout,  // the collective did not finish within the timeout
+    failed,   // the backend reported an error (a peer closed its connection, NCCL error)
+    aborted,  // this rank or another one aborted (World: a rank failed)
+    broken,   // the communicator was already broken by an earlier error
+  };
+  DistError(Kind kind, const std::string& message, std::string collective = {},
+            std::chrono::milliseconds timeout = {}, std::vector<int> missing_ranks = {})
+      : std::runtime_error(message), kind_(kind), collective_(std::move(collective)), timeout_(timeout),
+        missing_(std::move(missing_ranks)) {}
+  Kind kind() const { return kind_; }
+  const std::string& collective() const { return collective_; }  // "all_reduce", "init", ...
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const std::vector<int>& missing_ranks() const { return missing_; }  // empty when unknown
+
+ private:
+  Kind kind_;
+  std::string collective_;
+  std::chrono::milliseconds timeout_;
+  std::vector<int> missing_;
+};
+
+enum class Backend { gloo, nccl };
+const char* backend_name(Backend);
+Backend parse_backend(const std::string& name);  // "gloo" | "nccl"; DistError(usage) otherwise
+bool nccl_available();                           // built with TV_HAVE_CUDA
+
+struct CommOptions {
+  std::chrono::milliseconds timeout{60000};
+  // gloo: address (host name or IP) this rank's gloo device binds to. Empty: 127.0.0.1 for an
+  // in-process store; otherwise GLOO_SOCKET_IFNAME's interface if set, else this host's name.
+  std::string gloo_host;
+  // nccl: CUDA device of this rank; -1 = rank (World) or LOCAL_RANK (launch_from_env).
+  int device = -1;
+};
+
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;          // blocks (bounded by the timeout); DistError on failure; idempotent
+  virtual bool done() = 0;          // finished (successfully or not); never blocks
+  virtual at::Tensor result() = 0;  // waits, then the output (all_reduce/broadcast: the tensor itself)
+};
+using WorkPtr = std::unique_ptr<Work>;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "gloo" | "nccl"
+  virtual std::chrono::milliseconds timeout() const = 0;
+  virtual void set_timeout(std::chrono::milliseconds) = 0;  // applies to collectives started later
+
+  virtual WorkPtr all_reduce_async(at::Tensor& tensor) = 0;
+  virtual WorkPtr all_gather_async(const at::Tensor& input) = 0;
+  virtual WorkPtr reduce_scatter_async(const at::Tensor& input) = 0;
+  virtual WorkPtr broadcast_async(at::Tensor& tensor, int root) = 0;
+  virtual WorkPtr barrier_async() = 0;
+
+  void all_reduce(at::Tensor& tensor);
+  at::Tensor all_gather(const at::Tensor& input);
+  at::Tensor reduce_scatter(const at::Tensor& input);
+  void broadcast(at::Tensor& tensor, int root = 0);
+  void barrier();
+
+  virtual void abort(const std::string& reason) = 0;
+  virtual bool broken() const = 0;  // an earlier collective failed or abort() was called
+};
+
+std::unique_ptr<Communicator> make_communicator(Backend backend, std::shared_ptr<Store> store, int rank, int size,
+                                                const CommOptions& options = {});
+
+}  // namespace tv::dist

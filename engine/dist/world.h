@@ -1,0 +1,86 @@
+// World: W ranks as threads of this process (one device each; CPU ranks share the CPU), and the
+// torchrun-style launch (one rank per process).
+// Contract:
+//  - World(W, backend, options).run(fn) makes a fresh in-process store, starts W threads, and on
+//    each joins the group and calls fn(rank, comm). It returns when every thread has ended (no
+//    thread is left behind; a thread stuck in user code outside collectives is the one thing
+//    that can delay it). If a rank throws, every other rank's communicator is aborted (pending and
+//    later collectives throw DistError kind aborted) and run() throws WorldError naming the rank
+//    that failed first with its message, then every other rank's error. run_all() returns each
+//    rank's outcome instead of throwing; run_collect() returns each rank's fn result.
+//  - NCCL worlds bind rank r's thread to CUDA device r (options.device is ignored).
+//  - launch_from_env() reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, connects
+//    through a TCPStore hosted by rank 0 on MASTER_ADDR:MASTER_PORT and returns this process's
+//    communicator (it owns the store; destroying it waits briefly for the other ranks to finish
+//    with the store). Missing/bad variables or a port in use give DistError(init or usage).
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "dist/communicator.h"
+
+namespace tv::dist {
+
+struct RankResult {
+  int rank = 0;
+  bool ok = true;
+  std::string error;          // what() of the exception, when !ok
+  bool consequence = false;   // the error was caused by another rank's failure (aborted)
+};
+
+class WorldError : public DistError {
+ public:
+  WorldError(const std::string& message, int failed_rank, std::vector<RankResult> results)
+      : DistError(Kind::failed, message), failed_rank_(failed_rank), results_(std::move(results)) {}
+  int failed_rank() const { return failed_rank_; }  // the rank that failed first (the cause)
+  const std::vector<RankResult>& results() const { return results_; }
+
+ private:
+  int failed_rank_;
+  std::vector<RankResult> results_;
+};
+
+class World {
+ public:
+  using RankFn = std::function<void(int rank, Communicator& comm)>;
+
+  explicit World(int size, Backend backend = Backend::gloo, CommOptions options = {});
+  int size() const { return size_; }
+  Backend backend() const { return backend_; }
+
+  std::vector<RankResult> run_all(const RankFn& fn);
+  void run(const RankFn& fn);
+
+  template <class F>
+  auto run_collect(F&& fn) {
+    using R = std::invoke_result_t<F&, int, Communicator&>;
+    std::vector<std::optional<R>> slots(size_);
+    run([&](int rank, Communicator& comm) { slots[rank].emplace(fn(rank, comm)); });
+    std::vector<R> out;
+    out.reserve(size_);
+    for (auto& s : slots) out.push_back(std::move(*s));
+    return out;
+  }
+
+ private:
+  int size_;
+  Backend backend_;
+  CommOptions options_;
+};
+
+struct EnvLaunch {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  static EnvLaunch from_env();  // DistError(usage) naming the variable when one is missing or bad
+};
+
+std::unique_ptr<Communicator> launch_from_env(Backend backend = Backend::gloo, CommOptions options = {});
+
+}  // namespace tv::dist

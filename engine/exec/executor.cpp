@@ -1,0 +1,304 @@
+#include "exec/executor.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <sstream>
+#include <unordered_map>
+
+#include "exec/aten_util.h"
+#include "format/printer.h"
+
+namespace tv::exec {
+
+namespace {
+
+// Names defined at one level: the trace body, or the subsymbols of one bound symbol.
+struct Scope {
+  std::unordered_map<std::string, RValue> vars;
+  Scope* parent = nullptr;
+
+  const RValue* find(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent) {
+      auto it = s->vars.find(name);
+      if (it != s->vars.end()) return &it->second;
+    }
+    return nullptr;
+  }
+  void erase(const std::string& name) {
+    for (Scope* s = this; s; s = s->parent)
+      if (s->vars.erase(name)) return;
+  }
+};
+
+std::string statement_text(const BoundSymbol& b) {
+  try {
+    return print_statement(b);
+  } catch (const std::exception&) {
+    return b.name() + "(...)";
+  }
+}
+
+class Run {
+ public:
+  Run(const ExecOptions& options) : options_(options) {}
+
+  RValue map_input(const RValue& v) const {
+    if (v.kind == RValue::Kind::tensor && options_.move_inputs && v.t.defined()) {
+      c10::Device d = to_device(options_.device);
+      return v.t.device() == d ? v : RValue::of(v.t.to(d));
+    }
+    if (v.is_sequence() || v.kind == RValue::Kind::dict) {
+      RValue out = v;
+      for (auto& i : out.items) i = map_input(i);
+      for (auto& [k, e] : out.entries) e = map_input(e);
+      return out;
+    }
+    return v;
+  }
+
+  RValue eval(const Value& v, const Scope& scope, const BoundSymbol& b) const {
+    switch (v.kind) {
+      case Value::Kind::none: return RValue::none();
+      case Value::Kind::boolean: return RValue::boolean(v.b);
+      case Value::Kind::integer: return RValue::integer(v.i);
+      case Value::Kind::floating: return RValue::floating(v.f);
+      case Value::Kind::string: return RValue::string(v.s);
+      case Value::Kind::dtype: return RValue::of(v.dtype);
+      case Value::Kind::device: return RValue::of(options_.map_devices ? options_.device : v.device);
+      case Value::Kind::name:
+        if (v.s.rfind("dtypes.", 0) == 0)
+          if (auto d = dtype_from_torch(v.s.substr(7))) return RValue::of(*d);
+        return RValue::name(v.s);
+      case Value::Kind::proxy: {
+        if (const RValue* r = scope.find(v.proxy->name)) return *r;
+        throw ExecError("'" + v.proxy->name + "' has no value when executing '" + statement_text(b) +
+                            "' (never computed, or deleted before this use)",
+                        b.name());
+      }
+      case Value::Kind::tuple:
+      case Value::Kind::list: {
+        std::vector<RValue> items;
+        for (const auto& i : v.items) items.push_back(eval(i, scope, b));
+        return v.kind == Value::Kind::tuple ? RValue::tuple(std::move(items)) : RValue::list(std::move(items));
+      }
+      case Value::Kind::dict: {
+        std::vector<std::pair<RValue, RValue>> entries;
+        for (const auto& [k, e] : v.entries) entries.emplace_back(eval(k, scope, b), eval(e, scope, b));
+        return RValue::dict(std::move(entries));
+      }
+    }
+    return RValue::none();
+  }
+
+  void bind_outputs(const BoundSymbol& b, RValue result, Scope& scope) const {
+    const auto& outs = b.outputs;
+    if (outs.empty()) return;
+    if (outs.size() == 1) {
+      const Proxy& p = *outs[0];
+      bool leaf = p.is_tensor() || p.kind == ProxyKind::number || p.kind == ProxyKind::string;
+      if (leaf && result.is_sequence() && result.items.size() == 1) result = RValue(result.items[0]);
+      scope.vars[p.name] = std::move(result);
+      return;
+    }
+    std::vector<RValue> leaves;
+    std::function<void(const RValue&)> flat = [&](const RValue& v) {
+      if (v.is_sequence())
+        for (const auto& i : v.items) flat(i);
+      else
+        leaves.push_back(v);
+    };
+    flat(result);
+    if (leaves.size() != outs.size())
+      throw ExecError(b.name() + " returned " + std::to_string(leaves.size()) + " values for " +
+                          std::to_string(outs.size()) + " outputs in '" + statement_text(b) + "'",
+                      b.name());
+    for (size_t k = 0; k < outs.size(); ++k) scope.vars[outs[k]->name] = std::move(leaves[k]);
+  }
+
+  void exec(const BoundSymbol& b, Scope& scope) const {
+    switch (b.symbol->form) {
+      case PrintForm::unpack_trivial:
+        for (const auto& p : b.outputs)
+          if (!scope.find(p->name)) throw ExecError("input '" + p->name + "' was not given", b.name());
+        return;
+      case PrintForm::unpack_sequence: {
+        RValue v = eval(b.args.at(0), scope, b);
+        if (!v.is_sequence())
+          throw ExecError("cannot unpack " + describe(v) + " into " + std::to_string(b.outputs.size()) + " names in '" +
+                              statement_text(b) + "'",
+                          b.name());
+        if (v.items.size() != b.outputs.size())
+          throw ExecError("'" + statement_text(b) + "': expected " + std::to_string(b.outputs.size()) +
+                              " values to unpack, got " + std::to_string(v.items.size()),
+                          b.name());
+        for (size_t k = 0; k < b.outputs.size(); ++k) scope.vars[b.outputs[k]->name] = v.items[k];
+        return;
+      }
+      case PrintForm::del:
+        for (const auto& a : b.args) for_each_proxy(a, [&](const ProxyPtr& p) { scope.erase(p->name); });
+        return;
+      case PrintForm::ret:
+        return;  // handled by the body loop
+      default:
+        break;
+    }
+    auto rule = find_exec_rule(b.name());
+    bool subsymbols = !b.subsymbols.empty() && (!rule || (options_.decompose && !b.symbol->is_prim));
+    if (subsymbols) {
+      Scope inner;
+      inner.parent = &scope;
+      for (const auto& s : b.subsymbols) exec(s, inner);
+      for (const auto& p : b.outputs) {
+        const RValue* v = inner.find(p->name);
+        if (!v)
+          throw ExecError("the subsymbols of " + b.name() + " did not compute its output '" + p->name + "'", b.name());
+        RValue copy = *v;
+        scope.vars[p->name] = std::move(copy);
+      }
+      return;
+    }
+    if (!rule) {
+      std::string why = b.symbol->opaque
+                            ? "it is unknown to the engine (an opaque symbol) and has no execution rule or subsymbols"
+                            : "it has no execution rule and no subsymbols";
+      throw ExecError("symbol '" + b.name() + "' is not executable: " + why + " (in '" + statement_text(b) + "')",
+                      b.name());
+    }
+    std::vector<RValue> args;
+    RKwargs kwargs;
+    for (const auto& a : b.args) args.push_back(eval(a, scope, b));
+    for (const auto& [k, v] : b.kwargs) kwargs.emplace_back(k, eval(v, scope, b));
+    ExecContext ctx{b, options_};
+    RValue result;
+    try {
+      result = (*rule)(ctx, args, kwargs);
+    } catch (const ExecError& e) {
+      if (!e.symbol().empty()) throw;
+      throw ExecError(e.what(), b.name());
+    } catch (const c10::Error& e) {
+      throw ExecError(b.name() + " failed in '" + statement_text(b) + "': " + e.what_without_backtrace(), b.name());
+    } catch (const std::exception& e) {
+      throw ExecError(b.name() + " failed in '" + statement_text(b) + "': " + e.what(), b.name());
+    }
+    bind_outputs(b, std::move(result), scope);
+  }
+
+ private:
+  const ExecOptions& options_;
+};
+
+int line_of(const Trace& trace, const BoundSymbol& b) {
+  std::string text = print_trace(trace);
+  std::string stmt = statement_text(b);
+  std::istringstream in(text);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.rfind("  " + stmt, 0) == 0) return n;
+  return 0;
+}
+
+}  // namespace
+
+Device ExecOptions::default_device() {
+#ifdef TV_HAVE_CUDA
+  if (at::hasCUDA()) return Device{Device::Kind::cuda, 0};
+#endif
+  return Device{};
+}
+
+std::string NonFiniteReport::describe() const {
+  return statement + " (line " + std::to_string(line) + ", " + symbol + "): " + std::to_string(nan_count) + " NaN, " +
+         std::to_string(inf_count) + " Inf in " + proxy;
+}
+
+Executor::Executor(ExecOptions options) : options_(std::move(options)) {}
+
+std::vector<RValue> tensor_values(const std::vector<at::Tensor>& tensors) {
+  std::vector<RValue> out;
+  for (const auto& t : tensors) out.push_back(RValue::of(t));
+  return out;
+}
+
+RValue Executor::run(const Trace& trace, const std::vector<at::Tensor>& inputs) {
+  return run(trace, tensor_values(inputs));
+}
+
+RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, const RKwargs& kwargs) {
+  first_non_finite_.reset();
+  std::optional<at::NoGradGuard> no_grad;
+  if (options_.no_grad) no_grad.emplace();
+  Run run(options_);
+  Scope scope;
+
+  // Bind the signature.
+  size_t next = 0;
+  std::vector<std::string> positional;
+  for (const auto& p : trace.params)
+    if (p.kind == ParamKind::positional) positional.push_back(p.proxy->name);
+  bool has_varargs = false;
+  for (const auto& p : trace.params) {
+    switch (p.kind) {
+      case ParamKind::positional:
+        if (next >= inputs.size()) {
+          std::string names;
+          for (const auto& n : positional) names += (names.empty() ? "" : ", ") + n;
+          throw ExecError(trace.function_name + "(" + names + ") expects " + std::to_string(positional.size()) +
+                          " inputs, got " + std::to_string(inputs.size()));
+        }
+        scope.vars[p.proxy->name] = run.map_input(inputs[next++]);
+        break;
+      case ParamKind::varargs: {
+        has_varargs = true;
+        std::vector<RValue> rest;
+        while (next < inputs.size()) rest.push_back(run.map_input(inputs[next++]));
+        scope.vars[p.proxy->name] = RValue::tuple(std::move(rest));
+        break;
+      }
+      case ParamKind::varkw: {
+        std::vector<std::pair<RValue, RValue>> entries;
+        for (const auto& [k, v] : kwargs) entries.emplace_back(RValue::string(k), run.map_input(v));
+        scope.vars[p.proxy->name] = RValue::dict(std::move(entries));
+        break;
+      }
+    }
+  }
+  if (!has_varargs && next < inputs.size())
+    throw ExecError(trace.function_name + " expects " + std::to_string(positional.size()) + " inputs, got " +
+                    std::to_string(inputs.size()));
+
+  RValue result;
+  for (size_t index = 0; index < trace.body.size(); ++index) {
+    const BoundSymbol& b = trace.body[index];
+    if (b.symbol->form == PrintForm::ret) {
+      result = b.args.empty() ? RValue::none() : run.eval(b.args[0], scope, b);
+      break;
+    }
+    auto start = std::chrono::steady_clock::now();
+    run.exec(b, scope);
+    if (options_.on_timing)
+      options_.on_timing(b, index, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (b.symbol->form == PrintForm::del) continue;
+    if (!options_.on_output && !(options_.detect_non_finite && !first_non_finite_)) continue;
+    for (const auto& p : b.outputs) {
+      const RValue* v = scope.find(p->name);
+      if (!v || !v->is_tensor() || !v->t.defined()) continue;
+      if (options_.on_output) options_.on_output(b, p, v->t);
+      if (options_.detect_non_finite && !first_non_finite_ && at::isFloatingType(v->t.scalar_type()) &&
+          !at::isfinite(v->t).all().item<bool>()) {
+        NonFiniteReport r;
+        r.symbol = b.name();
+        r.proxy = p->name;
+        r.statement = statement_text(b);
+        r.index = index;
+        r.line = line_of(trace, b);
+        r.nan_count = at::isnan(v->t).sum().item<int64_t>();
+        r.inf_count = at::isinf(v->t).sum().item<int64_t>();
+        first_non_finite_ = std::move(r);
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace tv::exec

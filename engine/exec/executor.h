@@ -1,0 +1,86 @@
+// Executor: interprets a Trace on runtime values with the execution-rule table (exec/rules.h).
+// Contract: `run(trace, inputs, kwargs)` binds one runtime value per positional parameter (in
+// order), the rest of `inputs` to a *args parameter as a tuple and `kwargs` to a **kwargs
+// parameter as a dict, executes the body top to bottom and returns the `return` statement's value
+// with every proxy replaced by its runtime value (None when there is no return). A bound symbol
+// runs its rule when there is one (unless `decompose` asks for subsymbols first); otherwise its
+// subsymbols in order (fused regions, composites without a rule); otherwise it is refused with an
+// ExecError naming the symbol. `del` frees values; unpack_sequence unpacks tuples and lists.
+// Trace devices are mapped to `options.device` (a cuda:0 printout runs on CPU); input tensors are
+// moved there. Hooks: per top-level bound symbol timing (host clock), per output tensor observer,
+// and first_non_finite() after a run with `detect_non_finite`. Runs under no-grad by default.
+// An Executor is not thread-safe; use one per thread (rank).
+#pragma once
+#include <any>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/rules.h"
+#include "exec/runtime.h"
+#include "ir/trace.h"
+
+namespace tv::exec {
+
+struct ExecOptions {
+  Device device;                  // where tensors live during the run (default cpu)
+  bool map_devices = true;        // trace devices (cuda:0 in a printout) mean `device`
+  bool move_inputs = true;        // move input tensors and module parameters to `device`
+  bool no_grad = true;            // run under at::NoGradGuard, as Thunder's traces do
+  bool decompose = false;         // prefer subsymbols over a composite's rule (tests decompositions)
+  const ModuleView* module = nullptr;  // what globals()['__function_obj'] resolves to
+  // Entries of thunder._get_cache_info() that differ from the defaults (default_dtype float32,
+  // default_device cpu, is_autocast_enabled False, alias_tensor_indices '', is_grad_enabled True,
+  // no_grad_sync False).
+  std::vector<std::pair<std::string, RValue>> cache_info;
+
+  // Called after each top-level bound symbol (structural ones included) with its index in the
+  // body and the host wall time in seconds.
+  std::function<void(const BoundSymbol&, size_t index, double seconds)> on_timing;
+  // Called after each top-level bound symbol for each output proxy holding a tensor.
+  std::function<void(const BoundSymbol&, const ProxyPtr&, const at::Tensor&)> on_output;
+  // Record the first top-level bound symbol with a NaN or Inf in a floating output.
+  bool detect_non_finite = false;
+
+  std::any user;  // for rules registered by other modules (e.g. a communicator)
+
+  // CUDA device 0 when compiled with TV_HAVE_CUDA and a GPU is present, else cpu.
+  static Device default_device();
+};
+
+// Where the first NaN/Inf appeared.
+struct NonFiniteReport {
+  std::string symbol;     // "prims.div"
+  std::string proxy;      // "t5"
+  std::string statement;  // "t5 = prims.div(a, b)  # t5: ..."
+  size_t index = 0;       // index of the bound symbol in the trace body
+  int line = 0;           // 1-based line of the statement in print_trace(trace)
+  int64_t nan_count = 0;
+  int64_t inf_count = 0;
+  std::string describe() const;  // "t5 = prims.div(...) (line 12): 3 NaN, 0 Inf in t5"
+};
+
+class Executor {
+ public:
+  explicit Executor(ExecOptions options = {});
+
+  RValue run(const Trace& trace, const std::vector<RValue>& inputs, const RKwargs& kwargs = {});
+  // Convenience: tensors as the positional inputs.
+  RValue run(const Trace& trace, const std::vector<at::Tensor>& inputs);
+
+  const ExecOptions& options() const { return options_; }
+  ExecOptions& options() { return options_; }
+  // Set by the last run when options().detect_non_finite.
+  const std::optional<NonFiniteReport>& first_non_finite() const { return first_non_finite_; }
+
+ private:
+  ExecOptions options_;
+  std::optional<NonFiniteReport> first_non_finite_;
+};
+
+// Wraps a tensor list into runtime values (positional inputs).
+std::vector<RValue> tensor_values(const std::vector<at::Tensor>& tensors);
+
+}  // namespace tv::exec

@@ -1,0 +1,45 @@
+// Helpers shared by the built-in rule families (internal to engine/exec; .cpp files only).
+// Contract: numbers become "wrapped number" tensors, so at:: ops promote them exactly as PyTorch
+// promotes Python scalars (an int tensor times 2.5 gives float32, a float32 tensor plus 2 stays
+// float32).
+#pragma once
+#include <ATen/ATen.h>
+
+#include "exec/aten_util.h"
+#include "exec/rules.h"
+
+namespace tv::exec::rules {
+
+using Args = const std::vector<RValue>&;
+using Kw = const RKwargs&;
+
+inline const at::Tensor& tensor_at(Args a, size_t i, const char* name) { return rarg(a, i, name).tensor(); }
+// An optional tensor: None gives an undefined tensor.
+inline at::Tensor optional_tensor_at(Args a, size_t i) {
+  return i < a.size() && a[i].is_tensor() ? a[i].t : at::Tensor();
+}
+inline std::vector<int64_t> ints_at(Args a, size_t i, const char* name) { return rarg(a, i, name).ints(); }
+inline int64_t int_at(Args a, size_t i, const char* name) { return rarg(a, i, name).integer_value(); }
+inline double number_at(Args a, size_t i, const char* name) { return rarg(a, i, name).number(); }
+
+at::Scalar scalar_of(const RValue& v);
+// A tensor for a tensor or a number (wrapped number, CPU).
+at::Tensor operand(const RValue& v);
+// A result tensor, or a number when every operand was a number.
+RValue result(const at::Tensor& t, bool all_numbers);
+// Applies a binary at:: op to tensors or numbers.
+RValue binary(Args a, const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& op);
+RValue unary(Args a, const std::function<at::Tensor(const at::Tensor&)>& op);
+at::TensorOptions options_of(DType dtype, const Device& device);
+// Dims of a reduction: None or () mean every dim.
+std::vector<int64_t> reduction_dims(const RValue& dims, int64_t rank);
+// broadcast_in_dim as the prim defines it.
+at::Tensor broadcast_in_dim(const at::Tensor& a, const std::vector<int64_t>& shape, const std::vector<int64_t>& dims);
+// var and mean over `dims` with Bessel-style `correction`.
+std::pair<at::Tensor, at::Tensor> var_mean(const at::Tensor& a, const std::vector<int64_t>& dims, int64_t correction,
+                                           bool keepdim);
+at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b);
+// Registers `alias` with the rule already registered as `name`.
+void alias(const std::string& alias, const std::string& name);
+
+}  // namespace tv::exec::rules

@@ -1,0 +1,201 @@
+// Rules for the ltorch ops (direct at:: calls, faster and closer to eager than the
+// decompositions) and Thunder's torch executor spellings (`torch.reshape`,
+// `torch.nn.functional.linear`, `torch.sum(t, (0,), False, dtype=None)`, ...), which share them.
+// ltorch.dropout has no rule on purpose: it runs its decomposition (uniform_philox), so the same
+// seed gives the same mask whichever way it runs.
+#include <cmath>
+#include <limits>
+
+#include "exec/rule_util.h"
+
+namespace tv::exec::detail {
+
+namespace {
+
+using namespace rules;
+using TT = const at::Tensor&;
+
+void def(const std::string& name, std::function<RValue(Args, Kw)> fn) {
+  add_builtin(name, [fn = std::move(fn)](const ExecContext&, Args a, Kw k) { return fn(a, k); });
+}
+
+at::Scalar alpha_of(Kw k) {
+  const RValue* a = rkwarg(k, "alpha");
+  return a && !a->is_none() ? scalar_of(*a) : at::Scalar(int64_t{1});
+}
+
+std::optional<DType> dtype_kw(Kw k) {
+  const RValue* d = rkwarg(k, "dtype");
+  if (!d || d->is_none()) return std::nullopt;
+  if (d->kind != RValue::Kind::dtype) throw ExecError("dtype= expects a dtype, got " + describe(*d));
+  return d->dtype;
+}
+
+bool keepdim_at(Args a, size_t i, Kw k) {
+  if (const RValue* v = rkwarg(k, "keepdim")) return v->number() != 0;
+  return i < a.size() && !a[i].is_none() && a[i].number() != 0;
+}
+
+// A dtype or device among the arguments, by kind (creation ops' argument order varies).
+const RValue* find_kind(Args a, size_t from, RValue::Kind kind) {
+  for (size_t i = from; i < a.size(); ++i)
+    if (a[i].kind == kind) return &a[i];
+  return nullptr;
+}
+
+at::TensorOptions creation_options(Args a, size_t from, Kw k) {
+  const RValue* d = find_kind(a, from, RValue::Kind::dtype);
+  const RValue* dev = find_kind(a, from, RValue::Kind::device);
+  if (const RValue* kd = rkwarg(k, "dtype"); kd && kd->kind == RValue::Kind::dtype) d = kd;
+  if (const RValue* kd = rkwarg(k, "device"); kd && kd->kind == RValue::Kind::device) dev = kd;
+  return options_of(d ? d->dtype : DType::f32, dev ? dev->device : Device{});
+}
+
+at::Tensor sdpa(TT q, TT k, TT v, const at::Tensor& mask, bool causal) {
+  int64_t L = q.size(-2), S = k.size(-2);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  double minus_inf = -std::numeric_limits<double>::infinity();
+  if (causal) {
+    at::Tensor keep = at::ones({L, S}, q.options().dtype(at::kBool)).tril();
+    scores = scores.masked_fill(keep.logical_not(), minus_inf);
+  }
+  if (mask.defined())
+    scores = mask.scalar_type() == at::kBool ? scores.masked_fill(mask.logical_not(), minus_inf) : scores + mask;
+  return at::matmul(at::softmax(scores, -1), v);
+}
+
+}  // namespace
+
+void register_torch_rules() {
+  def("ltorch.linear", [](Args a, Kw) {
+    return RValue::of(at::linear(tensor_at(a, 0, "input"), tensor_at(a, 1, "weight"), optional_tensor_at(a, 2)));
+  });
+  def("ltorch.matmul", [](Args a, Kw) { return RValue::of(at::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b"))); });
+
+  def("ltorch.add", [](Args a, Kw k) {
+    at::Scalar alpha = alpha_of(k);
+    return binary(a, [alpha](TT x, TT y) { return at::add(x, y, alpha); });
+  });
+  def("ltorch.sub", [](Args a, Kw k) {
+    at::Scalar alpha = alpha_of(k);
+    return binary(a, [alpha](TT x, TT y) { return at::sub(x, y, alpha); });
+  });
+  def("ltorch.mul", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::mul(x, y); }); });
+  def("ltorch.true_divide", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::true_divide(x, y); }); });
+  def("ltorch.pow", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::pow(x, y); }); });
+  for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge", "maximum"})
+    alias(std::string("ltorch.") + n, std::string("prims.") + n);
+  for (const char* n : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt"})
+    alias(std::string("ltorch.") + n, std::string("prims.") + n);
+  def("ltorch.relu", [](Args a, Kw) { return RValue::of(at::relu(tensor_at(a, 0, "a"))); });
+  def("ltorch.sigmoid", [](Args a, Kw) { return RValue::of(at::sigmoid(tensor_at(a, 0, "a"))); });
+  def("ltorch.silu", [](Args a, Kw) { return RValue::of(at::silu(tensor_at(a, 0, "a"))); });
+  def("ltorch.gelu", [](Args a, Kw k) {
+    std::string approximate = "none";
+    if (const RValue* v = rkwarg(k, "approximate")) approximate = v->s;
+    else if (a.size() > 1 && a[1].kind == RValue::Kind::string) approximate = a[1].s;
+    return RValue::of(at::gelu(tensor_at(a, 0, "a"), approximate));
+  });
+  def("ltorch.where", [](Args a, Kw) {
+    return RValue::of(where(tensor_at(a, 0, "condition"), rarg(a, 1, "a"), rarg(a, 2, "b")));
+  });
+  def("ltorch.masked_fill", [](Args a, Kw) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    const RValue& v = rarg(a, 2, "value");
+    if (v.is_tensor()) return RValue::of(at::where(tensor_at(a, 1, "mask"), v.t.to(t.scalar_type()), t));
+    return RValue::of(t.masked_fill(tensor_at(a, 1, "mask"), scalar_of(v)));
+  });
+  alias("ltorch.convert_element_type", "prims.convert_element_type");
+
+  def("ltorch.layer_norm", [](Args a, Kw) {
+    return RValue::of(at::layer_norm(tensor_at(a, 0, "a"), ints_at(a, 1, "normalized_shape"), optional_tensor_at(a, 2),
+                                     optional_tensor_at(a, 3), a.size() > 4 ? number_at(a, 4, "eps") : 1e-5));
+  });
+  def("ltorch.softmax", [](Args a, Kw) { return RValue::of(at::softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))); });
+  def("ltorch.log_softmax", [](Args a, Kw) {
+    return RValue::of(at::log_softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim")));
+  });
+  def("ltorch.cross_entropy", [](Args a, Kw) {
+    return RValue::of(at::nll_loss(at::log_softmax(tensor_at(a, 0, "logits"), 1), tensor_at(a, 1, "target")));
+  });
+  def("ltorch.embedding", [](Args a, Kw) {
+    return RValue::of(at::embedding(tensor_at(a, 1, "weight"), tensor_at(a, 0, "indices")));
+  });
+  def("ltorch.scaled_dot_product_attention", [](Args a, Kw) {
+    return RValue::of(sdpa(tensor_at(a, 0, "query"), tensor_at(a, 1, "key"), tensor_at(a, 2, "value"),
+                           optional_tensor_at(a, 3), a.size() > 4 && a[4].number() != 0));
+  });
+  def("ltorch.take_along_dim", [](Args a, Kw) {
+    return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));
+  });
+
+  def("ltorch.reshape", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").reshape(ints_at(a, 1, "shape"))); });
+  alias("ltorch.view", "ltorch.reshape");
+  def("ltorch.transpose", [](Args a, Kw) {
+    return RValue::of(tensor_at(a, 0, "a").transpose(int_at(a, 1, "dim0"), int_at(a, 2, "dim1")));
+  });
+  def("ltorch.permute", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").permute(ints_at(a, 1, "dims"))); });
+  def("ltorch.unsqueeze", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").unsqueeze(int_at(a, 1, "dim"))); });
+  def("ltorch.expand", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").expand(ints_at(a, 1, "shape"))); });
+  alias("ltorch.broadcast_in_dim", "prims.broadcast_in_dim");
+  def("ltorch.split", [](Args a, Kw) {
+    std::vector<RValue> parts;
+    for (const auto& t : at::split(tensor_at(a, 0, "a"), int_at(a, 1, "split_size"), int_at(a, 2, "dim")))
+      parts.push_back(RValue::of(t));
+    return RValue::tuple(std::move(parts));
+  });
+  def("ltorch.cat", [](Args a, Kw) {
+    std::vector<at::Tensor> ts;
+    for (const auto& v : rarg(a, 0, "tensors").items) ts.push_back(v.tensor());
+    return RValue::of(at::cat(ts, int_at(a, 1, "dim")));
+  });
+
+  def("ltorch.sum", [](Args a, Kw k) {
+    at::Tensor t = tensor_at(a, 0, "a");
+    if (auto d = dtype_kw(k)) t = t.to(to_scalar_type(*d));
+    return RValue::of(at::sum(t, reduction_dims(a.size() > 1 ? a[1] : RValue::none(), t.dim()), keepdim_at(a, 2, k)));
+  });
+  def("ltorch.mean", [](Args a, Kw k) {
+    at::Tensor t = tensor_at(a, 0, "a");
+    if (auto d = dtype_kw(k)) t = t.to(to_scalar_type(*d));
+    return RValue::of(at::mean(t, reduction_dims(a.size() > 1 ? a[1] : RValue::none(), t.dim()), keepdim_at(a, 2, k)));
+  });
+  def("ltorch.amax", [](Args a, Kw k) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    return RValue::of(at::amax(t, reduction_dims(rarg(a, 1, "dims"), t.dim()), keepdim_at(a, 2, k)));
+  });
+  def("ltorch.var_mean", [](Args a, Kw k) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    const RValue* c = rkwarg(k, "correction");
+    auto [var, mean] = rules::var_mean(t, reduction_dims(rarg(a, 1, "dims"), t.dim()), c ? c->integer_value() : 1,
+                                       keepdim_at(a, 2, k));
+    return RValue::tuple({RValue::of(var), RValue::of(mean)});
+  });
+
+  def("ltorch.arange", [](Args a, Kw k) {
+    at::TensorOptions o = creation_options(a, 1, k).dtype(at::kLong);
+    return RValue::of(at::arange(int_at(a, 0, "end"), o));
+  });
+  def("ltorch.full", [](Args a, Kw k) {
+    return RValue::of(at::full(ints_at(a, 0, "shape"), scalar_of(rarg(a, 1, "fill")), creation_options(a, 2, k)));
+  });
+  def("ltorch.ones", [](Args a, Kw k) { return RValue::of(at::ones(ints_at(a, 0, "shape"), creation_options(a, 1, k))); });
+  def("ltorch.zeros", [](Args a, Kw k) {
+    return RValue::of(at::zeros(ints_at(a, 0, "shape"), creation_options(a, 1, k)));
+  });
+
+  // Thunder's torch executor spellings.
+  for (const char* n : {"reshape", "permute", "matmul", "true_divide", "sum", "mean", "add", "sub", "mul", "pow", "exp",
+                        "neg", "erf", "tanh", "log", "rsqrt", "sqrt", "relu", "sigmoid", "where", "eq", "ne", "lt", "le",
+                        "gt", "ge", "maximum", "transpose", "unsqueeze", "cat", "amax", "var_mean", "split",
+                        "masked_fill", "take_along_dim", "softmax", "log_softmax", "layer_norm", "embedding", "full",
+                        "ones", "zeros", "arange"})
+    alias(std::string("torch.") + n, std::string("ltorch.") + n);
+  alias("torch.div", "ltorch.true_divide");
+  alias("torch.Tensor.expand", "ltorch.expand");
+  for (const char* n : {"linear", "gelu", "silu", "relu", "softmax", "log_softmax", "layer_norm", "cross_entropy",
+                        "embedding", "scaled_dot_product_attention"})
+    alias(std::string("torch.nn.functional.") + n, std::string("ltorch.") + n);
+}
+
+}  // namespace tv::exec::detail

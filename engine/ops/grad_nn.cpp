@@ -1,0 +1,154 @@
+// Gradient rules of the neural-network ops. linear follows Thunder's rule exactly (the fixtures'
+// backward: reshape(g, (-1, N)), permute, reshape(x, (-1, K)), matmul; bias grad = sum over the
+// batch dims). Gathers (embedding, take_along_dim) scatter their grad with a one-hot matmul/sum,
+// since the op set has no scatter. sdpa is differentiated through its decomposition; dropout's
+// grad is dropout of g with the same seed (the same mask, nothing saved).
+#include "ops/ltorch.h"
+#include "ops/meta.h"
+#include "transforms/grad_rules.h"
+
+namespace tv {
+
+namespace {
+
+using namespace tv::ltorch;
+using grad::reduce_like;
+using grad::sum_to;
+using grad::tensor_at;
+using Cts = const std::vector<Value>&;
+using Out = std::vector<Value>;
+
+Value V(const ProxyPtr& p) { return p ? Value::of(p) : Value::none(); }
+int64_t rank(const T& a) { return static_cast<int64_t>(a->shape.size()); }
+
+Out linear_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T x = tensor_at(f, 0), w = tensor_at(f, 1), bias = tensor_at(f, 2), g = cts[0].proxy;
+  int64_t n = g->shape.back(), k = x->shape.back();
+  // One statement per line: C++ leaves the order of nested calls in arguments unspecified.
+  T g2 = reshape(b, g, {-1, n});
+  T gx = reshape(b, matmul(b, g2, w), x->shape);
+  T gt = permute(b, reshape(b, g, {-1, n}), {1, 0});
+  T gw = matmul(b, gt, reshape(b, x, {-1, k}));
+  Out out = {reduce_like(b, gx, x), reduce_like(b, gw, w), Value::none()};
+  if (bias) {
+    Dims batch;
+    for (int64_t d = 0; d + 1 < rank(g); ++d) batch.push_back(d);
+    out[2] = reduce_like(b, batch.empty() ? g : sum(b, g, batch, false), bias);
+  }
+  return out;
+}
+
+// Batched matmul; 1-D operands are lifted to [1, K] / [K, 1] and their grads reduced back.
+Out matmul_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), c = tensor_at(f, 1), g = cts[0].proxy;
+  T a2 = rank(a) == 1 ? reshape(b, a, {1, a->shape[0]}) : a;
+  T c2 = rank(c) == 1 ? reshape(b, c, {c->shape[0], 1}) : c;
+  auto out2 = meta::matmul_shape(a2->shape, c2->shape);
+  T g2 = g->shape == out2 ? g : reshape(b, g, out2);
+  T ga = sum_to(b, matmul(b, g2, transpose(b, c2, -2, -1)), a2->shape, a->dtype);
+  T gc = sum_to(b, matmul(b, transpose(b, a2, -2, -1), g2), c2->shape, c->dtype);
+  if (rank(a) == 1) ga = reshape(b, ga, a->shape);
+  if (rank(c) == 1) gc = reshape(b, gc, c->shape);
+  return {Value::of(ga), Value::of(gc)};
+}
+
+Out layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), w = tensor_at(f, 2), bias = tensor_at(f, 3), g = cts[0].proxy;
+  Dims dims;
+  for (int64_t d = rank(a) - static_cast<int64_t>(f.args.at(1).as_ints().size()); d < rank(a); ++d) dims.push_back(d);
+  auto [var, m] = var_mean(b, a, dims, 0, true);
+  T rstd = rsqrt(b, add(b, V(var), f.args.at(4)));
+  T xhat = mul(b, V(sub(b, V(a), V(m))), V(rstd));
+  T gx = w ? mul(b, V(g), V(w)) : g;
+  T m1 = mean(b, gx, dims, true), m2 = mean(b, mul(b, V(gx), V(xhat)), dims, true);
+  T centered = sub(b, V(gx), V(m1));
+  T ga = mul(b, V(rstd), V(sub(b, V(centered), V(mul(b, V(xhat), V(m2))))));
+  return {reduce_like(b, ga, a), Value::none(), w ? reduce_like(b, mul(b, V(g), V(xhat)), w) : Value::none(),
+          reduce_like(b, g, bias), Value::none()};
+}
+
+Out softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), out = f.output(), g = cts[0].proxy;
+  int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(a));
+  T dot = sum(b, mul(b, V(g), V(out)), {dim}, true);
+  return {reduce_like(b, mul(b, V(out), V(sub(b, V(g), V(dot)))), a), Value::none()};
+}
+
+Out log_softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), out = f.output(), g = cts[0].proxy;
+  int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(a));
+  T total = sum(b, g, {dim}, true);
+  return {reduce_like(b, sub(b, V(g), V(mul(b, V(exp(b, out)), V(total)))), a), Value::none()};
+}
+
+// 1.0 where indices[..., j] == k, as a [..., K] tensor of `dtype`.
+T one_hot(TraceBuilder& b, const T& indices, int64_t classes, DType dtype) {
+  T hit = eq(b, V(unsqueeze(b, indices, -1)), V(arange(b, classes, indices->device)));
+  return convert_element_type(b, hit, dtype);
+}
+
+Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T logits = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
+  T p = softmax(b, logits, 1);
+  T diff = sub(b, V(p), V(one_hot(b, target, logits->shape[1], logits->dtype)));
+  T scaled = mul(b, V(diff), V(true_divide(b, V(g), Value::integer(logits->shape[0]))));
+  return {reduce_like(b, scaled, logits), Value::none()};
+}
+
+// grad of weight[indices] (gathered along dim 0): one_hot(indices)^T @ g.
+T scatter_rows(TraceBuilder& b, const T& weight, const T& indices, const T& g) {
+  int64_t n = indices->numel(), rows = weight->shape[0];
+  T flat = reshape(b, indices, {n});
+  T rest = reshape(b, g, {n, weight->numel() / std::max<int64_t>(rows, 1)});
+  T gw = matmul(b, permute(b, one_hot(b, flat, rows, g->dtype), {1, 0}), rest);
+  return sum_to(b, gw, weight->shape, weight->dtype);
+}
+
+Out embedding_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  return {Value::none(), V(scatter_rows(b, tensor_at(f, 1), tensor_at(f, 0), cts[0].proxy))};
+}
+
+Out take_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {  // prims.take(a, indices, dim)
+  if (f.args.at(2).i != 0) throw OpError("grad of prims.take is implemented for dim 0 only");
+  return {V(scatter_rows(b, tensor_at(f, 0), tensor_at(f, 1), cts[0].proxy)), Value::none(), Value::none()};
+}
+
+// out = take_along_dim(a, idx, d): grad[..., k, ...] = sum_j g[..., j, ...] * (idx[..., j, ...] == k).
+Out take_along_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), idx = tensor_at(f, 1), g = cts[0].proxy;
+  int64_t r = rank(a), d = meta::normalize_dim(f.args.at(2).i, r);
+  T gt = d == r - 1 ? g : transpose(b, g, d, -1), it = d == r - 1 ? idx : transpose(b, idx, d, -1);
+  T hits = one_hot(b, it, a->shape[d], g->dtype);                                     // [..., J, K]
+  T s = sum(b, mul(b, V(unsqueeze(b, gt, -1)), V(hits)), {r - 1}, false);             // [..., K]
+  T ga = d == r - 1 ? s : transpose(b, s, d, -1);
+  return {reduce_like(b, ga, a), Value::none(), Value::none()};
+}
+
+Out dropout_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  bool training = f.args.size() < 4 || f.args[3].b;
+  T ga = dropout(b, cts[0].proxy, f.args.at(1).as_double(), f.args.at(2).i, training);
+  Out out(f.args.size());
+  out[0] = reduce_like(b, ga, tensor_at(f, 0));
+  return out;
+}
+
+}  // namespace
+
+void register_nn_grads() {
+  for (const char* n : {"ltorch.linear", "prims.linear"}) register_grad_rule(n, linear_rule);
+  for (const char* n : {"ltorch.matmul", "prims.matmul"}) register_grad_rule(n, matmul_rule);
+  register_grad_rule("ltorch.layer_norm", layer_norm_rule);
+  register_grad_rule("ltorch.softmax", softmax_rule);
+  register_grad_rule("ltorch.log_softmax", log_softmax_rule);
+  register_grad_rule("ltorch.cross_entropy", cross_entropy_rule);
+  register_grad_rule("ltorch.embedding", embedding_rule);
+  register_grad_rule("prims.take", take_rule);
+  for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(n, take_along_rule);
+  register_grad_rule("ltorch.dropout", dropout_rule);
+  register_grad_through_decomposition("ltorch.scaled_dot_product_attention");
+  for (const char* n : {"ltorch.arange", "ltorch.full", "ltorch.ones", "ltorch.zeros", "prims.full", "prims.iota",
+                        "prims.uniform_philox"})
+    register_not_differentiable(n);
+}
+
+}  // namespace tv

@@ -1,0 +1,103 @@
+// Gradient rules of the shape ops: a reshape's grad is reshaped back, a permutation's grad is
+// permuted by the inverse, a broadcast's grad is summed over the broadcast dims, split and cat
+// swap roles (cat's grad is cut with ltorch.split when the pieces are equal, prims.slice otherwise).
+#include <algorithm>
+#include <functional>
+
+#include "ops/ltorch.h"
+#include "ops/meta.h"
+#include "transforms/grad_rules.h"
+
+namespace tv {
+
+namespace {
+
+using namespace tv::ltorch;
+using grad::tensor_at;
+using Cts = const std::vector<Value>&;
+using Out = std::vector<Value>;
+
+int64_t rank(const T& a) { return static_cast<int64_t>(a->shape.size()); }
+
+// Only the first argument is differentiable; `fn` maps g to its grad.
+GradFn first_only(std::function<T(TraceBuilder&, const BoundSymbol&, const T& a, const T& g)> fn) {
+  return [fn](TraceBuilder& b, const BoundSymbol& f, Cts cts) -> Out {
+    Out out(f.args.size());
+    T a = tensor_at(f, 0);
+    out[0] = Value::of(grad::sum_to(b, fn(b, f, a, cts[0].proxy), a->shape, a->dtype));
+    return out;
+  };
+}
+
+T reshape_back(TraceBuilder& b, const BoundSymbol&, const T& a, const T& g) { return reshape(b, g, a->shape); }
+
+T permute_back(TraceBuilder& b, const Dims& perm, const T& g) {
+  Dims inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
+  return permute(b, g, inverse);
+}
+
+T broadcast_back(TraceBuilder& b, const BoundSymbol& f, const T& a, const T& g) {
+  Dims bdims = f.args.at(2).as_ints(), summed;
+  for (int64_t d = 0; d < rank(g); ++d) {
+    auto it = std::find(bdims.begin(), bdims.end(), d);
+    if (it == bdims.end() || (a->shape[it - bdims.begin()] == 1 && g->shape[d] != 1)) summed.push_back(d);
+  }
+  T r = summed.empty() ? g : sum(b, g, summed, false);
+  return r->shape == a->shape ? r : reshape(b, r, a->shape);
+}
+
+Out split_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0);
+  std::vector<T> pieces;
+  for (size_t i = 0; i < f.outputs.size(); ++i) pieces.push_back(grad::cotangent_or_zeros(b, f, cts, i));
+  int64_t dim = meta::normalize_dim(f.args.at(2).i, rank(a));
+  return {Value::of(pieces.size() == 1 ? pieces[0] : cat(b, pieces, dim)), Value::none(), Value::none()};
+}
+
+Out cat_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T g = cts[0].proxy;
+  const auto& items = f.args.at(0).items;
+  int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(g));
+  bool equal = true;
+  for (const auto& v : items) equal = equal && v.proxy->shape[dim] == items[0].proxy->shape[dim];
+  std::vector<Value> grads;
+  if (equal && !items.empty() && items[0].proxy->shape[dim] > 0) {
+    for (const T& p : split(b, g, items[0].proxy->shape[dim], dim)) grads.push_back(Value::of(p));
+  } else {
+    int64_t start = 0;
+    for (const auto& v : items) {
+      Dims begin(g->shape.size(), 0), end = g->shape;
+      begin[dim] = start;
+      end[dim] = start += v.proxy->shape[dim];
+      grads.push_back(b.call("prims.slice", {Value::of(g), Value::ints(begin), Value::ints(end), Value::none()}));
+    }
+  }
+  for (size_t i = 0; i < items.size(); ++i)
+    grads[i] = grad::reduce_like(b, grads[i].proxy, items[i].proxy);
+  return {Value::list(grads), Value::none()};
+}
+
+}  // namespace
+
+void register_shape_grads() {
+  for (const char* n : {"ltorch.reshape", "ltorch.view", "ltorch.unsqueeze", "prims.reshape"})
+    register_grad_rule(n, first_only(reshape_back));
+  register_grad_rule("ltorch.transpose", first_only([](TraceBuilder& b, const BoundSymbol& f, const T&, const T& g) {
+                       return transpose(b, g, f.args.at(1).i, f.args.at(2).i);
+                     }));
+  auto permute_rule = first_only([](TraceBuilder& b, const BoundSymbol& f, const T& a, const T& g) {
+    return permute_back(b, meta::normalize_dims(f.args.at(1).as_ints(), rank(a)), g);
+  });
+  register_grad_rule("ltorch.permute", permute_rule);
+  register_grad_rule("prims.transpose", permute_rule);
+  // sum_to (inside first_only) reduces an expanded grad back to the input's shape.
+  register_grad_rule("ltorch.expand", first_only([](TraceBuilder&, const BoundSymbol&, const T&, const T& g) { return g; }));
+  register_grad_rule("ltorch.broadcast_in_dim", first_only(broadcast_back));
+  register_grad_rule("prims.broadcast_in_dim", first_only(broadcast_back));
+  register_grad_rule("ltorch.split", split_rule);
+  register_grad_rule("ltorch.cat", cat_rule);
+  register_grad_rule("prims.cat", cat_rule);
+}
+
+}  // namespace tv

@@ -1,0 +1,200 @@
+// Neural-network ltorch ops: linear, matmul, layer_norm, softmax, log_softmax, cross_entropy,
+// embedding, dropout, scaled_dot_product_attention, take_along_dim.
+// linear and matmul map to one prim each; the others are compositions of ltorch ops (nested
+// subsymbols), e.g. layer_norm = (a - mean) * rsqrt(var + eps) with var_mean(correction=0).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/ltorch.h"
+#include "ops/meta.h"
+#include "ops/op_utils.h"
+
+namespace tv::ltorch {
+
+using namespace tv::ops;
+
+namespace {
+
+using Args = const std::vector<Value>&;
+using Kw = const Kwargs&;
+
+int64_t rank(const T& a) { return static_cast<int64_t>(a->shape.size()); }
+
+void require_floating(const T& a, const char* op) {
+  if (!is_floating(a->dtype))
+    throw OpError(std::string(op) + " needs a floating tensor, got " + std::string(short_name(a->dtype)));
+}
+
+Value linear_impl(TraceBuilder& b, Args args, Kw) {
+  T bias = optional_tensor_arg(args, 2, "bias");
+  return Value::of(call1(b, "prims.linear",
+                         {Value::of(tensor_arg(args, 0, "input")), Value::of(tensor_arg(args, 1, "weight")), V(bias)}));
+}
+
+Value matmul_impl(TraceBuilder& b, Args args, Kw) {
+  return Value::of(
+      call1(b, "prims.matmul", {Value::of(tensor_arg(args, 0, "a")), Value::of(tensor_arg(args, 1, "b"))}));
+}
+
+Value layer_norm_impl(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  Dims normalized = ints_arg(args, 1, "normalized_shape");
+  T weight = optional_tensor_arg(args, 2, "weight"), bias = optional_tensor_arg(args, 3, "bias");
+  double eps = number_arg(args, 4, "eps");
+  require_floating(a, "layer_norm");
+  auto k = static_cast<int64_t>(normalized.size());
+  if (k == 0 || k > rank(a) || !std::equal(normalized.begin(), normalized.end(), a->shape.end() - k))
+    throw OpError("normalized_shape " + shape_text(normalized) + " does not match the trailing dims of shape " +
+                  shape_text(a->shape));
+  for (const T& p : {weight, bias})
+    if (p && p->shape != normalized)
+      throw OpError("layer_norm parameter of shape " + shape_text(p->shape) + " does not match normalized_shape " +
+                    shape_text(normalized));
+  Dims dims;
+  for (int64_t i = rank(a) - k; i < rank(a); ++i) dims.push_back(i);
+  auto [var, m] = var_mean(b, a, dims, /*correction=*/0, /*keepdim=*/true);
+  T rstd = rsqrt(b, add(b, Value::of(var), Value::floating(eps)));
+  T out = mul(b, Value::of(sub(b, Value::of(a), Value::of(m))), Value::of(rstd));
+  if (weight) out = mul(b, Value::of(out), Value::of(weight));
+  if (bias) out = add(b, Value::of(out), Value::of(bias));
+  return Value::of(out);
+}
+
+// The shifted input a - amax(a, dim) and the keepdim sum of its exp.
+std::pair<T, T> shifted_and_norm(TraceBuilder& b, const T& a, int64_t dim, T* exps) {
+  T shifted = sub(b, Value::of(a), Value::of(amax(b, a, {dim}, true)));
+  *exps = exp(b, shifted);
+  return {shifted, sum(b, *exps, {dim}, true)};
+}
+
+Value softmax_impl(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  require_floating(a, "softmax");
+  int64_t dim = meta::normalize_dim(int_arg(args, 1, "dim"), rank(a));
+  T e;
+  auto [shifted, z] = shifted_and_norm(b, a, dim, &e);
+  return Value::of(true_divide(b, Value::of(e), Value::of(z)));
+}
+
+Value log_softmax_impl(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  require_floating(a, "log_softmax");
+  int64_t dim = meta::normalize_dim(int_arg(args, 1, "dim"), rank(a));
+  T e;
+  auto [shifted, z] = shifted_and_norm(b, a, dim, &e);
+  return Value::of(sub(b, Value::of(shifted), Value::of(log(b, z))));
+}
+
+Value cross_entropy_impl(TraceBuilder& b, Args args, Kw) {
+  T logits = tensor_arg(args, 0, "logits"), target = tensor_arg(args, 1, "target");
+  if (rank(logits) != 2 || rank(target) != 1 || logits->shape[0] != target->shape[0])
+    throw OpError("cross_entropy needs logits [N, C] and target [N], got " + shape_text(logits->shape) + " and " +
+                  shape_text(target->shape));
+  if (!is_integral(target->dtype) || target->dtype == DType::b8)
+    throw OpError("cross_entropy target must hold class indices (an integer tensor), got " +
+                  std::string(short_name(target->dtype)));
+  T logp = log_softmax(b, logits, 1);
+  T picked = take_along_dim(b, logp, unsqueeze(b, target, 1), 1);  // [N, 1]
+  return Value::of(neg(b, mean(b, picked)));
+}
+
+Value embedding_impl(TraceBuilder& b, Args args, Kw) {
+  T indices = tensor_arg(args, 0, "indices"), weight = tensor_arg(args, 1, "weight");
+  if (rank(weight) != 2) throw OpError("embedding weight must be 2-D, got " + shape_text(weight->shape));
+  return Value::of(call1(b, "prims.take", {Value::of(weight), Value::of(indices), Value::integer(0)}));
+}
+
+Value dropout_impl(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  double p = number_arg(args, 1, "p");
+  int64_t seed = int_arg(args, 2, "seed");
+  bool training = args.size() < 4 || bool_arg(args, 3, "training");
+  if (p < 0 || p > 1) throw OpError("dropout probability must be in [0, 1], got " + python_text(Value::floating(p)));
+  if (!training || p == 0) return Value::of(call1(b, "prims.shallow_copy", {Value::of(a)}));
+  DType rdtype = is_floating(a->dtype) ? a->dtype : DType::f32;
+  T r = call1(b, "prims.uniform_philox",
+              {Value::ints(a->shape), Value::floating(0.0), Value::floating(1.0), Value::of(a->device),
+               Value::of(rdtype), Value::integer(seed), Value::integer(0)});
+  T keep = lt(b, Value::of(r), Value::floating(1.0 - p));
+  T kept = mul(b, Value::of(a), Value::of(keep));
+  return Value::of(mul(b, Value::of(kept), Value::floating(p == 1 ? 0.0 : 1.0 / (1.0 - p))));
+}
+
+Value sdpa_impl(TraceBuilder& b, Args args, Kw) {
+  T q = tensor_arg(args, 0, "query"), k = tensor_arg(args, 1, "key"), v = tensor_arg(args, 2, "value");
+  T mask = optional_tensor_arg(args, 3, "attn_mask");
+  bool causal = bool_arg(args, 4, "is_causal");
+  for (const T& t : {q, k, v})
+    if (rank(t) < 2) throw OpError("attention inputs need shape [..., L, E], got " + shape_text(t->shape));
+  require_floating(q, "scaled_dot_product_attention");
+  int64_t L = q->shape[rank(q) - 2], S = k->shape[rank(k) - 2], E = q->shape.back();
+  T scores = matmul(b, q, transpose(b, k, -2, -1));  // [..., L, S]
+  scores = mul(b, Value::of(scores), Value::floating(1.0 / std::sqrt(static_cast<double>(E))));
+  Value minus_inf = Value::floating(-std::numeric_limits<double>::infinity());
+  if (causal) {  // keep[i, j] = j <= i
+    T rows = unsqueeze(b, arange(b, L, q->device), 1), cols = unsqueeze(b, arange(b, S, q->device), 0);
+    scores = where(b, ge(b, Value::of(rows), Value::of(cols)), Value::of(scores), minus_inf);
+  }
+  if (mask) {
+    scores = mask->dtype == DType::b8 ? where(b, mask, Value::of(scores), minus_inf)
+                                      : add(b, Value::of(scores), Value::of(mask));
+  }
+  return Value::of(matmul(b, softmax(b, scores, -1), v));
+}
+
+Value take_along_dim_impl(TraceBuilder& b, Args args, Kw) {
+  return Value::of(call1(b, "prims.take_along_axis",
+                         {Value::of(tensor_arg(args, 0, "a")), Value::of(tensor_arg(args, 1, "indices")),
+                          Value::integer(int_arg(args, 2, "dim"))}));
+}
+
+}  // namespace
+
+T linear(TraceBuilder& b, const T& x, const T& weight, const T& bias) {
+  return call1(b, "ltorch.linear", {V(x), V(weight), V(bias)});
+}
+T matmul(TraceBuilder& b, const T& a, const T& c) { return call1(b, "ltorch.matmul", {V(a), V(c)}); }
+T layer_norm(TraceBuilder& b, const T& a, const Dims& normalized_shape, const T& weight, const T& bias, double eps) {
+  return call1(b, "ltorch.layer_norm", {V(a), Value::ints(normalized_shape), V(weight), V(bias), Value::floating(eps)});
+}
+T softmax(TraceBuilder& b, const T& a, int64_t dim) { return call1(b, "ltorch.softmax", {V(a), Value::integer(dim)}); }
+T log_softmax(TraceBuilder& b, const T& a, int64_t dim) {
+  return call1(b, "ltorch.log_softmax", {V(a), Value::integer(dim)});
+}
+T cross_entropy(TraceBuilder& b, const T& logits, const T& target) {
+  return call1(b, "ltorch.cross_entropy", {V(logits), V(target)});
+}
+T embedding(TraceBuilder& b, const T& indices, const T& weight) {
+  return call1(b, "ltorch.embedding", {V(indices), V(weight)});
+}
+T dropout(TraceBuilder& b, const T& a, double p, int64_t seed, bool training) {
+  return call1(b, "ltorch.dropout", {V(a), Value::floating(p), Value::integer(seed), Value::boolean(training)});
+}
+T scaled_dot_product_attention(TraceBuilder& b, const T& q, const T& k, const T& v, const T& attn_mask,
+                               bool is_causal) {
+  return call1(b, "ltorch.scaled_dot_product_attention", {V(q), V(k), V(v), V(attn_mask), Value::boolean(is_causal)});
+}
+T take_along_dim(TraceBuilder& b, const T& a, const T& indices, int64_t dim) {
+  return call1(b, "ltorch.take_along_dim", {V(a), V(indices), Value::integer(dim)});
+}
+
+}  // namespace tv::ltorch
+
+namespace tv::ops {
+
+void register_nn() {
+  using namespace tv::ltorch;
+  define("ltorch.linear", false, {"matmul"}, linear_impl);
+  define("ltorch.matmul", false, {"matmul"}, matmul_impl);
+  define("ltorch.layer_norm", false, {}, layer_norm_impl);
+  define("ltorch.softmax", false, {}, softmax_impl);
+  define("ltorch.log_softmax", false, {}, log_softmax_impl);
+  define("ltorch.cross_entropy", false, {}, cross_entropy_impl);
+  define("ltorch.embedding", false, {}, embedding_impl);
+  define("ltorch.dropout", false, {"random"}, dropout_impl);
+  define("ltorch.scaled_dot_product_attention", false, {}, sdpa_impl);
+  define("ltorch.take_along_dim", false, {}, take_along_dim_impl);
+}
+
+}  // namespace tv::ops

@@ -1,0 +1,115 @@
+#include "ops/op_utils.h"
+
+#include <cmath>
+
+namespace tv::ops {
+
+void define(std::string name, bool is_prim, std::vector<std::string> traits, SymbolImpl impl) {
+  auto& registry = SymbolRegistry::global();
+  if (const Symbol* existing = registry.find(name); existing && !existing->opaque) return;  // already defined
+  // add() upgrades an opaque placeholder the parser made in place, so parsed traces gain the impl.
+  Symbol s;
+  s.name = std::move(name);
+  s.is_prim = is_prim;
+  s.traits = std::move(traits);
+  s.impl = std::move(impl);
+  registry.add(std::move(s));
+}
+
+T call1(TraceBuilder& b, std::string_view name, std::vector<Value> args, Kwargs kwargs) {
+  Value out = b.call(name, std::move(args), std::move(kwargs));
+  T first;
+  for_each_proxy(out, [&](const ProxyPtr& p) {
+    if (!first) first = p;
+  });
+  return first;
+}
+
+const Value& arg(const std::vector<Value>& args, size_t i, const char* name) {
+  if (i >= args.size())
+    throw OpError("missing argument " + std::to_string(i) + " (" + name + "): got " + std::to_string(args.size()) +
+                  " arguments");
+  return args[i];
+}
+
+T tensor_arg(const std::vector<Value>& args, size_t i, const char* name) {
+  const Value& v = arg(args, i, name);
+  if (!v.is_proxy() || !v.proxy->is_tensor())
+    throw OpError(std::string("argument '") + name + "' must be a tensor, got " + python_text(v));
+  return v.proxy;
+}
+
+T optional_tensor_arg(const std::vector<Value>& args, size_t i, const char* name) {
+  if (i >= args.size() || args[i].is_none()) return nullptr;
+  return tensor_arg(args, i, name);
+}
+
+std::vector<int64_t> ints_arg(const std::vector<Value>& args, size_t i, const char* name) {
+  const Value& v = arg(args, i, name);
+  if (v.is_none()) return {};
+  try {
+    return v.as_ints();
+  } catch (const std::exception&) {
+    throw OpError(std::string("argument '") + name + "' must be an int or a tuple of ints, got " + python_text(v));
+  }
+}
+
+int64_t int_arg(const std::vector<Value>& args, size_t i, const char* name) {
+  const Value& v = arg(args, i, name);
+  if (v.kind != Value::Kind::integer)
+    throw OpError(std::string("argument '") + name + "' must be an int, got " + python_text(v));
+  return v.i;
+}
+
+double number_arg(const std::vector<Value>& args, size_t i, const char* name) {
+  const Value& v = arg(args, i, name);
+  if (!v.is_number()) throw OpError(std::string("argument '") + name + "' must be a number, got " + python_text(v));
+  return v.as_double();
+}
+
+bool bool_arg(const std::vector<Value>& args, size_t i, const char* name) {
+  const Value& v = arg(args, i, name);
+  if (v.kind != Value::Kind::boolean)
+    throw OpError(std::string("argument '") + name + "' must be a bool, got " + python_text(v));
+  return v.b;
+}
+
+DType dtype_arg(const std::vector<Value>& args, size_t i, const char* name) {
+  const Value& v = arg(args, i, name);
+  if (v.kind != Value::Kind::dtype)
+    throw OpError(std::string("argument '") + name + "' must be a dtype, got " + python_text(v));
+  return v.dtype;
+}
+
+Device device_arg(const std::vector<Value>& args, size_t i, const char* name) {
+  const Value& v = arg(args, i, name);
+  if (v.kind == Value::Kind::device) return v.device;
+  if (v.kind == Value::Kind::string)
+    if (auto d = Device::parse(v.s)) return *d;
+  throw OpError(std::string("argument '") + name + "' must be a device, got " + python_text(v));
+}
+
+const Value* kwarg(const Kwargs& kwargs, std::string_view name) {
+  for (const auto& [k, v] : kwargs)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+Value number_like(double v, DType dtype) {
+  if (is_floating(dtype)) return Value::floating(v);
+  if (dtype == DType::b8) return Value::boolean(v != 0);
+  return Value::integer(static_cast<int64_t>(v));
+}
+
+Value convert_number(const Value& v, DType dtype) {
+  if (!v.is_number()) return v;
+  if (is_floating(dtype) && v.kind != Value::Kind::floating) return Value::floating(v.as_double());
+  if (dtype != DType::b8 && !is_floating(dtype) && v.kind == Value::Kind::boolean) return Value::integer(v.b);
+  return v;
+}
+
+bool output_requires_grad(const std::vector<Value>& inputs, DType out) {
+  return is_floating(out) && any_requires_grad(inputs);
+}
+
+}  // namespace tv::ops

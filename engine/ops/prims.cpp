@@ -1,0 +1,307 @@
+// Meta functions of the prims (see prims.h for the list and argument order).
+#include "ops/prims.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "ops/meta.h"
+#include "ops/op_utils.h"
+
+namespace tv::prims {
+
+using namespace tv::ops;
+using meta::Shape;
+
+namespace {
+
+using Args = const std::vector<Value>&;
+using Kw = const Kwargs&;
+
+T out(TraceBuilder& b, Shape shape, DType dtype, Device device, const std::vector<Value>& inputs) {
+  return b.tensor(std::move(shape), dtype, device, output_requires_grad(inputs, dtype));
+}
+
+// ---- elementwise ----
+
+void unary(const std::string& name, bool floating_result) {
+  define("prims." + name, true, {"elementwise"}, [floating_result](TraceBuilder& b, Args args, Kw) {
+    T a = tensor_arg(args, 0, "a");
+    DType dtype = floating_result && !is_floating(a->dtype) ? DType::f32 : a->dtype;
+    if (!floating_result && a->dtype == DType::b8) throw OpError("expected a numeric tensor, got a bool tensor");
+    return Value::of(out(b, a->shape, dtype, a->device, args));
+  });
+}
+
+void binary(const std::string& name, bool comparison) {
+  define("prims." + name, true, {"elementwise"}, [comparison](TraceBuilder& b, Args args, Kw) {
+    std::vector<Value> ops = {arg(args, 0, "a"), arg(args, 1, "b")};
+    for (const auto& v : ops)
+      if (!v.is_number() && !(v.is_proxy() && v.proxy->is_tensor()))
+        throw OpError("operands must be tensors or numbers, got " + python_text(v));
+    DType dtype = meta::result_dtype(ops);
+    Shape shape = meta::common_shape(ops);
+    return Value::of(out(b, shape, comparison ? DType::b8 : dtype, meta::common_device(ops), ops));
+  });
+}
+
+Value where_meta(TraceBuilder& b, Args args, Kw) {
+  T pred = tensor_arg(args, 0, "pred");
+  if (pred->dtype != DType::b8)
+    throw OpError("pred must be a bool tensor, got " + std::string(short_name(pred->dtype)));
+  std::vector<Value> branches = {arg(args, 1, "a"), arg(args, 2, "b")};
+  bool any_tensor = false;
+  int kind = 0;  // of the numbers when both branches are numbers: 0 bool, 1 int, 2 float
+  for (const auto& v : branches) {
+    if (v.is_proxy() && v.proxy->is_tensor())
+      any_tensor = true;
+    else if (v.is_number())
+      kind = std::max(kind, v.kind == Value::Kind::boolean ? 0 : v.kind == Value::Kind::integer ? 1 : 2);
+    else
+      throw OpError("branches must be tensors or numbers, got " + python_text(v));
+  }
+  DType dtype = any_tensor ? meta::result_dtype(branches) : kind == 2 ? DType::f32 : kind == 1 ? DType::i64 : DType::b8;
+  std::vector<Value> all = {Value::of(pred), branches[0], branches[1]};
+  return Value::of(out(b, meta::common_shape(all), dtype, meta::common_device(all), branches));
+}
+
+Value convert_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  DType dtype = dtype_arg(args, 1, "dtype");
+  return Value::of(out(b, a->shape, dtype, a->device, args));
+}
+
+// ---- shape ----
+
+Value reshape_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  Shape shape = ints_arg(args, 1, "shape");
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw OpError("prims.reshape needs a concrete shape, got " + shape_text(shape));
+    n *= d;
+  }
+  if (n != a->numel())
+    throw OpError("cannot reshape a tensor of shape " + shape_text(a->shape) + " (" + std::to_string(a->numel()) +
+                  " elements) to " + shape_text(shape) + " (" + std::to_string(n) + " elements)");
+  return Value::of(out(b, shape, a->dtype, a->device, args));
+}
+
+Value transpose_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  auto rank = static_cast<int64_t>(a->shape.size());
+  std::vector<int64_t> perm = ints_arg(args, 1, "permutation");
+  if (static_cast<int64_t>(perm.size()) != rank)
+    throw OpError("permutation " + shape_text(perm) + " does not match a tensor of shape " + shape_text(a->shape));
+  perm = meta::normalize_dims(perm, rank);
+  Shape shape;
+  for (int64_t d : perm) shape.push_back(a->shape[d]);
+  return Value::of(out(b, shape, a->dtype, a->device, args));
+}
+
+Value broadcast_in_dim_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  Shape shape = ints_arg(args, 1, "shape");
+  std::vector<int64_t> dims = ints_arg(args, 2, "broadcast_dimensions");
+  auto fail = [&](const std::string& why) {
+    return OpError("cannot broadcast shape " + shape_text(a->shape) + " to " + shape_text(shape) +
+                   " with broadcast_dimensions " + shape_text(dims) + ": " + why);
+  };
+  if (dims.size() != a->shape.size()) throw fail("one broadcast dimension per input dim is needed");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(shape.size())) throw fail("dimension out of range");
+    if (i > 0 && dims[i] <= dims[i - 1]) throw fail("dimensions must be increasing");
+    if (a->shape[i] != 1 && a->shape[i] != shape[dims[i]]) throw fail("sizes differ at input dim " + std::to_string(i));
+  }
+  return Value::of(out(b, shape, a->dtype, a->device, args));
+}
+
+Value slice_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  std::vector<int64_t> start = ints_arg(args, 1, "start_indices"), end = ints_arg(args, 2, "end_indices");
+  std::vector<int64_t> strides = args.size() > 3 ? ints_arg(args, 3, "strides") : std::vector<int64_t>{};
+  if (strides.empty()) strides.assign(a->shape.size(), 1);
+  if (start.size() != a->shape.size() || end.size() != a->shape.size() || strides.size() != a->shape.size())
+    throw OpError("slice of a tensor of shape " + shape_text(a->shape) + " needs one start, end and stride per dim");
+  Shape shape;
+  for (size_t i = 0; i < start.size(); ++i) {
+    if (start[i] < 0 || start[i] > end[i] || end[i] > a->shape[i] || strides[i] < 1)
+      throw OpError("slice [" + std::to_string(start[i]) + ":" + std::to_string(end[i]) + ":" +
+                    std::to_string(strides[i]) + "] is out of range for dim " + std::to_string(i) + " of shape " +
+                    shape_text(a->shape));
+    shape.push_back((end[i] - start[i] + strides[i] - 1) / strides[i]);
+  }
+  return Value::of(out(b, shape, a->dtype, a->device, args));
+}
+
+Value cat_meta(TraceBuilder& b, Args args, Kw) {
+  const Value& list = arg(args, 0, "tensors");
+  if (!list.is_sequence() || list.items.empty()) throw OpError("cat needs a non-empty list of tensors");
+  std::vector<Value> tensors;
+  for (size_t i = 0; i < list.items.size(); ++i) tensors.push_back(Value::of(tensor_arg(list.items, i, "tensors")));
+  const Shape& first = tensors[0].proxy->shape;
+  int64_t dim = meta::normalize_dim(int_arg(args, 1, "dim"), static_cast<int64_t>(first.size()));
+  Shape shape = first;
+  shape[dim] = 0;
+  for (const auto& t : tensors) {
+    const Shape& s = t.proxy->shape;
+    bool ok = s.size() == first.size();
+    for (size_t i = 0; ok && i < s.size(); ++i) ok = static_cast<int64_t>(i) == dim || s[i] == first[i];
+    if (!ok)
+      throw OpError("cat along dim " + std::to_string(dim) + ": shapes " + shape_text(first) + " and " + shape_text(s) +
+                    " differ outside that dim");
+    shape[dim] += s[dim];
+  }
+  return Value::of(out(b, shape, meta::result_dtype(tensors), meta::common_device(tensors), tensors));
+}
+
+Value shallow_copy_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  return Value::of(b.tensor(a->shape, a->dtype, a->device, a->requires_grad));
+}
+
+// ---- reductions ----
+
+void reduction(const std::string& name) {
+  define("prims." + name, true, {"reduction"}, [](TraceBuilder& b, Args args, Kw) {
+    T a = tensor_arg(args, 0, "a");
+    auto dims = meta::normalize_dims(ints_arg(args, 1, "dims"), static_cast<int64_t>(a->shape.size()));
+    return Value::of(out(b, meta::reduction_shape(a->shape, dims, false), a->dtype, a->device, args));
+  });
+}
+
+Value var_mean_meta(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "a");
+  if (!is_floating(a->dtype))
+    throw OpError("var_mean needs a floating tensor, got " + std::string(short_name(a->dtype)));
+  auto dims = meta::normalize_dims(ints_arg(args, 1, "dims"), static_cast<int64_t>(a->shape.size()));
+  const Value* c = kwarg(kwargs, "correction");
+  if (c && !c->is_number()) throw OpError("correction must be a number, got " + python_text(*c));
+  Shape shape = meta::reduction_shape(a->shape, dims, false);
+  T var = out(b, shape, a->dtype, a->device, args);
+  T mean = out(b, shape, a->dtype, a->device, args);
+  return Value::tuple({Value::of(var), Value::of(mean)});
+}
+
+// ---- matmul ----
+
+Value linear_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a"), w = tensor_arg(args, 1, "w");
+  T bias = optional_tensor_arg(args, 2, "bias");
+  if (a->shape.empty() || w->shape.size() != 2 || a->shape.back() != w->shape[1])
+    throw OpError("linear: input of shape " + shape_text(a->shape) + " and weight of shape " + shape_text(w->shape) +
+                  " do not match (expected weight [out, " +
+                  (a->shape.empty() ? std::string("?") : std::to_string(a->shape.back())) + "])");
+  if (bias && (bias->shape.size() != 1 || bias->shape[0] != w->shape[0]))
+    throw OpError("linear: bias of shape " + shape_text(bias->shape) + " does not match weight of shape " +
+                  shape_text(w->shape));
+  std::vector<Value> ops = {Value::of(a), Value::of(w)};
+  if (bias) ops.push_back(Value::of(bias));
+  Shape shape = a->shape;
+  shape.back() = w->shape[0];
+  return Value::of(out(b, shape, meta::result_dtype(ops), meta::common_device(ops), ops));
+}
+
+Value matmul_meta(TraceBuilder& b, Args args, Kw) {
+  std::vector<Value> ops = {Value::of(tensor_arg(args, 0, "a")), Value::of(tensor_arg(args, 1, "b"))};
+  Shape shape = meta::matmul_shape(ops[0].proxy->shape, ops[1].proxy->shape);
+  return Value::of(out(b, shape, meta::result_dtype(ops), meta::common_device(ops), ops));
+}
+
+// ---- gather ----
+
+void check_indices(const T& indices) {
+  if (!is_integral(indices->dtype) || indices->dtype == DType::b8)
+    throw OpError("indices must be an integer tensor, got " + std::string(short_name(indices->dtype)));
+}
+
+Value take_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a"), indices = tensor_arg(args, 1, "indices");
+  check_indices(indices);
+  int64_t dim = meta::normalize_dim(int_arg(args, 2, "dim"), static_cast<int64_t>(a->shape.size()));
+  Shape shape(a->shape.begin(), a->shape.begin() + dim);
+  shape.insert(shape.end(), indices->shape.begin(), indices->shape.end());
+  shape.insert(shape.end(), a->shape.begin() + dim + 1, a->shape.end());
+  return Value::of(out(b, shape, a->dtype, a->device, {Value::of(a)}));
+}
+
+Value take_along_axis_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a"), indices = tensor_arg(args, 1, "indices");
+  check_indices(indices);
+  int64_t dim = meta::normalize_dim(int_arg(args, 2, "dim"), static_cast<int64_t>(a->shape.size()));
+  bool ok = indices->shape.size() == a->shape.size();
+  for (size_t i = 0; ok && i < a->shape.size(); ++i)
+    ok = static_cast<int64_t>(i) == dim || indices->shape[i] == a->shape[i] || indices->shape[i] == 1;
+  if (!ok)
+    throw OpError("take_along_axis: indices of shape " + shape_text(indices->shape) + " do not fit a tensor of shape " +
+                  shape_text(a->shape) + " along dim " + std::to_string(dim));
+  return Value::of(out(b, indices->shape, a->dtype, a->device, {Value::of(a)}));
+}
+
+// ---- creation ----
+
+Shape checked_shape(Args args, size_t i) {
+  Shape shape = ints_arg(args, i, "shape");
+  for (int64_t d : shape)
+    if (d < 0) throw OpError("shape " + shape_text(shape) + " has a negative size");
+  return shape;
+}
+
+Value full_meta(TraceBuilder& b, Args args, Kw) {
+  Shape shape = checked_shape(args, 0);
+  number_arg(args, 1, "fill_value");
+  return Value::of(b.tensor(shape, dtype_arg(args, 3, "dtype"), device_arg(args, 2, "device")));
+}
+
+Value iota_meta(TraceBuilder& b, Args args, Kw) {
+  int64_t length = int_arg(args, 0, "length");
+  if (length < 0) throw OpError("iota length must be >= 0, got " + std::to_string(length));
+  number_arg(args, 1, "start");
+  number_arg(args, 2, "step");
+  return Value::of(b.tensor({length}, dtype_arg(args, 4, "dtype"), device_arg(args, 3, "device")));
+}
+
+Value uniform_philox_meta(TraceBuilder& b, Args args, Kw) {
+  Shape shape = checked_shape(args, 0);
+  number_arg(args, 1, "minval");
+  number_arg(args, 2, "maxval");
+  DType dtype = dtype_arg(args, 4, "dtype");
+  if (!is_floating(dtype))
+    throw OpError("uniform_philox needs a floating dtype, got " + std::string(short_name(dtype)));
+  int_arg(args, 5, "seed");
+  int_arg(args, 6, "offset");
+  return Value::of(b.tensor(shape, dtype, device_arg(args, 3, "device")));
+}
+
+}  // namespace
+
+void register_prims() {
+  for (const char* n : {"neg"}) unary(n, false);
+  for (const char* n : {"exp", "log", "tanh", "erf", "rsqrt", "sqrt"}) unary(n, true);
+  for (const char* n : {"add", "sub", "mul", "div", "pow", "maximum"}) binary(n, false);
+  for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge"}) binary(n, true);
+  define("prims.where", true, {"elementwise"}, where_meta);
+  define("prims.convert_element_type", true, {"elementwise"}, convert_meta);
+
+  define("prims.reshape", true, {"shape"}, reshape_meta);
+  define("prims.transpose", true, {"shape"}, transpose_meta);
+  define("prims.broadcast_in_dim", true, {"shape"}, broadcast_in_dim_meta);
+  define("prims.slice", true, {"shape"}, slice_meta);
+  define("prims.cat", true, {"shape"}, cat_meta);
+  define("prims.shallow_copy", true, {}, shallow_copy_meta);
+
+  reduction("sum");
+  reduction("amax");
+  define("prims.var_mean", true, {"reduction"}, var_mean_meta);
+
+  define("prims.linear", true, {"matmul"}, linear_meta);
+  define("prims.matmul", true, {"matmul"}, matmul_meta);
+
+  define("prims.take", true, {}, take_meta);
+  define("prims.take_along_axis", true, {}, take_along_axis_meta);
+
+  define("prims.full", true, {"creation"}, full_meta);
+  define("prims.iota", true, {"creation"}, iota_meta);
+  define("prims.uniform_philox", true, {"creation", "random"}, uniform_philox_meta);
+}
+
+}  // namespace tv::prims

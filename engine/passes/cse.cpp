@@ -1,0 +1,76 @@
+#include "passes/cse.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "passes/delete_last_used.h"
+#include "passes/pass_util.h"
+
+namespace tv::passes {
+namespace {
+
+using Replacements = std::map<std::string, ProxyPtr>;
+
+ProxyPtr replace(const Replacements& r, const ProxyPtr& p) {
+  auto it = r.find(p->name);
+  return it == r.end() ? p : it->second;
+}
+
+// Rewrites the reads of `b` and of its subsymbols (outputs stay).
+void substitute(BoundSymbol& b, const Replacements& r) {
+  auto fn = [&](const ProxyPtr& p) { return replace(r, p); };
+  for (auto& a : b.args) a = map_proxies(a, fn);
+  for (auto& [k, v] : b.kwargs) v = map_proxies(v, fn);
+  for (auto& s : b.subsymbols) substitute(s, r);
+}
+
+bool mergeable(const BoundSymbol& b) {
+  if (b.outputs.empty() || b.symbol->form != PrintForm::call) return false;
+  return !has_trait(b, "random") && !has_trait(b, "collective") && !has_trait(b, "check") &&
+         !has_trait(b, "structural");
+}
+
+std::string key_of(const BoundSymbol& b) {
+  std::string key = b.symbol->name + "@" + std::to_string(reinterpret_cast<uintptr_t>(b.symbol)) + "(";
+  for (const auto& a : b.args) key += python_text(a) + ", ";
+  for (const auto& [k, v] : b.kwargs) key += k + "=" + python_text(v) + ", ";
+  return key + ")/" + std::to_string(b.outputs.size());
+}
+
+}  // namespace
+
+TracePtr common_subexpression_elimination(const Trace& t) {
+  PassTimer timer;
+  const bool had_dels = has_deletions(t);
+  const bool clears = has_collection_clears(t);
+  Replacements redundant;
+  std::map<std::string, std::vector<ProxyPtr>> seen;  // key -> outputs of the representative
+  std::vector<BoundSymbol> body;
+  for (const auto& original : t.body) {
+    if (had_dels && is_del(original)) continue;
+    if (had_dels && clears && is_clear_collection(original)) continue;
+    BoundSymbol b = original;
+    substitute(b, redundant);
+    if (mergeable(b)) {
+      auto key = key_of(b);
+      auto it = seen.find(key);
+      if (it != seen.end()) {
+        const auto& rep_outputs = it->second;
+        for (size_t i = 0; i < b.outputs.size(); ++i)
+          if (b.outputs[i]->name != rep_outputs[i]->name) redundant[b.outputs[i]->name] = rep_outputs[i];
+        continue;
+      }
+      seen.emplace(key, b.outputs);
+      body.push_back(std::move(b));
+      continue;
+    }
+    body.push_back(std::move(b));
+  }
+  auto out = derive(t, "Common Subexpression Elimination");
+  out->body = std::move(body);
+  if (had_dels) out->body = insert_deletions(out->body, out->returned(), clears);
+  return timer.finish(out, "Common Subexpression Elimination");
+}
+
+}  // namespace tv::passes

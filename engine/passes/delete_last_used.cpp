@@ -1,0 +1,74 @@
+#include "passes/delete_last_used.h"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+#include "passes/pass_util.h"
+
+namespace tv::passes {
+
+std::vector<BoundSymbol> insert_deletions(const std::vector<BoundSymbol>& body, const Value& returned,
+                                          bool clear_mutable_collections) {
+  std::set<std::string> handled;
+  for (const auto& p : proxies_of(returned)) handled.insert(p->name);
+
+  std::deque<BoundSymbol> out;
+  for (auto it = body.rbegin(); it != body.rend(); ++it) {
+    const BoundSymbol& b = *it;
+    if (b.symbol->form == PrintForm::unpack_trivial) {
+      out.push_front(b);
+      continue;
+    }
+    if (is_del(b)) continue;
+    if (clear_mutable_collections && is_clear_collection(b)) continue;
+
+    std::vector<ProxyPtr> to_del;
+    auto consider = [&](const ProxyPtr& p) {
+      if (handled.insert(p->name).second) to_del.push_back(p);
+    };
+    for (const auto& p : b.outputs) consider(p);
+    for (const auto& p : reads(b)) consider(p);
+
+    if (!to_del.empty() && b.symbol->form != PrintForm::ret) {
+      BoundSymbol d;
+      d.symbol = &structural::del();
+      for (const auto& p : to_del) d.args.push_back(Value::of(p));
+      out.push_front(std::move(d));
+      if (clear_mutable_collections)
+        for (const auto& p : to_del) {
+          if (p->kind != ProxyKind::collection) continue;
+          BoundSymbol c;
+          c.symbol = &clear_collection_symbol();
+          c.args.push_back(Value::of(p));
+          out.push_front(std::move(c));
+        }
+    }
+    out.push_front(b);
+  }
+  return {out.begin(), out.end()};
+}
+
+std::vector<BoundSymbol> strip_deletions(const std::vector<BoundSymbol>& body, bool clears) {
+  std::vector<BoundSymbol> out;
+  for (const auto& b : body)
+    if (!is_del(b) && !(clears && is_clear_collection(b))) out.push_back(b);
+  return out;
+}
+
+bool has_deletions(const Trace& t) { return std::any_of(t.body.begin(), t.body.end(), is_del); }
+
+bool has_collection_clears(const Trace& t) {
+  return std::any_of(t.body.begin(), t.body.end(), is_clear_collection);
+}
+
+TracePtr delete_last_used(const Trace& t, bool clear_mutable_collections) {
+  PassTimer timer;
+  auto out = derive(t, "Delete Last Used");
+  out->body = insert_deletions(t.body, t.returned(), clear_mutable_collections);
+  return timer.finish(out, "Delete Last Used");
+}
+
+TracePtr delete_last_used(const Trace& t) { return delete_last_used(t, t.function_name == "backward_fn"); }
+
+}  // namespace tv::passes

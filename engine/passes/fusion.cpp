@@ -1,0 +1,121 @@
+#include "passes/fusion.h"
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "passes/delete_last_used.h"
+#include "passes/pass_util.h"
+
+namespace tv::passes {
+namespace {
+
+constexpr const char* kPrefix = "fusion";
+
+bool fusible(const BoundSymbol& b) {
+  if (b.symbol->form != PrintForm::call || b.outputs.empty() || is_fusion_region(b)) return false;
+  if (has_trait(b, "random") || has_trait(b, "collective") || has_trait(b, "check")) return false;
+  return has_trait(b, "elementwise") || has_trait(b, "shape");
+}
+
+// The index K of a region named fusionK, or -1.
+int region_index(const BoundSymbol& b) {
+  if (!is_fusion_region(b)) return -1;
+  try {
+    return std::stoi(b.symbol->name.substr(std::string(kPrefix).size()));
+  } catch (...) {
+    return -1;
+  }
+}
+
+BoundSymbol make_region(std::vector<BoundSymbol> members, const std::set<std::string>& used_later, int index) {
+  BoundSymbol r;
+  r.symbol = &fusion_symbol(index);
+  std::set<std::string> defined, taken;
+  for (const auto& m : members) {
+    for (const auto& p : reads(m))
+      if (!defined.count(p->name) && taken.insert(p->name).second) r.args.push_back(Value::of(p));
+    for (const auto& o : m.outputs) defined.insert(o->name);
+  }
+  for (const auto& m : members)
+    for (const auto& o : m.outputs)
+      if (used_later.count(o->name)) r.outputs.push_back(o);
+  if (r.outputs.empty()) r.outputs = members.back().outputs;  // a dead run still defines something
+  r.header = members.front().header;
+  r.subsymbols = std::move(members);
+  return r;
+}
+
+}  // namespace
+
+bool is_fusion_region(const BoundSymbol& b) { return b.symbol->has("fusion"); }
+
+const Symbol& fusion_symbol(int index) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  std::string name = kPrefix + std::to_string(index);
+  auto& registry = SymbolRegistry::global();
+  if (const Symbol* s = registry.find(name)) {
+    if (s->opaque) {
+      // The parser met the name first: make the placeholder a region (as ops::define does).
+      auto* m = const_cast<Symbol*>(s);
+      m->opaque = false;
+      m->traits = {"fusion"};
+    }
+    return *s;
+  }
+  Symbol s;
+  s.name = name;
+  s.traits = {"fusion"};
+  return registry.add(std::move(s));
+}
+
+TracePtr fusion_grouping(const Trace& t) {
+  PassTimer timer;
+  const bool had_dels = has_deletions(t);
+  const bool clears = has_collection_clears(t);
+  std::vector<BoundSymbol> body = had_dels ? strip_deletions(t.body, clears) : t.body;
+
+  int next = 0;
+  for (const auto& b : body) next = std::max(next, region_index(b) + 1);
+
+  // Names read at or after each position (for the outputs of a region ending before it).
+  std::vector<std::set<std::string>> read_from(body.size() + 1);
+  for (size_t i = body.size(); i-- > 0;) {
+    read_from[i] = read_from[i + 1];
+    for (const auto& p : reads(body[i])) read_from[i].insert(p->name);
+  }
+
+  std::vector<BoundSymbol> out;
+  for (size_t i = 0; i < body.size();) {
+    size_t j = i;
+    while (j < body.size() && fusible(body[j])) ++j;
+    if (j - i >= 2) {
+      std::vector<BoundSymbol> members(body.begin() + i, body.begin() + j);
+      out.push_back(make_region(std::move(members), read_from[j], next++));
+      i = j;
+    } else {
+      out.push_back(body[i]);
+      ++i;
+    }
+  }
+  auto result = derive(t, "Fusion");
+  result->body = std::move(out);
+  if (had_dels) result->body = insert_deletions(result->body, result->returned(), clears);
+  return timer.finish(result, "Fusion");
+}
+
+TracePtr unfuse(const Trace& t) {
+  auto out = std::make_shared<Trace>(t);
+  out->body.clear();
+  for (const auto& b : t.body) {
+    if (!is_fusion_region(b)) {
+      out->body.push_back(b);
+      continue;
+    }
+    for (const auto& m : b.subsymbols) out->body.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace tv::passes

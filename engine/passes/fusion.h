@@ -1,0 +1,24 @@
+// Fusion: groups maximal runs of consecutive elementwise and shape calls into regions, as
+// Thunder's fusion executors make `nvFusion0` / `TorchCompile0` bound symbols.
+// Contract: a run is a maximal sequence of consecutive top-level calls with the effective trait
+// "elementwise" or "shape" (and none of "random", "collective", "check"); a run of two or more
+// becomes one region bound symbol `(outs) = fusionK(ins)`, K counting regions in the trace (after
+// any regions it already has). `ins` are the proxies the members read and do not define, in order
+// of first read; `outs` are the members' outputs read after the region or returned, in definition
+// order; the members are its subsymbols, printed one level down. Region symbols are registered on
+// demand (call form, trait "fusion", no impl): the executor runs a region by running its
+// subsymbols. Existing `del`s are regenerated. `unfuse` puts the members back in place of their
+// regions, so unfuse(fusion_grouping(t)) is canonically t (without dels). Provenance "Fusion".
+#pragma once
+#include "ir/trace.h"
+
+namespace tv::passes {
+
+TracePtr fusion_grouping(const Trace&);
+// The trace with every region replaced by its members (provenance kept).
+TracePtr unfuse(const Trace&);
+bool is_fusion_region(const BoundSymbol&);
+// The registered symbol `fusion<index>` (registered on first use).
+const Symbol& fusion_symbol(int index);
+
+}  // namespace tv::passes

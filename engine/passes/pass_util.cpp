@@ -1,0 +1,83 @@
+#include "passes/pass_util.h"
+
+#include <algorithm>
+
+namespace tv::passes {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+// The registered op an opaque name from a Thunder printout stands for, or nullptr.
+const Symbol* alias_of(std::string_view name) {
+  auto& registry = SymbolRegistry::global();
+  std::string target;
+  if (starts_with(name, "torch.nn.functional.")) target = "ltorch." + std::string(name.substr(20));
+  else if (starts_with(name, "torch.")) target = "ltorch." + std::string(name.substr(6));
+  else if (starts_with(name, "torch_") && ends_with(name, "_prim_impl"))
+    target = "prims." + std::string(name.substr(6, name.size() - 6 - 10));
+  if (target.empty()) return nullptr;
+  const Symbol* s = registry.find(target);
+  return s && !s->traits.empty() ? s : nullptr;
+}
+
+// Traits a name alone suggests, for opaque leaves (collectives and checks of Thunder printouts).
+bool name_suggests(std::string_view name, std::string_view trait) {
+  if (trait == "collective")
+    return contains(name, "all_reduce") || contains(name, "all_gather") || contains(name, "reduce_scatter") ||
+           contains(name, "_wait") || contains(name, "wait_prim") || contains(name, "synchronize");
+  if (trait == "check") return contains(name, "check_");
+  if (trait == "random") return contains(name, "uniform") || contains(name, "dropout") || contains(name, "philox");
+  return false;
+}
+
+bool sticky(std::string_view trait) { return trait == "random" || trait == "collective" || trait == "check"; }
+
+}  // namespace
+
+bool has_trait(const BoundSymbol& b, std::string_view trait) {
+  const Symbol& s = *b.symbol;
+  if (s.has(trait)) return true;
+  if (!s.traits.empty()) return false;
+  if (const Symbol* alias = alias_of(s.name)) return alias->has(trait);
+  if (b.subsymbols.empty()) return name_suggests(s.name, trait);
+  if (sticky(trait))
+    return std::any_of(b.subsymbols.begin(), b.subsymbols.end(), [&](const BoundSymbol& c) { return has_trait(c, trait); });
+  return std::all_of(b.subsymbols.begin(), b.subsymbols.end(), [&](const BoundSymbol& c) { return has_trait(c, trait); });
+}
+
+bool is_structural(const BoundSymbol& b) { return b.symbol->form != PrintForm::call && b.symbol->has("structural"); }
+
+bool is_del(const BoundSymbol& b) { return b.symbol->form == PrintForm::del; }
+
+bool is_clear_collection(const BoundSymbol& b) {
+  return b.symbol->form == PrintForm::call && b.symbol->name == "clear_mutable_collection" && b.outputs.empty();
+}
+
+const Symbol& clear_collection_symbol() {
+  return SymbolRegistry::global().find_or_opaque("clear_mutable_collection", PrintForm::call);
+}
+
+std::vector<ProxyPtr> proxies_of(const Value& v) {
+  std::vector<ProxyPtr> out;
+  for_each_proxy(v, [&](const ProxyPtr& p) { out.push_back(p); });
+  return out;
+}
+
+std::vector<ProxyPtr> reads(const BoundSymbol& b) { return b.inputs(); }
+
+std::set<std::string> returned_names(const Trace& t) {
+  std::set<std::string> out;
+  for (const auto& p : proxies_of(t.returned())) out.insert(p->name);
+  return out;
+}
+
+int64_t tensor_bytes(const Proxy& p) {
+  if (!p.is_tensor()) return 0;
+  return p.numel() * element_size(p.dtype);
+}
+
+}  // namespace tv::passes

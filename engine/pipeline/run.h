@@ -1,0 +1,29 @@
+// Running pipelines: the one entry point the doors (CLI, GUI, Python) use to make a capture.
+// Contract: `run_pipelines` builds the model once, runs every requested pipeline on the same
+// weights and inputs (acquisition, transforms in their hook order, autograd, passes; replay over
+// the world size when asked) and returns a Capture holding each pipeline's stage history, replay
+// results, and the comparison of each pipeline with the first. A pipeline that fails or is refused
+// does not stop the others: its record carries the error (and the rule). `progress` is called
+// with a fraction in [0, 1] and a short description; it may be empty.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "capture/capture.h"
+
+namespace tv {
+
+struct RunRequest {
+  std::string model = "linear";
+  std::map<std::string, std::string> params;
+  std::vector<PipelineSpec> pipelines;  // empty: one pipeline {"jit"}
+  bool replay = true;                   // execute and compare against eager
+};
+
+using ProgressFn = std::function<void(double fraction, const std::string& what)>;
+
+Capture run_pipelines(const RunRequest&, const ProgressFn& progress = {});
+
+}  // namespace tv

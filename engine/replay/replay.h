@@ -1,0 +1,40 @@
+// Replay: runs a built pipeline's final traces on one rank and checks them against eager LibTorch.
+// Contract: `replay_rank` executes prologue → forward → backward with the executor on the module's
+// weights and inputs, with cotangents drawn from `cotangent_seed` (ones for a scalar loss), and
+// compares every output and every parameter gradient with `eager_reference` on the same weights,
+// inputs and cotangents. Per-proxy statistics and per-bound-symbol times are recorded; the first
+// bound symbol that produced NaN/Inf is named. A failure is reported in RankResult::error, never
+// thrown. Tolerances are relative to the largest magnitude of the reference (see tolerance()).
+#pragma once
+#include <cstdint>
+#include <any>
+#include <functional>
+
+#include "jit/module.h"
+#include "pipeline/pipeline.h"
+#include "replay/results.h"
+
+namespace at {
+class Tensor;
+}
+
+namespace tv {
+
+// Relative tolerance per dtype: f64 1e-10, f32 1e-5, f16 1e-2, bf16 2e-2.
+double tolerance(DType);
+
+struct ReplayOptions {
+  Device device;
+  uint64_t cotangent_seed = 1234;
+  bool record_proxy_stats = true;
+  bool record_timings = true;
+  // Runs a collective-aware executor: extra setup for distributed rules (set by engine/dist users).
+  std::function<void(std::any&)> prepare_executor;
+  // How the reference gradient of each parameter is turned into what this rank must hold
+  // (identity by default; DDP averages over ranks, FSDP takes this rank's shard).
+  std::function<at::Tensor(const std::string& name, const at::Tensor& reference)> expected_grad;
+};
+
+RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, int rank, const ReplayOptions& options);
+
+}  // namespace tv

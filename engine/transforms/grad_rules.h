@@ -1,0 +1,68 @@
+// Gradient rules: one table keyed by symbol name ("ltorch.mul", "prims.linear"), JAX-style.
+// Contract: a rule records the vector-Jacobian product of one forward bound symbol into the
+// backward builder, as ltorch ops, and returns one cotangent per positional argument of the
+// forward symbol: None where the argument is not a differentiable tensor (numbers, indices,
+// masks), a list of cotangents for a list argument (cat). Cotangents have the argument's shape
+// and dtype (broadcast grads are sum-reduced). `cotangents` holds one entry per forward output,
+// None for an output nobody differentiated (rules of multi-output ops fill in zeros). The forward
+// values a rule reads (its arguments, its outputs) become saved_for_backward automatically.
+// A symbol registered `through_decomposition` is differentiated by splicing its subsymbols into
+// the forward and differentiating those (what Thunder does for gelu). The rules themselves live
+// next to the ops in engine/ops/grad_*.cpp; register_grad_rules() installs them all once.
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/builder.h"
+
+namespace tv {
+
+using GradFn = std::function<std::vector<Value>(TraceBuilder& bwd, const BoundSymbol& fwd,
+                                                const std::vector<Value>& cotangents)>;
+
+struct GradRule {
+  GradFn fn;                           // empty: differentiate the subsymbols instead
+  bool through_decomposition = false;
+};
+
+void register_grad_rule(std::string symbol_name, GradFn fn);
+void register_grad_through_decomposition(std::string symbol_name);
+// A rule that gives None for every argument (comparisons, creation, integer ops).
+void register_not_differentiable(std::string symbol_name);
+// The rule of a symbol, nullptr when it has none. Installs the rules on first use.
+const GradRule* find_grad_rule(std::string_view symbol_name);
+// Installs every rule (and the ops); idempotent and thread-safe.
+void register_grad_rules();
+
+// ---- helpers for writing rules ----
+namespace grad {
+
+using T = ProxyPtr;
+using Shape = std::vector<int64_t>;
+
+// The tensor proxy of argument i, null when it is not a tensor (None, a number).
+T tensor_at(const BoundSymbol& fwd, size_t i);
+// The cotangent of output i as a proxy; a zeros tensor of that output's metadata when it is None.
+T cotangent_or_zeros(TraceBuilder& bwd, const BoundSymbol& fwd, const std::vector<Value>& cts, size_t i);
+// `g` summed over broadcast dims down to `shape`, then converted to `dtype` when it differs.
+T sum_to(TraceBuilder& bwd, T g, const Shape& shape, DType dtype);
+// sum_to the metadata of `like`; None when `like` is null (a number argument).
+Value reduce_like(TraceBuilder& bwd, const T& g, const T& like);
+// The reduction dims of args[i] (None or () means every dim), normalised.
+std::vector<int64_t> reduction_dims(const BoundSymbol& fwd, size_t i, int64_t rank);
+// A bool argument or keyword, `fallback` when absent.
+bool flag(const BoundSymbol& fwd, size_t i, std::string_view keyword, bool fallback);
+// g of a reduced shape broadcast back to `shape` (dims reduced without keepdim when !keepdim).
+T unreduce(TraceBuilder& bwd, const T& g, const Shape& shape, const std::vector<int64_t>& dims, bool keepdim);
+
+}  // namespace grad
+
+// Registration of each family (engine/ops/grad_*.cpp), called by register_grad_rules.
+void register_elementwise_grads();
+void register_shape_grads();
+void register_reduction_grads();
+void register_nn_grads();
+
+}  // namespace tv

@@ -1,0 +1,317 @@
+// Autograd: the forward/backward split matches Thunder's printouts (linear, mlp), every grad rule
+// gives grads of the inputs' shapes and dtypes (broadcasting included), and the numbers equal
+// LibTorch autograd run through the executor on the same computation.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <functional>
+
+#include "canonical/canonical.h"
+#include "exec/executor.h"
+#include "format/parser.h"
+#include "format/printer.h"
+#include "ops/ltorch.h"
+#include "test_util.h"
+#include "transforms/autograd.h"
+#include "transforms/grad_rules.h"
+
+using namespace tv;
+namespace lt = tv::ltorch;
+
+namespace {
+
+TracePtr fixture(const std::string& name) {
+  auto r = parse_trace(tv::testing::read_file(std::string(TV_FIXTURES_DIR) + "/" + name));
+  EXPECT_TRUE(r) << name << ": " << (r.error ? r.error->message : "");
+  return r.trace;
+}
+
+// Thunder's final traces name executor calls (torch.reshape) whose first subsymbol is the ltorch
+// op, and add del / clear_mutable_collection: keep what the grad transform itself produces.
+TracePtr as_grad_transform_output(const Trace& t) {
+  auto out = derive(t, "normalised");
+  out->body.clear();
+  for (const auto& b : t.body) {
+    if (b.symbol->form == PrintForm::del || b.name() == "clear_mutable_collection") continue;
+    bool executor_call = b.symbol->form == PrintForm::call && b.name().rfind("ltorch.", 0) != 0 &&
+                         b.name().rfind("prims.", 0) != 0 && b.subsymbols.size() == 1;
+    out->body.push_back(executor_call ? b.subsymbols[0] : b);
+  }
+  return out;
+}
+
+// The canonical top level only (subsymbols dropped first: their names shift the numbering).
+std::string top_level(const Trace& t) {
+  auto flat = derive(t, "top level");
+  for (auto& b : flat->body) b.subsymbols.clear();
+  PrintOptions o;
+  o.depth = 0;
+  o.headers = false;
+  o.provenance = false;
+  return print_trace(*canonical(*flat), o);
+}
+
+std::vector<std::string> op_names(const Trace& t) {
+  std::vector<std::string> out;
+  for (const auto& b : t.body)
+    if (b.symbol->form == PrintForm::call) out.push_back(b.name());
+  return out;
+}
+
+std::vector<std::string> names(const std::vector<ProxyPtr>& ps) {
+  std::vector<std::string> out;
+  for (const auto& p : ps) out.push_back(p->name);
+  return out;
+}
+
+}  // namespace
+
+TEST(Autograd, EveryLtorchOpHasAGradRule) {
+  register_grad_rules();
+  for (const Symbol* s : SymbolRegistry::global().all())
+    if (s->name.rfind("ltorch.", 0) == 0 && !s->opaque) EXPECT_TRUE(find_grad_rule(s->name)) << s->name;
+}
+
+TEST(Autograd, LinearMatchesThunder) {
+  auto computation = fixture("linear__fwd__00.txt");
+  ASSERT_TRUE(computation);
+  auto fb = split_forward_backward(*computation, {false, true});
+  EXPECT_EQ(fb.forward->provenance->pass, "Grad transform pass");
+  EXPECT_EQ(op_names(*fb.backward),
+            (std::vector<std::string>{"ltorch.reshape", "ltorch.permute", "ltorch.reshape", "ltorch.matmul"}));
+  EXPECT_EQ(names(fb.saved_tensors), std::vector<std::string>{"input"});
+  EXPECT_EQ(fb.saved_bytes, 2 * 5 * 4);
+  std::string fwd = print_trace(*fb.forward);
+  EXPECT_NE(fwd.find("return {'output': (t3,), 'flat_args': [input, t_weight], 'flat_output': (t3,)}, ((input,), ())"),
+            std::string::npos)
+      << fwd;
+  Value grads = fb.backward->returned();
+  ASSERT_EQ(grads.items.size(), 2u);
+  EXPECT_TRUE(grads.items[0].is_none());
+  EXPECT_EQ(grads.items[1].proxy->shape, (std::vector<int64_t>{10, 5}));
+
+  auto thunder_bwd = as_grad_transform_output(*fixture("linear__bwd__00.txt"));
+  auto thunder_fwd = as_grad_transform_output(*fixture("linear__fwd__06.txt"));
+  EXPECT_EQ(top_level(*fb.backward), top_level(*thunder_bwd));
+  EXPECT_TRUE(canonically_equal(*fb.backward, *thunder_bwd)) << canonical_text(*fb.backward) << "\n---\n"
+                                                             << canonical_text(*thunder_bwd);
+  EXPECT_TRUE(canonically_equal(*fb.forward, *thunder_fwd)) << canonical_text(*fb.forward) << "\n---\n"
+                                                            << canonical_text(*thunder_fwd);
+}
+
+TEST(Autograd, MlpMatchesThunder) {
+  auto computation = fixture("mlp__fwd__00.txt");
+  ASSERT_TRUE(computation);
+  auto fb = split_forward_backward(*computation, {false, true, true, true, true});
+  // Thunder saves (t_fc2_weight, t88, t87, t84, t104, x): fc2 weight, gelu's output, its 0.5 + ..
+  // sum, fc1's output, the x / sqrt(2), and x; our names for those values in mlp__fwd__00:
+  EXPECT_EQ(names(fb.saved_tensors), (std::vector<std::string>{"t_fc2_weight", "t10", "t9", "input", "t6", "x"}));
+  auto thunder_bwd = as_grad_transform_output(*fixture("mlp__bwd__00.txt"));
+  EXPECT_EQ(op_names(*fb.backward), op_names(*thunder_bwd));
+  EXPECT_EQ(top_level(*fb.backward), top_level(*thunder_bwd));
+  // gelu is differentiated through its decomposition, as in Thunder's forward.
+  auto fwd_ops = op_names(*fb.forward);
+  EXPECT_EQ(fwd_ops, (std::vector<std::string>{"ltorch.linear", "ltorch.true_divide", "ltorch.erf", "ltorch.mul",
+                                               "ltorch.add", "ltorch.mul", "ltorch.linear"}));
+  Value grads = fb.backward->returned();
+  ASSERT_EQ(grads.items.size(), 5u);
+  EXPECT_TRUE(grads.items[0].is_none());
+  for (size_t i = 1; i < 5; ++i) EXPECT_EQ(grads.items[i].proxy->shape, computation->params[i].proxy->shape);
+}
+
+TEST(Autograd, ValueUsedTwiceAccumulatesWithAdd) {
+  lt::register_ops();
+  TraceBuilder b;
+  auto x = b.input(make_tensor("x", {3}, DType::f32, Device{}, true));
+  auto y = lt::mul(b, Value::of(x), Value::of(lt::exp(b, x)));
+  auto fb = split_forward_backward(*b.finish(Value::tuple({Value::of(y)})));
+  auto ops = op_names(*fb.backward);
+  EXPECT_EQ(ops.back(), "ltorch.add");
+}
+
+// ---- every rule: shapes and numbers ----
+namespace {
+
+enum class Fill { normal, positive, index };
+
+struct Input {
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  Fill fill = Fill::normal;
+  int64_t bound = 0;  // indices are in [0, bound)
+};
+
+struct Case {
+  std::string name;
+  std::vector<Input> inputs;
+  std::function<std::vector<ProxyPtr>(TraceBuilder&, const std::vector<ProxyPtr>&)> body;
+};
+
+Input f(std::vector<int64_t> s) { return {std::move(s)}; }
+Input pos(std::vector<int64_t> s) { return {std::move(s), DType::f32, Fill::positive}; }
+Input idx(std::vector<int64_t> s, int64_t bound) { return {std::move(s), DType::i64, Fill::index, bound}; }
+Input mask(std::vector<int64_t> s) { return {std::move(s), DType::b8}; }
+Value V(const ProxyPtr& p) { return Value::of(p); }
+
+using P = const std::vector<ProxyPtr>&;
+using B = TraceBuilder&;
+
+std::vector<Case> cases() {
+  return {
+      {"add_broadcast", {f({2, 3, 4}), f({3, 1})}, [](B b, P x) { return std::vector{lt::add(b, V(x[0]), V(x[1]))}; }},
+      {"sub_number", {f({2, 3})}, [](B b, P x) { return std::vector{lt::sub(b, Value::floating(2), V(x[0]))}; }},
+      {"mul_broadcast", {f({2, 1, 4}), f({3, 1})}, [](B b, P x) { return std::vector{lt::mul(b, V(x[0]), V(x[1]))}; }},
+      {"div_broadcast", {f({4}), pos({2, 4})}, [](B b, P x) { return std::vector{lt::true_divide(b, V(x[0]), V(x[1]))}; }},
+      {"pow_number", {f({2, 3})}, [](B b, P x) { return std::vector{lt::pow(b, V(x[0]), Value::integer(3))}; }},
+      {"pow_tensor", {pos({2, 3}), f({3})}, [](B b, P x) { return std::vector{lt::pow(b, V(x[0]), V(x[1]))}; }},
+      {"maximum", {f({2, 3}), f({3})}, [](B b, P x) { return std::vector{lt::maximum(b, V(x[0]), V(x[1]))}; }},
+      {"unary_chain", {pos({2, 3})}, [](B b, P x) {
+         ProxyPtr t = lt::log(b, lt::sqrt(b, lt::rsqrt(b, x[0])));
+         return std::vector{lt::tanh(b, lt::erf(b, lt::neg(b, lt::exp(b, t))))};
+       }},
+      {"activations", {f({2, 5})}, [](B b, P x) {
+         return std::vector{lt::relu(b, x[0]), lt::gelu(b, x[0]), lt::gelu(b, x[0], "tanh"), lt::silu(b, x[0]),
+                            lt::sigmoid(b, x[0])};
+       }},
+      {"where_masked_fill", {mask({2, 1}), f({2, 3}), f({3}), mask({3})}, [](B b, P x) {
+         return std::vector{lt::where(b, x[0], V(x[1]), V(x[2])), lt::masked_fill(b, x[1], x[3], Value::floating(0.5))};
+       }},
+      {"convert", {f({2, 3})}, [](B b, P x) {
+         return std::vector{lt::convert_element_type(b, lt::convert_element_type(b, x[0], DType::f64), DType::f32)};
+       }},
+      {"comparison_not_differentiable", {f({2, 3})}, [](B b, P x) {
+         return std::vector{lt::mul(b, V(x[0]), V(lt::convert_element_type(b, lt::gt(b, V(x[0]), Value::floating(0)), DType::f32)))};
+       }},
+      {"shapes", {f({2, 6})}, [](B b, P x) {
+         ProxyPtr r = lt::view(b, lt::reshape(b, x[0], {3, -1}), {3, 2, 2});
+         ProxyPtr p = lt::permute(b, lt::transpose(b, r, 0, 2), {2, 0, 1});
+         return std::vector{lt::unsqueeze(b, p, 1)};
+       }},
+      {"expand_broadcast", {f({3, 1}), f({3})}, [](B b, P x) {
+         return std::vector{lt::expand(b, x[0], {2, 3, 4}), lt::broadcast_in_dim(b, x[1], {2, 3}, {1})};
+       }},
+      {"split_cat", {f({6, 2}), f({2, 2}), f({3, 2})}, [](B b, P x) {
+         auto pieces = lt::split(b, x[0], 2, 0);
+         return std::vector{pieces[1], lt::cat(b, {x[1], pieces[2]}, 0), lt::cat(b, {x[1], x[2]}, 0)};
+       }},
+      {"reductions", {f({2, 3, 4})}, [](B b, P x) {
+         return std::vector{lt::sum(b, x[0], {0, 2}), lt::sum(b, x[0], {-1}, true), lt::sum(b, x[0]),
+                            lt::mean(b, x[0], {1}, true), lt::amax(b, x[0], {1, 2})};
+       }},
+      {"var_mean", {f({2, 3, 4})}, [](B b, P x) {
+         auto [v, m] = lt::var_mean(b, x[0], {1, 2}, 1, false);
+         auto [v2, m2] = lt::var_mean(b, x[0], {0}, 0, true);
+         return std::vector{v, m, v2};
+       }},
+      {"linear_bias_3d", {f({2, 3, 5}), f({4, 5}), f({4})}, [](B b, P x) { return std::vector{lt::linear(b, x[0], x[1], x[2])}; }},
+      {"matmul_batched", {f({2, 1, 3, 4}), f({5, 4, 6})}, [](B b, P x) { return std::vector{lt::matmul(b, x[0], x[1])}; }},
+      {"matmul_vectors", {f({4}), f({4, 6}), f({3, 4}), f({4})}, [](B b, P x) {
+         return std::vector{lt::matmul(b, x[0], x[1]), lt::matmul(b, x[2], x[3]), lt::matmul(b, x[0], x[3])};
+       }},
+      {"layer_norm", {f({2, 3, 4}), f({3, 4}), f({3, 4})}, [](B b, P x) {
+         return std::vector{lt::layer_norm(b, x[0], {3, 4}, x[1], x[2]), lt::layer_norm(b, x[0], {4}, nullptr, nullptr)};
+       }},
+      {"softmax", {f({2, 5})}, [](B b, P x) { return std::vector{lt::softmax(b, x[0], 1), lt::log_softmax(b, x[0], 0)}; }},
+      {"cross_entropy", {f({4, 5}), idx({4}, 5)}, [](B b, P x) { return std::vector{lt::cross_entropy(b, x[0], x[1])}; }},
+      {"embedding", {idx({2, 3}, 10), f({10, 4})}, [](B b, P x) { return std::vector{lt::embedding(b, x[0], x[1])}; }},
+      {"take_along_dim", {f({3, 5}), idx({3, 2}, 5), f({4, 3, 2}), idx({2, 3, 2}, 4)}, [](B b, P x) {
+         return std::vector{lt::take_along_dim(b, x[0], x[1], 1), lt::take_along_dim(b, x[2], x[3], 0)};
+       }},
+      {"dropout", {f({4, 8})}, [](B b, P x) { return std::vector{lt::dropout(b, x[0], 0.25, 7)}; }},
+      {"sdpa", {f({2, 4, 8}), f({2, 4, 8}), f({2, 4, 8})}, [](B b, P x) {
+         return std::vector{lt::scaled_dot_product_attention(b, x[0], x[1], x[2], nullptr, true)};
+       }},
+  };
+}
+
+TracePtr build(const Case& c) {
+  lt::register_ops();
+  TraceBuilder b;
+  std::vector<ProxyPtr> xs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const Input& in = c.inputs[i];
+    xs.push_back(b.input(make_tensor("x" + std::to_string(i), in.shape, in.dtype, Device{}, is_floating(in.dtype))));
+  }
+  std::vector<Value> outs;
+  for (const auto& o : c.body(b, xs)) outs.push_back(V(o));
+  return b.finish(Value::tuple(outs));
+}
+
+// A random input; floating ones are made non-contiguous (every other element of a wider tensor).
+at::Tensor make_input(const Input& in) {
+  if (in.fill == Fill::index) return at::randint(in.bound, in.shape, at::kLong);
+  if (in.dtype == DType::b8) return at::rand(in.shape) > 0.5;
+  auto wide = in.shape;
+  if (!wide.empty()) wide.back() *= 2;
+  at::Tensor t = at::randn(wide, at::kFloat);
+  if (!wide.empty()) t = t.slice(-1, 0, wide.back(), 2);
+  return in.fill == Fill::positive ? t.abs() + 0.5 : t;
+}
+
+}  // namespace
+
+TEST(Autograd, EveryRuleGivesGradsOfTheInputsShapes) {
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(c.name);
+    auto computation = build(c);
+    ForwardBackward fb;
+    ASSERT_NO_THROW(fb = split_forward_backward(*computation)) << c.name;
+    Value grads = fb.backward->returned();
+    ASSERT_EQ(grads.items.size(), c.inputs.size());
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      if (!is_floating(c.inputs[i].dtype)) {
+        EXPECT_TRUE(grads.items[i].is_none());
+        continue;
+      }
+      ASSERT_TRUE(grads.items[i].is_proxy()) << "input " << i;
+      EXPECT_EQ(grads.items[i].proxy->shape, c.inputs[i].shape);
+      EXPECT_EQ(grads.items[i].proxy->dtype, c.inputs[i].dtype);
+    }
+    // Both traces print and parse back.
+    for (const auto& t : {fb.forward, fb.backward}) EXPECT_TRUE(parse_trace(print_trace(*t))) << print_trace(*t);
+  }
+}
+
+TEST(Autograd, GradsEqualLibTorchAutograd) {
+  at::manual_seed(0);
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(c.name);
+    auto computation = build(c);
+    auto fb = split_forward_backward(*computation);
+    std::vector<at::Tensor> inputs;
+    for (const auto& in : c.inputs) inputs.push_back(make_input(in));
+
+    // Reference: the computation executed with LibTorch autograd on.
+    exec::ExecOptions ref_options;
+    ref_options.no_grad = false;
+    exec::Executor ref(ref_options);
+    std::vector<at::Tensor> leaves;
+    for (const auto& t : inputs) leaves.push_back(t.is_floating_point() ? t.detach().requires_grad_(true) : t);
+    auto outs = exec::tensors_of(ref.run(*computation, leaves));
+    std::vector<at::Tensor> cts;
+    at::Tensor loss;
+    for (const auto& o : outs) {
+      cts.push_back(at::randn_like(o.detach()));
+      at::Tensor term = (o * cts.back()).sum();
+      loss = loss.defined() ? loss + term : term;
+    }
+    loss.backward();
+
+    // Ours: augmented forward, then backward_fn(saved_for_backward, cotangents).
+    exec::Executor ex;
+    auto fwd = ex.run(*fb.forward, exec::tensor_values(inputs));
+    auto ct_values = exec::RValue::tuple(exec::tensor_values(cts));
+    auto grads = ex.run(*fb.backward, std::vector<exec::RValue>{fwd[1], ct_values});
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i].is_floating_point()) continue;
+      at::Tensor expected = leaves[i].grad();
+      if (!expected.defined()) expected = at::zeros_like(inputs[i]);
+      ASSERT_TRUE(grads[i].is_tensor()) << "input " << i;
+      const at::Tensor& got = grads[i].tensor();
+      double scale = expected.abs().max().item<double>() + 1e-12;
+      double err = (got - expected).abs().max().item<double>();
+      EXPECT_LE(err, 1e-5 * std::max(scale, 1.0)) << "input " << i << ": max abs error " << err << " (max |grad| " << scale << ")";
+    }
+  }
+}

@@ -1,0 +1,486 @@
+// Executor tests: every ltorch op against the direct at:: computation (rules and decompositions),
+// Thunder fixtures (linear, mlp forward and backward) against at:: autograd, prologue checks,
+// opaque symbols, hooks and NaN/Inf detection.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "exec/aten_util.h"
+#include "exec/executor.h"
+#include "format/parser.h"
+#include "ops/ltorch.h"
+#include "test_util.h"
+
+namespace tv {
+namespace {
+
+using exec::Executor;
+using exec::ExecError;
+using exec::ExecOptions;
+using exec::RValue;
+using ltorch::T;
+using P = std::vector<ProxyPtr>;
+using Ts = std::vector<at::Tensor>;
+
+class ExecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ltorch::register_ops();
+    at::manual_seed(0);
+  }
+};
+
+// max |a - b| <= 1e-5 * max(1, max |b|); exact for integer and bool results.
+void expect_close(const at::Tensor& got, const at::Tensor& want, const std::string& what) {
+  ASSERT_TRUE(got.defined()) << what;
+  ASSERT_EQ(got.sizes().vec(), want.sizes().vec()) << what;
+  ASSERT_EQ(got.scalar_type(), want.scalar_type()) << what;
+  if (!at::isFloatingType(want.scalar_type())) {
+    EXPECT_TRUE(at::equal(got.cpu(), want.cpu())) << what;
+    return;
+  }
+  at::Tensor g = got.cpu().to(at::kDouble), w = want.cpu().to(at::kDouble);
+  double scale = std::max(1.0, w.numel() ? w.abs().max().item<double>() : 0.0);
+  double diff = g.numel() ? (g - w).abs().max().item<double>() : 0.0;
+  EXPECT_LE(diff, 1e-5 * scale) << what;
+}
+
+// A trace of `build` over proxies made from the inputs' metadata.
+TracePtr trace_of(const Ts& inputs, const std::function<Value(TraceBuilder&, const P&)>& build) {
+  TraceBuilder b;
+  P proxies;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    std::vector<int64_t> shape(inputs[k].sizes().begin(), inputs[k].sizes().end());
+    proxies.push_back(b.input(make_tensor("x" + std::to_string(k), shape, exec::from_scalar_type(inputs[k].scalar_type()),
+                                          Device{})));
+  }
+  Value out = build(b, proxies);
+  return b.finish(out);
+}
+
+// Runs the trace with rules and with decompositions; checks both against `want`.
+void check_op(const std::string& name, const Ts& inputs, const std::function<Value(TraceBuilder&, const P&)>& build,
+              const std::function<Ts(const Ts&)>& reference) {
+  SCOPED_TRACE(name);
+  TracePtr t = trace_of(inputs, build);
+  Ts want = reference(inputs);
+  for (bool decompose : {false, true}) {
+    ExecOptions o;
+    o.decompose = decompose;
+    Executor ex(o);
+    RValue got = ex.run(*t, inputs);
+    Ts tensors = exec::tensors_of(got);
+    ASSERT_EQ(tensors.size(), want.size()) << name;
+    for (size_t k = 0; k < want.size(); ++k)
+      expect_close(tensors[k], want[k], name + (decompose ? " (decomposed)" : " (rule)") + " output " + std::to_string(k));
+  }
+}
+
+Value V(const ProxyPtr& p) { return Value::of(p); }
+at::Tensor randn(std::vector<int64_t> s) { return at::randn(s); }
+// A transposed (non-contiguous) view of shape s.
+at::Tensor randn_t(std::vector<int64_t> s) {
+  std::swap(s[0], s[1]);
+  return at::randn(s).transpose(0, 1);
+}
+
+TEST_F(ExecTest, ExecLinearAlgebra) {
+  check_op("linear", {randn({2, 5}), randn({10, 5}), randn({10})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::linear(b, p[0], p[1], p[2])); },
+           [](const Ts& x) { return Ts{at::linear(x[0], x[1], x[2])}; });
+  check_op("linear 3-D, no bias, transposed weight", {randn({3, 2, 5}), randn_t({10, 5})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::linear(b, p[0], p[1], nullptr)); },
+           [](const Ts& x) { return Ts{at::linear(x[0], x[1])}; });
+  check_op("matmul batched broadcast", {randn({2, 1, 3, 4}), randn({5, 4, 2})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::matmul(b, p[0], p[1])); },
+           [](const Ts& x) { return Ts{at::matmul(x[0], x[1])}; });
+  check_op("matmul 1-D", {randn({4}), randn_t({4, 3})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::matmul(b, p[0], p[1])); },
+           [](const Ts& x) { return Ts{at::matmul(x[0], x[1])}; });
+}
+
+TEST_F(ExecTest, ExecElementwiseBinary) {
+  using F = T (*)(TraceBuilder&, const Value&, const Value&);
+  using R = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
+  std::vector<std::tuple<std::string, F, std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>>> ops = {
+      {"add", ltorch::add, [](auto& a, auto& b) { return at::add(a, b); }},
+      {"sub", ltorch::sub, [](auto& a, auto& b) { return at::sub(a, b); }},
+      {"mul", ltorch::mul, [](auto& a, auto& b) { return at::mul(a, b); }},
+      {"true_divide", ltorch::true_divide, [](auto& a, auto& b) { return at::true_divide(a, b); }},
+      {"maximum", ltorch::maximum, [](auto& a, auto& b) { return at::maximum(a, b); }},
+      {"eq", ltorch::eq, [](auto& a, auto& b) { return at::eq(a, b); }},
+      {"ne", ltorch::ne, [](auto& a, auto& b) { return at::ne(a, b); }},
+      {"lt", ltorch::lt, [](auto& a, auto& b) { return at::lt(a, b); }},
+      {"le", ltorch::le, [](auto& a, auto& b) { return at::le(a, b); }},
+      {"gt", ltorch::gt, [](auto& a, auto& b) { return at::gt(a, b); }},
+      {"ge", ltorch::ge, [](auto& a, auto& b) { return at::ge(a, b); }},
+  };
+  (void)sizeof(R);
+  for (auto& [name, f, ref] : ops) {
+    check_op(name + " broadcast", {randn({2, 3, 4}), randn_t({3, 1})},
+             [f = f](TraceBuilder& b, const P& p) { return V(f(b, V(p[0]), V(p[1]))); },
+             [ref = ref](const Ts& x) { return Ts{ref(x[0], x[1])}; });
+    check_op(name + " with a number", {randn({4, 3})},
+             [f = f](TraceBuilder& b, const P& p) { return V(f(b, V(p[0]), Value::floating(0.25))); },
+             [ref = ref](const Ts& x) { return Ts{ref(x[0], at::scalar_tensor(0.25, at::kFloat))}; });
+  }
+  check_op("pow", {at::rand({3, 4}) + 0.5, randn({4})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::pow(b, V(p[0]), V(p[1]))); },
+           [](const Ts& x) { return Ts{at::pow(x[0], x[1])}; });
+  check_op("pow number exponent", {randn_t({3, 4})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::pow(b, V(p[0]), Value::integer(2))); },
+           [](const Ts& x) { return Ts{at::pow(x[0], 2)}; });
+  check_op("number minus tensor", {randn({3})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::sub(b, Value::floating(1.5), V(p[0]))); },
+           [](const Ts& x) { return Ts{1.5 - x[0]}; });
+  check_op("int tensor plus float", {at::randint(0, 10, {3, 2}, at::kLong)},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::add(b, V(p[0]), Value::floating(0.5))); },
+           [](const Ts& x) { return Ts{x[0] + 0.5}; });
+}
+
+TEST_F(ExecTest, ExecElementwiseUnary) {
+  using F = T (*)(TraceBuilder&, const T&);
+  std::vector<std::tuple<std::string, F, std::function<at::Tensor(const at::Tensor&)>, bool>> ops = {
+      {"neg", ltorch::neg, [](auto& a) { return at::neg(a); }, false},
+      {"exp", ltorch::exp, [](auto& a) { return at::exp(a); }, false},
+      {"log", ltorch::log, [](auto& a) { return at::log(a); }, true},
+      {"tanh", ltorch::tanh, [](auto& a) { return at::tanh(a); }, false},
+      {"erf", ltorch::erf, [](auto& a) { return at::erf(a); }, false},
+      {"rsqrt", ltorch::rsqrt, [](auto& a) { return at::rsqrt(a); }, true},
+      {"sqrt", ltorch::sqrt, [](auto& a) { return at::sqrt(a); }, true},
+      {"relu", ltorch::relu, [](auto& a) { return at::relu(a); }, false},
+      {"silu", ltorch::silu, [](auto& a) { return at::silu(a); }, false},
+      {"sigmoid", ltorch::sigmoid, [](auto& a) { return at::sigmoid(a); }, false},
+  };
+  for (auto& [name, f, ref, positive] : ops) {
+    at::Tensor x = randn_t({4, 6});
+    if (positive) x = x.abs() + 0.1;
+    check_op(name, {x}, [f = f](TraceBuilder& b, const P& p) { return V(f(b, p[0])); },
+             [ref = ref](const Ts& x) { return Ts{ref(x[0])}; });
+  }
+  for (std::string approx : {"none", "tanh"})
+    check_op("gelu " + approx, {randn_t({4, 6})},
+             [approx](TraceBuilder& b, const P& p) { return V(ltorch::gelu(b, p[0], approx)); },
+             [approx](const Ts& x) { return Ts{at::gelu(x[0], approx)}; });
+}
+
+TEST_F(ExecTest, ExecNormalisationAndLosses) {
+  check_op("layer_norm", {randn({2, 3, 8}), randn({8}), randn({8})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::layer_norm(b, p[0], {8}, p[1], p[2], 1e-5)); },
+           [](const Ts& x) { return Ts{at::layer_norm(x[0], {8}, x[1], x[2], 1e-5)}; });
+  check_op("layer_norm two dims, no affine", {randn_t({6, 4})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::layer_norm(b, p[0], {6, 4}, nullptr, nullptr, 1e-6)); },
+           [](const Ts& x) { return Ts{at::layer_norm(x[0], {6, 4}, {}, {}, 1e-6)}; });
+  for (int64_t dim : {-1, 0}) {
+    check_op("softmax dim " + std::to_string(dim), {randn_t({5, 7})},
+             [dim](TraceBuilder& b, const P& p) { return V(ltorch::softmax(b, p[0], dim)); },
+             [dim](const Ts& x) { return Ts{at::softmax(x[0], dim)}; });
+    check_op("log_softmax dim " + std::to_string(dim), {randn({3, 5, 7})},
+             [dim](TraceBuilder& b, const P& p) { return V(ltorch::log_softmax(b, p[0], dim)); },
+             [dim](const Ts& x) { return Ts{at::log_softmax(x[0], dim)}; });
+  }
+  check_op("cross_entropy", {randn({6, 10}), at::randint(0, 10, {6}, at::kLong)},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::cross_entropy(b, p[0], p[1])); },
+           [](const Ts& x) { return Ts{at::nll_loss(at::log_softmax(x[0], 1), x[1])}; });
+  check_op("embedding", {at::randint(0, 12, {3, 4}, at::kLong), randn({12, 5})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::embedding(b, p[0], p[1])); },
+           [](const Ts& x) { return Ts{at::embedding(x[1], x[0])}; });
+  auto sdpa_ref = [](const Ts& x, bool causal, bool has_mask) {
+    at::Tensor s = at::matmul(x[0], x[1].transpose(-2, -1)) / std::sqrt(8.0);
+    if (causal) s = s.masked_fill(at::ones({4, 4}, at::kBool).tril().logical_not(), -INFINITY);
+    if (has_mask) s = s + x[3];
+    return Ts{at::matmul(at::softmax(s, -1), x[2])};
+  };
+  check_op("sdpa causal", {randn({2, 4, 8}), randn({2, 4, 8}), randn({2, 4, 8})},
+           [](TraceBuilder& b, const P& p) {
+             return V(ltorch::scaled_dot_product_attention(b, p[0], p[1], p[2], nullptr, true));
+           },
+           [&](const Ts& x) { return sdpa_ref(x, true, false); });
+  check_op("sdpa additive mask", {randn({2, 4, 8}), randn({2, 4, 8}), randn({2, 4, 8}), randn({4, 4})},
+           [](TraceBuilder& b, const P& p) {
+             return V(ltorch::scaled_dot_product_attention(b, p[0], p[1], p[2], p[3], false));
+           },
+           [&](const Ts& x) { return sdpa_ref(x, false, true); });
+  check_op("take_along_dim", {randn({4, 6}), at::randint(0, 6, {4, 3}, at::kLong)},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::take_along_dim(b, p[0], p[1], 1)); },
+           [](const Ts& x) { return Ts{at::take_along_dim(x[0], x[1], 1)}; });
+}
+
+TEST_F(ExecTest, ExecDropoutRunsItsDecomposition) {
+  at::Tensor x = at::rand({64, 32}) + 1.0;
+  TracePtr t = trace_of({x}, [](TraceBuilder& b, const P& p) { return V(ltorch::dropout(b, p[0], 0.25, 7)); });
+  at::Tensor a = Executor().run(*t, Ts{x}).tensor(), c = Executor().run(*t, Ts{x}).tensor();
+  EXPECT_TRUE(at::equal(a, c));  // deterministic in the seed
+  at::Tensor kept = a != 0;
+  expect_close(at::where(kept, a, at::zeros_like(a)), at::where(kept, x / 0.75, at::zeros_like(x)), "dropout scale");
+  double frac = kept.to(at::kDouble).mean().item<double>();
+  EXPECT_NEAR(frac, 0.75, 0.05);
+  TracePtr eval = trace_of({x}, [](TraceBuilder& b, const P& p) { return V(ltorch::dropout(b, p[0], 0.25, 7, false)); });
+  expect_close(Executor().run(*eval, Ts{x}).tensor(), x, "dropout eval");
+}
+
+TEST_F(ExecTest, ExecShapes) {
+  check_op("reshape -1", {randn_t({4, 6})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::reshape(b, p[0], {2, -1, 3})); },
+           [](const Ts& x) { return Ts{x[0].reshape({2, -1, 3})}; });
+  check_op("view", {randn({4, 6})}, [](TraceBuilder& b, const P& p) { return V(ltorch::view(b, p[0], {24})); },
+           [](const Ts& x) { return Ts{x[0].reshape({24})}; });
+  check_op("transpose", {randn({2, 3, 4})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::transpose(b, p[0], 0, -1)); },
+           [](const Ts& x) { return Ts{x[0].transpose(0, -1)}; });
+  check_op("permute", {randn({2, 3, 4})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::permute(b, p[0], {1, 2, 0})); },
+           [](const Ts& x) { return Ts{x[0].permute({1, 2, 0})}; });
+  check_op("unsqueeze", {randn_t({2, 3})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::unsqueeze(b, p[0], 1)); },
+           [](const Ts& x) { return Ts{x[0].unsqueeze(1)}; });
+  check_op("expand", {randn({3, 1})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::expand(b, p[0], {2, -1, 4})); },
+           [](const Ts& x) { return Ts{x[0].expand({2, 3, 4})}; });
+  check_op("broadcast_in_dim", {randn({3})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::broadcast_in_dim(b, p[0], {2, 3, 4}, {1})); },
+           [](const Ts& x) { return Ts{x[0].reshape({1, 3, 1}).expand({2, 3, 4})}; });
+  check_op("convert_element_type", {randn({3, 4}) * 10},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::convert_element_type(b, p[0], DType::i32)); },
+           [](const Ts& x) { return Ts{x[0].to(at::kInt)}; });
+  check_op("split", {randn({7, 4})},
+           [](TraceBuilder& b, const P& p) {
+             std::vector<Value> parts;
+             for (auto& t : ltorch::split(b, p[0], 3, 0)) parts.push_back(V(t));
+             return Value::tuple(parts);
+           },
+           [](const Ts& x) { return Ts(at::split(x[0], 3, 0)); });
+  check_op("cat", {randn({2, 3}), randn_t({2, 5})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::cat(b, {p[0], p[1]}, 1)); },
+           [](const Ts& x) { return Ts{at::cat({x[0], x[1]}, 1)}; });
+}
+
+TEST_F(ExecTest, ExecReductions) {
+  at::Tensor x = randn({3, 4, 5}).transpose(0, 2);  // [5, 4, 3], non-contiguous
+  for (bool keepdim : {false, true}) {
+    std::string k = keepdim ? " keepdim" : "";
+    check_op("sum dims (0, 2)" + k, {x},
+             [keepdim](TraceBuilder& b, const P& p) { return V(ltorch::sum(b, p[0], {0, 2}, keepdim)); },
+             [keepdim](const Ts& x) { return Ts{x[0].sum(std::vector<int64_t>{0, 2}, keepdim)}; });
+    check_op("sum all" + k, {x}, [keepdim](TraceBuilder& b, const P& p) { return V(ltorch::sum(b, p[0], {}, keepdim)); },
+             [keepdim](const Ts& x) { return Ts{x[0].sum(std::vector<int64_t>{0, 1, 2}, keepdim)}; });
+    check_op("mean dims (-1, 1)" + k, {x},
+             [keepdim](TraceBuilder& b, const P& p) { return V(ltorch::mean(b, p[0], {-1, 1}, keepdim)); },
+             [keepdim](const Ts& x) { return Ts{x[0].mean(std::vector<int64_t>{-1, 1}, keepdim)}; });
+    check_op("amax dims (1,)" + k, {x},
+             [keepdim](TraceBuilder& b, const P& p) { return V(ltorch::amax(b, p[0], {1}, keepdim)); },
+             [keepdim](const Ts& x) { return Ts{at::amax(x[0], std::vector<int64_t>{1}, keepdim)}; });
+    for (int64_t correction : {0, 1})
+      check_op("var_mean correction " + std::to_string(correction) + k, {x},
+               [=](TraceBuilder& b, const P& p) {
+                 auto [v, m] = ltorch::var_mean(b, p[0], {0, 2}, correction, keepdim);
+                 return Value::tuple({V(v), V(m)});
+               },
+               [=](const Ts& x) {
+                 std::vector<int64_t> d{0, 2};
+                 bool unbiased = correction == 1;
+                 return Ts{at::var(x[0], d, unbiased, keepdim), at::mean(x[0], d, keepdim)};
+               });
+  }
+}
+
+TEST_F(ExecTest, ExecSelectionAndCreation) {
+  check_op("where", {randn({3, 4}) > 0, randn({3, 4}), randn({4})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::where(b, p[0], V(p[1]), V(p[2]))); },
+           [](const Ts& x) { return Ts{at::where(x[0], x[1], x[2])}; });
+  check_op("where with a number", {randn({3, 4}) > 0, randn({3, 4})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::where(b, p[0], V(p[1]), Value::floating(-1.0))); },
+           [](const Ts& x) { return Ts{at::where(x[0], x[1], at::full({}, -1.0, at::kFloat))}; });
+  check_op("masked_fill", {randn_t({3, 4}), randn({3, 4}) > 0},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::masked_fill(b, p[0], p[1], Value::floating(2.0))); },
+           [](const Ts& x) { return Ts{x[0].masked_fill(x[1], 2.0)}; });
+  Device cpu;
+  check_op("arange", {}, [cpu](TraceBuilder& b, const P&) { return V(ltorch::arange(b, 7, cpu)); },
+           [](const Ts&) { return Ts{at::arange(7, at::kLong)}; });
+  check_op("full", {}, [cpu](TraceBuilder& b, const P&) {
+             return V(ltorch::full(b, {2, 3}, Value::floating(1.5), DType::f32, cpu));
+           },
+           [](const Ts&) { return Ts{at::full({2, 3}, 1.5, at::kFloat)}; });
+  check_op("ones", {}, [cpu](TraceBuilder& b, const P&) { return V(ltorch::ones(b, {4}, DType::f64, cpu)); },
+           [](const Ts&) { return Ts{at::ones({4}, at::kDouble)}; });
+  check_op("zeros", {}, [cpu](TraceBuilder& b, const P&) { return V(ltorch::zeros(b, {2, 2}, DType::i64, cpu)); },
+           [](const Ts&) { return Ts{at::zeros({2, 2}, at::kLong)}; });
+}
+
+// ---- Thunder fixtures ----
+
+TracePtr fixture(const std::string& name) {
+  auto r = parse_trace(testing::read_file(std::string(TV_FIXTURES_DIR) + "/" + name));
+  EXPECT_TRUE(r.trace) << name << ": " << (r.error ? r.error->message : "");
+  return r.trace;
+}
+
+TEST_F(ExecTest, ExecThunderLinearForwardAndBackward) {
+  at::Tensor x = randn({2, 5}), w = randn({10, 5}), g = randn({2, 10});
+  Executor ex;
+  RValue fwd = ex.run(*fixture("linear__fwd__06.txt"), Ts{x, w});
+  ASSERT_EQ(fwd.kind, RValue::Kind::tuple);
+  const RValue* out = fwd[0].find("output");
+  ASSERT_NE(out, nullptr);
+  expect_close((*out)[0].tensor(), at::linear(x, w), "linear forward");
+
+  RValue bwd = ex.run(*fixture("linear__bwd__00.txt"), {fwd[1], RValue::tuple({RValue::of(g)})});
+  at::Tensor xr = x.clone().requires_grad_(true), wr = w.clone().requires_grad_(true);
+  at::linear(xr, wr).backward(g);
+  EXPECT_TRUE(bwd[0].is_none());
+  expect_close(bwd[1].tensor(), wr.grad(), "linear weight grad");
+}
+
+TEST_F(ExecTest, ExecThunderMlpForwardAndBackward) {
+  at::Tensor x = randn({2, 64}), b1 = randn({256}), w1 = randn({256, 64}) * 0.1, b2 = randn({64}),
+             w2 = randn({64, 256}) * 0.1, g = randn({2, 64});
+  Executor ex;
+  RValue fwd = ex.run(*fixture("mlp__fwd__06.txt"), Ts{x, b1, w1, b2, w2});
+  at::Tensor want = at::linear(at::gelu(at::linear(x, w1, b1)), w2, b2);
+  expect_close((*fwd[0].find("output"))[0].tensor(), want, "mlp forward");
+
+  RValue bwd = ex.run(*fixture("mlp__bwd__00.txt"), {fwd[1], RValue::tuple({RValue::of(g)})});
+  Ts leaves = {x, b1, w1, b2, w2};
+  for (auto& t : leaves) t = t.clone().requires_grad_(true);
+  at::linear(at::gelu(at::linear(leaves[0], leaves[2], leaves[1])), leaves[4], leaves[3]).backward(g);
+  ASSERT_EQ(bwd.items.size(), 5u);
+  EXPECT_TRUE(bwd[0].is_none());
+  const char* names[] = {"x", "fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"};
+  for (size_t k = 1; k < 5; ++k) expect_close(bwd[k].tensor(), leaves[k].grad(), std::string("grad of ") + names[k]);
+}
+
+// A module for prologues: parameters and attributes by qualified name.
+struct TestModule : exec::ModuleView {
+  std::map<std::string, at::Tensor> params;
+  std::map<std::string, Attr> attrs;
+  std::optional<at::Tensor> parameter(const std::string& n) const override {
+    auto it = params.find(n);
+    return it == params.end() ? std::nullopt : std::optional<at::Tensor>(it->second);
+  }
+  std::optional<Attr> attribute(const std::string& n) const override {
+    auto it = attrs.find(n);
+    return it == attrs.end() ? std::nullopt : std::optional<Attr>(it->second);
+  }
+};
+
+TestModule linear_module() {
+  TestModule m;
+  m.params["weight"] = randn({10, 5}).requires_grad_(true);
+  m.attrs = {{"training", true}, {"in_features", int64_t{5}}, {"out_features", int64_t{10}}};
+  return m;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ExecError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_F(ExecTest, ExecThunderPrologueUnpacksAndChecks) {
+  for (const char* file : {"linear__prologue__01.txt", "linear__prologue__01.python.txt"}) {
+    SCOPED_TRACE(file);
+    TracePtr pro = fixture(file);
+    TestModule m = linear_module();
+    ExecOptions o;
+    o.module = &m;
+    Executor ex(o);
+    at::Tensor x = randn({2, 5});
+    RValue r = ex.run(*pro, {RValue::of(x)});
+    EXPECT_TRUE(at::equal(r[0][0].tensor(), x));
+    EXPECT_TRUE(at::equal(r[0][1].tensor(), m.params["weight"]));
+
+    EXPECT_EQ(error_of([&] { ex.run(*pro, {RValue::of(randn({3, 5}))}); }),
+              "input 'input': expected shape (2, 5), got (3, 5)");
+    EXPECT_EQ(error_of([&] { ex.run(*pro, {RValue::of(randn({2, 5}).to(at::kDouble))}); }),
+              "input 'input': expected dtype torch.float32, got torch.float64");
+    EXPECT_EQ(error_of([&] { ex.run(*pro, std::vector<RValue>{}); }), "input 'args': expected length 1, got 0");
+    EXPECT_EQ(error_of([&] { ex.run(*pro, {RValue::of(x)}, {{"y", RValue::of(x)}}); }),
+              "input 'kwargs': expected length 0, got 1");
+    m.attrs["in_features"] = int64_t{6};
+    EXPECT_EQ(error_of([&] { ex.run(*pro, {RValue::of(x)}); }), "input 'i1': expected int 5, got int 6");
+    m.attrs["in_features"] = int64_t{5};
+    m.params["weight"] = randn({10, 5});
+    EXPECT_EQ(error_of([&] { ex.run(*pro, {RValue::of(x)}); }),
+              "input 't_weight': expected requires_grad=True, got False");
+    m.params.clear();
+    EXPECT_NE(error_of([&] { ex.run(*pro, {RValue::of(x)}); }).find("no parameter or buffer 'weight'"), std::string::npos);
+  }
+  // Without a module the prologue says what it needs.
+  EXPECT_NE(error_of([&] { Executor().run(*fixture("linear__prologue__01.txt"), {RValue::of(randn({2, 5}))}); })
+                .find("ExecOptions::module"),
+            std::string::npos);
+}
+
+TEST_F(ExecTest, ExecThunderMlpPrologueWithSubmodules) {
+  TestModule m;
+  m.params = {{"fc1.weight", randn({256, 64}).requires_grad_(true)}, {"fc1.bias", randn({256}).requires_grad_(true)},
+              {"fc2.weight", randn({64, 256}).requires_grad_(true)}, {"fc2.bias", randn({64}).requires_grad_(true)}};
+  m.attrs = {{"training", true},         {"fc1.training", true},         {"fc1.in_features", int64_t{64}},
+             {"fc1.out_features", int64_t{256}}, {"act.approximate", std::string("none")}, {"fc2.training", true},
+             {"fc2.in_features", int64_t{256}}, {"fc2.out_features", int64_t{64}}};
+  ExecOptions o;
+  o.module = &m;
+  Executor ex(o);
+  RValue r = ex.run(*fixture("mlp__prologue__00.txt"), {RValue::of(randn({2, 64}))});
+  ASSERT_EQ(r[0].items.size(), 5u);
+  EXPECT_TRUE(at::equal(r[0][2].tensor(), m.params["fc1.weight"]));
+  m.attrs["act.approximate"] = std::string("tanh");
+  EXPECT_EQ(error_of([&] { ex.run(*fixture("mlp__prologue__00.txt"), {RValue::of(randn({2, 64}))}); }),
+            "input 's5': expected str 'none', got str 'tanh'");
+}
+
+TEST_F(ExecTest, ExecOpaqueSymbolIsRefused) {
+  auto r = parse_trace("def computation(x):\n  # x: \"cpu f32[2]\"\n  t0 = mystery.op(x)  # t0: \"cpu f32[2]\"\n  return t0");
+  ASSERT_TRUE(r.trace) << r.error->message;
+  std::string msg = error_of([&] { Executor().run(*r.trace, Ts{randn({2})}); });
+  EXPECT_NE(msg.find("'mystery.op'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not executable"), std::string::npos) << msg;
+  // Registration is open: a rule makes it executable.
+  exec::register_exec_rule("mystery.op", exec::SimpleExecRule([](const std::vector<RValue>& a, const exec::RKwargs&) {
+                             return RValue::of(a[0].tensor() * 3);
+                           }));
+  at::Tensor x = randn({2});
+  expect_close(Executor().run(*r.trace, Ts{x}).tensor(), x * 3, "registered rule");
+}
+
+TEST_F(ExecTest, ExecHooksAndFirstNonFinite) {
+  at::Tensor x = at::tensor({1.0f, -1.0f, 4.0f});
+  TracePtr t = trace_of({x}, [](TraceBuilder& b, const P& p) {
+    T e = ltorch::exp(b, p[0]);
+    T l = ltorch::log(b, p[0]);  // log(-1) = NaN
+    return V(ltorch::add(b, V(e), V(l)));
+  });
+  ExecOptions o;
+  o.detect_non_finite = true;
+  int timed = 0;
+  std::vector<std::string> observed;
+  o.on_timing = [&](const BoundSymbol&, size_t, double s) {
+    ++timed;
+    EXPECT_GE(s, 0.0);
+  };
+  o.on_output = [&](const BoundSymbol&, const ProxyPtr& p, const at::Tensor&) { observed.push_back(p->name); };
+  Executor ex(o);
+  ex.run(*t, Ts{x});
+  EXPECT_EQ(timed, 4);  // the input and three ops
+  EXPECT_EQ(observed.size(), 4u);
+  ASSERT_TRUE(ex.first_non_finite());
+  const auto& nf = *ex.first_non_finite();
+  EXPECT_EQ(nf.symbol, "ltorch.log");
+  EXPECT_EQ(nf.nan_count, 1);
+  EXPECT_GT(nf.line, 0);
+  EXPECT_NE(nf.describe().find("ltorch.log"), std::string::npos) << nf.describe();
+  ex.run(*t, Ts{at::tensor({1.0f, 2.0f, 4.0f})});
+  EXPECT_FALSE(ex.first_non_finite());
+}
+
+TEST_F(ExecTest, ExecWrongInputCount) {
+  TracePtr t = trace_of({randn({2})}, [](TraceBuilder& b, const P& p) { return V(ltorch::neg(b, p[0])); });
+  EXPECT_NE(error_of([&] { Executor().run(*t, Ts{}); }).find("expects 1 inputs, got 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tv
