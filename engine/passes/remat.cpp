@@ -162,9 +162,11 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
     for (const auto& s : saved)
       if (!dropped.count(s->name) && names.insert(s->name).second) out.push_back(s);
     std::vector<ProxyPtr> extra;
-    for (const auto& d : dropped)
-      for (const auto& l : *g.leaves(d))
+    for (const auto& d : dropped) {
+      const std::vector<ProxyPtr> leaves = g.leaves(d).value();
+      for (const auto& l : leaves)
         if (names.insert(l->name).second) extra.push_back(l);
+    }
     std::sort(extra.begin(), extra.end(), [&](const ProxyPtr& a, const ProxyPtr& b) {
       auto ia = g.producer.count(a->name) ? g.producer.at(a->name) + 1 : 0;
       auto ib = g.producer.count(b->name) ? g.producer.at(b->name) + 1 : 0;

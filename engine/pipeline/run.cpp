@@ -3,7 +3,7 @@
 #include "canonical/canonical.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
-#include "replay/replay.h"
+#include "replay/world_replay.h"
 
 namespace tv {
 namespace {
@@ -23,21 +23,10 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
   PipelineRecord record;
   record.spec = spec;
   try {
-    auto params = request.params;
-    if (spec.device != "cpu") params["device"] = spec.device;
-    auto module = jit::make_model(request.model, params);
-    TransformContext context;
-    context.world_size = spec.world_size;
-    if (auto d = Device::parse(spec.device)) context.device = *d;
-    auto built = build_pipeline(module, spec, context);
-    record.stages = built.stages;
-    if (request.replay) {
-      ReplayOptions options;
-      options.device = context.device;
-      Replay replay;
-      replay.ranks.push_back(replay_rank(module, built, 0, options));
-      record.replay = std::move(replay);
-    }
+    validate_order(spec.order);
+    auto result = run_world({request.model, request.params, spec, request.replay});
+    record.stages = std::move(result.stages);
+    if (request.replay) record.replay = std::move(result.replay);
   } catch (const IllegalOrder& e) {
     record.error = e.what();
     record.rule = e.rule();

@@ -107,7 +107,6 @@ TEST(Fixtures, PrologueUnpacksAndChecks) {
     EXPECT_EQ(b.args[2].s, "cuda:0");
     EXPECT_EQ(b.args[3].kind, Value::Kind::dtype);
     EXPECT_EQ(b.args[4].kind, Value::Kind::boolean);
-    EXPECT_TRUE(b.symbol->opaque);
     break;
   }
   EXPECT_TRUE(saw_check);

@@ -1,0 +1,145 @@
+// Execution rules of the distributed prims (transforms/collectives.h).
+// A collective starts asynchronously on the communicator found in ExecOptions::user
+// (`std::any_cast<dist::Communicator*>(options.user)`) and yields a handle: a runtime name
+// "FUTURE#<id>" keyed into a process-wide table of pending work. torch_wait_prim_impl waits on it,
+// removes it from the table and returns the tensor. The tensor a collective works on is a copy:
+// rules never modify their arguments. Without a communicator the collectives compute what a group
+// of one rank computes (all_reduce, all_gather and reduce_scatter are the identity), so Thunder's
+// DDP printouts run on one rank. A process group that is None fails as Thunder does.
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "dist/communicator.h"
+#include "exec/executor.h"
+#include "exec/rule_util.h"
+#include "transforms/collectives.h"
+
+namespace tv::exec {
+namespace {
+
+struct Pending {
+  dist::WorkPtr work;  // null when the result is already there
+  at::Tensor tensor;   // all_reduce: the tensor reduced in place; otherwise the result once known
+  bool in_place = false;
+};
+
+std::mutex& table_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<uint64_t, Pending>& table() {
+  static std::map<uint64_t, Pending> t;
+  return t;
+}
+
+constexpr const char* kPrefix = "FUTURE#";
+
+RValue handle(Pending p) {
+  static std::atomic<uint64_t> next{1};
+  uint64_t id = next++;
+  std::lock_guard lock(table_mutex());
+  table().emplace(id, std::move(p));
+  return RValue::name(kPrefix + std::to_string(id));
+}
+
+dist::Communicator* communicator(const ExecContext& c) {
+  if (!c.options.user.has_value()) return nullptr;
+  if (auto* p = std::any_cast<dist::Communicator*>(&c.options.user)) return *p;
+  return nullptr;
+}
+
+void check_group(const std::vector<RValue>& a, size_t i, const char* symbol) {
+  const RValue& g = rarg(a, i, "group");
+  if (g.is_none())
+    throw ExecError(std::string(symbol) +
+                        ": ValueError: None had an unexpected type <class 'NoneType'>. Supported types are <class "
+                        "'torch.distributed.distributed_c10d.ProcessGroup'>",
+                    symbol);
+}
+
+void check_sum(const std::vector<RValue>& a, size_t i, const char* symbol) {
+  const RValue& op = rarg(a, i, "op");
+  if (op.kind != RValue::Kind::name || op.s.find("SUM") == std::string::npos)
+    throw ExecError(std::string(symbol) + ": only the SUM reduction is supported, got " + describe(op), symbol);
+}
+
+RValue all_reduce(const ExecContext& c, const std::vector<RValue>& a, const RKwargs&) {
+  check_sum(a, 1, collectives::kAllReduce);
+  check_group(a, 2, collectives::kAllReduce);
+  Pending p;
+  p.tensor = rules::tensor_at(a, 0, "tensor").clone();
+  p.in_place = true;
+  if (auto* comm = communicator(c)) p.work = comm->all_reduce_async(p.tensor);
+  return handle(std::move(p));
+}
+
+RValue all_gather(const ExecContext& c, const std::vector<RValue>& a, const RKwargs&) {
+  check_group(a, 1, collectives::kAllGather);
+  Pending p;
+  const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
+  if (a.size() > 3 && a[3].is_number() && a[3].integer_value() != 0)
+    throw ExecError(std::string(collectives::kAllGather) + ": only dim 0 is supported", collectives::kAllGather);
+  if (auto* comm = communicator(c))
+    p.work = comm->all_gather_async(t.contiguous());
+  else
+    p.tensor = t.dim() == 0 ? t.reshape({1}).clone() : t.clone();
+  return handle(std::move(p));
+}
+
+RValue reduce_scatter(const ExecContext& c, const std::vector<RValue>& a, const RKwargs&) {
+  check_sum(a, 1, collectives::kReduceScatter);
+  check_group(a, 2, collectives::kReduceScatter);
+  Pending p;
+  const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
+  if (auto* comm = communicator(c))
+    p.work = comm->reduce_scatter_async(t.contiguous());
+  else
+    p.tensor = t.clone();
+  return handle(std::move(p));
+}
+
+RValue wait(const ExecContext&, const std::vector<RValue>& a, const RKwargs&) {
+  const RValue& h = rarg(a, 0, "future");
+  if (h.kind == RValue::Kind::tensor) return h;  // already a tensor (a synchronous collective)
+  if (h.kind != RValue::Kind::name || h.s.rfind(kPrefix, 0) != 0)
+    throw ExecError(std::string(collectives::kWait) + " expects a future, got " + describe(h), collectives::kWait);
+  uint64_t id = std::stoull(h.s.substr(std::string(kPrefix).size()));
+  Pending p;
+  {
+    std::lock_guard lock(table_mutex());
+    auto it = table().find(id);
+    if (it == table().end())
+      throw ExecError(std::string(collectives::kWait) + ": " + h.s + " was already waited or never started",
+                      collectives::kWait);
+    p = std::move(it->second);
+    table().erase(it);
+  }
+  if (!p.work) return RValue::of(p.tensor);
+  if (p.in_place) {
+    p.work->wait();
+    return RValue::of(p.tensor);
+  }
+  return RValue::of(p.work->result());
+}
+
+}  // namespace
+
+void register_collective_rules() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_exec_rule(collectives::kAllReduce, ExecRule(all_reduce));
+    register_exec_rule(collectives::kAllGather, ExecRule(all_gather));
+    register_exec_rule(collectives::kReduceScatter, ExecRule(reduce_scatter));
+    register_exec_rule(collectives::kWait, ExecRule(wait));
+  });
+}
+
+size_t pending_collectives() {
+  std::lock_guard lock(table_mutex());
+  return table().size();
+}
+
+}  // namespace tv::exec

@@ -1,0 +1,155 @@
+#include "replay/world_replay.h"
+
+#include <ATen/ATen.h>
+
+#include <mutex>
+
+#include "dist/world.h"
+#include "jit/zoo.h"
+#include "pipeline/pipeline.h"
+#include "replay/eager.h"
+#include "replay/replay.h"
+
+namespace tv {
+namespace {
+
+std::mutex& sharding_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::string, ShardFn>& shardings() {
+  static std::map<std::string, ShardFn> s;
+  return s;
+}
+
+jit::Module model_for_rank(const WorldReplayRequest& request, int rank) {
+  auto params = request.params;
+  int base = params.count("seed") ? std::stoi(params["seed"]) : 0;
+  params["seed"] = std::to_string(base + rank);
+  if (request.spec.device != "cpu") {
+    auto d = Device::parse(request.spec.device);
+    if (!d) throw std::invalid_argument("bad device '" + request.spec.device + "' (use cpu or cuda:N)");
+    if (d->kind == Device::Kind::cuda) d->index = rank;
+    params["device"] = d->str();
+  }
+  return jit::make_model(request.model, params);
+}
+
+// A copy of `m` with its own tensors and `weights`' parameter values.
+jit::Module with_weights(jit::Module m, const jit::Module& weights) {
+  for (auto& p : m.parameters)
+    if (auto* w = weights.find_parameter(p.name)) p.value = std::make_shared<at::Tensor>(w->value->detach().clone());
+  return m;
+}
+
+// The mean over ranks of the eager gradients, by parameter name (cotangents as replay_rank draws them).
+std::map<std::string, at::Tensor> mean_eager_grads(const WorldReplayRequest& request, const jit::Module& weights,
+                                                   uint64_t cotangent_seed) {
+  int world = request.spec.world_size;
+  std::map<std::string, at::Tensor> sum;
+  for (int k = 0; k < world; ++k) {
+    auto m = with_weights(model_for_rank(request, k), weights);
+    std::vector<at::Tensor> inputs;
+    for (const auto& i : m.inputs) inputs.push_back(*i.value);
+    auto outputs = eager_reference(m, inputs, {}).outputs;
+    auto grads = eager_reference(m, inputs, make_cotangents(outputs, cotangent_seed + k)).parameter_grads;
+    for (const auto& [name, g] : grads) {
+      if (!g.defined()) continue;
+      sum[name] = sum.count(name) ? sum[name] + g : g.clone();
+    }
+  }
+  for (auto& [name, g] : sum) g = g / world;
+  return sum;
+}
+
+bool distributes_parameters(const PipelineSpec& spec, std::string* which) {
+  auto ordered = validate_order(spec.order);
+  for (const auto& t : ordered.transforms)
+    for (const auto& c : t->claims())
+      if (c == "parameter-distribution") {
+        *which = t->name();
+        return true;
+      }
+  return false;
+}
+
+}  // namespace
+
+void register_parameter_sharding(const std::string& transform, ShardFn fn) {
+  std::lock_guard lock(sharding_mutex());
+  shardings()[transform] = fn;
+}
+
+WorldReplayResult run_world(const WorldReplayRequest& request) {
+  const auto& spec = request.spec;
+  if (spec.world_size < 1) throw std::invalid_argument("world size must be at least 1");
+  std::string distributor;
+  bool distributed = distributes_parameters(spec, &distributor);
+  ShardFn shard = nullptr;
+  {
+    std::lock_guard lock(sharding_mutex());
+    if (shardings().count(distributor)) shard = shardings()[distributor];
+  }
+  ReplayOptions options;
+  std::map<std::string, at::Tensor> mean;
+  if (request.replay && distributed) {
+    mean = mean_eager_grads(request, model_for_rank(request, 0), options.cotangent_seed);
+  }
+
+  WorldReplayResult result;
+  result.replay.ranks.resize(spec.world_size);
+  std::mutex result_mutex;
+  auto run_rank = [&](int rank, dist::Communicator* comm) {
+    auto module = model_for_rank(request, rank);
+    TransformContext context;
+    context.world_size = spec.world_size;
+    context.rank = rank;
+    context.communicator = comm;
+    if (auto d = Device::parse(module.inputs.empty() ? "cpu" : jit::TensorMeta::of(*module.inputs[0].value).device.str()))
+      context.device = *d;
+    auto built = build_pipeline(module, spec, context);
+    RankResult r;
+    if (request.replay) {
+      ReplayOptions o = options;
+      o.device = context.device;
+      if (comm) o.prepare_executor = [comm](std::any& user) { user = comm; };
+      if (distributed)
+        o.expected_grad = [&, rank](const std::string& name, const at::Tensor& own) {
+          auto it = mean.find(name);
+          if (it == mean.end()) return own;
+          auto want = it->second.to(own.device());
+          return shard ? shard(want, rank, spec.world_size) : want;
+        };
+      r = replay_rank(module, built, rank, o);
+    }
+    r.rank = rank;
+    std::lock_guard lock(result_mutex);
+    result.replay.ranks[rank] = std::move(r);
+    if (rank == 0) result.stages = built.stages;
+  };
+
+  if (spec.world_size == 1) {
+    run_rank(0, nullptr);
+    return result;
+  }
+  bool cuda = spec.device.rfind("cuda", 0) == 0;
+  if (cuda && !dist::nccl_available())
+    throw std::invalid_argument("--device cuda with --world " + std::to_string(spec.world_size) +
+                                " needs NCCL: this build has no CUDA/NCCL support (rebuild where /usr/local/cuda has them, or use --device cpu)");
+  dist::CommOptions comm_options;
+  comm_options.timeout = std::chrono::seconds(request.timeout_seconds);
+  dist::World world(spec.world_size, cuda ? dist::Backend::nccl : dist::Backend::gloo, comm_options);
+  auto outcomes = world.run_all([&](int rank, dist::Communicator& comm) { run_rank(rank, &comm); });
+  for (const auto& o : outcomes)
+    if (!o.ok) {
+      auto& r = result.replay.ranks[o.rank];
+      r.rank = o.rank;
+      if (r.error.empty()) r.error = o.error;
+    }
+  // A refused order fails the same way on every rank: report it as such.
+  for (const auto& o : outcomes)
+    if (!o.ok && !o.consequence && o.error.find("[rule: ") != std::string::npos) throw std::runtime_error(o.error);
+  return result;
+}
+
+}  // namespace tv

@@ -1,0 +1,42 @@
+// Replay over W ranks: every rank builds the pipeline on its own module and runs it; the
+// reference is eager LibTorch.
+// Contract: rank r's module is the zoo model with seed = base seed + r (its own inputs). When the
+// pipeline distributes parameters (a transform claims "parameter-distribution": ddp, fsdp) the
+// weights are rank 0's (the transform broadcasts them) and each rank's gradients must equal the
+// mean over ranks of the eager gradients on every rank's inputs (FSDP: this rank's shard of it);
+// otherwise each rank is checked against its own eager run. W = 1 runs in this thread without a
+// communicator. Collectives go through gloo on CPU and NCCL on CUDA. Stage history comes from rank 0.
+#pragma once
+#include <map>
+#include <string>
+
+#include "pipeline/stages.h"
+#include "replay/results.h"
+
+namespace at {
+class Tensor;
+}
+
+namespace tv {
+
+struct WorldReplayRequest {
+  std::string model;
+  std::map<std::string, std::string> params;
+  PipelineSpec spec;
+  bool replay = true;
+  int timeout_seconds = 60;
+};
+
+struct WorldReplayResult {
+  StageHistory stages;
+  Replay replay;
+};
+
+// Throws IllegalOrder for refused orders, std::invalid_argument for bad models or devices.
+WorldReplayResult run_world(const WorldReplayRequest&);
+
+// Hook for transforms that shard parameters (fsdp): the shard of `full` a rank holds.
+using ShardFn = at::Tensor (*)(const at::Tensor& full, int rank, int world);
+void register_parameter_sharding(const std::string& transform, ShardFn fn);
+
+}  // namespace tv

@@ -1,0 +1,131 @@
+#include "transforms/collectives.h"
+
+#include <mutex>
+
+#include "ops/ltorch.h"
+#include "transforms/grad_rules.h"
+
+namespace tv::collectives {
+namespace {
+
+ProxyPtr tensor_of(const std::vector<Value>& args, size_t i, const char* symbol) {
+  if (i >= args.size() || !args[i].is_proxy() || !args[i].proxy->is_tensor())
+    throw OpError(std::string(symbol) + " expects a tensor as argument " + std::to_string(i));
+  return args[i].proxy;
+}
+
+ProxyPtr future_like(TraceBuilder& b, const Proxy& t, std::vector<int64_t> shape) {
+  auto p = std::make_shared<Proxy>(*make_tensor(b.fresh_name("ft"), std::move(shape), t.dtype, t.device, t.requires_grad));
+  p->kind = ProxyKind::future_tensor;
+  return p;
+}
+
+// Appends `symbol(args) -> out` at the builder's current level.
+ProxyPtr record(TraceBuilder& b, const char* symbol, std::vector<Value> args, ProxyPtr out) {
+  BoundSymbol s;
+  s.symbol = SymbolRegistry::global().find(symbol);
+  s.args = std::move(args);
+  s.outputs = {out};
+  b.emit(std::move(s));
+  return out;
+}
+
+std::vector<int64_t> scaled_dim0(const Proxy& t, int world, bool gather) {
+  auto shape = t.shape;
+  if (shape.empty()) shape = {1};
+  if (gather) {
+    shape[0] *= world;
+  } else {
+    if (world <= 0 || shape[0] % world != 0)
+      throw OpError(std::string(kReduceScatter) + ": dim 0 (" + std::to_string(shape[0]) +
+                    ") is not divisible by the world size " + std::to_string(world) + "; pad it first");
+    shape[0] /= world;
+  }
+  return shape;
+}
+
+void add_symbol(const char* name, SymbolImpl impl) {
+  Symbol s;
+  s.name = name;
+  s.form = PrintForm::call;
+  s.is_prim = true;
+  s.impl = std::move(impl);
+  s.traits = {"collective"};
+  SymbolRegistry::global().add(std::move(s));
+}
+
+std::vector<Value> all_gather_grad(TraceBuilder& b, const BoundSymbol& f, const std::vector<Value>& cts) {
+  ProxyPtr shard = grad::tensor_at(f, 0);
+  ProxyPtr g = grad::cotangent_or_zeros(b, f, cts, 0);
+  int64_t rows = shard->shape.empty() ? 1 : shard->shape[0];
+  int world = static_cast<int>(g->shape.at(0) / std::max<int64_t>(rows, 1));
+  ProxyPtr mean = ltorch::true_divide(b, Value::of(g), Value::integer(world));
+  ProxyPtr out = wait(b, reduce_scatter(b, mean, world));
+  if (out->shape != shard->shape) out = ltorch::reshape(b, out, shard->shape);
+  return {Value::of(out), Value::none(), Value::none(), Value::none()};
+}
+
+std::vector<Value> wait_grad(TraceBuilder& b, const BoundSymbol& f, const std::vector<Value>& cts) {
+  return {Value::of(grad::cotangent_or_zeros(b, f, cts, 0))};
+}
+
+}  // namespace
+
+void register_collective_symbols() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ltorch::register_ops();
+    add_symbol(kAllReduce, [](TraceBuilder& b, const std::vector<Value>& a, const Kwargs&) {
+      auto t = tensor_of(a, 0, kAllReduce);
+      return Value::of(future_like(b, *t, t->shape));
+    });
+    add_symbol(kWait, [](TraceBuilder& b, const std::vector<Value>& a, const Kwargs&) {
+      auto ft = tensor_of(a, 0, kWait);
+      return Value::of(make_tensor(b.fresh_name(), ft->shape, ft->dtype, ft->device, ft->requires_grad));
+    });
+    // The group's size is not among the arguments: record these with all_gather/reduce_scatter.
+    for (const char* n : {kAllGather, kReduceScatter})
+      add_symbol(n, [n](TraceBuilder&, const std::vector<Value>&, const Kwargs&) -> Value {
+        throw OpError(std::string(n) + " needs the world size: record it with tv::collectives::" +
+                      (n == std::string(kAllGather) ? "all_gather" : "reduce_scatter"));
+      });
+    register_grad_rule(kAllGather, all_gather_grad);
+    register_grad_rule(kWait, wait_grad);
+    exec::register_collective_rules();
+  });
+}
+
+ProxyPtr all_reduce(TraceBuilder& b, const ProxyPtr& t) {
+  register_collective_symbols();
+  return record(b, kAllReduce,
+                {Value::of(t), Value::name(kSumOp), Value::name(kGroup), Value::boolean(true), Value::boolean(false)},
+                future_like(b, *t, t->shape));
+}
+
+ProxyPtr all_gather(TraceBuilder& b, const ProxyPtr& t, int world_size) {
+  register_collective_symbols();
+  return record(b, kAllGather, {Value::of(t), Value::name(kGroup), Value::boolean(true), Value::integer(0)},
+                future_like(b, *t, scaled_dim0(*t, world_size, true)));
+}
+
+ProxyPtr reduce_scatter(TraceBuilder& b, const ProxyPtr& t, int world_size) {
+  register_collective_symbols();
+  return record(b, kReduceScatter, {Value::of(t), Value::name(kSumOp), Value::name(kGroup), Value::boolean(true)},
+                future_like(b, *t, scaled_dim0(*t, world_size, false)));
+}
+
+ProxyPtr wait(TraceBuilder& b, const ProxyPtr& future) {
+  register_collective_symbols();
+  return record(b, kWait, {Value::of(future)},
+                make_tensor(b.fresh_name(), future->shape, future->dtype, future->device, future->requires_grad));
+}
+
+void reserve_names(TraceBuilder& b, const Trace& t) {
+  for (const auto& p : t.params) b.reserve_name(p.proxy->name);
+  walk(t.body, [&](const BoundSymbol& s, int) {
+    for (const auto& o : s.outputs) b.reserve_name(o->name);
+    for (const auto& a : s.args) for_each_proxy(a, [&](const ProxyPtr& p) { b.reserve_name(p->name); });
+  });
+}
+
+}  // namespace tv::collectives

@@ -1,0 +1,52 @@
+// Distributed prims: the collectives ddp and fsdp record, spelled as Thunder prints them.
+// Contract:
+//  - torch_all_reduce_prim_impl(t, _DistributedReduceOps_SUM_0, <group>, True, False) -> FUTURE t
+//    torch_all_gather_prim_impl(t, <group>, True, 0)                -> FUTURE [W*N, ...]
+//    torch_reduce_scatter_prim_impl(t, _DistributedReduceOps_SUM_0, <group>, True) -> FUTURE [N/W, ...]
+//    torch_wait_prim_impl(ft)                                        -> the tensor
+//    The reduce op and the group are opaque names (Value::name); the group is
+//    `_torch_distributed_distributed_c10d_ProcessGroup_1`. Every symbol has the trait "collective"
+//    (DCE, CSE, fusion and remat leave them alone).
+//  - The recorders below append one bound symbol at the builder's current level and return its
+//    output; gather and scatter take the world size (the group's size is not in the arguments).
+//  - Gradient rules (installed by register_collective_symbols): wait passes its cotangent through;
+//    all_gather's cotangent is divided by W and reduce-scattered, so differentiating a forward
+//    that gathers shards gives each rank the shard of the mean gradient (FSDP's backward).
+//  - Execution rules live in exec/rules_collectives.cpp (register_collective_rules); they read the
+//    communicator from ExecOptions::user as `std::any_cast<dist::Communicator*>(options.user)`.
+//    A collective starts asynchronously and yields a pending-work handle; wait completes it.
+//    Without a communicator they compute what one rank alone would (identity).
+#pragma once
+#include <string>
+
+#include "ir/builder.h"
+
+namespace tv::collectives {
+
+inline constexpr const char* kAllReduce = "torch_all_reduce_prim_impl";
+inline constexpr const char* kAllGather = "torch_all_gather_prim_impl";
+inline constexpr const char* kReduceScatter = "torch_reduce_scatter_prim_impl";
+inline constexpr const char* kWait = "torch_wait_prim_impl";
+inline constexpr const char* kSumOp = "_DistributedReduceOps_SUM_0";
+inline constexpr const char* kGroup = "_torch_distributed_distributed_c10d_ProcessGroup_1";
+
+// Registers the four symbols, their gradient rules and their execution rules. Idempotent.
+void register_collective_symbols();
+
+ProxyPtr all_reduce(TraceBuilder&, const ProxyPtr& t);
+ProxyPtr all_gather(TraceBuilder&, const ProxyPtr& t, int world_size);
+ProxyPtr reduce_scatter(TraceBuilder&, const ProxyPtr& t, int world_size);
+ProxyPtr wait(TraceBuilder&, const ProxyPtr& future);
+
+// A builder that never hands out a name already used in `t` (params, outputs, subsymbols): the
+// bound symbols it records can be spliced into a copy of `t`.
+void reserve_names(TraceBuilder&, const Trace& t);
+
+}  // namespace tv::collectives
+
+namespace tv::exec {
+// Execution rules of the collectives (engine/exec/rules_collectives.cpp). Idempotent.
+void register_collective_rules();
+// Collectives started and not yet waited, over all executors (a leak check for tests).
+size_t pending_collectives();
+}  // namespace tv::exec

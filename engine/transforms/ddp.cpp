@@ -1,0 +1,166 @@
+#include "transforms/ddp.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+
+#include "dist/communicator.h"
+#include "jit/module.h"
+#include "ops/ltorch.h"
+#include "transforms/collectives.h"
+#include "transforms/distributed_state.h"
+
+namespace tv {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string mb_text(double mb) {
+  std::ostringstream s;
+  s << mb;
+  return s.str();
+}
+
+// Index of the trailing return statement.
+size_t return_index(const Trace& t) {
+  for (size_t i = t.body.size(); i-- > 0;)
+    if (t.body[i].symbol->form == PrintForm::ret) return i;
+  throw std::runtime_error("trace '" + t.function_name + "' has no return statement");
+}
+
+// One all-reduce of the gradients of a bucket; returns the averaged tensor of each.
+std::vector<ProxyPtr> reduce_bucket(TraceBuilder& b, const std::vector<ProxyPtr>& grads, int world) {
+  auto average = [&](const ProxyPtr& g) {
+    ProxyPtr d = ltorch::true_divide(b, Value::of(g), Value::integer(world));
+    return collectives::wait(b, collectives::all_reduce(b, d));
+  };
+  if (grads.size() == 1) return {average(grads[0])};
+  std::vector<ProxyPtr> flats;
+  for (const auto& g : grads) flats.push_back(ltorch::reshape(b, g, {g->numel()}));
+  ProxyPtr packed = average(ltorch::cat(b, flats, 0));
+  std::vector<ProxyPtr> out;
+  int64_t offset = 0;
+  for (const auto& g : grads) {
+    int64_t n = g->numel();
+    Value piece = b.call("prims.slice", {Value::of(packed), Value::ints({offset}), Value::ints({offset + n}), Value::none()});
+    offset += n;
+    out.push_back(ltorch::reshape(b, piece.proxy, g->shape));
+  }
+  return out;
+}
+
+class Ddp : public Transform {
+ public:
+  std::string name() const override { return "ddp"; }
+  std::vector<std::string> claims() const override { return {"parameter-distribution"}; }
+
+  void transform_module(jit::Module& m, const TransformContext& c) const override {
+    m.set_attribute("use_ddp", true);
+    m.set_attribute("bucket_size_in_mb", c.bucket_size_mb);
+    if (c.communicator) broadcast_module(m, *c.communicator);
+  }
+
+  void post_optimization(StageHistory& h, const TransformContext& c) const override {
+    auto bwd = h.last(TraceKind::backward);
+    auto computation = h.forward.empty() ? nullptr : h.forward.front().trace;
+    if (!bwd || !computation) return;
+    std::vector<std::string> params;
+    if (auto prologue = h.last(TraceKind::prologue)) params = parameter_proxies(*prologue);
+    std::vector<size_t> slots;
+    for (size_t i = 0; i < computation->params.size(); ++i)
+      for (const auto& p : params)
+        if (p == computation->params[i].proxy->name) slots.push_back(i);
+    int world = std::max(c.world_size, 1);
+    auto start = std::chrono::steady_clock::now();
+    auto plain = ddp_backward(*bwd, slots, world, 0, "ddp pass");
+    h.record(TraceKind::backward, "ddp pass", plain, ms_since(start));
+    start = std::chrono::steady_clock::now();
+    std::string pass = "ddp bucketing (" + mb_text(c.bucket_size_mb) + " MB)";
+    auto bytes = static_cast<int64_t>(c.bucket_size_mb * 1024.0 * 1024.0);
+    auto bucketed = ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass);
+    h.record(TraceKind::backward, pass, bucketed, ms_since(start));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Transform> make_ddp_transform() {
+  collectives::register_collective_symbols();
+  return std::make_unique<Ddp>();
+}
+
+void broadcast_module(jit::Module& m, dist::Communicator& comm) {
+  for (auto* list : {&m.parameters, &m.buffers})
+    for (auto& p : *list) {
+      at::Tensor t = p.value->detach();  // shares storage; in place on a leaf that requires grad
+      comm.broadcast(t, 0);
+    }
+}
+
+std::vector<std::string> parameter_proxies(const Trace& prologue) {
+  std::vector<std::string> out;
+  for (const auto& b : prologue.body)
+    if (b.symbol == &structural::get_parameter() && b.output()) out.push_back(b.output()->name);
+  return out;
+}
+
+TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
+                      const std::string& pass) {
+  auto out = derive(backward, pass);
+  size_t ret = return_index(backward);
+  Value returned = backward.body[ret].args.at(0);
+  if (!returned.is_sequence()) return out;
+
+  // The gradients, in reverse parameter order (as torch DDP fills its buckets).
+  std::vector<ProxyPtr> grads;
+  for (auto it = slots.rbegin(); it != slots.rend(); ++it) {
+    if (*it >= returned.items.size() || !returned.items[*it].is_proxy()) continue;
+    const ProxyPtr& g = returned.items[*it].proxy;
+    bool seen = false;
+    for (const auto& x : grads) seen = seen || x->name == g->name;
+    if (!seen && g->kind == ProxyKind::tensor) grads.push_back(g);
+  }
+  if (grads.empty()) return out;
+
+  std::vector<std::vector<ProxyPtr>> buckets;
+  int64_t filled = 0;
+  for (const auto& g : grads) {
+    int64_t bytes = g->numel() * static_cast<int64_t>(element_size(g->dtype));
+    bool fits = bucket_bytes > 0 && !buckets.empty() && filled + bytes <= bucket_bytes &&
+                buckets.back().front()->dtype == g->dtype;
+    if (!fits) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(g);
+    filled += bytes;
+  }
+
+  TraceBuilder b(backward.function_name);
+  collectives::reserve_names(b, backward);
+  std::map<std::string, ProxyPtr> reduced;
+  for (const auto& bucket : buckets) {
+    auto r = reduce_bucket(b, bucket, world);
+    for (size_t i = 0; i < bucket.size(); ++i) reduced[bucket[i]->name] = r[i];
+  }
+  BoundSymbol ret_stmt = backward.body[ret];
+  Value mapped = returned;
+  for (size_t s : slots)
+    if (s < mapped.items.size() && mapped.items[s].is_proxy()) {
+      auto it = reduced.find(mapped.items[s].proxy->name);
+      if (it != reduced.end()) mapped.items[s] = Value::of(it->second);
+    }
+  ret_stmt.args[0] = mapped;
+  std::vector<BoundSymbol> body(backward.body.begin(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret));
+  for (auto& s : b.trace().body) body.push_back(std::move(s));
+  body.push_back(std::move(ret_stmt));
+  body.insert(body.end(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret) + 1, backward.body.end());
+  out->body = std::move(body);
+  return out;
+}
+
+}  // namespace tv

@@ -1,0 +1,37 @@
+// The `ddp` transform: data parallelism with replicated parameters, as thunder.distributed.ddp.
+// Contract:
+//  - claims "parameter-distribution" (ddp and fsdp exclude each other).
+//  - transform_module: sets the module attributes use_ddp=True and bucket_size_in_mb=<MB> (the
+//    acquired prologue checks them, as Thunder's does) and, with a communicator, broadcasts every
+//    parameter from rank 0 (real collective), so every rank starts from rank 0's weights.
+//  - post_optimization: stage "ddp pass": each parameter gradient g of the backward becomes
+//    `ltorch.true_divide(g, W)` -> torch_all_reduce_prim_impl (FUTURE) -> torch_wait_prim_impl, and
+//    the return hands out the waited tensors (Thunder's printout of the seed, to names). Then stage
+//    "ddp bucketing (N MB)": gradients grouped, in reverse parameter order as torch DDP does, in
+//    buckets of at most N MiB (a larger gradient alone); a bucket of two or more is packed
+//    (ltorch.reshape to 1-D, ltorch.cat), divided, all-reduced once and unpacked (prims.slice,
+//    ltorch.reshape); a bucket of one keeps the plain form.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transforms/transform.h"
+
+namespace tv {
+
+std::unique_ptr<Transform> make_ddp_transform();
+
+// Broadcasts every parameter and buffer of `m` from rank 0, in place (shared by ddp and fsdp).
+void broadcast_module(jit::Module& m, dist::Communicator& comm);
+
+// Names of the proxies the prologue unpacks with get_parameter (the module's parameters).
+std::vector<std::string> parameter_proxies(const Trace& prologue);
+
+// The backward with the gradients in `slots` (indices into its returned tuple) averaged over
+// `world` ranks by all-reduce; `bucket_bytes` <= 0 gives one all-reduce per gradient.
+TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
+                      const std::string& pass);
+
+}  // namespace tv

@@ -1,0 +1,219 @@
+#include "transforms/fsdp.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "jit/module.h"
+#include "ops/ltorch.h"
+#include "transforms/collectives.h"
+#include "transforms/ddp.h"
+
+namespace tv {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Replaces reads (not outputs) of the names in `m`, subsymbols included.
+void rename_reads(BoundSymbol& b, const std::map<std::string, ProxyPtr>& m) {
+  auto fn = [&](const ProxyPtr& p) {
+    auto it = m.find(p->name);
+    return it == m.end() ? p : it->second;
+  };
+  for (auto& a : b.args) a = map_proxies(a, fn);
+  for (auto& [k, v] : b.kwargs) v = map_proxies(v, fn);
+  for (auto& s : b.subsymbols) rename_reads(s, m);
+}
+
+bool reads_any(const BoundSymbol& b, const std::map<std::string, ProxyPtr>& names) {
+  bool hit = false;
+  auto look = [&](const Value& v) { for_each_proxy(v, [&](const ProxyPtr& p) { hit = hit || names.count(p->name); }); };
+  for (const auto& a : b.args) look(a);
+  for (const auto& [k, v] : b.kwargs) look(v);
+  for (const auto& s : b.subsymbols) hit = hit || reads_any(s, names);
+  return hit;
+}
+
+struct Gather {
+  ProxyPtr shard;
+  ProxyPtr full;
+  std::vector<BoundSymbol> chain;  // all_gather, wait, split, reshape: defines `full`
+};
+
+class Fsdp : public Transform {
+ public:
+  std::string name() const override { return "fsdp"; }
+  std::vector<std::string> claims() const override { return {"parameter-distribution"}; }
+
+  void transform_module(jit::Module& m, const TransformContext& c) const override {
+    if (c.communicator) broadcast_module(m, *c.communicator);
+    int world = std::max(c.world_size, 1);
+    full_shapes_.clear();
+    for (auto& p : m.parameters) {
+      const at::Tensor& full = *p.value;
+      full_shapes_[jit::parameter_proxy_name(p.name)] = full.sizes().vec();
+      at::Tensor shard = fsdp_shard(full.detach(), c.rank, world);
+      shard.set_requires_grad(full.requires_grad());
+      p.value = std::make_shared<at::Tensor>(shard);
+    }
+    m.set_attribute("use_fsdp", true);
+  }
+
+  void pre_prologue(StageHistory& h, const TransformContext& c) const override {
+    auto computation = h.last(TraceKind::forward);
+    if (!computation) return;
+    auto start = std::chrono::steady_clock::now();
+    int world = std::max(c.world_size, 1);
+    gathers_.clear();
+    std::map<std::string, ProxyPtr> pending;  // shard name -> shard, not gathered yet
+    for (const auto& p : computation->params)
+      if (full_shapes_.count(p.proxy->name) && p.proxy->is_tensor()) pending[p.proxy->name] = p.proxy;
+
+    TraceBuilder b(computation->function_name);
+    collectives::reserve_names(b, *computation);
+    auto out = derive(*computation, "fsdp pass");
+    out->body.clear();
+    std::map<std::string, ProxyPtr> gathered;  // shard name -> full
+    for (const auto& s : computation->body) {
+      if (s.symbol->form != PrintForm::unpack_trivial) {
+        for (auto it = pending.begin(); it != pending.end();) {
+          std::map<std::string, ProxyPtr> one{{it->first, it->second}};
+          if (!reads_any(s, one)) {
+            ++it;
+            continue;
+          }
+          Gather g = gather(b, it->second, full_shapes_.at(it->first), world);
+          for (const auto& x : g.chain) out->body.push_back(x);
+          gathered[it->first] = g.full;
+          gathers_.push_back(std::move(g));
+          it = pending.erase(it);
+        }
+      }
+      BoundSymbol copy = s;
+      if (s.symbol->form != PrintForm::unpack_trivial) rename_reads(copy, gathered);
+      out->body.push_back(std::move(copy));
+    }
+    h.record(TraceKind::forward, "fsdp pass", out, ms_since(start));
+  }
+
+  void post_optimization(StageHistory& h, const TransformContext& c) const override {
+    auto fwd = h.last(TraceKind::forward), bwd = h.last(TraceKind::backward);
+    if (!fwd || !bwd) return;
+    auto start = std::chrono::steady_clock::now();
+    std::string pass = std::string("fsdp backward (") + (c.zero3 ? "zero3" : "zero2") + ")";
+    if (!c.zero3) {  // the gathered parameters stay saved for backward
+      h.record(TraceKind::backward, pass, derive(*bwd, pass), ms_since(start));
+      return;
+    }
+    auto f = derive(*fwd, pass), bw = derive(*bwd, pass);
+    rematerialize_gathers(*f, *bw);
+    h.record(TraceKind::forward, pass, f, ms_since(start));
+    h.record(TraceKind::backward, pass, bw, ms_since(start));
+  }
+
+ private:
+  static Gather gather(TraceBuilder& b, const ProxyPtr& shard, const std::vector<int64_t>& full_shape, int world) {
+    size_t mark = b.trace().body.size();
+    Gather g;
+    g.shard = shard;
+    ProxyPtr t = collectives::wait(b, collectives::all_gather(b, shard, world));
+    int64_t rows = full_shape.empty() ? 1 : full_shape[0];
+    if (t->shape[0] != rows) t = ltorch::split(b, t, rows, 0).front();
+    if (t->shape != full_shape) t = ltorch::reshape(b, t, full_shape);
+    g.full = t;
+    auto& body = b.trace().body;
+    g.chain.assign(body.begin() + static_cast<std::ptrdiff_t>(mark), body.end());
+    return g;
+  }
+
+  // Zero-3: the forward saves the shards instead of the gathered parameters; the backward
+  // gathers them again right after unpacking what was saved.
+  void rematerialize_gathers(Trace& f, Trace& bw) const {
+    if (f.body.empty() || bw.params.empty()) return;
+    Value& ret = f.body.back().args.at(0);
+    if (f.body.back().symbol->form != PrintForm::ret || ret.kind != Value::Kind::tuple || ret.items.size() != 2 ||
+        !ret.items[1].is_sequence() || ret.items[1].items.empty())
+      return;
+    Value& saved = ret.items[1].items[0];
+    // The backward's unpack of C0 (the saved tensors).
+    BoundSymbol* unpack_c0 = nullptr;
+    size_t at = 0;
+    ProxyPtr c0;
+    for (size_t i = 0; i < bw.body.size(); ++i) {
+      auto& s = bw.body[i];
+      if (s.symbol->form != PrintForm::unpack_sequence || s.args.empty() || !s.args[0].is_proxy()) continue;
+      if (!c0 && s.args[0].proxy->name == bw.params[0].proxy->name && !s.outputs.empty()) {
+        c0 = s.outputs[0];
+      } else if (c0 && s.args[0].proxy->name == c0->name) {
+        unpack_c0 = &s;
+        at = i;
+        break;
+      }
+    }
+    if (!unpack_c0 || unpack_c0->outputs.size() != saved.items.size()) return;
+    std::set<std::string> backward_names;
+    walk(bw.body, [&](const BoundSymbol& s, int) {
+      for (const auto& o : s.outputs) backward_names.insert(o->name);
+    });
+
+    std::vector<Value> items;
+    std::vector<ProxyPtr> outputs;
+    std::vector<BoundSymbol> regather;
+    auto has = [&](const std::string& n) {
+      for (const auto& v : items) if (v.proxy->name == n) return true;
+      return false;
+    };
+    for (size_t i = 0; i < saved.items.size(); ++i) {
+      const Value& v = saved.items[i];
+      const Gather* g = nullptr;
+      for (const auto& x : gathers_)
+        if (v.is_proxy() && x.full->name == v.proxy->name) g = &x;
+      bool clash = false;
+      if (g)  // a name of the chain already used by the backward: keep the gathered parameter
+        for (const auto& s : g->chain)
+          for (const auto& o : s.outputs) clash = clash || (o->name != g->full->name && backward_names.count(o->name));
+      if (!g || clash) {
+        items.push_back(v);
+        outputs.push_back(unpack_c0->outputs[i]);
+        continue;
+      }
+      if (!has(g->shard->name)) {
+        items.push_back(Value::of(g->shard));
+        outputs.push_back(g->shard);
+      }
+      regather.insert(regather.end(), g->chain.begin(), g->chain.end());
+    }
+    for (auto& s : regather) s.header.clear();
+    saved.items = std::move(items);
+    unpack_c0->outputs = std::move(outputs);
+    bw.body.insert(bw.body.begin() + static_cast<std::ptrdiff_t>(at) + 1, regather.begin(), regather.end());
+  }
+
+  mutable std::map<std::string, std::vector<int64_t>> full_shapes_;  // by parameter proxy name
+  mutable std::vector<Gather> gathers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transform> make_fsdp_transform() {
+  collectives::register_collective_symbols();
+  return std::make_unique<Fsdp>();
+}
+
+at::Tensor fsdp_shard(const at::Tensor& full, int rank, int world) {
+  at::Tensor t = full.dim() == 0 ? full.reshape({1}) : full;
+  int64_t n = t.size(0);
+  int64_t rows = (n + world - 1) / world;
+  int64_t begin = std::min<int64_t>(rank * rows, n), end = std::min<int64_t>((rank + 1) * rows, n);
+  auto sizes = t.sizes().vec();
+  sizes[0] = rows;
+  at::Tensor shard = at::zeros(sizes, t.options());
+  if (end > begin) shard.narrow(0, 0, end - begin).copy_(t.narrow(0, begin, end - begin));
+  return shard;
+}
+
+}  // namespace tv
