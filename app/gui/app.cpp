@@ -10,6 +10,7 @@ void App::frame() {
   session.poll();
   if (session.capture.get() != last_capture_) {
     last_capture_ = session.capture.get();
+    order.initialise(session);
     rules.on_new_capture(session);
   }
   const ImGuiViewport* viewport = ImGui::GetMainViewport();
@@ -20,7 +21,7 @@ void App::frame() {
   ImGui::Begin("Thunder Viz", nullptr, flags);
   draw_status_line();
   ImGui::Separator();
-  ImGui::BeginChild("left", ImVec2(360, 0), true);
+  ImGui::BeginChild("left", ImVec2(420, 0), true);
   browser.draw(session);
   ImGui::EndChild();
   ImGui::SameLine();

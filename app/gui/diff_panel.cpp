@@ -132,10 +132,15 @@ void DiffPanel::draw(Session& s) {
     ImGui::TextColored(t.muted, "choose two stages that exist");
     return;
   }
-  if (a->trace != left_ || b->trace != right_) {
+  ImGui::SameLine();
+  bool recompute = ImGui::Checkbox("subsymbols", &subsymbols_);
+  if (recompute || a->trace != left_ || b->trace != right_) {
     left_ = a->trace;
     right_ = b->trace;
-    diff_ = diff_traces(*left_, *right_);
+    PrintOptions options;
+    options.depth = subsymbols_ ? PrintOptions::kAllLevels : 0;
+    options.headers = false;
+    diff_ = diff_traces(*left_, *right_, options);
   }
   ImGui::Separator();
   if (diff_.same_program)
@@ -150,14 +155,13 @@ void DiffPanel::draw(Session& s) {
 }
 
 void DiffPanel::draw_side_by_side() const {
-  const auto flags = ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX |
-                     ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
+  const auto flags = ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable;
   if (!ImGui::BeginTable("diff", 4, flags)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("#", ImGuiTableColumnFlags_WidthFixed, 40);
-  ImGui::TableSetupColumn("left", ImGuiTableColumnFlags_WidthFixed, 560);
+  ImGui::TableSetupColumn("left", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 16);
-  ImGui::TableSetupColumn("right", ImGuiTableColumnFlags_WidthFixed, 560);
+  ImGui::TableSetupColumn("right", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableHeadersRow();
   ImGuiListClipper clipper;
   clipper.Begin(static_cast<int>(diff_.statements.size()));

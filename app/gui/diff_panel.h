@@ -21,6 +21,7 @@ struct DiffPanel {
   void draw_unified() const;
   TracePtr left_, right_;
   TraceDiff diff_;
+  bool subsymbols_ = false;  // rows show top-level statements only unless asked
 };
 
 }  // namespace tv::gui

@@ -29,9 +29,10 @@ struct OrderPanel {
   void set_order(const std::vector<std::string>& transforms);
 
   void draw(Session& s);
+  // Takes order, world size and device from the first capture's first pipeline (once).
+  void initialise(const Session& s);
 
  private:
-  void initialise(const Session& s);
   void draw_list();
   void draw_results(Session& s);
 };

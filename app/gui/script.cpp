@@ -2,6 +2,7 @@
 
 #include <GLFW/glfw3.h>
 #include <imgui.h>
+#include <imgui_internal.h>
 #include <imgui_impl_glfw.h>
 
 #include <cctype>
@@ -145,6 +146,7 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
   } else if (name == "text") {
     for (unsigned char c : v.get<std::string>()) ImGui_ImplGlfw_CharCallback(window.handle(), c);
   } else if (name == "find") {
+    ImGui::ClearActiveID();  // an active search field would write its own buffer back over the query
     app.trace.search_open = true;
     app.trace.query = v.get<std::string>();
     app.trace.match = -1;

@@ -89,13 +89,15 @@ void StageBrowser::draw(Session& s) {
         bool selected = s.selected == ref;
         ImGui::PushID(i);
         std::string label = std::to_string(i) + " " + st.pass;
-        if (ImGui::Selectable(label.c_str(), selected, 0, ImVec2(ImGui::GetContentRegionAvail().x - 130, 0)))
-          s.select_stage(ref);
+        const float x = ImGui::GetCursorPosX(), avail = ImGui::GetContentRegionAvail().x;
+        const float columns = ImGui::CalcTextSize("00000.0 ms changed").x + 8;
+        if (ImGui::Selectable(label.c_str(), selected, 0, ImVec2(avail - columns, 0))) s.select_stage(ref);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", st.pass.c_str());
         if (selected && scroll_pending) {
           ImGui::SetScrollHereY();
           scroll_pending = false;
         }
-        ImGui::SameLine();
+        ImGui::SameLine(x + avail - columns + 4);
         ImGui::TextColored(t.muted, "%7.1f ms", st.milliseconds);
         ImGui::SameLine();
         badge(i == 0 || st.changed);

@@ -144,7 +144,7 @@ void TraceView::draw_lines(Session& s) {
   ImGui::BeginChild("trace-text", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   ImFont* font = ImGui::GetFont();
   const float size = ImGui::GetFontSize();
-  const float char_w = ImGui::CalcTextSize("M").x;
+  const float char_w = font->GetCharAdvance('M');  // CalcTextSize rounds up: columns would drift
   const float line_h = ImGui::GetTextLineHeight() + 1.0f;
   const int digits = static_cast<int>(std::to_string(text_.lines.size()).size());
   const float gutter = (digits + 1) * char_w;

@@ -9,6 +9,7 @@
 #include "passes/fusion.h"
 #include "passes/remat.h"
 #include "transforms/autograd.h"
+#include "transforms/distributed_state.h"
 
 namespace tv {
 
@@ -70,6 +71,7 @@ void run_pass(StageHistory& h, TraceKind kind, const char* name, Pass pass) {
 
 BuiltPipeline build_pipeline(jit::Module& module, const PipelineSpec& spec, const TransformContext& context) {
   auto ordered = validate_order(spec.order);
+  check_capture_at_jit(ordered, spec);
   BuiltPipeline out;
   auto& h = out.stages;
   for (const auto& t : ordered.transforms) t->transform_module(module, context);

@@ -4,6 +4,7 @@
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
 #include "replay/world_replay.h"
+#include "transforms/distributed_state.h"
 
 namespace tv {
 namespace {
@@ -23,11 +24,14 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
   PipelineRecord record;
   record.spec = spec;
   try {
-    validate_order(spec.order);
+    check_capture_at_jit(validate_order(spec.order), spec);  // refused orders fail before any rank starts
     auto result = run_world({request.model, request.params, spec, request.replay});
     record.stages = std::move(result.stages);
     if (request.replay) record.replay = std::move(result.replay);
   } catch (const IllegalOrder& e) {
+    record.error = e.what();
+    record.rule = e.rule();
+  } catch (const CapturedStateError& e) {
     record.error = e.what();
     record.rule = e.rule();
   } catch (const std::exception& e) {

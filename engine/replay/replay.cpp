@@ -149,7 +149,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
     }
     auto outputs = exec::tensors_of(outputs_value);
     auto cotangents = make_cotangents(outputs, options.cotangent_seed + rank);
-    auto eager = eager_reference(module, inputs, cotangents);
+    auto eager = eager_reference(options.reference_module ? *options.reference_module : module, inputs, cotangents);
     for (size_t i = 0; i < outputs.size(); ++i)
       result.outputs.push_back(check("output[" + std::to_string(i) + "]", outputs[i],
                                      i < eager.outputs.size() ? eager.outputs[i] : at::Tensor()));

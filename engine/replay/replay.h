@@ -33,6 +33,8 @@ struct ReplayOptions {
   // How the reference gradient of each parameter is turned into what this rank must hold
   // (identity by default; DDP averages over ranks, FSDP takes this rank's shard).
   std::function<at::Tensor(const std::string& name, const at::Tensor& reference)> expected_grad;
+  // The module eager runs on (unsharded weights); the replayed module when null.
+  const jit::Module* reference_module = nullptr;
 };
 
 RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, int rank, const ReplayOptions& options);

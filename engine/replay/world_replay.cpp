@@ -9,18 +9,10 @@
 #include "pipeline/pipeline.h"
 #include "replay/eager.h"
 #include "replay/replay.h"
+#include "transforms/fsdp.h"
 
 namespace tv {
 namespace {
-
-std::mutex& sharding_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::map<std::string, ShardFn>& shardings() {
-  static std::map<std::string, ShardFn> s;
-  return s;
-}
 
 jit::Module model_for_rank(const WorldReplayRequest& request, int rank) {
   auto params = request.params;
@@ -38,7 +30,8 @@ jit::Module model_for_rank(const WorldReplayRequest& request, int rank) {
 // A copy of `m` with its own tensors and `weights`' parameter values.
 jit::Module with_weights(jit::Module m, const jit::Module& weights) {
   for (auto& p : m.parameters)
-    if (auto* w = weights.find_parameter(p.name)) p.value = std::make_shared<at::Tensor>(w->value->detach().clone());
+    if (auto* w = weights.find_parameter(p.name))
+      p.value = std::make_shared<at::Tensor>(w->value->detach().clone().requires_grad_(w->value->requires_grad()));
   return m;
 }
 
@@ -75,21 +68,12 @@ bool distributes_parameters(const PipelineSpec& spec, std::string* which) {
 
 }  // namespace
 
-void register_parameter_sharding(const std::string& transform, ShardFn fn) {
-  std::lock_guard lock(sharding_mutex());
-  shardings()[transform] = fn;
-}
-
 WorldReplayResult run_world(const WorldReplayRequest& request) {
   const auto& spec = request.spec;
   if (spec.world_size < 1) throw std::invalid_argument("world size must be at least 1");
   std::string distributor;
   bool distributed = distributes_parameters(spec, &distributor);
-  ShardFn shard = nullptr;
-  {
-    std::lock_guard lock(sharding_mutex());
-    if (shardings().count(distributor)) shard = shardings()[distributor];
-  }
+  bool sharded = distributed && distributor == "fsdp";
   ReplayOptions options;
   std::map<std::string, at::Tensor> mean;
   if (request.replay && distributed) {
@@ -101,6 +85,8 @@ WorldReplayResult run_world(const WorldReplayRequest& request) {
   std::mutex result_mutex;
   auto run_rank = [&](int rank, dist::Communicator* comm) {
     auto module = model_for_rank(request, rank);
+    // The reference runs on unsharded weights: rank 0's when the pipeline distributes parameters.
+    auto reference = with_weights(model_for_rank(request, rank), distributed ? model_for_rank(request, 0) : module);
     TransformContext context;
     context.world_size = spec.world_size;
     context.rank = rank;
@@ -112,13 +98,14 @@ WorldReplayResult run_world(const WorldReplayRequest& request) {
     if (request.replay) {
       ReplayOptions o = options;
       o.device = context.device;
+      o.reference_module = &reference;
       if (comm) o.prepare_executor = [comm](std::any& user) { user = comm; };
       if (distributed)
         o.expected_grad = [&, rank](const std::string& name, const at::Tensor& own) {
           auto it = mean.find(name);
           if (it == mean.end()) return own;
           auto want = it->second.to(own.device());
-          return shard ? shard(want, rank, spec.world_size) : want;
+          return sharded ? fsdp_shard(want, rank, spec.world_size) : want;
         };
       r = replay_rank(module, built, rank, o);
     }
@@ -146,9 +133,6 @@ WorldReplayResult run_world(const WorldReplayRequest& request) {
       r.rank = o.rank;
       if (r.error.empty()) r.error = o.error;
     }
-  // A refused order fails the same way on every rank: report it as such.
-  for (const auto& o : outcomes)
-    if (!o.ok && !o.consequence && o.error.find("[rule: ") != std::string::npos) throw std::runtime_error(o.error);
   return result;
 }
 

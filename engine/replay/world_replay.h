@@ -13,9 +13,6 @@
 #include "pipeline/stages.h"
 #include "replay/results.h"
 
-namespace at {
-class Tensor;
-}
 
 namespace tv {
 
@@ -34,9 +31,5 @@ struct WorldReplayResult {
 
 // Throws IllegalOrder for refused orders, std::invalid_argument for bad models or devices.
 WorldReplayResult run_world(const WorldReplayRequest&);
-
-// Hook for transforms that shard parameters (fsdp): the shard of `full` a rank holds.
-using ShardFn = at::Tensor (*)(const at::Tensor& full, int rank, int world);
-void register_parameter_sharding(const std::string& transform, ShardFn fn);
 
 }  // namespace tv

@@ -32,25 +32,4 @@ void check_capture_at_jit(const OrderedTransforms& ordered, const PipelineSpec& 
   }
 }
 
-namespace {
-
-// Factories only: safe during static initialisation (the registries are function-local statics).
-void register_factories() {
-  register_transform("ddp", [] { return make_ddp_transform(); });
-  register_transform("fsdp", [] { return make_fsdp_transform(); });
-  register_transform("autocast", [] { return make_autocast_transform(); });
-}
-
-const bool registered = (register_factories(), true);
-
-}  // namespace
-
-void register_builtin_transforms() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    register_factories();
-    collectives::register_collective_symbols();
-  });
-}
-
 }  // namespace tv

@@ -7,8 +7,6 @@
 // behaviour: check_capture_at_jit throws CapturedStateError, a std::runtime_error whose text is
 // Thunder's ValueError followed by what was captured when, the rule (state-read-at-call) and the
 // fix, for any transform that claims "parameter-distribution" and comes after jit in the order.
-// register_builtin_transforms() registers ddp, fsdp and autocast with make_transform (and the
-// collectives' symbols and rules); static registrars alone may be dropped by the linker.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -34,6 +32,5 @@ inline constexpr const char* kStateReadAtCall = "state-read-at-call";
 void check_capture_at_jit(const OrderedTransforms& ordered, const PipelineSpec& spec);
 
 // Registers ddp, fsdp and autocast (idempotent).
-void register_builtin_transforms();
 
 }  // namespace tv

@@ -18,17 +18,6 @@ double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Replaces reads (not outputs) of the names in `m`, subsymbols included.
-void rename_reads(BoundSymbol& b, const std::map<std::string, ProxyPtr>& m) {
-  auto fn = [&](const ProxyPtr& p) {
-    auto it = m.find(p->name);
-    return it == m.end() ? p : it->second;
-  };
-  for (auto& a : b.args) a = map_proxies(a, fn);
-  for (auto& [k, v] : b.kwargs) v = map_proxies(v, fn);
-  for (auto& s : b.subsymbols) rename_reads(s, m);
-}
-
 bool reads_any(const BoundSymbol& b, const std::map<std::string, ProxyPtr>& names) {
   bool hit = false;
   auto look = [&](const Value& v) { for_each_proxy(v, [&](const ProxyPtr& p) { hit = hit || names.count(p->name); }); };
@@ -52,50 +41,81 @@ class Fsdp : public Transform {
   void transform_module(jit::Module& m, const TransformContext& c) const override {
     if (c.communicator) broadcast_module(m, *c.communicator);
     int world = std::max(c.world_size, 1);
-    full_shapes_.clear();
+    std::vector<std::pair<std::string, std::vector<int64_t>>> full;  // qualified name, full shape
     for (auto& p : m.parameters) {
-      const at::Tensor& full = *p.value;
-      full_shapes_[jit::parameter_proxy_name(p.name)] = full.sizes().vec();
-      at::Tensor shard = fsdp_shard(full.detach(), c.rank, world);
-      shard.set_requires_grad(full.requires_grad());
+      const at::Tensor& t = *p.value;
+      full.emplace_back(p.name, t.sizes().vec());
+      at::Tensor shard = fsdp_shard(t.detach(), c.rank, world);
+      shard.set_requires_grad(t.requires_grad());
       p.value = std::make_shared<at::Tensor>(shard);
     }
     m.set_attribute("use_fsdp", true);
+    // The model's forward is written for full parameters: it sees the gathered ones. The prologue
+    // and the computation's signature keep the shards.
+    m.forward = [inner = m.forward, full, world](jit::ForwardContext& ctx) {
+      const jit::Module& mod = ctx.module();
+      std::map<std::string, ProxyPtr, std::less<>> inputs, tensors;
+      for (const auto& i : mod.inputs) inputs[i.name] = ctx.input(i.name);
+      for (const auto& list : {&mod.parameters, &mod.buffers})
+        for (const auto& p : *list) tensors[p.name] = ctx.param(p.name);
+      for (const auto& [name, shape] : full) tensors[name] = gather(ctx.builder(), tensors[name], shape, world).full;
+      jit::ForwardContext gathered(ctx.builder(), mod, inputs, tensors);
+      return inner(gathered);
+    };
   }
 
+  // Moves each gather (recorded at the top of the computation by the forward above) right before
+  // the first use of the parameter it gathers.
   void pre_prologue(StageHistory& h, const TransformContext& c) const override {
     auto computation = h.last(TraceKind::forward);
     if (!computation) return;
     auto start = std::chrono::steady_clock::now();
-    int world = std::max(c.world_size, 1);
     gathers_.clear();
-    std::map<std::string, ProxyPtr> pending;  // shard name -> shard, not gathered yet
-    for (const auto& p : computation->params)
-      if (full_shapes_.count(p.proxy->name) && p.proxy->is_tensor()) pending[p.proxy->name] = p.proxy;
-
-    TraceBuilder b(computation->function_name);
-    collectives::reserve_names(b, *computation);
+    std::set<std::string> params;
+    for (const auto& p : computation->params) params.insert(p.proxy->name);
+    const auto& body = computation->body;
+    std::vector<bool> in_chain(body.size(), false);
+    for (size_t i = 0; i < body.size(); ++i) {
+      const auto& s = body[i];
+      if (s.name() != collectives::kAllGather || s.args.empty() || !s.args[0].is_proxy() ||
+          !params.count(s.args[0].proxy->name))
+        continue;
+      Gather g;
+      g.shard = s.args[0].proxy;
+      g.chain.push_back(s);
+      in_chain[i] = true;
+      ProxyPtr last = s.output();
+      for (size_t k = i + 1; k < body.size(); ++k) {
+        const auto& n = body[k];
+        bool reads_last = !n.args.empty() && n.args[0].is_proxy() && n.args[0].proxy->name == last->name;
+        bool step = reads_last && (n.name() == collectives::kWait || n.name() == "ltorch.split" || n.name() == "ltorch.reshape");
+        if (!step) break;
+        g.chain.push_back(n);
+        in_chain[k] = true;
+        last = n.outputs.front();
+      }
+      g.full = last;
+      gathers_.push_back(std::move(g));
+    }
     auto out = derive(*computation, "fsdp pass");
     out->body.clear();
-    std::map<std::string, ProxyPtr> gathered;  // shard name -> full
-    for (const auto& s : computation->body) {
-      if (s.symbol->form != PrintForm::unpack_trivial) {
-        for (auto it = pending.begin(); it != pending.end();) {
-          std::map<std::string, ProxyPtr> one{{it->first, it->second}};
-          if (!reads_any(s, one)) {
-            ++it;
-            continue;
-          }
-          Gather g = gather(b, it->second, full_shapes_.at(it->first), world);
-          for (const auto& x : g.chain) out->body.push_back(x);
-          gathered[it->first] = g.full;
-          gathers_.push_back(std::move(g));
-          it = pending.erase(it);
+    std::vector<bool> placed(gathers_.size(), false);
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (in_chain[i]) continue;
+      const auto& s = body[i];
+      if (s.symbol->form != PrintForm::unpack_trivial)
+        for (size_t k = 0; k < gathers_.size(); ++k) {
+          if (placed[k] || !reads_any(s, {{gathers_[k].full->name, gathers_[k].full}})) continue;
+          placed[k] = true;
+          for (const auto& x : gathers_[k].chain) out->body.push_back(x);
         }
-      }
-      BoundSymbol copy = s;
-      if (s.symbol->form != PrintForm::unpack_trivial) rename_reads(copy, gathered);
-      out->body.push_back(std::move(copy));
+      if (s.symbol->form == PrintForm::ret)  // gathers nothing reads stay (collectives are kept)
+        for (size_t k = 0; k < gathers_.size(); ++k)
+          if (!placed[k]) {
+            placed[k] = true;
+            out->body.insert(out->body.end(), gathers_[k].chain.begin(), gathers_[k].chain.end());
+          }
+      out->body.push_back(s);
     }
     h.record(TraceKind::forward, "fsdp pass", out, ms_since(start));
   }
@@ -193,7 +213,6 @@ class Fsdp : public Transform {
     bw.body.insert(bw.body.begin() + static_cast<std::ptrdiff_t>(at) + 1, regather.begin(), regather.end());
   }
 
-  mutable std::map<std::string, std::vector<int64_t>> full_shapes_;  // by parameter proxy name
   mutable std::vector<Gather> gathers_;
 };
 

@@ -1,6 +1,6 @@
 // The `remat` transform: rematerialization as a post-optimization hook.
 #include "passes/remat.h"
-#include "transforms/transform.h"
+#include "transforms/remat.h"
 
 namespace tv {
 namespace {
@@ -18,7 +18,7 @@ class Remat : public Transform {
   }
 };
 
-const bool registered = (register_transform("remat", [] { return std::unique_ptr<Transform>(new Remat); }), true);
-
 }  // namespace
+
+std::unique_ptr<Transform> make_remat_transform() { return std::make_unique<Remat>(); }
 }  // namespace tv

@@ -4,6 +4,12 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "transforms/autocast.h"
+#include "transforms/collectives.h"
+#include "transforms/ddp.h"
+#include "transforms/fsdp.h"
+#include "transforms/remat.h"
+
 namespace tv {
 namespace {
 
@@ -16,6 +22,19 @@ std::map<std::string, TransformFactory>& factories() {
   return f;
 }
 
+// The built-in transforms and the symbols they record, registered once on first use (not by
+// static initialisers, which the linker drops from a static library).
+void register_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_transform("remat", [] { return make_remat_transform(); });
+    register_transform("ddp", [] { return make_ddp_transform(); });
+    register_transform("fsdp", [] { return make_fsdp_transform(); });
+    register_transform("autocast", [] { return make_autocast_transform(); });
+    collectives::register_collective_symbols();
+  });
+}
+
 }  // namespace
 
 void register_transform(const std::string& name, TransformFactory factory) {
@@ -24,6 +43,7 @@ void register_transform(const std::string& name, TransformFactory factory) {
 }
 
 std::vector<std::string> transform_names() {
+  register_builtins();
   std::lock_guard lock(factories_mutex());
   std::vector<std::string> out{"jit"};
   for (const auto& [name, f] : factories()) out.push_back(name);
@@ -31,6 +51,7 @@ std::vector<std::string> transform_names() {
 }
 
 std::unique_ptr<Transform> make_transform(const std::string& name) {
+  register_builtins();
   TransformFactory factory = nullptr;
   {
     std::lock_guard lock(factories_mutex());

@@ -258,3 +258,19 @@ TEST(EagerTest, EagerFiniteDifferencesLlamaMlpAndGpt) {
   check_finite_differences("gpt", {{"layers", "2"}, {"d_model", "8"}, {"heads", "2"}, {"seq", "4"}, {"vocab", "11"}},
                            false);
 }
+
+TEST(EagerTest, EagerGptHeadsFromAttributeOrTrace) {
+  std::map<std::string, std::string> p = {{"layers", "1"}, {"d_model", "16"}, {"heads", "4"}, {"seq", "4"}, {"vocab", "9"}};
+  Module m = make_model("gpt", p);
+  auto inputs = example_inputs(m);
+  auto from_trace = eager_reference(m, inputs, {}).outputs;
+  Module stated = m;
+  stated.set_attribute("heads", int64_t{4});
+  auto from_attr = eager_reference(stated, inputs, {}).outputs;
+  EXPECT_TRUE(at::equal(from_trace[0], from_attr[0]));
+  // Another head count is another function: the attribute is what the reference reads.
+  stated.set_attribute("heads", int64_t{2});
+  EXPECT_FALSE(at::allclose(eager_reference(stated, inputs, {}).outputs[0], from_trace[0]));
+  stated.set_attribute("heads", int64_t{3});  // does not divide d_model
+  EXPECT_THROW(eager_reference(stated, inputs, {}), std::invalid_argument);
+}

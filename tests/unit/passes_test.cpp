@@ -465,10 +465,3 @@ TEST_F(Passes, PassesNameThemselvesAndKeepInputs) {
   }
   EXPECT_EQ(print_trace(*t), before);
 }
-
-TEST_F(Passes, DISABLED_Show) {
-  auto r = rematerialize(*fixture("mlp__fwd__06.txt"), *fixture("mlp__bwd__00.txt"));
-  std::cout << print_trace(*r.forward, {.depth = 0}) << "\n\n" << print_trace(*r.backward, {.depth = 0}) << "\n\n";
-  std::cout << print_trace(*fusion_grouping(*fixture("mlp__bwd__00.txt")), {.depth = 1}) << "\n\n";
-  std::cout << print_trace(*common_subexpression_elimination(*fixture("mlp__bwd__00.txt")), {.depth = 0}) << "\n";
-}

@@ -1,0 +1,88 @@
+// thunder-viz compare --order A --order B: two transform orders on the same model, weights and
+// inputs, stage by stage and number by number.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/model_options.h"
+#include "cli/report_text.h"
+#include "diff/diff.h"
+
+namespace tv::cli {
+
+namespace {
+
+// Prints the stage-by-stage verdict and, for the final trace of each kind that differs, the diff.
+void print_comparison(std::ostream& out, const Capture& c, const Comparison& cmp) {
+  const auto& a = c.pipelines[cmp.left];
+  const auto& b = c.pipelines[cmp.right];
+  out << fmt::format("--- traces: [{}] vs [{}]\n", a.spec.label(), b.spec.label());
+  for (const auto& s : cmp.stages)
+    out << fmt::format("{:<9} stage {:>2}  {:<36} {:<36} {}\n", s.kind, s.stage, s.left_pass.empty() ? "-" : s.left_pass,
+                       s.right_pass.empty() ? "-" : s.right_pass, s.equal ? "same program" : "DIFFERENT");
+  for (auto kind : kTraceKinds) {
+    auto fa = a.stages.last(kind), fb = b.stages.last(kind);
+    if (!fa || !fb) continue;
+    auto d = diff_traces(*fa, *fb, PrintOptions{0});
+    if (d.same_program) continue;
+    out << fmt::format("--- final {} differs ({} changed, {} added, {} removed):\n", trace_kind_name(kind),
+                       d.count(DiffKind::changed), d.count(DiffKind::added), d.count(DiffKind::removed));
+    out << unified_text(d);
+  }
+  out << "--- numbers (each against LibTorch eager autograd):\n";
+  for (const auto* p : {&a, &b}) {
+    out << "[" << p->spec.label() << "]\n";
+    print_verdicts(out, *p);
+  }
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, Runner& run) {
+  auto* cmd = app.add_subcommand("compare", "Compare two transform orders on the same model, weights and inputs");
+  struct Options {
+    ModelOptions model;
+    std::vector<std::string> orders;
+    int world = 1;
+    std::string device = "cpu";
+    bool capture_at_jit = false;
+  };
+  auto o = std::make_shared<Options>();
+  o->model.add_to(*cmd);
+  cmd->add_option("--order", o->orders, "an order of transforms, e.g. jit,ddp (give two)")->required()->expected(2);
+  cmd->add_option("--world", o->world, "ranks (threads; gloo on cpu, NCCL on cuda)")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_flag("--capture-at-jit", o->capture_at_jit,
+                "read transform state when jit() is called (Thunder's old behaviour) instead of at the first call");
+  cmd->callback([&run, o] {
+    run = [o] {
+      RunRequest request;
+      request.model = o->model.model;
+      request.params = o->model.param_map();
+      for (const auto& order : o->orders) {
+        PipelineSpec spec;
+        spec.order = split_order(order);
+        spec.world_size = o->world;
+        spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
+        spec.capture_at_jit = o->capture_at_jit;
+        request.pipelines.push_back(spec);
+      }
+      auto capture = run_pipelines_checked(request);
+      bool illegal = false;
+      for (const auto& p : capture.pipelines)
+        if (!p.error.empty()) {
+          std::cout << "[" << p.spec.label() << "] " << (p.rule.empty() ? "FAILED: " : "REFUSED: ") << p.error << "\n";
+          illegal = illegal || !p.rule.empty();
+        }
+      const auto& cmp = capture.comparisons.front();
+      if (cmp.verdict != "failed") print_comparison(std::cout, capture, cmp);
+      std::cout << "verdict: " << cmp.verdict << " (" << capture.model.name << ", world " << o->world << ", " << o->device
+                << (o->capture_at_jit ? ", capture-at-jit" : "") << ")\n";
+      if (illegal && cmp.verdict == "failed") return static_cast<int>(kBadInput);
+      return cmp.verdict == "equivalent" ? static_cast<int>(kOk) : static_cast<int>(kDifference);
+    };
+  });
+}
+
+}  // namespace tv::cli
