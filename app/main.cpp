@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   tv::cli::add_show_command(app, run);
   tv::cli::add_run_command(app, run);
   tv::cli::add_compare_command(app, run);
+  tv::cli::add_rules_command(app, run);
   tv::cli::add_import_command(app, run);
   try {
     app.parse(argc, argv);

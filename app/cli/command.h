@@ -28,6 +28,7 @@ void add_models_command(CLI::App& app, Runner& run);
 void add_show_command(CLI::App& app, Runner& run);
 void add_run_command(CLI::App& app, Runner& run);
 void add_compare_command(CLI::App& app, Runner& run);
+void add_rules_command(CLI::App& app, Runner& run);
 
 // "jit,ddp" -> {"jit", "ddp"}; throws BadInput on an empty name.
 std::vector<std::string> split_order(const std::string& order);

@@ -1,5 +1,6 @@
 // Helpers shared by the commands.
 #include "cli/command.h"
+#include "pipeline/pipeline.h"
 
 namespace tv::cli {
 
@@ -13,6 +14,11 @@ std::vector<std::string> split_order(const std::string& order) {
     if (name.empty()) throw BadInput("--order '" + order + "': empty transform name; write e.g. --order jit,ddp");
     out.push_back(name);
     start = end + 1;
+  }
+  try {
+    validate_order(out);  // unknown names and illegal orders are bad input, refused before any run
+  } catch (const std::invalid_argument& e) {
+    throw BadInput("--order " + order + ": " + e.what());
   }
   return out;
 }

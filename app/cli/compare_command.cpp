@@ -69,11 +69,13 @@ void add_compare_command(CLI::App& app, Runner& run) {
         request.pipelines.push_back(spec);
       }
       auto capture = run_pipelines_checked(request);
+      // A refused order is bad input (exit 2); capture-at-jit's reproduced failure is a failed run (exit 1).
       bool illegal = false;
       for (const auto& p : capture.pipelines)
         if (!p.error.empty()) {
-          std::cout << "[" << p.spec.label() << "] " << (p.rule.empty() ? "FAILED: " : "REFUSED: ") << p.error << "\n";
-          illegal = illegal || !p.rule.empty();
+          bool refused = !p.rule.empty() && !p.spec.capture_at_jit;
+          std::cout << "[" << p.spec.label() << "] " << (refused ? "REFUSED: " : "FAILED: ") << p.error << "\n";
+          illegal = illegal || refused;
         }
       const auto& cmp = capture.comparisons.front();
       if (cmp.verdict != "failed") print_comparison(std::cout, capture, cmp);

@@ -251,6 +251,9 @@ RulesMatrix rules(const Cursor& c) {
   m.cells = list_of<RuleCell>(c.field("cells"), [](const Cursor& e) {
     RuleCell cell;
     cell.order = strings(e.field("order"));
+    // Optional (added within version 1): the order it was compared with, and the mode.
+    if (auto v = e.optional_field("versus")) cell.versus = strings(*v);
+    if (auto m = e.optional_field("capture_at_jit")) cell.capture_at_jit = m->boolean();
     cell.verdict = composition(e.field("verdict"));
     cell.rule = string_field(e, "rule");
     cell.detail = string_field(e, "detail");

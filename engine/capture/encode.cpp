@@ -144,6 +144,8 @@ Json encode_rules(const RulesMatrix& m) {
   Json cells = Json::array();
   for (const auto& c : m.cells)
     cells.push_back({{"order", c.order},
+                     {"versus", c.versus},
+                     {"capture_at_jit", c.capture_at_jit},
                      {"verdict", composition_name(c.verdict)},
                      {"rule", c.rule},
                      {"detail", c.detail}});

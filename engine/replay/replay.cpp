@@ -60,11 +60,11 @@ TensorStats stats_of(const at::Tensor& t) {
   return s;
 }
 
-TensorCheck check(const std::string& name, const at::Tensor& got, const at::Tensor& want) {
+TensorCheck check(const std::string& name, const at::Tensor& got, const at::Tensor& want, double min_tolerance) {
   TensorCheck c;
   c.name = name;
   c.stats = stats_of(got);
-  c.tolerance = tolerance(c.stats.dtype);
+  c.tolerance = std::max(tolerance(c.stats.dtype), min_tolerance);
   if (!want.defined()) {
     c.pass = false;
     c.max_abs = c.max_rel = INFINITY;
@@ -152,7 +152,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
     auto eager = eager_reference(options.reference_module ? *options.reference_module : module, inputs, cotangents);
     for (size_t i = 0; i < outputs.size(); ++i)
       result.outputs.push_back(check("output[" + std::to_string(i) + "]", outputs[i],
-                                     i < eager.outputs.size() ? eager.outputs[i] : at::Tensor()));
+                                     i < eager.outputs.size() ? eager.outputs[i] : at::Tensor(), options.min_tolerance));
     if (!backward) return result;
 
     std::vector<exec::RValue> cot;
@@ -169,7 +169,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
       for (const auto& [n, g] : eager.input_grads)
         if (n == names[i]) want = g;
       if (options.expected_grad && want.defined()) want = options.expected_grad(names[i], want);
-      result.gradients.push_back(check("grad[" + names[i] + "]", grads.items[i].t, want));
+      result.gradients.push_back(check("grad[" + names[i] + "]", grads.items[i].t, want, options.min_tolerance));
     }
   } catch (const std::exception& e) {
     result.error = e.what();

@@ -33,6 +33,8 @@ struct ReplayOptions {
   // How the reference gradient of each parameter is turned into what this rank must hold
   // (identity by default; DDP averages over ranks, FSDP takes this rank's shard).
   std::function<at::Tensor(const std::string& name, const at::Tensor& reference)> expected_grad;
+  // Lower bound on every relative tolerance (autocast computes in bf16 against an f32 reference).
+  double min_tolerance = 0;
   // The module eager runs on (unsharded weights); the replayed module when null.
   const jit::Module* reference_module = nullptr;
 };

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "dist/world.h"
@@ -75,6 +76,8 @@ WorldReplayResult run_world(const WorldReplayRequest& request) {
   bool distributed = distributes_parameters(spec, &distributor);
   bool sharded = distributed && distributor == "fsdp";
   ReplayOptions options;
+  const auto& order = spec.order;
+  if (std::find(order.begin(), order.end(), "autocast") != order.end()) options.min_tolerance = tolerance(DType::bf16);
   std::map<std::string, at::Tensor> mean;
   if (request.replay && distributed) {
     mean = mean_eager_grads(request, model_for_rank(request, 0), options.cotangent_seed);

@@ -12,9 +12,9 @@ std::string_view composition_name(Composition c) {
   return "failed";
 }
 
-const RuleCell* RulesMatrix::find(const std::vector<std::string>& order) const {
+const RuleCell* RulesMatrix::find(const std::vector<std::string>& order, bool capture_at_jit) const {
   for (const auto& c : cells)
-    if (c.order == order) return &c;
+    if (c.order == order && c.capture_at_jit == capture_at_jit) return &c;
   return nullptr;
 }
 

@@ -15,6 +15,8 @@ std::string_view composition_name(Composition);
 
 struct RuleCell {
   std::vector<std::string> order;  // {"ddp", "jit"}: applied in this order
+  std::vector<std::string> versus;  // the order it was compared with (the reverse of `order` for pairs)
+  bool capture_at_jit = false;      // computed in capture-at-jit mode
   Composition verdict = Composition::equivalent;
   std::string rule;                // the rule's name, e.g. "one-parameter-distribution"
   std::string detail;              // the diff summary, the error, or why they are equivalent
@@ -26,7 +28,7 @@ struct RulesMatrix {
   std::vector<std::string> transforms;             // rows and columns
   std::vector<RuleCell> cells;                     // pairs first, then longer orders
   std::map<std::string, std::string> explanations;  // rule name -> short text
-  const RuleCell* find(const std::vector<std::string>& order) const;
+  const RuleCell* find(const std::vector<std::string>& order, bool capture_at_jit = false) const;
 };
 
 }  // namespace tv

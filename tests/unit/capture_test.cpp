@@ -113,11 +113,25 @@ RulesMatrix rules_matrix() {
   m.model = "linear";
   m.world_size = 2;
   m.transforms = {"jit", "ddp", "fsdp"};
-  m.cells.push_back({{"jit", "ddp"}, Composition::equivalent, "", "canonically equal traces, equal numbers"});
-  m.cells.push_back({{"ddp", "fsdp"}, Composition::illegal, "one-parameter-distribution",
-                     "ddp and fsdp both claim the parameters; apply one of them"});
-  m.cells.push_back({{"fsdp", "jit", "ddp"}, Composition::failed, "", "rank 1 died"});
-  m.cells.push_back({{"jit", "fsdp"}, Composition::different, "", "2 statements differ"});
+  auto cell = [](std::vector<std::string> order, std::vector<std::string> versus, bool at_jit, Composition verdict,
+                 std::string rule, std::string detail) {
+    RuleCell c;
+    c.order = std::move(order);
+    c.versus = std::move(versus);
+    c.capture_at_jit = at_jit;
+    c.verdict = verdict;
+    c.rule = std::move(rule);
+    c.detail = std::move(detail);
+    return c;
+  };
+  m.cells.push_back(cell({"jit", "ddp"}, {"ddp", "jit"}, false, Composition::equivalent, "",
+                         "canonically equal traces, equal numbers"));
+  m.cells.push_back(cell({"jit", "ddp"}, {"ddp", "jit"}, true, Composition::illegal, "state-read-at-jit",
+                         "ValueError: None had an unexpected type <class 'NoneType'>"));
+  m.cells.push_back(cell({"ddp", "fsdp"}, {"fsdp", "ddp"}, false, Composition::illegal, "one-parameter-distribution",
+                         "ddp and fsdp both claim the parameters; apply one of them"));
+  m.cells.push_back(cell({"fsdp", "jit", "ddp"}, {}, false, Composition::failed, "", "rank 1 died"));
+  m.cells.push_back(cell({"jit", "fsdp"}, {"fsdp", "jit"}, false, Composition::different, "", "2 statements differ"));
   m.explanations["one-parameter-distribution"] = "A parameter is laid out by one transform only.";
   return m;
 }
@@ -315,6 +329,8 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
   ASSERT_EQ(loaded.rules->cells.size(), original.rules->cells.size());
   for (size_t i = 0; i < loaded.rules->cells.size(); ++i) {
     EXPECT_EQ(loaded.rules->cells[i].order, original.rules->cells[i].order);
+    EXPECT_EQ(loaded.rules->cells[i].versus, original.rules->cells[i].versus);
+    EXPECT_EQ(loaded.rules->cells[i].capture_at_jit, original.rules->cells[i].capture_at_jit);
     EXPECT_EQ(loaded.rules->cells[i].verdict, original.rules->cells[i].verdict);
     EXPECT_EQ(loaded.rules->cells[i].rule, original.rules->cells[i].rule);
     EXPECT_EQ(loaded.rules->cells[i].detail, original.rules->cells[i].detail);
@@ -322,6 +338,8 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
   EXPECT_EQ(loaded.rules->explanations, original.rules->explanations);
   ASSERT_TRUE(loaded.rules->find({"ddp", "fsdp"}));
   EXPECT_EQ(loaded.rules->find({"ddp", "fsdp"})->verdict, Composition::illegal);
+  ASSERT_TRUE(loaded.rules->find({"jit", "ddp"}, true));
+  EXPECT_EQ(loaded.rules->find({"jit", "ddp"}, true)->rule, "state-read-at-jit");
 
   // Saving what was loaded writes the same document, byte for byte.
   EXPECT_EQ(capture_to_json(loaded), contents(path));
@@ -579,6 +597,14 @@ TEST(CaptureErrors, OlderVersionIsUpgraded) {
   old["pipelines"][0]["stages"][3]["kind"] = "forward";
   old["pipelines"][0]["stages"][4]["text"] = false;
   EXPECT_EQ(error_of(old.dump()).json_path(), "/pipelines/0/stages/4/text");
+
+  // Members that are optional on load take their defaults.
+  Json lean = doc_of(realistic_capture());
+  lean["rules"]["cells"][1].erase("versus");
+  lean["rules"]["cells"][1].erase("capture_at_jit");
+  Capture from_lean = capture_from_json(lean.dump());
+  EXPECT_TRUE(from_lean.rules->cells[1].versus.empty());
+  EXPECT_FALSE(from_lean.rules->cells[1].capture_at_jit);
 
   Json unknown = doc_of(small_capture());
   unknown["version"] = -1;

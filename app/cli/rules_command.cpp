@@ -1,0 +1,45 @@
+// thunder-viz rules: the composition-rules matrix, computed by running the engine.
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/model_options.h"
+#include "cli/progress.h"
+#include "rules/compute.h"
+
+namespace tv::cli {
+
+void add_rules_command(CLI::App& app, Runner& run) {
+  auto* cmd = app.add_subcommand("rules", "Compute which transform orders compose, and why (runs every ordered pair)");
+  struct Options {
+    ModelOptions model;
+    int world = 2;
+    std::string format = "text";
+  };
+  auto o = std::make_shared<Options>();
+  o->model.add_to(*cmd);
+  cmd->add_option("--world", o->world, "ranks (gloo threads)")->check(CLI::Range(1, 16))->capture_default_str();
+  cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "markdown", "json"}))->capture_default_str();
+  cmd->callback([&run, o] {
+    run = [o] {
+      RulesRequest request;
+      request.model = o->model.model;
+      request.params = o->model.param_map();
+      request.world_size = o->world;
+      RulesMatrix m;
+      {
+        ProgressBar bar("rules");
+        try {
+          m = compute_rules(request, [&](double f, const std::string& what) { bar.update(f, what); });
+        } catch (const std::invalid_argument& e) {
+          throw BadInput(e.what());
+        }
+      }
+      std::cout << (o->format == "markdown" ? rules_markdown(m) : o->format == "json" ? rules_json(m) + "\n" : rules_text(m));
+      for (const auto& c : m.cells)
+        if (c.verdict == Composition::failed) return static_cast<int>(kDifference);
+      return static_cast<int>(kOk);
+    };
+  });
+}
+
+}  // namespace tv::cli

@@ -1,0 +1,33 @@
+// Computing the composition-rules matrix by running the engine.
+// Contract: for every ordered pair (a, b) of the transforms (jit added last when neither is jit,
+// so the pair is jit(b(a(m)))), the order a,b is run against b,a on the model over the world
+// size, traces and numbers compared; each cell is classified from what happened, never from a
+// table. Then the chosen longer orders, and the seed's orders in capture-at-jit mode. Every rule
+// name that appears gets its explanation from rule_explanation().
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pipeline/run.h"
+#include "rules/matrix.h"
+
+namespace tv {
+
+struct RulesRequest {
+  std::string model = "linear";
+  std::map<std::string, std::string> params;
+  int world_size = 2;
+  std::vector<std::string> transforms = {"jit", "ddp", "fsdp", "autocast", "remat"};
+  // Longer orders, each compared with its reverse.
+  std::vector<std::vector<std::string>> longer_orders = {{"jit", "ddp", "remat"}, {"jit", "fsdp", "autocast"}};
+};
+
+RulesMatrix compute_rules(const RulesRequest&, const ProgressFn& progress = {});
+// The short text of a rule; empty for an unknown name.
+std::string rule_explanation(const std::string& rule);
+// Text, Markdown or JSON renderings (deterministic: no timings).
+std::string rules_text(const RulesMatrix&);
+std::string rules_markdown(const RulesMatrix&);
+std::string rules_json(const RulesMatrix&);
+
+}  // namespace tv

@@ -1,0 +1,54 @@
+import copy
+
+import pytest
+import torch
+
+import thunder_viz as tv
+
+
+def seed_model():
+    torch.manual_seed(0)
+    return torch.nn.Linear(5, 10, bias=False)
+
+
+def test_ddp_both_orders_give_equal_traces_on_one_rank():
+    m = seed_model()
+    x = torch.randn(2, 5)
+    a = tv.ddp(tv.jit(m))
+    b = tv.jit(tv.ddp(m))
+    assert a.order == ["jit", "ddp"] and b.order == ["ddp", "jit"]
+    a(x).sum().backward()
+    ta = tv.last_backward_traces(a)[-1]
+    b(x).sum().backward()
+    tb = tv.last_backward_traces(b)[-1]
+    assert ta.canonically_equal(tb)
+    assert "all_reduce" in str(ta)
+
+
+def test_capture_at_jit_fails_the_seed_way():
+    m = seed_model()
+    tm = tv.ddp(tv.jit(m, capture_at_jit=True))
+    with pytest.raises(Exception, match="NoneType"):
+        tm(torch.randn(2, 5))
+
+
+def test_ddp_on_two_cpu_ranks_averages_gradients():
+    base = seed_model()
+    xs = [torch.randn(2, 5) for _ in range(2)]
+    eager = []
+    for x in xs:
+        r = copy.deepcopy(base)
+        r(x).sum().backward()
+        eager.append(r.weight.grad)
+    mean = (eager[0] + eager[1]) / 2
+
+    def rank_fn(rank):
+        m = copy.deepcopy(base)
+        tm = tv.ddp(tv.jit(m))
+        tm(xs[rank]).sum().backward()
+        return m.weight.grad.clone(), str(tv.last_backward_traces(tm)[-1])
+
+    results = tv.run_world(2, rank_fn)
+    for g, text in results:
+        assert torch.allclose(g, mean, rtol=1e-5, atol=1e-6)
+        assert "all_reduce" in text

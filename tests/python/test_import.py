@@ -1,0 +1,55 @@
+import glob
+import os
+
+import pytest
+
+import thunder_viz as tv
+
+
+def test_every_fixture_parses(fixtures_dir):
+    paths = sorted(glob.glob(os.path.join(fixtures_dir, "*.txt")))
+    assert paths
+    imp = tv.import_traces(paths)
+    assert len(imp.traces) == len(paths)
+    assert set(imp.cases) >= {"linear", "mlp", "ddp_jit_then_ddp"}
+    lin = imp.cases["linear"]
+    assert len(lin["forward"]) == 7 and len(lin["prologue"]) == 2 and len(lin["backward"]) == 1
+    for t in imp.traces:
+        assert str(t)
+        assert t.python()
+        for b in t.bound_symbols:
+            assert "name" in b and "outputs" in b and "args" in b
+
+
+def test_fixture_kinds_and_provenance(fixtures_dir):
+    imp = tv.import_traces([os.path.join(fixtures_dir, "ddp_jit_then_ddp__bwd__00.txt")])
+    bwd = imp.last_backward_traces("ddp_jit_then_ddp")[0]
+    names = [b["name"] for b in bwd.bound_symbols]
+    assert any("all_reduce" in n for n in names)
+    assert bwd.provenance is None or "pass" in bwd.provenance
+
+
+def test_import_from_string_and_round_trip(fixtures_dir):
+    text = open(os.path.join(fixtures_dir, "linear__fwd__00.txt")).read()
+    imp = tv.import_traces([text])
+    t = imp.traces[0]
+    assert tv.parse(str(t)).canonically_equal(t)
+
+
+def test_bad_printout_names_file_and_position(tmp_path):
+    p = tmp_path / "bad__fwd__00.txt"
+    p.write_text("def computation(x):\n  t0 = ltorch.linear(x, w, \n")
+    with pytest.raises(tv.TraceParseError) as e:
+        tv.import_traces([str(p)])
+    assert e.value.file == str(p)
+    assert e.value.line >= 1 and e.value.column >= 1
+    assert f"{p}:{e.value.line}:{e.value.column}:" in str(e.value)
+
+
+def test_imported_capture_saves_and_loads(fixtures_dir, tmp_path):
+    imp = tv.import_traces(sorted(glob.glob(os.path.join(fixtures_dir, "mlp__*.txt"))))
+    out = tmp_path / "mlp.tvz.json"
+    imp.save(out)
+    cap = tv.load(out)
+    assert cap.num_pipelines == 1
+    assert len(cap.stages(0)["forward"]) == 7

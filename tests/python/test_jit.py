@@ -1,0 +1,139 @@
+import copy
+import os
+import sys
+
+import pytest
+import torch
+
+import thunder_viz as tv
+
+sys.path.insert(0, os.path.dirname(__file__))
+from models import Block, mlp  # noqa: E402
+
+
+def rel_close(got, want, tol=1e-5):
+    scale = max(float(want.abs().max()), 1e-30)
+    return float((got - want).abs().max()) / scale <= tol
+
+
+def check_against_eager(model, x):
+    ref = copy.deepcopy(model)
+    tm = tv.jit(model)
+    out = tm(x)
+    want = ref(x)
+    assert rel_close(out.detach(), want.detach())
+    out.sum().backward()
+    want.sum().backward()
+    for (n, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
+        assert p.grad is not None, n
+        assert rel_close(p.grad, q.grad), n
+    return tm
+
+
+def test_mlp_matches_eager():
+    torch.manual_seed(0)
+    tm = check_against_eager(mlp(), torch.randn(2, 64))
+    fwd = tv.last_traces(tm)
+    assert [s for s in fwd][0].provenance is None
+    assert tv.last_backward_traces(tm)
+    assert "ltorch.linear" in str(fwd[0])
+    assert "test_jit.py" in str(fwd[0])  # the user's file:line headers
+    assert len(tv.last_prologue_traces(tm)) >= 1
+
+
+def test_transformer_block_matches_eager():
+    torch.manual_seed(0)
+    check_against_eager(Block(), torch.randn(2, 8, 32))
+
+
+def test_parameters_are_shared_not_copied():
+    torch.manual_seed(0)
+    model = mlp(8, 16)
+    tm = tv.jit(model)
+    x = torch.randn(2, 8)
+    before = tm(x).detach()
+    with torch.no_grad():
+        model[0].bias.add_(1.0)
+    after = tm(x).detach()
+    assert not torch.allclose(before, after)
+    assert torch.allclose(after, model(x).detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_mlp_is_canonically_equal_to_builtin_mlp():
+    torch.manual_seed(0)
+    tm = tv.jit(mlp(64, 256))
+    tm(torch.randn(2, 64))
+    ours = tv.last_traces(tm)[0]
+    cap = tv.run_model("mlp", replay=False)
+    builtin = cap.stages(0)["forward"][0].trace
+    assert ours.canonically_equal(builtin), ours.diff(builtin)[1]
+    ours_final = tv.last_traces(tm)[-1]
+    assert ours_final.canonically_equal(cap.stages(0)["forward"][-1].trace)
+
+
+def test_shape_change_reacquires():
+    torch.manual_seed(0)
+    tm = tv.jit(mlp(8, 16))
+    tm(torch.randn(2, 8))
+    tm(torch.randn(2, 8))
+    assert (tv.cache_hits(tm), tv.cache_misses(tm)) == (1, 1)
+    tm(torch.randn(5, 8))
+    assert tv.cache_misses(tm) == 2
+    h = tv.history(tm)
+    assert [r.hit for r in h] == [False, True, False]
+    assert "f32[5, 8]" in str(tv.last_traces(tm)[0])
+
+
+def test_shape_dependent_control_flow_is_rerecorded():
+    class Branchy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            if x.shape[0] > 2:
+                return torch.relu(self.fc(x))
+            return torch.tanh(self.fc(x))
+
+    tm = tv.jit(Branchy())
+    small, big = torch.randn(2, 4), torch.randn(3, 4)
+    assert torch.allclose(tm(small), tm.module(small), atol=1e-6)
+    assert "ltorch.tanh" in str(tv.last_traces(tm)[0])
+    assert torch.allclose(tm(big), tm.module(big), atol=1e-6)
+    assert "ltorch.relu" in str(tv.last_traces(tm)[0])
+
+
+def test_unsupported_op_names_function_and_line():
+    class Bad(torch.nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, 0)  # BAD-LINE
+
+    tm = tv.jit(Bad())
+    with pytest.raises(tv.UnsupportedOp) as e:
+        tm(torch.randn(3))
+    msg = str(e.value)
+    assert "cumsum" in msg
+    assert "test_jit.py:" in msg and "BAD-LINE" in msg
+
+
+def test_unsupported_getitem_suggests_alternatives():
+    class Bad(torch.nn.Module):
+        def forward(self, x):
+            return x[0]
+
+    with pytest.raises(tv.UnsupportedOp) as e:
+        tv.jit(Bad())(torch.randn(3, 2))
+    assert "split" in str(e.value)
+
+
+def test_example_inputs_acquire_eagerly():
+    tm = tv.jit(mlp(8, 16), example_inputs=(torch.randn(2, 8),))
+    assert tv.cache_misses(tm) == 1
+    assert tv.last_traces(tm)
+
+
+def test_no_grad_call_has_no_backward_bridge():
+    tm = tv.jit(mlp(8, 16))
+    with torch.no_grad():
+        out = tm(torch.randn(2, 8))
+    assert out.grad_fn is None

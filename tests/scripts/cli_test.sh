@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The command line as a user runs it: exit codes 0/1/2, clear errors, the seed story end to end.
+# Usage: cli_test.sh THUNDER_VIZ SOURCE_DIR
+set -uo pipefail
+tool=$1 src=$2
+fixtures=$src/tests/fixtures/thunder
+failures=0
+passes=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect CODE PATTERN -- ARGS...: runs the tool, checks the exit code and that PATTERN appears in its output.
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  "$tool" "$@" > "$tmp/out" 2>&1
+  local got=$?
+  if [[ $got -ne $code ]] || ! grep -qE -- "$pattern" "$tmp/out"; then
+    echo "FAIL: thunder-viz $* -> exit $got (want $code), pattern '$pattern'"
+    sed 's/^/    /' "$tmp/out" | head -20
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+expect 0 "Subcommands" -- --help
+expect 0 "gpt" -- models
+expect 0 "def computation\(input, t_weight\)" -- show --model linear --trace computation
+expect 2 "unknown model 'nope'.*linear" -- show --model nope
+expect 2 "layers" -- show --model gpt --param nope=1
+expect 0 "round trip OK" -- import "$fixtures/mlp__bwd__00.txt" --check
+expect 0 "round trip OK" -- import "$fixtures/mlp__bwd__00.python.txt" --depth 0 --check
+printf 'def f(x):\n  t0 = ltorch.neg(x\n' > "$tmp/bad.txt"
+expect 2 "bad.txt:2:[0-9]+: " -- import "$tmp/bad.txt"
+expect 2 "cannot open" -- import "$tmp/missing.txt"
+expect 0 "PASS: mlp" -- run --model mlp
+expect 0 "verdict: equivalent" -- compare --model linear --order jit,ddp --order ddp,jit --world 2
+expect 0 "verdict: equivalent" -- compare --model mlp --order jit,fsdp --order fsdp,jit --world 3
+expect 1 "ValueError: None had an unexpected type.*|Fix:" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --capture-at-jit
+expect 2 "one-parameter-distribution" -- compare --model linear --order jit,ddp,fsdp --order ddp,jit --world 2
+expect 2 "unknown transform 'dpp'" -- compare --model linear --order jit,dpp --order jit --world 2
+echo "$passes passed, $failures failed"
+[[ $failures -eq 0 ]]
