@@ -28,7 +28,7 @@ python3 -c 'import torch;print(torch.__version__, torch.version.cuda, torch.cuda
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 -DTV_CUDA=ON \
   -DTV_BUILD_GUI=OFF -DTV_BUILD_PYTHON=OFF
-step build ninja -C build-gpu thunder-viz tv_unit_tests tv_dist_smoke
+step build ninja -C build-gpu -k 0 thunder-viz tv_unit_tests tv_dist_smoke
 step unit_tests build-gpu/bin/tv_unit_tests --gtest_brief=1
 step dist_smoke build-gpu/bin/tv_dist_smoke
 step run_mlp_cuda build-gpu/bin/thunder-viz run --model mlp --device cuda
