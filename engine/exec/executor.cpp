@@ -1,6 +1,7 @@
 #include "exec/executor.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <chrono>
 #include <sstream>
@@ -226,7 +227,7 @@ RValue Executor::run(const Trace& trace, const std::vector<at::Tensor>& inputs) 
 
 RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, const RKwargs& kwargs) {
   first_non_finite_.reset();
-  std::optional<at::NoGradGuard> no_grad;
+  std::optional<c10::NoGradGuard> no_grad;
   if (options_.no_grad) no_grad.emplace();
   Run run(options_);
   Scope scope;

@@ -28,7 +28,7 @@ struct ExecOptions {
   Device device;                  // where tensors live during the run (default cpu)
   bool map_devices = true;        // trace devices (cuda:0 in a printout) mean `device`
   bool move_inputs = true;        // move input tensors and module parameters to `device`
-  bool no_grad = true;            // run under at::NoGradGuard, as Thunder's traces do
+  bool no_grad = true;            // run under c10::NoGradGuard, as Thunder's traces do
   bool decompose = false;         // prefer subsymbols over a composite's rule (tests decompositions)
   const ModuleView* module = nullptr;  // what globals()['__function_obj'] resolves to
   // Entries of thunder._get_cache_info() that differ from the defaults (default_dtype float32,

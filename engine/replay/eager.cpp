@@ -1,5 +1,7 @@
 #include "replay/eager.h"
 
+#include <c10/core/GradMode.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
@@ -201,7 +203,7 @@ EagerResult eager_reference(const jit::Module& module, const std::vector<at::Ten
     throw std::invalid_argument("no eager reference for model '" + module.name + "'; supported models: " + supported +
                                 " (models captured from Python get their reference in Python)");
 
-  at::AutoGradMode grad_mode(true);
+  c10::AutoGradMode grad_mode(true);
   Leaves leaves(module, inputs);
   Outputs outputs = (*forward)(module, leaves, inputs);
 
