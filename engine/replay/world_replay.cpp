@@ -28,11 +28,12 @@ jit::Module model_for_rank(const WorldReplayRequest& request, int rank) {
   return jit::make_model(request.model, params);
 }
 
-// A copy of `m` with its own tensors and `weights`' parameter values.
+// A copy of `m` with its own tensors and `weights`' parameter values, on `m`'s devices.
 jit::Module with_weights(jit::Module m, const jit::Module& weights) {
   for (auto& p : m.parameters)
     if (auto* w = weights.find_parameter(p.name))
-      p.value = std::make_shared<at::Tensor>(w->value->detach().clone().requires_grad_(w->value->requires_grad()));
+      p.value = std::make_shared<at::Tensor>(
+          w->value->detach().to(p.value->device()).clone().requires_grad_(w->value->requires_grad()));
   return m;
 }
 
