@@ -50,7 +50,8 @@ std::map<std::string, at::Tensor> mean_eager_grads(const WorldReplayRequest& req
     auto grads = eager_reference(m, inputs, make_cotangents(outputs, cotangent_seed + k)).parameter_grads;
     for (const auto& [name, g] : grads) {
       if (!g.defined()) continue;
-      sum[name] = sum.count(name) ? sum[name] + g : g.clone();
+      auto on_cpu = g.detach().cpu();  // each rank's model lives on its own GPU
+      sum[name] = sum.count(name) ? sum[name] + on_cpu : on_cpu.clone();
     }
   }
   for (auto& [name, g] : sum) g = g / world;
