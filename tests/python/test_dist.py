@@ -52,3 +52,28 @@ def test_ddp_on_two_cpu_ranks_averages_gradients():
     for g, text in results:
         assert torch.allclose(g, mean, rtol=1e-5, atol=1e-6)
         assert "all_reduce" in text
+
+
+def test_fsdp_on_two_cpu_ranks_gives_each_rank_its_shard():
+    torch.manual_seed(0)
+    base = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.GELU(), torch.nn.Linear(7, 3))
+    xs = [torch.randn(2, 5) for _ in range(2)]
+    refs = [copy.deepcopy(base) for _ in range(2)]
+    for r, x in zip(refs, xs):
+        r(x).sum().backward()
+
+    def rank_fn(rank):
+        m = copy.deepcopy(base)
+        tm = tv.jit(tv.fsdp(m))
+        out = tm(xs[rank])
+        out.sum().backward()
+        return out.detach(), {n: p.grad.clone() for n, p in m.named_parameters()}
+
+    results = tv.run_world(2, rank_fn)
+    for rank, (out, grads) in enumerate(results):
+        assert torch.allclose(out, refs[rank](xs[rank]).detach(), rtol=1e-5, atol=1e-6)
+        for n, p in base.named_parameters():
+            mean = (dict(refs[0].named_parameters())[n].grad + dict(refs[1].named_parameters())[n].grad) / 2
+            rows = -(-p.shape[0] // 2)  # the shard of dim 0 (padded) this rank owns
+            lo, hi = rank * rows, min((rank + 1) * rows, p.shape[0])
+            assert torch.allclose(grads[n][lo:hi], mean[lo:hi], rtol=1e-5, atol=1e-6), n

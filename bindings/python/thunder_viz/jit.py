@@ -1,0 +1,288 @@
+"""thunder_viz.jit: a torch nn.Module recorded into an engine Module, run by the engine.
+
+A call looks the inputs' metadata up in the cache: a miss records the forward again (so control
+flow that depends on shapes is followed) and builds the pipeline (transforms, autograd, passes);
+a hit reuses it. Outputs come from the engine's executor; `loss.backward()` runs the engine's
+backward trace through a torch.autograd.Function and fills the original parameters' `.grad`.
+"""
+import inspect
+
+import torch
+
+from . import _thunder_viz as _C
+from .recorder import record
+
+_KNOWN_TRANSFORMS = ("ddp", "fsdp", "autocast", "remat")
+
+
+def _meta(t):
+    return (tuple(t.shape), t.dtype, t.device, t.requires_grad)
+
+
+class CallRecord:
+    """One call: its cache key, whether it hit, and the entry's stage history."""
+
+    def __init__(self, key, hit, entry, order):
+        self.key, self.hit, self.entry, self.order = key, hit, entry, list(order)
+
+    @property
+    def stages(self):
+        return self.entry.stages
+
+    def __repr__(self):
+        return f"<CallRecord {'hit' if self.hit else 'miss'} {self.key}>"
+
+
+class _Bridge(torch.autograd.Function):
+    """Engine forward and backward as one autograd node over (inputs, parameters)."""
+
+    @staticmethod
+    def forward(ctx, entry, fixup, *tensors):
+        n = len(fixup["inputs"])
+        outs, saved = entry.forward(list(tensors[:n]))
+        ctx.entry, ctx.saved, ctx.fixup = entry, saved, fixup
+        ctx.shapes = [t.shape for t in tensors]
+        ctx.out_meta = [(o.shape, o.dtype) for o in outs]
+        nondiff = [o for o in outs if not o.is_floating_point()]
+        if nondiff:
+            ctx.mark_non_differentiable(*nondiff)
+        return tuple(outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        cot = [g if g is not None else torch.zeros(s, dtype=d) for g, (s, d) in zip(grads, ctx.out_meta)]
+        gs = ctx.entry.backward(ctx.saved, cot)
+        out = []
+        for g, shape in zip(gs, ctx.shapes):
+            if g is not None and tuple(g.shape) != tuple(shape):
+                g = ctx.fixup["unshard"](g, shape)
+            out.append(g)
+        return (None, None, *out)
+
+
+def _unshard(world_info):
+    rank, world, _ = world_info
+
+    def f(g, shape):
+        # fsdp gives this rank's shard of dim 0 (padded); the rest of the full gradient is zero here.
+        full = torch.zeros(shape, dtype=g.dtype)
+        rows = g.shape[0]
+        start = rank * rows
+        stop = min(start + rows, shape[0])
+        if stop > start:
+            full[start:stop] = g[: stop - start]
+        return full
+    return f
+
+
+class JittedModule:
+    """What thunder_viz.jit returns: callable like the module, with a cache and a stage history."""
+
+    def __init__(self, module, order=("jit",), capture_at_jit=False, name=None):
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(f"thunder_viz.jit expects a torch.nn.Module, got {type(module).__name__}")
+        self._module = module
+        self._order = list(order)
+        self._capture_at_jit = capture_at_jit
+        self._name = name or type(module).__name__
+        self._core = None
+        self._cache = {}
+        self._history = []
+        self._listeners = []
+        self.cache_hits = 0
+        self.cache_misses = 0
+        sig = inspect.signature(module.forward)
+        self._arg_names = [p.name for p in sig.parameters.values()
+                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    # -- structure
+    @property
+    def module(self):
+        return self._module
+
+    @property
+    def order(self):
+        return list(self._order)
+
+    def with_transform(self, name):
+        """A new jitted module (same torch module) with `name` applied after jit (lazily)."""
+        return JittedModule(self._module, self._order + [name], self._capture_at_jit, self._name)
+
+    def named_parameters(self, *a, **k):
+        return self._module.named_parameters(*a, **k)
+
+    def parameters(self, *a, **k):
+        return self._module.parameters(*a, **k)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._module, name)
+
+    def _get_core(self):
+        if self._core is None:
+            params = list(self._module.named_parameters())
+            buffers = list(self._module.named_buffers())
+            self._core = _C.JitCore(self._name, params, buffers)
+            self._param_list = [p for _, p in params]
+        self._core.set_attribute("training", bool(self._module.training))
+        return self._core
+
+    def _input_names(self, n):
+        names = self._arg_names[:n]
+        return names + [f"arg{i}" for i in range(len(names), n)]
+
+    def _key(self, inputs):
+        params = tuple(_meta(p) for p in self._module.parameters())
+        return (tuple(_meta(t) for t in inputs), params, self._module.training, _C.world_info()[:2])
+
+    def _entry(self, inputs):
+        """(entry, program) for these inputs: a hit reuses them, a miss records and builds anew."""
+        key = self._key(inputs)
+        cached = self._cache.get(key)
+        hit = cached is not None
+        if hit:
+            self.cache_hits += 1
+        else:
+            self.cache_misses += 1
+            core = self._get_core()
+            program, _ = record(self._module, inputs, self._input_names(len(inputs)))
+            entry = core.build(program.to_dict(), list(inputs), self._order, self._capture_at_jit)
+            cached = self._cache[key] = (entry, program)
+        rec = CallRecord(key, hit, cached[0], self._order)
+        rec.program = cached[1]
+        self._history.append(rec)
+        return cached, rec
+
+    def prepare(self, *inputs):
+        """Acquires (or finds in the cache) the traces for these inputs without running them."""
+        (entry, program), rec = self._entry(list(inputs))
+        return rec
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError("thunder_viz.jit modules take positional tensor arguments only")
+        inputs = list(args)
+        for i, a in enumerate(inputs):
+            if not isinstance(a, torch.Tensor):
+                raise TypeError(f"argument {i} is a {type(a).__name__}: jitted modules take tensors")
+        (entry, program), rec = self._entry(inputs)
+        params = self._param_list
+        needs_grad = torch.is_grad_enabled() and entry.has_backward and (
+            any(p.requires_grad for p in params) or any(t.requires_grad for t in inputs))
+        if needs_grad:
+            fixup = {"inputs": inputs, "unshard": _unshard(_C.world_info())}
+            outs = _Bridge.apply(entry, fixup, *inputs, *params)
+        else:
+            outs, _ = entry.forward(inputs)
+        rec.outputs = [o.detach() for o in outs]
+        for fn in list(self._listeners):
+            fn(self, rec)
+        s = program.output_structure
+        if s == "tensor":
+            return outs[0]
+        typ, _n = s
+        return typ(outs)
+
+    def __repr__(self):
+        return f"<thunder_viz.JittedModule {self._name} order={self._order}>"
+
+
+class _DistributedMarker(torch.nn.Module):
+    """ddp(model)/fsdp(model) before jit: a module marked with transforms that jit applies."""
+
+    def __init__(self, module, transforms):
+        super().__init__()
+        self.module = module
+        self.tv_transforms = list(transforms)
+
+    def forward(self, *args):
+        return self.module(*args)
+
+
+def jit(module, example_inputs=None, transforms=(), capture_at_jit=False):
+    """Records `module`'s forward into the engine; transforms (names: ddp, fsdp, autocast, remat)
+    are applied lazily at the first call. With example_inputs, the traces are acquired now."""
+    before = []
+    while isinstance(module, _DistributedMarker):
+        before = module.tv_transforms + before
+        module = module.module
+    if isinstance(module, JittedModule):
+        raise TypeError("the module is jitted already (jit applies once)")
+    for t in transforms:
+        if t not in _KNOWN_TRANSFORMS:
+            raise ValueError(f"unknown transform {t!r}; known: {', '.join(_KNOWN_TRANSFORMS)}")
+    tm = JittedModule(module, before + ["jit"] + list(transforms), capture_at_jit)
+    if example_inputs is not None:
+        if isinstance(example_inputs, torch.Tensor):
+            example_inputs = (example_inputs,)
+        tm.prepare(*example_inputs)
+    return tm
+
+
+def _transform(name, model):
+    if isinstance(model, JittedModule):
+        return model.with_transform(name)
+    if isinstance(model, _DistributedMarker):
+        return _DistributedMarker(model.module, model.tv_transforms + [name])
+    if isinstance(model, torch.nn.Module):
+        return _DistributedMarker(model, [name])
+    raise TypeError(f"thunder_viz.{name} expects a jitted module or a torch.nn.Module, got {type(model).__name__}")
+
+
+def ddp(model):
+    """ddp(jit(m)) or jit(ddp(m)): both give canonically equal traces (state read at the first call)."""
+    return _transform("ddp", model)
+
+
+def fsdp(model):
+    """fsdp(jit(m)) or jit(fsdp(m)) (ZeRO-3: shards dim 0 of every parameter over the ranks)."""
+    return _transform("fsdp", model)
+
+
+def _last(tm):
+    if not isinstance(tm, JittedModule):
+        raise TypeError(f"expected a thunder_viz jitted module, got {type(tm).__name__}")
+    if not tm._history:
+        raise RuntimeError("the module has not been called yet")
+    return tm._history[-1]
+
+
+def last_traces(tm):
+    return [s.trace for s in _last(tm).stages["forward"]]
+
+
+def last_prologue_traces(tm):
+    return [s.trace for s in _last(tm).stages["prologue"]]
+
+
+def last_backward_traces(tm):
+    return [s.trace for s in _last(tm).stages["backward"]]
+
+
+def last_epilogue_traces(tm):
+    return [s.trace for s in _last(tm).stages["epilogue"]]
+
+
+def cache_hits(tm):
+    return tm.cache_hits
+
+
+def cache_misses(tm):
+    return tm.cache_misses
+
+
+def history(tm):
+    """Every call's CallRecord (hit/miss, key, stages)."""
+    return list(tm._history)
+
+
+def run_world(size, fn, timeout_seconds=60):
+    """Runs fn(rank) on `size` CPU ranks (threads of this process, gloo); returns each rank's result.
+    Jitted modules called inside fn use that rank's communicator (ddp/fsdp collectives)."""
+    return _C.run_world(size, fn, timeout_seconds)
+
+
+def world_info():
+    """(rank, world size) of the calling thread (0, 1) outside run_world."""
+    return tuple(_C.world_info()[:2])

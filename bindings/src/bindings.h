@@ -1,0 +1,33 @@
+// Shared declarations of the two binding files (traces.cpp: traces and captures, module.cpp: jit,
+// executor bridge, world). Plain structs holding engine values, so pybind11 needs no custom holders.
+#pragma once
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "capture/capture.h"
+#include "ir/trace.h"
+#include "pipeline/stages.h"
+
+namespace tv::py_bindings {
+
+struct PyTrace {
+  TracePtr t;
+};
+
+struct PyStage {
+  std::string pass;
+  PyTrace trace;
+  double milliseconds = 0;
+  bool changed = true;
+};
+
+struct PyCapture {
+  Capture c;
+};
+
+// {"prologue": [Stage, ...], "forward": [...], "backward": [...], "epilogue": [...]}
+pybind11::dict stages_dict(const StageHistory& h);
+void bind_traces(pybind11::module_& m);
+
+}  // namespace tv::py_bindings

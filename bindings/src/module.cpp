@@ -1,0 +1,499 @@
+// The extension _thunder_viz: the jit of recorded torch programs, the executor bridge, the world.
+// This is the one file that includes <torch/extension.h> (the torch.Tensor <-> at::Tensor caster).
+// Contract:
+//  - A Program is what the Python recorder saw: ops by engine name with their arguments (slots of
+//    earlier values, parameters by qualified name, literals) and the user's file:line header. Its
+//    forward replays the ops on proxies with ltorch; an unknown op name is an OpError.
+//  - JitCore holds the engine Module whose parameters ARE the torch module's tensors (shared
+//    TensorImpl, no copy). build() makes a cache entry: a copy of that module with the inputs,
+//    the pipeline built for the transform order (transform_module, acquisition, autograd, passes).
+//  - Entry.forward runs prologue -> forward with the executor and returns the output tensors and
+//    the saved-for-backward values; Entry.backward runs the backward trace and returns one gradient
+//    per bridge tensor (inputs, then the module's parameters in order; None where there is none).
+//  - run_world(W, fn) runs fn(rank) on W threads (gloo ranks); jitted modules built on a rank's
+//    thread use that rank's communicator. The GIL is released while the engine works.
+#include <torch/extension.h>
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "bindings.h"
+#include "dist/world.h"
+#include "exec/executor.h"
+#include "jit/acquire.h"
+#include "ops/ltorch.h"
+#include "pipeline/pipeline.h"
+#include "transforms/distributed_state.h"
+
+namespace py = pybind11;
+
+namespace tv::py_bindings {
+namespace {
+
+// ---------------------------------------------------------------- recorded programs
+
+struct Ref {
+  int slot = -1;      // an input or an earlier op's value
+  std::string param;  // or a parameter/buffer by qualified name
+};
+
+struct Arg {
+  enum class Kind { none, boolean, integer, floating, string, ints, ref, refs, dtype } kind = Kind::none;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<Ref> refs;  // ref: one; refs: a list
+  DType dtype = DType::f32;
+};
+
+struct Op {
+  std::string name;
+  std::vector<Arg> args;
+  std::vector<int> outputs;  // slots
+  std::string header;        // "tests/python/test_jit.py:12: \t    h = self.fc1(x)"
+};
+
+struct Program {
+  std::vector<std::string> input_names;  // slots 0..n-1
+  std::vector<Op> ops;
+  std::vector<Ref> outputs;
+  int num_slots = 0;
+};
+
+Ref ref_of(const py::handle& h) {
+  auto t = py::reinterpret_borrow<py::tuple>(h);
+  auto tag = py::cast<std::string>(t[0]);
+  if (tag == "v") return Ref{py::cast<int>(t[1]), {}};
+  if (tag == "p") return Ref{-1, py::cast<std::string>(t[1])};
+  throw py::value_error("bad reference tag '" + tag + "'");
+}
+
+// Python encoding: None, bool, int, float, str, a sequence of ints, ("v", slot), ("p", name),
+// ("l", [refs]), ("d", "f32").
+Arg arg_of(const py::handle& h) {
+  Arg a;
+  if (h.is_none()) return a;
+  if (py::isinstance<py::bool_>(h)) {
+    a.kind = Arg::Kind::boolean;
+    a.b = py::cast<bool>(h);
+  } else if (py::isinstance<py::int_>(h)) {
+    a.kind = Arg::Kind::integer;
+    a.i = py::cast<int64_t>(h);
+  } else if (py::isinstance<py::float_>(h)) {
+    a.kind = Arg::Kind::floating;
+    a.f = py::cast<double>(h);
+  } else if (py::isinstance<py::str>(h)) {
+    a.kind = Arg::Kind::string;
+    a.s = py::cast<std::string>(h);
+  } else if (py::isinstance<py::tuple>(h) && py::len(h) == 2 && py::isinstance<py::str>(py::reinterpret_borrow<py::tuple>(h)[0])) {
+    auto t = py::reinterpret_borrow<py::tuple>(h);
+    auto tag = py::cast<std::string>(t[0]);
+    if (tag == "l") {
+      a.kind = Arg::Kind::refs;
+      for (auto item : t[1]) a.refs.push_back(ref_of(item));
+    } else if (tag == "d") {
+      a.kind = Arg::Kind::dtype;
+      auto d = dtype_from_short(py::cast<std::string>(t[1]));
+      if (!d) throw py::value_error("unknown dtype " + py::cast<std::string>(t[1]));
+      a.dtype = *d;
+    } else {
+      a.kind = Arg::Kind::ref;
+      a.refs.push_back(ref_of(h));
+    }
+  } else if (py::isinstance<py::sequence>(h)) {
+    a.kind = Arg::Kind::ints;
+    for (auto item : h) a.ints.push_back(py::cast<int64_t>(item));
+  } else {
+    throw py::type_error("unsupported argument in a recorded program: " + py::cast<std::string>(py::repr(h)));
+  }
+  return a;
+}
+
+std::shared_ptr<const Program> program_of(const py::dict& d) {
+  auto p = std::make_shared<Program>();
+  p->input_names = py::cast<std::vector<std::string>>(d["inputs"]);
+  p->num_slots = py::cast<int>(d["num_slots"]);
+  for (auto item : d["ops"]) {
+    auto t = py::reinterpret_borrow<py::tuple>(item);
+    Op op;
+    op.name = py::cast<std::string>(t[0]);
+    for (auto a : t[1]) op.args.push_back(arg_of(a));
+    op.outputs = py::cast<std::vector<int>>(t[2]);
+    op.header = py::cast<std::string>(t[3]);
+    p->ops.push_back(std::move(op));
+  }
+  for (auto item : d["outputs"]) p->outputs.push_back(ref_of(item));
+  return p;
+}
+
+// Replays a program on proxies.
+class Replayer {
+ public:
+  Replayer(const Program& p, jit::ForwardContext& ctx) : p_(p), ctx_(ctx), slots_(p.num_slots) {
+    for (size_t i = 0; i < p.input_names.size(); ++i) slots_.at(i) = ctx.input(p.input_names[i]);
+  }
+
+  std::vector<ProxyPtr> run() {
+    for (const auto& op : p_.ops) {
+      ctx_.builder().set_location(op.header);
+      auto outs = dispatch(op);
+      if (outs.size() != op.outputs.size())
+        throw OpError(op.header + ": " + op.name + " gave " + std::to_string(outs.size()) + " values, the recording expected " +
+                      std::to_string(op.outputs.size()));
+      for (size_t k = 0; k < outs.size(); ++k) slots_.at(op.outputs[k]) = outs[k];
+    }
+    std::vector<ProxyPtr> out;
+    for (const auto& r : p_.outputs) out.push_back(proxy(r));
+    return out;
+  }
+
+ private:
+  ProxyPtr proxy(const Ref& r) const {
+    if (r.slot < 0) return ctx_.param(r.param);
+    auto p = slots_.at(r.slot);
+    if (!p) throw OpError("the recorded program reads a value before it is defined (slot " + std::to_string(r.slot) + ")");
+    return p;
+  }
+  const Arg& at(const Op& op, size_t k) const {
+    if (k >= op.args.size()) throw OpError(op.name + ": missing argument " + std::to_string(k));
+    return op.args[k];
+  }
+  ProxyPtr T(const Op& op, size_t k) const {
+    const auto& a = at(op, k);
+    if (a.kind == Arg::Kind::none) return nullptr;
+    if (a.kind != Arg::Kind::ref) throw OpError(op.name + ": argument " + std::to_string(k) + " must be a tensor");
+    return proxy(a.refs[0]);
+  }
+  Value V(const Op& op, size_t k) const {
+    const auto& a = at(op, k);
+    switch (a.kind) {
+      case Arg::Kind::ref: return Value::of(proxy(a.refs[0]));
+      case Arg::Kind::boolean: return Value::boolean(a.b);
+      case Arg::Kind::integer: return Value::integer(a.i);
+      case Arg::Kind::floating: return Value::floating(a.f);
+      case Arg::Kind::none: return Value::none();
+      default: throw OpError(op.name + ": argument " + std::to_string(k) + " must be a tensor or a number");
+    }
+  }
+  int64_t I(const Op& op, size_t k) const {
+    const auto& a = at(op, k);
+    if (a.kind == Arg::Kind::integer) return a.i;
+    if (a.kind == Arg::Kind::boolean) return a.b;
+    throw OpError(op.name + ": argument " + std::to_string(k) + " must be an int");
+  }
+  double F(const Op& op, size_t k) const {
+    const auto& a = at(op, k);
+    if (a.kind == Arg::Kind::floating) return a.f;
+    if (a.kind == Arg::Kind::integer) return static_cast<double>(a.i);
+    throw OpError(op.name + ": argument " + std::to_string(k) + " must be a number");
+  }
+  bool B(const Op& op, size_t k) const { return I(op, k) != 0; }
+  ltorch::Dims D(const Op& op, size_t k) const {
+    const auto& a = at(op, k);
+    if (a.kind == Arg::Kind::ints) return a.ints;
+    if (a.kind == Arg::Kind::integer) return {a.i};
+    if (a.kind == Arg::Kind::none) return {};
+    throw OpError(op.name + ": argument " + std::to_string(k) + " must be a sequence of ints");
+  }
+  std::string S(const Op& op, size_t k) const {
+    const auto& a = at(op, k);
+    if (a.kind != Arg::Kind::string) throw OpError(op.name + ": argument " + std::to_string(k) + " must be a string");
+    return a.s;
+  }
+  DType DT(const Op& op, size_t k) const {
+    const auto& a = at(op, k);
+    if (a.kind != Arg::Kind::dtype) throw OpError(op.name + ": argument " + std::to_string(k) + " must be a dtype");
+    return a.dtype;
+  }
+  Device DEV(const Op& op, size_t k) const {
+    auto d = Device::parse(S(op, k));
+    if (!d) throw OpError(op.name + ": bad device " + S(op, k));
+    return *d;
+  }
+
+  std::vector<ProxyPtr> dispatch(const Op& op) {
+    auto& b = ctx_.builder();
+    const auto& n = op.name;
+    using BinFn = ProxyPtr (*)(TraceBuilder&, const Value&, const Value&);
+    using UnFn = ProxyPtr (*)(TraceBuilder&, const ProxyPtr&);
+    static const std::map<std::string, BinFn, std::less<>> binary = {
+        {"add", ltorch::add}, {"sub", ltorch::sub}, {"mul", ltorch::mul}, {"true_divide", ltorch::true_divide},
+        {"pow", ltorch::pow}, {"eq", ltorch::eq}, {"ne", ltorch::ne}, {"lt", ltorch::lt}, {"le", ltorch::le},
+        {"gt", ltorch::gt}, {"ge", ltorch::ge}, {"maximum", ltorch::maximum}};
+    static const std::map<std::string, UnFn, std::less<>> unary = {
+        {"neg", ltorch::neg}, {"exp", ltorch::exp}, {"log", ltorch::log}, {"tanh", ltorch::tanh},
+        {"erf", ltorch::erf}, {"rsqrt", ltorch::rsqrt}, {"sqrt", ltorch::sqrt}, {"relu", ltorch::relu},
+        {"silu", ltorch::silu}, {"sigmoid", ltorch::sigmoid}};
+    if (auto it = binary.find(n); it != binary.end()) return {it->second(b, V(op, 0), V(op, 1))};
+    if (auto it = unary.find(n); it != unary.end()) return {it->second(b, T(op, 0))};
+    if (n == "linear") return {ltorch::linear(b, T(op, 0), T(op, 1), T(op, 2))};
+    if (n == "matmul") return {ltorch::matmul(b, T(op, 0), T(op, 1))};
+    if (n == "gelu") return {ltorch::gelu(b, T(op, 0), S(op, 1))};
+    if (n == "layer_norm") return {ltorch::layer_norm(b, T(op, 0), D(op, 1), T(op, 2), T(op, 3), F(op, 4))};
+    if (n == "softmax") return {ltorch::softmax(b, T(op, 0), I(op, 1))};
+    if (n == "log_softmax") return {ltorch::log_softmax(b, T(op, 0), I(op, 1))};
+    if (n == "cross_entropy") return {ltorch::cross_entropy(b, T(op, 0), T(op, 1))};
+    if (n == "embedding") return {ltorch::embedding(b, T(op, 0), T(op, 1))};
+    if (n == "dropout") return {ltorch::dropout(b, T(op, 0), F(op, 1), I(op, 2), B(op, 3))};
+    if (n == "reshape") return {ltorch::reshape(b, T(op, 0), D(op, 1))};
+    if (n == "view") return {ltorch::view(b, T(op, 0), D(op, 1))};
+    if (n == "transpose") return {ltorch::transpose(b, T(op, 0), I(op, 1), I(op, 2))};
+    if (n == "permute") return {ltorch::permute(b, T(op, 0), D(op, 1))};
+    if (n == "unsqueeze") return {ltorch::unsqueeze(b, T(op, 0), I(op, 1))};
+    if (n == "expand") return {ltorch::expand(b, T(op, 0), D(op, 1))};
+    if (n == "convert_element_type") return {ltorch::convert_element_type(b, T(op, 0), DT(op, 1))};
+    if (n == "split") return ltorch::split(b, T(op, 0), I(op, 1), I(op, 2));
+    if (n == "cat") {
+      std::vector<ProxyPtr> ts;
+      for (const auto& r : at(op, 0).refs) ts.push_back(proxy(r));
+      return {ltorch::cat(b, ts, I(op, 1))};
+    }
+    if (n == "sum") return {ltorch::sum(b, T(op, 0), D(op, 1), B(op, 2))};
+    if (n == "mean") return {ltorch::mean(b, T(op, 0), D(op, 1), B(op, 2))};
+    if (n == "amax") return {ltorch::amax(b, T(op, 0), D(op, 1), B(op, 2))};
+    if (n == "where") return {ltorch::where(b, T(op, 0), V(op, 1), V(op, 2))};
+    if (n == "masked_fill") return {ltorch::masked_fill(b, T(op, 0), T(op, 1), V(op, 2))};
+    if (n == "scaled_dot_product_attention")
+      return {ltorch::scaled_dot_product_attention(b, T(op, 0), T(op, 1), T(op, 2), T(op, 3), B(op, 4))};
+    if (n == "arange") return {ltorch::arange(b, I(op, 0), DEV(op, 1))};
+    if (n == "full") return {ltorch::full(b, D(op, 0), V(op, 1), DT(op, 2), DEV(op, 3))};
+    if (n == "ones") return {ltorch::ones(b, D(op, 0), DT(op, 1), DEV(op, 2))};
+    if (n == "zeros") return {ltorch::zeros(b, D(op, 0), DT(op, 1), DEV(op, 2))};
+    throw OpError(op.header + ": the engine has no op '" + n + "'");
+  }
+
+  const Program& p_;
+  jit::ForwardContext& ctx_;
+  std::vector<ProxyPtr> slots_;
+};
+
+// ---------------------------------------------------------------- world context
+
+struct RankContext {
+  dist::Communicator* comm = nullptr;
+  int rank = 0;
+  int world = 1;
+};
+thread_local RankContext tl_rank;
+
+// ---------------------------------------------------------------- jit core and cache entries
+
+class ModuleAdapter : public exec::ModuleView {
+ public:
+  explicit ModuleAdapter(const jit::Module& m) : m_(m) {}
+  std::optional<at::Tensor> parameter(const std::string& name) const override {
+    auto* p = m_.find_parameter(name);
+    if (!p) return std::nullopt;
+    return *p->value;
+  }
+  std::optional<Attr> attribute(const std::string& name) const override {
+    auto* a = m_.find_attribute(name);
+    if (!a) return std::nullopt;
+    return *a;
+  }
+
+ private:
+  const jit::Module& m_;
+};
+
+struct Saved {
+  exec::RValue value;
+  bool used = false;
+};
+
+class Entry {
+ public:
+  Entry(jit::Module module, std::vector<std::string> bridge_names, RankContext rank)
+      : module_(std::move(module)), bridge_names_(std::move(bridge_names)), rank_(rank), view_(module_) {}
+
+  void build(const PipelineSpec& spec, const TransformContext& context) {
+    built_ = build_pipeline(module_, spec, context);
+    const auto& computation = *built_.stages.forward.front().trace;
+    for (const auto& p : computation.params) {
+      int slot = -1;
+      for (size_t k = 0; k < bridge_names_.size(); ++k) {
+        const auto& n = bridge_names_[k];
+        if (p.proxy->name == n || p.proxy->name == jit::parameter_proxy_name(n)) slot = static_cast<int>(k);
+      }
+      grad_slots_.push_back(slot);
+    }
+  }
+
+  py::tuple forward(const std::vector<at::Tensor>& inputs) {
+    auto saved = std::make_shared<Saved>();
+    std::vector<at::Tensor> outputs;
+    {
+      py::gil_scoped_release release;
+      auto ex = executor();
+      auto unpacked = ex.run(*built_.stages.last(TraceKind::prologue), inputs);
+      auto flat = unpacked.items.at(0).items;
+      auto fwd = ex.run(*built_.stages.last(TraceKind::forward), flat);
+      exec::RValue output = fwd;
+      if (built_.stages.last(TraceKind::backward)) {
+        const exec::RValue* o = fwd.items.at(0).find("output");
+        if (!o) throw exec::ExecError("the augmented forward returned no 'output'");
+        output = *o;
+        saved->value = fwd.items.at(1);
+      }
+      outputs = exec::tensors_of(output);
+    }
+    return py::make_tuple(outputs, saved);
+  }
+
+  // One gradient per bridge tensor (inputs then parameters); None where the engine gives none.
+  std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents) {
+    auto bwd = built_.stages.last(TraceKind::backward);
+    if (!bwd) throw std::runtime_error("this call has no backward trace (no parameter or input requires grad)");
+    if (saved.used) throw std::runtime_error("backward through the same call twice (saved values are freed after the first)");
+    std::vector<std::optional<at::Tensor>> out(bridge_names_.size());
+    py::gil_scoped_release release;
+    std::vector<exec::RValue> cot;
+    for (const auto& c : cotangents) cot.push_back(c ? exec::RValue::of(*c) : exec::RValue::none());
+    auto ex = executor();
+    auto grads = ex.run(*bwd, {saved.value, exec::RValue::tuple(cot)});
+    saved.used = true;
+    saved.value = {};
+    for (size_t i = 0; i < grad_slots_.size() && i < grads.items.size(); ++i)
+      if (grad_slots_[i] >= 0 && grads.items[i].is_tensor()) out[grad_slots_[i]] = grads.items[i].t;
+    return out;
+  }
+
+  const BuiltPipeline& built() const { return built_; }
+
+ private:
+  exec::Executor executor() const {
+    exec::ExecOptions eo;
+    eo.module = &view_;
+    if (rank_.comm) eo.user = rank_.comm;
+    return exec::Executor(eo);
+  }
+
+  jit::Module module_;
+  std::vector<std::string> bridge_names_;
+  RankContext rank_;
+  ModuleAdapter view_;
+  BuiltPipeline built_;
+  std::vector<int> grad_slots_;
+};
+
+class JitCore {
+ public:
+  JitCore(std::string name, const std::vector<std::pair<std::string, at::Tensor>>& parameters,
+          const std::vector<std::pair<std::string, at::Tensor>>& buffers) {
+    jit::register_jit_symbols();
+    module_.name = std::move(name);
+    // The engine's tensors are the torch module's tensors (same TensorImpl): no copy.
+    for (const auto& [n, t] : parameters) module_.add_parameter(n, t);
+    for (const auto& [n, t] : buffers) module_.add_buffer(n, t);
+  }
+
+  void set_attribute(const std::string& name, const py::object& v) {
+    if (py::isinstance<py::bool_>(v)) module_.set_attribute(name, py::cast<bool>(v));
+    else if (py::isinstance<py::int_>(v)) module_.set_attribute(name, py::cast<int64_t>(v));
+    else if (py::isinstance<py::float_>(v)) module_.set_attribute(name, py::cast<double>(v));
+    else module_.set_attribute(name, py::cast<std::string>(py::str(v)));
+  }
+
+  std::shared_ptr<Entry> build(const py::dict& program, const std::vector<at::Tensor>& inputs,
+                               const std::vector<std::string>& order, bool capture_at_jit) {
+    auto prog = program_of(program);
+    if (prog->input_names.size() != inputs.size()) throw py::value_error("the program and the call disagree on the inputs");
+    jit::Module m = module_;  // shares the tensors
+    m.inputs.clear();
+    for (size_t i = 0; i < inputs.size(); ++i) m.add_input(prog->input_names[i], inputs[i]);
+    m.forward = [prog](jit::ForwardContext& ctx) { return Replayer(*prog, ctx).run(); };
+    std::vector<std::string> bridge = prog->input_names;
+    for (const auto& p : module_.parameters) bridge.push_back(p.name);
+    RankContext rank = tl_rank;
+    auto entry = std::make_shared<Entry>(std::move(m), bridge, rank);
+    PipelineSpec spec;
+    spec.order = order;
+    spec.capture_at_jit = capture_at_jit;
+    spec.world_size = rank.world;
+    TransformContext context;
+    context.world_size = rank.world;
+    context.rank = rank.rank;
+    context.communicator = rank.comm;
+    {
+      py::gil_scoped_release release;
+      entry->build(spec, context);
+    }
+    return entry;
+  }
+
+ private:
+  jit::Module module_;
+};
+
+}  // namespace
+}  // namespace tv::py_bindings
+
+using namespace tv;
+using namespace tv::py_bindings;
+
+PYBIND11_MODULE(_thunder_viz, m) {
+  m.doc() = "thunder_viz engine bindings (use the package thunder_viz)";
+  bind_traces(m);
+
+  auto base = py::register_exception<std::runtime_error>(m, "EngineError", PyExc_RuntimeError);
+  py::register_exception<OpError>(m, "OpError", base.ptr());
+  py::register_exception<exec::ExecError>(m, "ExecError", base.ptr());
+  py::register_exception<CaptureError>(m, "CaptureError", base.ptr());
+  py::register_exception<CapturedStateError>(m, "CapturedStateError", base.ptr());
+  py::register_exception<dist::DistError>(m, "DistError", base.ptr());
+  py::register_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError);
+
+  py::class_<Saved, std::shared_ptr<Saved>>(m, "SavedForBackward");
+
+  py::class_<Entry, std::shared_ptr<Entry>>(m, "Entry", "One cache entry: the pipeline built for one input metadata.")
+      .def("forward", &Entry::forward, "inputs -> ([output tensors], SavedForBackward)")
+      .def("backward", [](Entry& e, std::shared_ptr<Saved> saved, const std::vector<std::optional<at::Tensor>>& cot) {
+        return e.backward(*saved, cot);
+      })
+      .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
+      .def_property_readonly("has_backward", [](const Entry& e) { return bool(e.built().stages.last(TraceKind::backward)); })
+      .def_property_readonly("saved_bytes", [](const Entry& e) { return e.built().saved_bytes; });
+
+  py::class_<JitCore, std::shared_ptr<JitCore>>(m, "JitCore")
+      .def(py::init<std::string, const std::vector<std::pair<std::string, at::Tensor>>&,
+                    const std::vector<std::pair<std::string, at::Tensor>>&>())
+      .def("set_attribute", &JitCore::set_attribute)
+      .def("build", &JitCore::build, py::arg("program"), py::arg("inputs"), py::arg("order"),
+           py::arg("capture_at_jit") = false);
+
+  m.def("transform_names", &transform_names);
+  m.def("world_info", [] { return py::make_tuple(tl_rank.rank, tl_rank.world, tl_rank.comm != nullptr); },
+        "(rank, world size, has a communicator) of the calling thread");
+
+  // Runs fn(rank) on `size` threads, one gloo rank each; raises DistError naming the failed rank.
+  m.def("run_world", [](int size, const py::function& fn, int timeout_seconds) {
+    dist::CommOptions options;
+    options.timeout = std::chrono::seconds(timeout_seconds);
+    dist::World world(size, dist::Backend::gloo, options);
+    std::vector<py::object> results(size);
+    {
+      py::gil_scoped_release release;
+      world.run([&](int rank, dist::Communicator& comm) {
+        tl_rank = RankContext{&comm, rank, size};
+        py::gil_scoped_acquire acquire;
+        try {
+          results[rank] = fn(rank);
+        } catch (py::error_already_set& e) {
+          std::string what = e.what();
+          tl_rank = RankContext{};
+          throw std::runtime_error(what);
+        }
+        tl_rank = RankContext{};
+      });
+    }
+    py::list out;
+    for (auto& r : results) out.append(r ? r : py::none());
+    return out;
+  }, py::arg("size"), py::arg("fn"), py::arg("timeout_seconds") = 60);
+}

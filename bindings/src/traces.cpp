@@ -1,0 +1,225 @@
+// Python views of the engine's traces, stage histories and captures, and the parser/printer.
+// This file includes pybind11 and engine headers only (no <torch/extension.h>): it compiles fast.
+// Contract: a Trace is exposed read-only (str() is print_trace, .python() the top level only);
+// a printout that does not parse gives back its error as (line, column, message) so the Python
+// layer can raise TraceParseError naming the file; captures load and save through the engine.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "bindings.h"
+#include "canonical/canonical.h"
+#include "capture/capture.h"
+#include "diff/diff.h"
+#include "format/parser.h"
+#include "format/printer.h"
+#include "pipeline/run.h"
+
+namespace py = pybind11;
+
+namespace tv::py_bindings {
+namespace {
+
+std::string args_text(const BoundSymbol& b) {
+  std::string out;
+  for (const auto& a : b.args) out += (out.empty() ? "" : ", ") + python_text(a);
+  for (const auto& [k, v] : b.kwargs) out += (out.empty() ? "" : ", ") + k + "=" + python_text(v);
+  return out;
+}
+
+py::dict bound_symbol_dict(const BoundSymbol& b) {
+  py::dict d;
+  d["name"] = b.name();
+  py::list outs;
+  for (const auto& o : b.outputs) outs.append(o->name);
+  d["outputs"] = outs;
+  d["args"] = args_text(b);
+  d["header"] = b.header;
+  d["statement"] = print_statement(b);
+  py::list subs;
+  for (const auto& s : b.subsymbols) subs.append(bound_symbol_dict(s));
+  d["subsymbols"] = subs;
+  d["tags"] = b.tags;
+  return d;
+}
+
+py::object provenance_of(const Trace& t) {
+  if (!t.provenance) return py::none();
+  py::dict d;
+  d["pass"] = t.provenance->pass;
+  d["milliseconds"] = t.provenance->milliseconds ? py::cast(*t.provenance->milliseconds) : py::none();
+  return d;
+}
+
+PyStage stage_of(const Stage& s) { return PyStage{s.pass, PyTrace{s.trace}, s.milliseconds, s.changed}; }
+
+TraceKind kind_of(const std::string& name) {
+  TraceKind k;
+  if (!parse_trace_kind(name, &k)) throw py::value_error("unknown trace kind '" + name + "' (prologue, forward, backward, epilogue)");
+  return k;
+}
+
+}  // namespace
+
+py::dict stages_dict(const StageHistory& h) {
+  py::dict d;
+  for (auto kind : kTraceKinds) {
+    py::list l;
+    for (const auto& s : h.of(kind)) l.append(stage_of(s));
+    d[py::str(std::string(trace_kind_name(kind)))] = l;
+  }
+  return d;
+}
+
+void bind_traces(py::module_& m) {
+  py::class_<PyTrace>(m, "Trace", "A trace of the engine (immutable).")
+      .def("__str__", [](const PyTrace& t) { return print_trace(*t.t); })
+      .def("__repr__", [](const PyTrace& t) {
+        return "<thunder_viz.Trace " + t.t->function_name + " (" + std::to_string(t.t->size()) + " bound symbols)" +
+               (t.t->provenance ? ", " + t.t->provenance->pass : std::string()) + ">";
+      })
+      .def("python", [](const PyTrace& t) { return print_trace(*t.t, PrintOptions{0}); },
+           "The top level only, as Thunder's trace.python().")
+      .def("print", [](const PyTrace& t, int depth, bool headers) {
+             PrintOptions o;
+             o.depth = depth < 0 ? PrintOptions::kAllLevels : depth;
+             o.headers = headers;
+             return print_trace(*t.t, o);
+           }, py::arg("depth") = -1, py::arg("headers") = true)
+      .def_property_readonly("name", [](const PyTrace& t) { return t.t->function_name; })
+      .def_property_readonly("bound_symbols", [](const PyTrace& t) {
+        py::list l;
+        for (const auto& b : t.t->body) l.append(bound_symbol_dict(b));
+        return l;
+      })
+      .def_property_readonly("provenance", [](const PyTrace& t) { return provenance_of(*t.t); })
+      .def_property_readonly("args", [](const PyTrace& t) {
+        std::vector<std::string> out;
+        for (const auto& p : t.t->params) out.push_back(p.proxy->name);
+        return out;
+      })
+      .def("canonical", [](const PyTrace& t) { return canonical_text(*t.t); }, "The printed canonical form.")
+      .def("canonical_hash", [](const PyTrace& t) { return canonical_hash(*t.t); })
+      .def("canonically_equal", [](const PyTrace& a, const PyTrace& b) { return canonically_equal(*a.t, *b.t); })
+      .def("diff", [](const PyTrace& a, const PyTrace& b) {
+             auto d = diff_traces(*a.t, *b.t, PrintOptions{0});
+             return py::make_tuple(d.same_program, unified_text(d));
+           }, "(same_program, unified statement diff) against another trace");
+
+  py::class_<PyStage>(m, "Stage", "One stage of a stage history: the pass that made a trace.")
+      .def_readonly("pass_name", &PyStage::pass)
+      .def_readonly("trace", &PyStage::trace)
+      .def_readonly("milliseconds", &PyStage::milliseconds)
+      .def_readonly("changed", &PyStage::changed)
+      .def("__repr__", [](const PyStage& s) { return "<Stage '" + s.pass + "'" + (s.changed ? "" : " unchanged") + ">"; });
+
+  // parse_trace(text) -> (Trace, None) or (None, (line, column, message)).
+  m.def("parse_trace", [](const std::string& text) -> py::tuple {
+    auto r = parse_trace(text);
+    if (r.trace) return py::make_tuple(PyTrace{r.trace}, py::none());
+    const auto& e = *r.error;
+    return py::make_tuple(py::none(), py::make_tuple(e.line, e.column, e.message));
+  });
+
+  py::class_<PyCapture>(m, "Capture", "A capture (*.tvz.json): model, pipelines and their stage histories.")
+      .def(py::init([](const std::string& model_name) {
+             PyCapture c;
+             c.c.tool_version = "0.1.0";
+             c.c.model.name = model_name;
+             return c;
+           }), py::arg("model_name") = "python")
+      .def_static("load", [](const std::string& path) { return PyCapture{load_capture(path)}; })
+      .def_static("from_json", [](const std::string& text) { return PyCapture{capture_from_json(text)}; })
+      .def("save", [](const PyCapture& c, const std::string& path) { save_capture(c.c, path); })
+      .def("to_json", [](const PyCapture& c) { return capture_to_json(c.c); })
+      .def_property_readonly("model_name", [](const PyCapture& c) { return c.c.model.name; })
+      .def("set_model", [](PyCapture& c, const std::string& name, const std::map<std::string, std::string>& params,
+                           const std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>>& parameters) {
+             c.c.model.name = name;
+             c.c.model.params = params;
+             c.c.model.parameters.clear();
+             for (const auto& [n, shape, dtype] : parameters) {
+               ParameterRecord r{n, shape, DType::f32};
+               if (auto d = dtype_from_short(dtype)) r.dtype = *d;
+               c.c.model.parameters.push_back(r);
+             }
+           })
+      .def_property_readonly("num_pipelines", [](const PyCapture& c) { return c.c.pipelines.size(); })
+      .def("pipeline_label", [](const PyCapture& c, size_t i) { return c.c.pipelines.at(i).spec.label(); })
+      .def("pipeline_error", [](const PyCapture& c, size_t i) { return c.c.pipelines.at(i).error; })
+      .def("pipeline_order", [](const PyCapture& c, size_t i) { return c.c.pipelines.at(i).spec.order; })
+      .def("stages", [](const PyCapture& c, size_t i) { return stages_dict(c.c.pipelines.at(i).stages); })
+      .def("verdicts", [](const PyCapture& c) {
+        py::list l;
+        for (const auto& cmp : c.c.comparisons)
+          l.append(py::make_tuple(cmp.left, cmp.right, cmp.verdict, cmp.traces_equal, cmp.numbers_equal));
+        return l;
+      })
+      // Appends a pipeline from traces per kind: {"prologue": [(pass, Trace, ms), ...], ...}.
+      .def("add_pipeline", [](PyCapture& c, const std::vector<std::string>& order, const py::dict& stages, int world_size,
+                              const std::string& device, const std::string& error) {
+             PipelineRecord p;
+             p.spec.order = order;
+             p.spec.world_size = world_size;
+             p.spec.device = device;
+             p.error = error;
+             for (auto [key, value] : stages) {
+               auto kind = kind_of(py::cast<std::string>(key));
+               for (auto item : value) {
+                 auto t = py::cast<py::tuple>(item);
+                 p.stages.record(kind, py::cast<std::string>(t[0]), py::cast<PyTrace>(t[1]).t, py::cast<double>(t[2]));
+               }
+             }
+             c.c.pipelines.push_back(std::move(p));
+             return c.c.pipelines.size() - 1;
+           }, py::arg("order"), py::arg("stages"), py::arg("world_size") = 1, py::arg("device") = "cpu",
+           py::arg("error") = "")
+      .def("add_comparison", [](PyCapture& c, int left, int right, bool traces_equal, bool numbers_equal,
+                                const std::string& verdict) {
+        Comparison cmp;
+        cmp.left = left;
+        cmp.right = right;
+        cmp.traces_equal = traces_equal;
+        cmp.numbers_equal = numbers_equal;
+        cmp.verdict = verdict;
+        const auto& a = c.c.pipelines.at(left).stages;
+        const auto& b = c.c.pipelines.at(right).stages;
+        for (auto kind : kTraceKinds) {
+          const auto& la = a.of(kind);
+          const auto& lb = b.of(kind);
+          for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+            StageComparison s;
+            s.kind = std::string(trace_kind_name(kind));
+            s.stage = static_cast<int>(i);
+            if (i < la.size()) s.left_pass = la[i].pass;
+            if (i < lb.size()) s.right_pass = lb[i].pass;
+            s.equal = i < la.size() && i < lb.size() && canonically_equal(*la[i].trace, *lb[i].trace);
+            cmp.stages.push_back(s);
+          }
+        }
+        c.c.comparisons.push_back(cmp);
+      });
+
+  // The built-in models through run_pipelines (what `thunder-viz run` does).
+  m.def("run_model", [](const std::string& model, const std::map<std::string, std::string>& params,
+                        const std::vector<std::vector<std::string>>& orders, int world_size, bool replay) {
+    RunRequest r;
+    r.model = model;
+    r.params = params;
+    r.replay = replay;
+    for (const auto& o : orders) {
+      PipelineSpec s;
+      s.order = o;
+      s.world_size = world_size;
+      r.pipelines.push_back(s);
+    }
+    py::gil_scoped_release release;
+    return PyCapture{run_pipelines(r)};
+  }, py::arg("model"), py::arg("params") = std::map<std::string, std::string>{},
+     py::arg("orders") = std::vector<std::vector<std::string>>{{"jit"}}, py::arg("world_size") = 1,
+     py::arg("replay") = true);
+}
+
+}  // namespace tv::py_bindings
