@@ -86,7 +86,7 @@ bool OrderPanel::run(Session& s) {
 
 void OrderPanel::draw_list() {
   const Theme& t = theme();
-  ImGui::TextUnformatted("Transforms, applied left to right: the first wraps the model.");
+  ImGui::TextWrapped("Transforms, applied left to right: the first wraps the model.");
   ImGui::TextColored(t.muted, "drag an item onto another to reorder");
   int move_from = -1, move_to = -1, remove_at = -1;
   for (int i = 0; i < static_cast<int>(order.size()); ++i) {

@@ -47,7 +47,7 @@ struct Session {
   StageRef selected;
   DiffSelection diff;
   Panel panel = Panel::trace;
-  bool panel_requested = false;            // select `panel` in the tab bar next frame
+  bool panel_requested = true;             // select `panel` in the tab bar next frame (first frame too)
   int jump_to_statement = -1;              // trace view: scroll to this top-level bound symbol next frame
   std::optional<RulesMatrix> carry_rules;  // given to the next capture when it has none
   EngineWorker worker;

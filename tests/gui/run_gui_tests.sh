@@ -14,7 +14,7 @@ fi
 
 # The GUI binary: thunder-viz when its main registers `gui`, else the test driver with the same commands.
 GUI=$GUI_APP
-if "$THUNDER_VIZ" gui --help >/dev/null 2>&1; then GUI=$THUNDER_VIZ; fi
+if "$THUNDER_VIZ" --help 2>/dev/null | grep -qE '^ +gui( |$)'; then GUI=$THUNDER_VIZ; fi
 echo "GUI binary: $GUI"
 
 rm -rf "$OUT" && mkdir -p "$OUT"
