@@ -1,0 +1,84 @@
+// Benchmarks of the engine on this machine's CPU (results in BENCHMARKS.md):
+//  (a) the whole pipeline (acquire, autograd, passes; with ddp and fsdp too) for gpt of growing
+//      depth: milliseconds, microseconds per bound symbol, forward/backward bound symbols;
+//  (b) the steady-state forward+backward step of the executor against LibTorch eager (ratio);
+//  (c) rematerialization's effect on gpt's saved-for-backward bytes.
+#include <ATen/ATen.h>
+
+#include <iostream>
+
+#include "bench_util.h"
+#include "exec/executor.h"
+#include "jit/zoo.h"
+#include "passes/remat.h"
+#include "pipeline/pipeline.h"
+#include "replay/eager.h"
+#include "replay/replay.h"
+
+using namespace tv;
+
+namespace {
+
+std::map<std::string, std::string> gpt(int layers) {
+  return {{"layers", std::to_string(layers)}, {"d_model", "64"}, {"heads", "4"}, {"seq", "16"}, {"batch", "2"}};
+}
+
+BuiltPipeline build(const std::string& model, const std::map<std::string, std::string>& params,
+                    std::vector<std::string> order) {
+  auto m = jit::make_model(model, params);
+  PipelineSpec spec;
+  spec.order = std::move(order);
+  return build_pipeline(m, spec, TransformContext{});
+}
+
+void pipeline_table() {
+  std::cout << "| gpt layers | order | forward bsyms | backward bsyms | pipeline ms | us per bsym |\n| --- | --- | --- | --- | --- | --- |\n";
+  for (int layers : {1, 4, 16, 32, 96})
+    for (auto order : {std::vector<std::string>{"jit"}, {"jit", "ddp"}, {"jit", "fsdp"}}) {
+      BuiltPipeline b;
+      double us = bench::median_us(layers >= 32 ? 1 : 3, [&] { b = build("gpt", gpt(layers), order); });
+      size_t f = b.stages.last(TraceKind::forward)->size(), bw = b.stages.last(TraceKind::backward)->size();
+      std::string label;
+      for (const auto& o : order) label += (label.empty() ? "" : ",") + o;
+      std::cout << "| " << layers << " | " << label << " | " << f << " | " << bw << " | " << us / 1000 << " | "
+                << us / (f + bw) << " |\n";
+    }
+}
+
+void step_table() {
+  std::cout << "\n| model | executor step ms | LibTorch eager step ms | ratio |\n| --- | --- | --- | --- |\n";
+  for (auto [model, params] : {std::pair<std::string, std::map<std::string, std::string>>{"mlp", {}}, {"gpt", gpt(2)}}) {
+    auto m = jit::make_model(model, params);
+    auto b = build_pipeline(m, PipelineSpec{{"jit"}}, TransformContext{});
+    ReplayOptions o;
+    o.record_proxy_stats = false;
+    o.record_timings = false;
+    double engine = bench::median_us(21, [&] { replay_rank(m, b, 0, o); });
+    std::vector<at::Tensor> inputs;
+    for (const auto& i : m.inputs) inputs.push_back(*i.value);
+    auto outputs = eager_reference(m, inputs, {}).outputs;
+    auto cot = make_cotangents(outputs, 1);
+    double eager = bench::median_us(21, [&] { eager_reference(m, inputs, cot); });
+    // replay_rank also runs the eager reference once per call: subtract it to get the engine's step.
+    double step = engine - eager;
+    std::cout << "| " << model << " | " << step / 1000 << " | " << eager / 1000 << " | " << step / eager << " |\n";
+  }
+}
+
+void remat_table() {
+  std::cout << "\n| gpt layers | saved bytes without remat | with remat |\n| --- | --- | --- |\n";
+  for (int layers : {2, 8}) {
+    auto plain = build("gpt", gpt(layers), {"jit"});
+    auto remat = build("gpt", gpt(layers), {"jit", "remat"});
+    std::cout << "| " << layers << " | " << plain.saved_bytes << " | " << remat.saved_bytes << " |\n";
+  }
+}
+
+}  // namespace
+
+int main() {
+  pipeline_table();
+  step_table();
+  remat_table();
+  return 0;
+}
