@@ -3,6 +3,9 @@
 
 #include "cli/command.h"
 #include "ir/builder.h"
+#ifdef TV_HAVE_GUI
+#include "gui/gui_commands.h"
+#endif
 
 int main(int argc, char** argv) {
   CLI::App app{"Thunder Viz: inspect, compare and replay the traces of a Thunder-style JIT"};
@@ -14,6 +17,11 @@ int main(int argc, char** argv) {
   tv::cli::add_compare_command(app, run);
   tv::cli::add_rules_command(app, run);
   tv::cli::add_import_command(app, run);
+  tv::cli::add_batch_command(app, run);
+  tv::cli::add_report_command(app, run);
+#ifdef TV_HAVE_GUI
+  tv::gui::add_gui_commands(app, run);  // gui, screenshot
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

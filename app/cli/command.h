@@ -29,6 +29,8 @@ void add_show_command(CLI::App& app, Runner& run);
 void add_run_command(CLI::App& app, Runner& run);
 void add_compare_command(CLI::App& app, Runner& run);
 void add_rules_command(CLI::App& app, Runner& run);
+void add_batch_command(CLI::App& app, Runner& run);
+void add_report_command(CLI::App& app, Runner& run);
 
 // "jit,ddp" -> {"jit", "ddp"}; throws BadInput on an empty name.
 std::vector<std::string> split_order(const std::string& order);
@@ -36,7 +38,13 @@ std::vector<std::string> split_order(const std::string& order);
 // Reads a whole file; throws BadInput naming the path and the reason.
 std::string read_text_file(const std::string& path);
 
+// Writes a file atomically (the old one stays whole on failure); BadInput naming the path and the reason.
+void write_output_file(const std::string& path, const std::string& contents);
+// save_capture / load_capture with CaptureError turned into BadInput (its text: file, JSON path, what).
+void save_capture_checked(const Capture& capture, const std::string& path);
+Capture load_capture_checked(const std::string& path);
+
 // run_pipelines with model errors (unknown model or parameter) turned into BadInput.
-Capture run_pipelines_checked(const RunRequest& request);
+Capture run_pipelines_checked(const RunRequest& request, const ProgressFn& progress = {});
 
 }  // namespace tv::cli

@@ -1,4 +1,5 @@
 // Helpers shared by the commands.
+#include "capture/atomic_file.h"
 #include "cli/command.h"
 #include "pipeline/pipeline.h"
 
@@ -23,9 +24,33 @@ std::vector<std::string> split_order(const std::string& order) {
   return out;
 }
 
-Capture run_pipelines_checked(const RunRequest& request) {
+void write_output_file(const std::string& path, const std::string& contents) {
   try {
-    return run_pipelines(request);
+    capture_detail::write_file_atomically(path, contents);
+  } catch (const CaptureError& e) {
+    throw BadInput(std::string("cannot write ") + e.what());
+  }
+}
+
+void save_capture_checked(const Capture& capture, const std::string& path) {
+  try {
+    save_capture(capture, path);
+  } catch (const CaptureError& e) {
+    throw BadInput(std::string("cannot write ") + e.what());
+  }
+}
+
+Capture load_capture_checked(const std::string& path) {
+  try {
+    return load_capture(path);
+  } catch (const CaptureError& e) {
+    throw BadInput(e.what());
+  }
+}
+
+Capture run_pipelines_checked(const RunRequest& request, const ProgressFn& progress) {
+  try {
+    return run_pipelines(request, progress);
   } catch (const std::invalid_argument& e) {
     throw BadInput(e.what());
   }

@@ -4,9 +4,24 @@
 #include "cli/command.h"
 #include "cli/model_options.h"
 #include "cli/progress.h"
+#include "jit/zoo.h"
 #include "rules/compute.h"
 
 namespace tv::cli {
+
+namespace {
+
+// The model part of a capture that holds only a rules matrix.
+ModelRecord model_record(const std::string& name, const std::map<std::string, std::string>& params) {
+  ModelRecord r{name, params, {}};
+  for (const auto& p : jit::make_model(name, params).parameters) {
+    auto meta = p.meta();
+    r.parameters.push_back({p.name, meta.shape, meta.dtype});
+  }
+  return r;
+}
+
+}  // namespace
 
 void add_rules_command(CLI::App& app, Runner& run) {
   auto* cmd = app.add_subcommand("rules", "Compute which transform orders compose, and why (runs every ordered pair)");
@@ -14,11 +29,13 @@ void add_rules_command(CLI::App& app, Runner& run) {
     ModelOptions model;
     int world = 2;
     std::string format = "text";
+    std::string out;
   };
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
   cmd->add_option("--world", o->world, "ranks (gloo threads)")->check(CLI::Range(1, 16))->capture_default_str();
   cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "markdown", "json"}))->capture_default_str();
+  cmd->add_option("--out", o->out, "also save the matrix in a capture FILE.tvz.json (its /rules member)");
   cmd->callback([&run, o] {
     run = [o] {
       RulesRequest request;
@@ -33,6 +50,13 @@ void add_rules_command(CLI::App& app, Runner& run) {
         } catch (const std::invalid_argument& e) {
           throw BadInput(e.what());
         }
+      }
+      if (!o->out.empty()) {
+        Capture capture;
+        capture.tool_version = "0.1.0";
+        capture.model = model_record(request.model, request.params);
+        capture.rules = m;
+        save_capture_checked(capture, o->out);
       }
       std::cout << (o->format == "markdown" ? rules_markdown(m) : o->format == "json" ? rules_json(m) + "\n" : rules_text(m));
       for (const auto& c : m.cells)
