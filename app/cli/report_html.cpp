@@ -224,7 +224,7 @@ std::string html_report(const Capture& c, const std::string& name) {
   for (int i = 0; i < static_cast<int>(c.pipelines.size()); ++i) {
     const auto& p = c.pipelines[i];
     out += fmt::format("<h2 id=\"pipeline-{}\">Pipeline {} [{}], world {}, {}</h2>\n", i, i, h(p.spec.label()), p.spec.world_size, h(p.spec.device));
-    if (!p.error.empty()) out += fmt::format("<p class=\"bad\">{}{}</p>\n", h(p.error), p.rule.empty() ? "" : " [rule " + h(p.rule) + "]");
+    if (!p.error.empty()) out += fmt::format("<p class=\"bad\">{}</p>\n", h(error_with_rule(p)));
     out += stages_section(p) + replay_section(p);
   }
   if (c.rules) out += rules_section(*c.rules);

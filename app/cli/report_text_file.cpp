@@ -15,7 +15,7 @@ void pipeline_section(std::string& out, const Capture& c, int index) {
   const auto& p = c.pipelines[index];
   out += fmt::format("\n== pipeline {} [{}] world {} {}: {} ==\n", index, p.spec.label(), p.spec.world_size, p.spec.device,
                      pipeline_verdict(c, index).line());
-  if (!p.error.empty()) out += "error: " + p.error + (p.rule.empty() ? "" : " [rule " + p.rule + "]") + "\n";
+  if (!p.error.empty()) out += "error: " + error_with_rule(p) + "\n";
   for (auto kind : kTraceKinds) {
     const auto& stages = p.stages.of(kind);
     for (size_t i = 0; i < stages.size(); ++i)

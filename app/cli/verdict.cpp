@@ -26,7 +26,14 @@ std::vector<std::string> failing_checks(const PipelineRecord& p) {
 
 }  // namespace
 
-std::string PipelineVerdict::line() const { return verdict + " (vs " + against + ")"; }
+std::string PipelineVerdict::line() const {
+  return verdict == "refused" || verdict == "failed" ? verdict : verdict + " (vs " + against + ")";
+}
+
+std::string error_with_rule(const PipelineRecord& p) {
+  bool named = p.rule.empty() || p.error.find(p.rule) != std::string::npos;
+  return named ? p.error : p.error + " [rule " + p.rule + "]";
+}
 
 const Comparison* comparison_for(const Capture& c, int index) {
   for (const auto& cmp : c.comparisons)
@@ -42,7 +49,7 @@ PipelineVerdict pipeline_verdict(const Capture& c, int index) {
   if (!p.error.empty()) {
     v.ok = false;
     v.verdict = p.rule.empty() || p.spec.capture_at_jit ? "failed" : "refused";
-    v.reasons.push_back(p.rule.empty() ? p.error : p.error + " [rule " + p.rule + "]");
+    v.reasons.push_back(error_with_rule(p));
     return v;
   }
   v.reasons = failing_checks(p);

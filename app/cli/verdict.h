@@ -15,10 +15,12 @@ struct PipelineVerdict {
   std::string against;              // "eager" or the label of the pipeline it was compared with
   bool ok = true;
   std::vector<std::string> reasons;  // why not ok: the error, the failing checks, what differs
-  std::string line() const;          // "equivalent (vs jit,ddp)", "FAIL (vs eager)"
+  std::string line() const;          // "equivalent (vs jit,ddp)", "FAIL (vs eager)", "refused"
 };
 
 PipelineVerdict pipeline_verdict(const Capture&, int index);
+// The pipeline's error, with the rule's name when the error does not already name it.
+std::string error_with_rule(const PipelineRecord&);
 // The comparison whose right side is `index`, or null.
 const Comparison* comparison_for(const Capture&, int index);
 
