@@ -79,7 +79,9 @@ TensorCheck check(const std::string& name, const at::Tensor& got, const at::Tens
   c.max_abs = g.numel() ? (g - w).abs().max().item<double>() : 0.0;
   double scale = w.numel() ? w.abs().max().item<double>() : 0.0;
   c.max_rel = c.max_abs / std::max(scale, 1e-30);
-  c.pass = std::isfinite(c.max_abs) && (c.max_rel <= c.tolerance || c.max_abs <= c.tolerance * 1e-3);
+  // Relative to the reference's largest magnitude, with an absolute floor of tolerance/10 for
+  // references that vanish mathematically (a key-bias gradient is ~1e-7 noise, its shard too).
+  c.pass = std::isfinite(c.max_abs) && (c.max_rel <= c.tolerance || c.max_abs <= c.tolerance * 0.1);
   return c;
 }
 

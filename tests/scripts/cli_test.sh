@@ -37,6 +37,8 @@ expect 2 "cannot open" -- import "$tmp/missing.txt"
 expect 0 "PASS: mlp" -- run --model mlp
 expect 0 "verdict: equivalent" -- compare --model linear --order jit,ddp --order ddp,jit --world 2
 expect 0 "verdict: equivalent" -- compare --model mlp --order jit,fsdp --order fsdp,jit --world 3
+expect 0 "verdict: equivalent" -- compare --model gpt --order jit,fsdp --order fsdp,jit --world 3
+expect 0 "verdict: equivalent" -- compare --model gpt --order jit,ddp --order ddp,jit --world 3
 expect 1 "ValueError: None had an unexpected type.*|Fix:" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --capture-at-jit
 expect 2 "one-parameter-distribution" -- compare --model linear --order jit,ddp,fsdp --order ddp,jit --world 2
 expect 2 "unknown transform 'dpp'" -- compare --model linear --order jit,dpp --order jit --world 2
