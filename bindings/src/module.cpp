@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 
+#include "replay/module_view.h"
 #include "bindings.h"
 #include "dist/world.h"
 #include "exec/executor.h"
@@ -284,24 +285,6 @@ thread_local RankContext tl_rank;
 
 // ---------------------------------------------------------------- jit core and cache entries
 
-class ModuleAdapter : public exec::ModuleView {
- public:
-  explicit ModuleAdapter(const jit::Module& m) : m_(m) {}
-  std::optional<at::Tensor> parameter(const std::string& name) const override {
-    auto* p = m_.find_parameter(name);
-    if (!p) return std::nullopt;
-    return *p->value;
-  }
-  std::optional<Attr> attribute(const std::string& name) const override {
-    auto* a = m_.find_attribute(name);
-    if (!a) return std::nullopt;
-    return *a;
-  }
-
- private:
-  const jit::Module& m_;
-};
-
 struct Saved {
   exec::RValue value;
   bool used = false;
@@ -377,7 +360,7 @@ class Entry {
   jit::Module module_;
   std::vector<std::string> bridge_names_;
   RankContext rank_;
-  ModuleAdapter view_;
+  JitModuleView view_;
   BuiltPipeline built_;
   std::vector<int> grad_slots_;
 };

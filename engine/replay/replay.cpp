@@ -6,6 +6,7 @@
 
 #include "exec/executor.h"
 #include "replay/eager.h"
+#include "replay/module_view.h"
 
 namespace tv {
 
@@ -19,25 +20,6 @@ double tolerance(DType d) {
 }
 
 namespace {
-
-// What a prologue unpacks parameters and attributes from: the jit's Module.
-class ModuleAdapter : public exec::ModuleView {
- public:
-  explicit ModuleAdapter(const jit::Module& m) : m_(m) {}
-  std::optional<at::Tensor> parameter(const std::string& name) const override {
-    auto* p = m_.find_parameter(name);
-    if (!p) return std::nullopt;
-    return *p->value;
-  }
-  std::optional<Attr> attribute(const std::string& name) const override {
-    auto* a = m_.find_attribute(name);
-    if (!a) return std::nullopt;
-    return *a;
-  }
-
- private:
-  const jit::Module& m_;
-};
 
 TensorStats stats_of(const at::Tensor& t) {
   TensorStats s;
@@ -109,7 +91,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
   RankResult result;
   result.rank = rank;
   try {
-    ModuleAdapter view(module);
+    JitModuleView view(module);
     exec::ExecOptions eo;
     eo.device = options.device;
     eo.module = &view;

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 
+#include "replay/module_view.h"
 #include "canonical/canonical.h"
 #include "dist/world.h"
 #include "exec/executor.h"
@@ -114,25 +115,6 @@ BuiltPipeline trace_only(const std::string& model, std::vector<std::string> orde
   return build(m, spec_of(std::move(order), world), c);
 }
 
-// The prologue's module.
-class ModuleAdapter : public exec::ModuleView {
- public:
-  explicit ModuleAdapter(const jit::Module& m) : m_(m) {}
-  std::optional<at::Tensor> parameter(const std::string& name) const override {
-    auto* p = m_.find_parameter(name);
-    if (!p) return std::nullopt;
-    return *p->value;
-  }
-  std::optional<Attr> attribute(const std::string& name) const override {
-    auto* a = m_.find_attribute(name);
-    if (!a) return std::nullopt;
-    return *a;
-  }
-
- private:
-  const jit::Module& m_;
-};
-
 constexpr uint64_t kCotangentSeed = 1234;
 
 struct RankRun {
@@ -157,7 +139,7 @@ RankRun run_rank(const std::string& model, const std::vector<std::string>& order
   for (const auto& p : m.parameters) out.weights[p.name] = p.value->clone();
   out.all_reduces = count_calls(*built.stages.last(TraceKind::backward), collectives::kAllReduce);
 
-  ModuleAdapter view(m);
+  JitModuleView view(m);
   exec::ExecOptions eo;
   eo.module = &view;
   eo.user = &comm;
