@@ -87,6 +87,14 @@ Comparison compare(const Capture& c, int left, int right) {
       out.numbers_equal = out.numbers_equal && ra.pass() && rb.pass();
     }
   }
+  // A rank that failed (a timeout, a dead peer) says nothing about the orders: the run failed.
+  for (const auto* p : {&a, &b})
+    if (p->replay)
+      for (const auto& r : p->replay->ranks)
+        if (!r.error.empty()) {
+          out.verdict = "failed";
+          return out;
+        }
   out.verdict = out.traces_equal && out.numbers_equal ? "equivalent" : "different";
   return out;
 }

@@ -48,6 +48,16 @@ RuleCell classify(const RulesRequest& request, std::vector<std::string> order, s
     return cell;
   }
   const auto& cmp = capture.comparisons.front();
+  if (cmp.verdict == "failed") {
+    cell.verdict = Composition::failed;
+    cell.rule = "run-failed";
+    for (const auto& p : capture.pipelines)
+      if (p.replay)
+        for (const auto& r : p.replay->ranks)
+          if (!r.error.empty() && cell.detail.empty())
+            cell.detail = "[" + p.spec.label() + "] rank " + std::to_string(r.rank) + ": " + first_line(r.error);
+    return cell;
+  }
   if (cmp.verdict == "equivalent") {
     cell.verdict = Composition::equivalent;
     cell.rule = kHooks;
