@@ -184,21 +184,7 @@ void bind_traces(py::module_& m) {
         cmp.traces_equal = traces_equal;
         cmp.numbers_equal = numbers_equal;
         cmp.verdict = verdict;
-        const auto& a = c.c.pipelines.at(left).stages;
-        const auto& b = c.c.pipelines.at(right).stages;
-        for (auto kind : kTraceKinds) {
-          const auto& la = a.of(kind);
-          const auto& lb = b.of(kind);
-          for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
-            StageComparison s;
-            s.kind = std::string(trace_kind_name(kind));
-            s.stage = static_cast<int>(i);
-            if (i < la.size()) s.left_pass = la[i].pass;
-            if (i < lb.size()) s.right_pass = lb[i].pass;
-            s.equal = i < la.size() && i < lb.size() && canonically_equal(*la[i].trace, *lb[i].trace);
-            cmp.stages.push_back(s);
-          }
-        }
+        cmp.stages = compare_stages(c.c.pipelines.at(left).stages, c.c.pipelines.at(right).stages);
         c.c.comparisons.push_back(cmp);
       });
 

@@ -50,20 +50,9 @@ Comparison compare(const Capture& c, int left, int right) {
     out.verdict = "failed";
     return out;
   }
+  out.stages = compare_stages(a.stages, b.stages);
   out.traces_equal = true;
   for (auto kind : kTraceKinds) {
-    const auto& la = a.stages.of(kind);
-    const auto& lb = b.stages.of(kind);
-    size_t n = std::max(la.size(), lb.size());
-    for (size_t i = 0; i < n; ++i) {
-      StageComparison s;
-      s.kind = std::string(trace_kind_name(kind));
-      s.stage = static_cast<int>(i);
-      if (i < la.size()) s.left_pass = la[i].pass;
-      if (i < lb.size()) s.right_pass = lb[i].pass;
-      s.equal = i < la.size() && i < lb.size() && canonically_equal(*la[i].trace, *lb[i].trace);
-      out.stages.push_back(s);
-    }
     auto fa = a.stages.last(kind), fb = b.stages.last(kind);
     if (bool(fa) != bool(fb) || (fa && !canonically_equal(*fa, *fb))) out.traces_equal = false;
   }

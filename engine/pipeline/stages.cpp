@@ -1,6 +1,7 @@
 #include "pipeline/stages.h"
 
 #include "canonical/canonical.h"
+#include "replay/results.h"
 
 namespace tv {
 
@@ -52,6 +53,24 @@ void StageHistory::record(TraceKind k, std::string pass, TracePtr trace, double 
 TracePtr StageHistory::last(TraceKind k) const {
   const auto& list = of(k);
   return list.empty() ? nullptr : list.back().trace;
+}
+
+std::vector<StageComparison> compare_stages(const StageHistory& left, const StageHistory& right) {
+  std::vector<StageComparison> out;
+  for (auto kind : kTraceKinds) {
+    const auto& la = left.of(kind);
+    const auto& lb = right.of(kind);
+    for (size_t i = 0; i < std::max(la.size(), lb.size()); ++i) {
+      StageComparison s;
+      s.kind = std::string(trace_kind_name(kind));
+      s.stage = static_cast<int>(i);
+      if (i < la.size()) s.left_pass = la[i].pass;
+      if (i < lb.size()) s.right_pass = lb[i].pass;
+      s.equal = i < la.size() && i < lb.size() && canonically_equal(*la[i].trace, *lb[i].trace);
+      out.push_back(s);
+    }
+  }
+  return out;
 }
 
 }  // namespace tv

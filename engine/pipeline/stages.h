@@ -36,4 +36,8 @@ struct StageHistory {
   TracePtr last(TraceKind) const;  // null when there is none
 };
 
+// Stage by stage, by position, for every trace kind: whether two histories hold the same program.
+struct StageComparison;
+std::vector<StageComparison> compare_stages(const StageHistory& left, const StageHistory& right);
+
 }  // namespace tv

@@ -24,9 +24,7 @@ namespace {
 TensorStats stats_of(const at::Tensor& t) {
   TensorStats s;
   s.shape = t.sizes().vec();
-  auto scalar = t.scalar_type();
-  s.dtype = scalar == at::kDouble ? DType::f64 : scalar == at::kHalf ? DType::f16 : scalar == at::kBFloat16 ? DType::bf16
-            : scalar == at::kLong ? DType::i64 : scalar == at::kInt ? DType::i32 : scalar == at::kBool ? DType::b8 : DType::f32;
+  s.dtype = jit::TensorMeta::of(t).dtype;
   if (t.numel() == 0) return s;
   auto f = t.detach().to(at::kDouble);  // computed where the tensor lives (on the GPU for CUDA runs)
   if (t.is_floating_point()) {
