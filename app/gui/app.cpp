@@ -7,6 +7,7 @@
 namespace tv::gui {
 
 void App::frame() {
+  session.targets.clear();
   session.poll();
   if (session.capture.get() != last_capture_) {
     last_capture_ = session.capture.get();
@@ -63,11 +64,15 @@ void App::draw_status_line() {
 void App::draw_tabs() {
   if (!ImGui::BeginTabBar("panels")) return;
   static const char* kTitles[] = {"Stages", "Trace", "Diff", "Order", "Replay", "Rules"};
+  // A request made before this frame is taken now; one made while a panel draws (a click that
+  // opens another panel) stays for the next frame.
+  const bool requested = session.panel_requested;
+  session.panel_requested = false;
   for (Panel p : kPanels) {
     int i = static_cast<int>(p);
-    ImGuiTabItemFlags flags = session.panel_requested && session.panel == p ? ImGuiTabItemFlags_SetSelected : 0;
+    ImGuiTabItemFlags flags = requested && session.panel == p ? ImGuiTabItemFlags_SetSelected : 0;
     if (!ImGui::BeginTabItem(kTitles[i], nullptr, flags)) continue;
-    if (!session.panel_requested) session.panel = p;
+    if (!requested && !session.panel_requested) session.panel = p;
     switch (p) {
       case Panel::stages: draw_stage_overview(session); break;
       case Panel::trace: trace.draw(session); break;
@@ -78,7 +83,6 @@ void App::draw_tabs() {
     }
     ImGui::EndTabItem();
   }
-  session.panel_requested = false;
   ImGui::EndTabBar();
 }
 

@@ -1,7 +1,6 @@
 #include "gui/gui_run.h"
 
 #include <GLFW/glfw3.h>
-#include <stb_image_write.h>
 
 #include <algorithm>
 #include <chrono>
@@ -131,22 +130,23 @@ int run_screenshot(const GuiOptions& o) {
   app.session.select_panel(panel);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
   int settled = 0;
-  bool was_busy = true;
+  const Capture* shown = nullptr;
   while (settled < std::max(2, o.settle_frames)) {
     bool busy = app.session.worker.busy();
-    if (was_busy && !busy) app.session.select_panel(panel);
-    was_busy = busy;
     if (!busy || std::chrono::steady_clock::now() > deadline) ++settled;
     if (settled == std::max(2, o.settle_frames) - 1) window.capture_pixels(true);
     window.begin_frame(0.0);
     app.frame();
     window.end_frame();
+    // A new capture may bring its own panel to the front (a rules-only one does): the asked one wins.
+    if (app.session.capture.get() != shown) {
+      shown = app.session.capture.get();
+      app.session.select_panel(panel);
+    }
   }
   int width = 0, height = 0;
-  auto pixels = window.read_pixels(&width, &height);
-  for (size_t i = 3; i < pixels.size(); i += 4) pixels[i] = 255;  // opaque PNG
-  if (!stbi_write_png(o.out.c_str(), width, height, 4, pixels.data(), width * 4))
-    throw BadInput(o.out + ": cannot write the PNG");
+  window.read_pixels(&width, &height);
+  if (!window.write_png(o.out)) throw BadInput(o.out + ": cannot write the PNG");
   std::cout << "wrote " << o.out << " (" << width << "x" << height << ", panel " << o.panel << ")\n";
   if (!app.session.error.empty()) {
     std::cerr << "error: " << app.session.error << "\n";

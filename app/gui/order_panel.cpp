@@ -84,7 +84,7 @@ bool OrderPanel::run(Session& s) {
   return true;
 }
 
-void OrderPanel::draw_list() {
+void OrderPanel::draw_list(UiTargets& targets) {
   const Theme& t = theme();
   ImGui::TextWrapped("Transforms, applied left to right: the first wraps the model.");
   ImGui::TextColored(t.muted, "drag an item onto another to reorder");
@@ -93,6 +93,7 @@ void OrderPanel::draw_list() {
     ImGui::PushID(i);
     std::string label = std::to_string(i + 1) + ". " + order[i];
     ImGui::Selectable(label.c_str(), false, 0, ImVec2(160, 0));
+    targets.mark_last_item("order/item/" + std::to_string(i));
     if (ImGui::BeginDragDropSource()) {
       ImGui::SetDragDropPayload("TV_TRANSFORM", &i, sizeof i);
       ImGui::Text("move %s", order[i].c_str());
@@ -130,7 +131,7 @@ void OrderPanel::draw(Session& s) {
   const Theme& t = theme();
   initialise(s);
   ImGui::BeginChild("order-editor", ImVec2(430, 0), true);
-  draw_list();
+  draw_list(s.targets);
   ImGui::Separator();
   ImGui::SetNextItemWidth(120);
   ImGui::InputInt("world size", &world_size);

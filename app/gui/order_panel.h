@@ -33,7 +33,7 @@ struct OrderPanel {
   void initialise(const Session& s);
 
  private:
-  void draw_list();
+  void draw_list(UiTargets& targets);
   void draw_results(Session& s);
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ void ReplayPanel::jump_to(Session& s, int pipeline, const SymbolTiming& timing) 
 
 void ReplayPanel::draw(Session& s) {
   const Theme& t = theme();
+  slowest.clear();
   if (!s.capture || s.capture->pipelines.empty()) {
     ImGui::TextColored(t.muted, "no capture");
     return;
@@ -122,17 +124,22 @@ void ReplayPanel::draw_timings(Session& s, const RankResult& r) {
   for (const auto* tm : timings) total += tm->microseconds, longest = std::max(longest, tm->microseconds);
 
   ImGui::Text("Slowest bound symbols (click: show in trace), total %.1f us", total);
-  std::vector<const SymbolTiming*> slowest = timings;
-  std::sort(slowest.begin(), slowest.end(), [](auto* a, auto* b) { return a->microseconds > b->microseconds; });
-  slowest.resize(std::min<size_t>(slowest.size(), 8));
-  for (const auto* tm : slowest) {
-    std::string label = std::to_string(tm->index) + " " + tm->symbol + (tm->output.empty() ? "" : " -> " + tm->output);
+  std::vector<const SymbolTiming*> by_time = timings;
+  std::stable_sort(by_time.begin(), by_time.end(), [](auto* a, auto* b) { return a->microseconds > b->microseconds; });
+  by_time.resize(std::min<size_t>(by_time.size(), 8));
+  std::optional<SymbolTiming> jump;  // after the list: jumping changes the selection the list reads
+  for (size_t i = 0; i < by_time.size(); ++i) {
+    const SymbolTiming& tm = *by_time[i];
+    std::string label = std::to_string(tm.index) + " " + tm.symbol + (tm.output.empty() ? "" : " -> " + tm.output);
     char time[32];
-    std::snprintf(time, sizeof time, "%9.1f us", tm->microseconds);
-    ImGui::PushID(tm);
-    if (ImGui::Selectable((std::string(time) + "  " + label).c_str())) jump_to(s, pipeline, *tm);
+    std::snprintf(time, sizeof time, "%9.1f us", tm.microseconds);
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::Selectable((std::string(time) + "  " + label).c_str())) jump = tm;
+    s.targets.mark_last_item("replay/slowest/" + std::to_string(i));
     ImGui::PopID();
+    slowest.push_back(tm);
   }
+  if (jump) jump_to(s, pipeline, *jump);
   ImGui::Separator();
   ImGui::Text("Time per bound symbol (%s)", timings.front()->device_timer ? "CUDA events" : "host clock");
   // The bar chart: one bar per bound symbol in trace order, drawn with ImDrawList.

@@ -1,7 +1,10 @@
 // Replay panel: per pipeline and rank, outputs and gradients against the eager reference (max abs
 // and rel error, tolerance, pass/FAIL), per-bound-symbol times as a bar chart drawn with
 // ImDrawList, and the slowest bound symbols; clicking one jumps to its line in the trace view.
+// Contract: `slowest` is the list the last frame showed, slowest first (for the state dump).
 #pragma once
+#include <vector>
+
 #include "gui/session.h"
 
 namespace tv::gui {
@@ -10,6 +13,7 @@ struct ReplayPanel {
   int pipeline = 0;
   int rank = 0;
   int kind = 0;  // 0 forward, 1 backward (timings)
+  std::vector<SymbolTiming> slowest;
 
   void draw(Session& s);
   // Shows the final stage of the timed trace kind and scrolls to bound symbol `index`.

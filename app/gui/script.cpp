@@ -35,7 +35,8 @@ int key_code(const std::string& name) {
   return -1;
 }
 
-StageRef stage_ref(const json& j) {
+// A stage from {"pipeline":0,"kind":"forward","stage":2}; a negative stage counts from the end.
+StageRef stage_ref(const Session& s, const json& j) {
   StageRef r;
   r.pipeline = j.value("pipeline", 0);
   r.stage = j.value("stage", 0);
@@ -43,6 +44,7 @@ StageRef stage_ref(const json& j) {
   if (j.contains("kind") && !parse_trace_kind(j["kind"].get<std::string>(), &k))
     throw std::invalid_argument("unknown trace kind " + j["kind"].get<std::string>());
   r.kind = k;
+  if (const auto* p = s.pipeline(r.pipeline); p && r.stage < 0) r.stage += static_cast<int>(p->stages.of(k).size());
   return r;
 }
 
@@ -87,9 +89,44 @@ void ScriptDriver::press(Window& window, const std::string& spec) {
   pressed_.insert(pressed_.begin(), {code, mods});
 }
 
+TargetRect ScriptDriver::where(const App& app, const json& spec) const {
+  if (spec.is_array() && spec.size() == 2 && spec[0].is_number() && spec[1].is_number()) {
+    float x = spec[0].get<float>(), y = spec[1].get<float>();
+    return {x, y, x, y};
+  }
+  if (!spec.is_string()) throw std::invalid_argument("expected a target name or [x, y], got " + spec.dump());
+  const std::string name = spec.get<std::string>();
+  if (auto rect = app.session.targets.find(name)) return *rect;
+  // Say what is on screen under the same first path component, to make a wrong name easy to fix.
+  std::string prefix = name.substr(0, name.find('/') + 1), known;
+  for (const auto& n : app.session.targets.names())
+    if (n.rfind(prefix, 0) == 0 && known.size() < 400) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("no target '" + name + "' in the last frame" +
+                              (known.empty() ? " (none under '" + prefix + "')" : " (on screen: " + known + ")"));
+}
+
 void ScriptDriver::before_frame(App& app, Window& window) {
+  if (!started_) {
+    started_ = true;
+    app.session.targets.enabled = true;
+    mouse_.active = true;  // from now on the platform's pointer is ignored: runs are reproducible
+    window.set_synthetic_mouse(mouse_);
+  }
+  if (!screenshot_.empty()) {
+    bool written = window.write_png(screenshot_);
+    log_.push_back((written ? "ok screenshot " : "error screenshot: cannot write ") + screenshot_);
+    if (!written) app.session.error = "script: cannot write " + screenshot_;
+    window.capture_pixels(false);
+    screenshot_.clear();
+  }
   for (auto [code, mods] : pressed_) ImGui_ImplGlfw_KeyCallback(window.handle(), code, 0, GLFW_RELEASE, mods);
   pressed_.clear();
+  if (!mouse_steps_.empty()) {
+    mouse_ = mouse_steps_.front();
+    mouse_steps_.pop_front();
+    window.set_synthetic_mouse(mouse_);
+    return;
+  }
   if (wait_frames_ > 0) {
     --wait_frames_;
     return;
@@ -120,7 +157,7 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     if (!parse_panel(v.get<std::string>(), &p)) throw std::invalid_argument("unknown panel " + v.dump());
     s.select_panel(p);
   } else if (name == "select_stage") {
-    StageRef r = stage_ref(v);
+    StageRef r = stage_ref(s, v);
     if (!s.stage(r)) throw std::invalid_argument("no such stage " + v.dump());
     s.select_stage(r);
   } else if (name == "move_transform") {
@@ -141,6 +178,26 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     if (v.get<bool>()) app.order.run(s);
   } else if (name == "wait_idle") {
     waiting_idle_ = true;
+  } else if (name == "mouse_move" || name == "click") {
+    TargetRect r = where(app, v);
+    SyntheticMouse at{true, r.centre_x(), r.centre_y(), false};
+    mouse_steps_.push_back(at);
+    if (name == "click") {
+      SyntheticMouse pressed = at;
+      pressed.down = true;
+      mouse_steps_.push_back(pressed);
+      mouse_steps_.push_back(at);
+    }
+  } else if (name == "drag") {
+    TargetRect from = where(app, v.at("from")), to = where(app, v.at("to"));
+    auto step = [&](float x, float y, bool down) { mouse_steps_.push_back({true, x, y, down}); };
+    step(from.centre_x(), from.centre_y(), false);
+    step(from.centre_x(), from.centre_y(), true);
+    // Halfway, then onto the target: well past ImGui's drag threshold (6 pixels) unless both are one spot.
+    step((from.centre_x() + to.centre_x()) / 2, (from.centre_y() + to.centre_y()) / 2, true);
+    for (int i = 0; i < 3; ++i) step(to.centre_x(), to.centre_y(), true);  // accepted, then accepted before
+    step(to.centre_x(), to.centre_y(), false);                             // delivered on release
+    step(to.centre_x(), to.centre_y(), false);
   } else if (name == "key") {
     press(window, v.get<std::string>());
   } else if (name == "text") {
@@ -160,12 +217,13 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     std::snprintf(app.browser.filter.InputBuf, sizeof app.browser.filter.InputBuf, "%s", f.c_str());
     app.browser.filter.Build();
   } else if (name == "open_rule") {
-    app.rules.open_cell(s, v.get<std::vector<std::string>>());
+    const json& order = v.is_object() ? v.at("order") : v;
+    app.rules.open_order(s, order.get<std::vector<std::string>>(), v.is_object() && v.value("capture_at_jit", false));
   } else if (name == "diff") {
     s.diff.across_pipelines = v.value("across", s.diff.across_pipelines);
     s.diff.unified = v.value("unified", s.diff.unified);
-    if (v.contains("left")) s.diff.left = stage_ref(v["left"]);
-    if (v.contains("right")) s.diff.right = stage_ref(v["right"]);
+    if (v.contains("left")) s.diff.left = stage_ref(s, v["left"]);
+    if (v.contains("right")) s.diff.right = stage_ref(s, v["right"]);
     s.select_panel(Panel::diff);
   } else if (name == "tour") {
     app.tour.open = v.get<bool>();
@@ -175,6 +233,9 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     wait_frames_ = v.get<long>();
   } else if (name == "dump") {
     write_state(app, v.get<std::string>(), log_);
+  } else if (name == "screenshot") {
+    screenshot_ = v.get<std::string>();
+    window.capture_pixels(true);
   } else if (name == "quit") {
     app.quit = v.get<bool>();
   } else {

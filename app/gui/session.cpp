@@ -76,6 +76,7 @@ void Session::adopt(Capture c) {
   if (!c.rules && carry_rules) c.rules = std::move(carry_rules);
   carry_rules.reset();
   capture = std::make_shared<const Capture>(std::move(c));
+  if (capture->pipelines.empty() && capture->rules) select_panel(Panel::rules);  // a rules-only capture
   if (!stage(selected)) selected = first_stage(*capture, 0);
   diff.left = selected;
   diff.right = selected;

@@ -11,6 +11,7 @@
 
 #include "capture/capture.h"
 #include "gui/engine_worker.h"
+#include "gui/ui_targets.h"
 #include "pipeline/run.h"
 
 namespace tv::gui {
@@ -50,6 +51,7 @@ struct Session {
   bool panel_requested = true;             // select `panel` in the tab bar next frame (first frame too)
   int jump_to_statement = -1;              // trace view: scroll to this top-level bound symbol next frame
   std::optional<RulesMatrix> carry_rules;  // given to the next capture when it has none
+  UiTargets targets;                       // where named widgets were drawn (scripted mouse)
   EngineWorker worker;
 
   // Actions (UI and script).

@@ -67,6 +67,12 @@ void StageBrowser::draw(Session& s) {
     return;
   }
   const auto& pipelines = s.capture->pipelines;
+  if (pipelines.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, t.muted);
+    ImGui::TextWrapped("%s", s.capture->rules ? "No pipelines: this capture holds a rules matrix (Rules tab)."
+                                              : "This capture holds no pipelines.");
+    ImGui::PopStyleColor();
+  }
   for (int p = 0; p < static_cast<int>(pipelines.size()); ++p) {
     const auto& rec = pipelines[p];
     std::string verdict = pipeline_verdict(*s.capture, p);

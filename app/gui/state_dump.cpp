@@ -13,11 +13,67 @@ using nlohmann::json;
 
 json stage_json(const Session& s, const StageRef& r) {
   json j{{"pipeline", r.pipeline}, {"kind", std::string(trace_kind_name(r.kind))}, {"stage", r.stage}};
+  if (const auto* p = s.pipeline(r.pipeline)) j["pipeline_label"] = p->spec.label();
   if (const Stage* st = s.stage(r)) {
     j["pass"] = st->pass;
     j["changed"] = st->changed;
   }
   return j;
+}
+
+json stats_json(const TensorStats& st) {
+  return {{"shape", st.shape}, {"dtype", std::string(short_name(st.dtype))}, {"min", st.min}, {"max", st.max},
+          {"mean", st.mean}, {"nan_count", st.nan_count}, {"inf_count", st.inf_count}};
+}
+
+json timing_json(const SymbolTiming& t) {
+  return {{"trace", t.trace}, {"index", t.index}, {"symbol", t.symbol}, {"output", t.output},
+          {"microseconds", t.microseconds}};
+}
+
+json hover_json(const ProxyInfo& info) {
+  json ranks = json::array();
+  for (const auto& r : info.ranks) {
+    json rank{{"rank", r.rank}};
+    rank["stats"] = r.stats ? stats_json(*r.stats) : json(nullptr);
+    rank["produced_by"] = r.timing ? timing_json(*r.timing) : json(nullptr);
+    ranks.push_back(rank);
+  }
+  return {{"name", info.name}, {"type", info.type}, {"is_tensor", info.is_tensor},
+          {"requires_grad", info.requires_grad ? json(*info.requires_grad) : json(nullptr)},
+          {"distribution", info.distribution},
+          {"definition_line", info.definition_line}, {"lines_naming", info.lines_naming},
+          {"replayed", info.replayed}, {"final_stage", info.final_stage}, {"ranks", ranks}};
+}
+
+json rules_json(const App& app) {
+  const Session& s = app.session;
+  if (!s.capture || !s.capture->rules) return nullptr;
+  const RulesMatrix& m = *s.capture->rules;
+  const RulesPanel& panel = app.rules;
+  json drawn = json::array();  // what the last frame drew: nothing unless the panel is in front
+  if (s.panel == Panel::rules)
+    for (const auto& c : panel.drawn)
+      drawn.push_back({{"order", c.order}, {"capture_at_jit", c.capture_at_jit}, {"verdict", c.verdict},
+                       {"label", c.label}, {"colour", c.colour}, {"selected", c.selected}});
+  json explanation = nullptr;
+  if (auto it = m.explanations.find(panel.shown_rule); s.panel == Panel::rules && it != m.explanations.end())
+    explanation = {{"rule", it->first}, {"text", it->second}};
+  return {{"model", m.model},
+          {"world_size", m.world_size},
+          {"transforms", m.transforms},
+          {"cells", m.cells.size()},
+          {"selected", {{"order", panel.selected}, {"capture_at_jit", panel.selected_capture_at_jit}}},
+          {"pending_open", panel.pending_open},
+          {"drawn_cells", drawn},
+          {"shown_explanation", explanation}};
+}
+
+json replay_json(const App& app) {
+  json slowest = json::array();  // as drawn by the last frame, when the panel is in front
+  if (app.session.panel == Panel::replay)
+    for (const auto& t : app.replay.slowest) slowest.push_back(timing_json(t));
+  return {{"pipeline", app.replay.pipeline}, {"rank", app.replay.rank}, {"slowest", slowest}};
 }
 
 json trace_json(const App& app) {
@@ -30,12 +86,17 @@ json trace_json(const App& app) {
   for (size_t i = 0; i < text.lines.size() && i < 40; ++i) lines.push_back(text.lines[i].text);
   for (size_t i = app.trace.first_visible; i < text.lines.size() && visible.size() < 20; ++i)
     visible.push_back(text.lines[i].text);
+  const int marked = app.trace.marked_line;
   json j{{"depth", depth},
          {"line_count", text.lines.size()},
          {"first_lines", lines},
          {"first_visible_line", app.trace.first_visible},
+         {"last_visible_line", app.trace.first_visible + app.trace.visible_rows - 1},
          {"visible_lines", visible},
-         {"marked_line", app.trace.marked_line},
+         {"marked_line", marked},
+         {"marked_text", marked >= 0 && marked < static_cast<int>(text.lines.size()) ? json(text.lines[marked].text)
+                                                                                    : json(nullptr)},
+         {"hover", s.panel == Panel::trace && app.trace.hovered ? hover_json(*app.trace.hovered) : json(nullptr)},
          {"search", {{"open", app.trace.search_open}, {"query", app.trace.query}, {"matches", app.trace.matches.size()},
                      {"current", app.trace.match}}}};
   if (const TraceText* shown = app.trace.text(); shown && app.trace.selected_proxy >= 0 &&
@@ -99,6 +160,8 @@ json dump_state(const App& app) {
       diff["count"][std::string(diff_kind_name(k))] = d->count(k);
   }
   j["diff"] = diff;
+  j["rules"] = rules_json(app);
+  j["replay"] = replay_json(app);
   return j;
 }
 

@@ -1,6 +1,7 @@
 // What the window holds, as JSON (for tests and bug reports): the order being edited, the
-// capture's pipelines with their verdicts, the selection, the first lines of the trace view,
-// the diff summary and the errors.
+// capture's pipelines with their verdicts, the selection, the first lines of the trace view, its
+// marked line and what the proxy tooltip under the mouse shows, the diff summary, the rules matrix
+// as the last frame drew it, the replay panel's slowest bound symbols, and the errors.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

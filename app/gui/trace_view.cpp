@@ -24,7 +24,43 @@ const SymbolTiming* timing_of(const RankResult& rank, TraceKind kind, const std:
   return nullptr;
 }
 
+const TensorStats* stats_of(const RankResult& rank, TraceKind kind, const std::string& proxy) {
+  auto it = rank.proxies.find(std::string(trace_kind_name(kind)) + ":" + proxy);
+  if (it == rank.proxies.end()) it = rank.proxies.find(proxy);
+  return it == rank.proxies.end() ? nullptr : &it->second;
+}
+
 }  // namespace
+
+ProxyInfo describe_proxy(const Session& s, const TraceText& text, int index) {
+  const Proxy& proxy = *text.proxies[index];
+  ProxyInfo info;
+  info.name = proxy.name;
+  info.type = type_text(proxy);
+  info.is_tensor = proxy.is_tensor();
+  if (info.is_tensor) {
+    if (s.request) info.requires_grad = proxy.requires_grad;  // a live run: the traces are the engine's own
+    if (proxy.distribution != Distribution::none)
+      info.distribution = std::string(distribution_name(proxy.distribution));
+  }
+  info.definition_line = text.definition_line[index];
+  info.lines_naming = text.use_lines[index].size();
+  const auto* p = s.pipeline(s.selected.pipeline);
+  if (!p || !p->replay) return info;
+  info.replayed = true;
+  info.final_stage = s.selected.stage == static_cast<int>(p->stages.of(s.selected.kind).size()) - 1;
+  for (const auto& rank : p->replay->ranks) {
+    const TensorStats* stats = stats_of(rank, s.selected.kind, proxy.name);
+    const SymbolTiming* timing = timing_of(rank, s.selected.kind, proxy.name);
+    if (!stats && !timing) continue;
+    ProxyRankInfo r;
+    r.rank = rank.rank;
+    if (stats) r.stats = *stats;
+    if (timing) r.timing = *timing;
+    info.ranks.push_back(std::move(r));
+  }
+  return info;
+}
 
 void TraceView::refresh(const TracePtr& trace, int effective_depth) {
   if (trace == trace_ && effective_depth == text_depth_) return;
@@ -38,7 +74,7 @@ void TraceView::refresh(const TracePtr& trace, int effective_depth) {
   } else if (selected_proxy >= static_cast<int>(text_.proxies.size())) {
     selected_proxy = -1;
   }
-  matched_query_ = "\x01";  // force a new search
+  matched_query_.assign(1, '\x01');  // force a new search (not operator=: GCC 12 warns falsely)
   update_matches();
 }
 
@@ -70,12 +106,17 @@ void TraceView::find(int direction) {
 
 void TraceView::draw(Session& s) {
   const Theme& t = theme();
+  hovered.reset();
   const Stage* stage = s.stage(s.selected);
   if (!stage || !stage->trace) {
     ImGui::TextColored(t.muted, "%s", s.capture ? "select a stage at the left" : "no capture yet");
     return;
   }
-  int max_depth = max_subsymbol_depth(*stage->trace);
+  if (stage->trace != depth_of_) {  // walking every bound symbol is O(trace): once per trace
+    depth_of_ = stage->trace;
+    max_depth_ = max_subsymbol_depth(*stage->trace);
+  }
+  const int max_depth = max_depth_;
   refresh(stage->trace, std::clamp(depth, 0, max_depth));
   if (s.jump_to_statement >= 0) {
     if (s.jump_to_statement < static_cast<int>(text_.statement_line.size()))
@@ -150,6 +191,7 @@ void TraceView::draw_lines(Session& s) {
   const float gutter = (digits + 1) * char_w;
   const float width = gutter + (text_.max_columns + 2) * char_w;
   ImDrawList* draw = ImGui::GetWindowDrawList();
+  UiTargets& targets = s.targets;
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const bool hovered_window = ImGui::IsWindowHovered();
   int hovered_proxy = -1;
@@ -159,6 +201,7 @@ void TraceView::draw_lines(Session& s) {
     scroll_to = -1;
   }
   first_visible = static_cast<int>(ImGui::GetScrollY() / line_h);
+  visible_rows = static_cast<int>(ImGui::GetWindowHeight() / line_h);
 
   ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(0, 0));
   ImGuiListClipper clipper;
@@ -184,6 +227,8 @@ void TraceView::draw_lines(Session& s) {
         ImVec2 p(text_pos.x + span.begin * char_w, text_pos.y);
         ImVec2 q(p.x + span.length * char_w, p.y + line_h);
         if (span.proxy >= 0 && span.proxy == selected_proxy) draw->AddRectFilled(p, q, t.use_highlight);
+        if (span.proxy >= 0 && targets.enabled)
+          targets.mark("trace/proxy/" + text_.proxies[span.proxy]->name, {p.x, p.y, q.x, q.y});
         if (span.proxy >= 0 && mouse_on_line && mouse.x >= p.x && mouse.x < q.x) {
           hovered_proxy = span.proxy;
           draw->AddLine(ImVec2(p.x, q.y - 1), ImVec2(q.x, q.y - 1), t.token[static_cast<int>(Token::proxy)]);
@@ -196,48 +241,48 @@ void TraceView::draw_lines(Session& s) {
     }
   }
   ImGui::PopStyleVar();
+  hovered.reset();
   if (hovered_proxy >= 0) {
-    draw_proxy_tooltip(s, hovered_proxy);
+    hovered = describe_proxy(s, text_, hovered_proxy);
+    draw_proxy_tooltip(*hovered);
     if (ImGui::IsMouseClicked(0)) selected_proxy = selected_proxy == hovered_proxy ? -1 : hovered_proxy;
   }
   ImGui::EndChild();
 }
 
-void TraceView::draw_proxy_tooltip(const Session& s, int index) const {
+void TraceView::draw_proxy_tooltip(const ProxyInfo& info) const {
   const Theme& t = theme();
-  const Proxy& proxy = *text_.proxies[index];
   ImGui::BeginTooltip();
-  ImGui::Text("%s", proxy.name.c_str());
-  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(t.token[static_cast<int>(Token::type)]), "\"%s\"",
-                     type_text(proxy).c_str());
-  if (proxy.is_tensor()) {
-    ImGui::Text("requires_grad: %s", proxy.requires_grad ? "True" : "False");
-    if (proxy.distribution != Distribution::none)
-      ImGui::Text("distribution: %s", std::string(distribution_name(proxy.distribution)).c_str());
+  ImGui::Text("%s", info.name.c_str());
+  const ImVec4 type_colour = ImGui::ColorConvertU32ToFloat4(t.token[static_cast<int>(Token::type)]);
+  ImGui::TextColored(type_colour, "\"%s\"", info.type.c_str());
+  if (info.is_tensor) {
+    if (info.requires_grad) ImGui::Text("requires_grad: %s", *info.requires_grad ? "True" : "False");
+    else ImGui::TextColored(t.muted, "requires_grad: unknown (captures and printouts do not keep it)");
+    if (!info.distribution.empty()) ImGui::Text("distribution: %s", info.distribution.c_str());
   }
-  ImGui::Text("defined on line %d, named on %zu lines", text_.definition_line[index] + 1,
-              text_.use_lines[index].size());
-  const auto* p = s.pipeline(s.selected.pipeline);
-  if (p && p->replay) {
-    for (const auto& rank : p->replay->ranks) {
-      auto it = rank.proxies.find(proxy.name);
-      const SymbolTiming* timing = timing_of(rank, s.selected.kind, proxy.name);
-      if (it == rank.proxies.end() && !timing) continue;
-      ImGui::Separator();
-      ImGui::Text("rank %d", rank.rank);
-      if (it != rank.proxies.end()) {
-        const TensorStats& st = it->second;
-        ImGui::Text("shape %s %s", shape_text(st.shape).c_str(), std::string(short_name(st.dtype)).c_str());
-        ImGui::Text("min %.6g  max %.6g  mean %.6g", st.min, st.max, st.mean);
-        if (st.nan_count || st.inf_count)
-          ImGui::TextColored(t.error, "NaN %lld  Inf %lld", static_cast<long long>(st.nan_count),
-                             static_cast<long long>(st.inf_count));
-      }
-      if (timing) ImGui::Text("produced by %s in %.1f us%s", timing->symbol.c_str(), timing->microseconds,
-                              timing->device_timer ? " (CUDA events)" : "");
-    }
-  } else {
+  ImGui::Text("defined on line %d, named on %zu lines", info.definition_line + 1, info.lines_naming);
+  if (!info.replayed) {
     ImGui::TextColored(t.muted, "no replay statistics in this capture");
+  } else if (info.ranks.empty()) {
+    ImGui::TextColored(t.muted, "the replay recorded nothing for this name");
+  } else if (!info.final_stage) {
+    ImGui::TextColored(t.muted, "statistics of the final trace (the one replayed), where this name may differ");
+  }
+  for (const auto& r : info.ranks) {
+    ImGui::Separator();
+    ImGui::Text("rank %d", r.rank);
+    if (r.stats) {
+      const TensorStats& st = *r.stats;
+      ImGui::Text("shape %s %s", shape_text(st.shape).c_str(), std::string(short_name(st.dtype)).c_str());
+      ImGui::Text("min %.6g  max %.6g  mean %.6g", st.min, st.max, st.mean);
+      if (st.nan_count || st.inf_count)
+        ImGui::TextColored(t.error, "NaN %lld  Inf %lld", static_cast<long long>(st.nan_count),
+                           static_cast<long long>(st.inf_count));
+    }
+    if (r.timing)
+      ImGui::Text("produced by %s in %.1f us%s", r.timing->symbol.c_str(), r.timing->microseconds,
+                  r.timing->device_timer ? " (CUDA events)" : "");
   }
   ImGui::TextColored(t.muted, "click: highlight definition and uses");
   ImGui::EndTooltip();

@@ -2,8 +2,10 @@
 // depth slider, Ctrl+F search, proxy hover metadata (and replay statistics when the capture has
 // them) and click-to-highlight a proxy's definition and uses.
 // Contract: lines and token spans are computed once per (trace, depth) by build_trace_text;
-// drawing goes through ImGuiListClipper, so only visible lines cost anything per frame.
+// drawing goes through ImGuiListClipper, so only visible lines cost anything per frame. What the
+// tooltip shows is computed as data first (describe_proxy) and kept as `hovered` for the state dump.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,30 @@
 #include "gui/trace_text.h"
 
 namespace tv::gui {
+
+// What the hover tooltip says about a proxy.
+struct ProxyRankInfo {
+  int rank = 0;
+  std::optional<TensorStats> stats;    // the value the replay saw
+  std::optional<SymbolTiming> timing;  // the bound symbol that produced it, and how long it took
+};
+
+struct ProxyInfo {
+  std::string name;
+  std::string type;                    // as printed: "cpu f32[2, 10]"
+  bool is_tensor = false;
+  std::optional<bool> requires_grad;   // unknown for a loaded capture or printout: neither keeps it
+  std::string distribution;            // "" when none
+  int definition_line = -1;            // 0-based
+  size_t lines_naming = 0;
+  bool replayed = false;               // the pipeline has replay results
+  bool final_stage = false;            // the shown stage is the one the replay ran (last of its kind)
+  std::vector<ProxyRankInfo> ranks;    // the ranks whose replay saw this proxy
+};
+
+// Metadata of `text.proxies[proxy]` from the trace, statistics and timing per rank from the replay
+// of the selected pipeline (keys "<kind>:<name>", or "<name>" in older captures).
+ProxyInfo describe_proxy(const Session& s, const TraceText& text, int proxy);
 
 struct TraceView {
   int depth = 1 << 20;       // slider value, clamped to the trace's deepest level
@@ -23,6 +49,8 @@ struct TraceView {
   int marked_line = -1;      // line to show marked (a jump target or the current match)
   int scroll_to = -1;        // scroll this line into view next frame
   int first_visible = 0;
+  int visible_rows = 0;                 // lines that fit in the view
+  std::optional<ProxyInfo> hovered;     // the proxy under the mouse in the last frame
 
   void draw(Session& s);
   // The text now shown (after at least one frame), or null.
@@ -34,9 +62,11 @@ struct TraceView {
   void refresh(const TracePtr& trace, int effective_depth);
   void draw_toolbar(Session& s, int max_depth);
   void draw_lines(Session& s);
-  void draw_proxy_tooltip(const Session& s, int proxy) const;
+  void draw_proxy_tooltip(const ProxyInfo& info) const;
   void update_matches();
   TracePtr trace_;
+  TracePtr depth_of_;  // the trace max_depth_ was computed for
+  int max_depth_ = 0;
   int text_depth_ = -1;
   TraceText text_;
   std::string matched_query_;

@@ -4,7 +4,9 @@
 #include <imgui.h>
 #include <imgui_impl_glfw.h>
 #include <imgui_impl_opengl3.h>
+#include <stb_image_write.h>
 
+#include <cfloat>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -90,7 +92,15 @@ void Window::begin_frame(double wait_seconds) {
   if (wait_seconds > 0) glfwWaitEventsTimeout(wait_seconds);
   else glfwPollEvents();
   ImGui_ImplOpenGL3_NewFrame();
-  ImGui_ImplGlfw_NewFrame();
+  ImGui_ImplGlfw_NewFrame();  // ImGui 1.86: writes io.MousePos and io.MouseDown from GLFW's state
+  if (synthetic_mouse_.active) {
+    ImGuiIO& io = ImGui::GetIO();
+    const bool present = synthetic_mouse_.x >= 0 && synthetic_mouse_.y >= 0;
+    io.MousePos = present ? ImVec2(synthetic_mouse_.x, synthetic_mouse_.y) : ImVec2(-FLT_MAX, -FLT_MAX);
+    for (bool& down : io.MouseDown) down = false;
+    io.MouseDown[0] = synthetic_mouse_.down;
+    io.MouseWheel = synthetic_mouse_.wheel;
+  }
   ImGui::NewFrame();
 }
 
@@ -124,6 +134,14 @@ std::vector<uint8_t> Window::read_pixels(int* width, int* height) const {
   for (int y = 0; y < last_height_; ++y)
     std::copy_n(pixels_.data() + (last_height_ - 1 - y) * row, row, out.data() + y * row);
   return out;
+}
+
+bool Window::write_png(const std::string& path) const {
+  int width = 0, height = 0;
+  auto pixels = read_pixels(&width, &height);
+  if (pixels.empty()) return false;
+  for (size_t i = 3; i < pixels.size(); i += 4) pixels[i] = 255;  // opaque PNG
+  return stbi_write_png(path.c_str(), width, height, 4, pixels.data(), width * 4) != 0;
 }
 
 }  // namespace tv::gui

@@ -1,7 +1,8 @@
 // The platform window: GLFW + OpenGL 3 + Dear ImGui set up and torn down in one place.
 // Contract: `open` fails with a message (no display, no OpenGL 3) instead of aborting; a hidden
 // window (screenshots) renders exactly like a visible one. `read_pixels` returns the back buffer
-// of the last rendered frame as RGBA rows, top row first.
+// of the last rendered frame as RGBA rows, top row first. A synthetic mouse is fed to ImGui after
+// the platform backend's update, exactly where the backend feeds the real one.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,6 +11,16 @@
 struct GLFWwindow;
 
 namespace tv::gui {
+
+// A mouse that replaces the platform's when active (the scripted driver, the GUI benchmark):
+// position in window pixels (negative: no mouse over the window), the left button, and the wheel
+// turned during the next frame (lines; negative scrolls down).
+struct SyntheticMouse {
+  bool active = false;
+  float x = -1, y = -1;
+  bool down = false;
+  float wheel = 0;
+};
 
 struct WindowOptions {
   int width = 1600, height = 1000;
@@ -25,10 +36,14 @@ class Window {
   bool should_close() const;
   // Polls events (waits up to `wait_seconds` for one when > 0), starts an ImGui frame.
   void begin_frame(double wait_seconds = 0.0);
+  // From the next begin_frame on, ImGui sees this mouse instead of the platform's (when active).
+  void set_synthetic_mouse(const SyntheticMouse& mouse) { synthetic_mouse_ = mouse; }
   void end_frame();    // render and swap
   // Keep a copy of the back buffer of every frame rendered while on (before the swap).
   void capture_pixels(bool on) { capture_pixels_ = on; }
   std::vector<uint8_t> read_pixels(int* width, int* height) const;
+  // Writes the pixels read_pixels returns as an opaque PNG; false when the file cannot be written.
+  bool write_png(const std::string& path) const;
   GLFWwindow* handle() const { return window_; }
   const std::string& font_warning() const { return font_warning_; }
 
@@ -38,6 +53,7 @@ class Window {
   bool imgui_ready_ = false;
   std::string font_warning_;
   bool capture_pixels_ = false;
+  SyntheticMouse synthetic_mouse_;
   int last_width_ = 0, last_height_ = 0;
   std::vector<uint8_t> pixels_;
 };

@@ -1,7 +1,8 @@
-// Timing helpers for the benchmarks: the median of repeated runs, in microseconds.
+// Timing helpers for the benchmarks: the median of repeated runs, in microseconds; percentiles.
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <vector>
 
 namespace tv::bench {
@@ -16,6 +17,14 @@ double median_us(int repeats, Fn&& fn) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// The p-th percentile (0..100, nearest rank) of `values`; 0 when there are none.
+inline double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+  return values[std::min(values.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
 }  // namespace tv::bench

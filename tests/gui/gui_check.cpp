@@ -4,11 +4,19 @@
 //   tv_gui_check json FILE POINTER OP VALUE
 //       OP: eq (VALUE is JSON), ne, contains (a string VALUE inside the string or inside any
 //       string of the array at POINTER), ge / le (numbers), nonempty (VALUE ignored), oneof (VALUE: JSON list)
+//   tv_gui_check get FILE POINTER          print the value (a string without quotes); exit 1 when absent
+//   tv_gui_check same A.json PTR_A B.json PTR_B
+//       exit 0 when both values exist and are equal JSON (numbers compared exactly)
+//   tv_gui_check rules-drawn STATE.json CAPTURE.json
+//       exit 0 when the state's /rules/drawn_cells show every cell of the capture's /rules/cells exactly
+//       once, with the cell's verdict, a label naming it, one colour per verdict and distinct colours
+//       for distinct verdicts
 #include <stb_image.h>
 
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -89,6 +97,82 @@ int json_check(const char* file, const std::string& pointer, const std::string& 
   return ok ? 0 : 1;
 }
 
+bool read_json(const char* file, nlohmann::json* doc) {
+  std::ifstream in(file);
+  try {
+    in >> *doc;
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << file << ": not JSON: " << e.what() << "\n";
+    return false;
+  }
+}
+
+// The value at `pointer`, or null (with a message) when the file or the member is missing.
+const nlohmann::json* at(const nlohmann::json& doc, const char* file, const std::string& pointer) {
+  nlohmann::json::json_pointer ptr(pointer);
+  if (doc.contains(ptr)) return &doc[ptr];
+  std::cerr << file << ": no " << pointer << "\n";
+  return nullptr;
+}
+
+int get(const char* file, const std::string& pointer) {
+  nlohmann::json doc;
+  if (!read_json(file, &doc)) return 2;
+  const auto* v = at(doc, file, pointer);
+  if (!v) return 1;
+  std::cout << (v->is_string() ? v->get<std::string>() : v->dump()) << "\n";
+  return 0;
+}
+
+int same(const char* file_a, const std::string& ptr_a, const char* file_b, const std::string& ptr_b) {
+  nlohmann::json a, b;
+  if (!read_json(file_a, &a) || !read_json(file_b, &b)) return 2;
+  const auto* va = at(a, file_a, ptr_a);
+  const auto* vb = at(b, file_b, ptr_b);
+  if (!va || !vb) return 1;
+  if (*va == *vb) return 0;
+  std::cerr << file_a << " " << ptr_a << " = " << va->dump() << "\n  differs from " << file_b << " " << ptr_b << " = "
+            << vb->dump() << "\n";
+  return 1;
+}
+
+int rules_drawn(const char* state_file, const char* capture_file) {
+  nlohmann::json state, capture;
+  if (!read_json(state_file, &state) || !read_json(capture_file, &capture)) return 2;
+  const auto* drawn = at(state, state_file, "/rules/drawn_cells");
+  const auto* cells = at(capture, capture_file, "/rules/cells");
+  if (!drawn || !cells) return 1;
+  int errors = 0;
+  auto fail = [&](const std::string& what) {
+    std::cerr << what << "\n";
+    ++errors;
+  };
+  if (cells->empty()) fail(std::string(capture_file) + ": the matrix has no cells");
+  if (drawn->size() != cells->size())
+    fail("drew " + std::to_string(drawn->size()) + " cells, the capture has " + std::to_string(cells->size()));
+  std::map<std::string, nlohmann::json> colour_of;  // verdict -> colour
+  for (const auto& cell : *cells) {
+    std::string name = cell["order"].dump() + (cell["capture_at_jit"].get<bool>() ? " capture-at-jit" : "");
+    std::string verdict = cell["verdict"];
+    int found = 0;
+    for (const auto& d : *drawn) {
+      if (d["order"] != cell["order"] || d["capture_at_jit"] != cell["capture_at_jit"]) continue;
+      ++found;
+      if (d["verdict"] != verdict) fail(name + ": drawn as " + d["verdict"].dump() + ", the capture says " + verdict);
+      if (d["label"].get<std::string>().find(verdict) == std::string::npos)
+        fail(name + ": label " + d["label"].dump() + " does not name the verdict " + verdict);
+      auto [it, fresh] = colour_of.emplace(verdict, d["colour"]);
+      if (!fresh && it->second != d["colour"]) fail(name + ": another colour than other " + verdict + " cells");
+    }
+    if (found != 1) fail(name + ": drawn " + std::to_string(found) + " times");
+  }
+  for (const auto& [a, ca] : colour_of)
+    for (const auto& [b, cb] : colour_of)
+      if (a < b && ca == cb) fail("verdicts " + a + " and " + b + " are drawn in the same colour");
+  return errors ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +180,10 @@ int main(int argc, char** argv) {
   if (cmd == "nonblank" && argc == 3) return nonblank(argv[2]);
   if (cmd == "differ" && argc == 4) return differ(argv[2], argv[3]);
   if (cmd == "json" && (argc == 6 || argc == 5)) return json_check(argv[2], argv[3], argv[4], argc == 6 ? argv[5] : "");
-  std::cerr << "usage: tv_gui_check nonblank A.png | differ A.png B.png | json FILE POINTER OP [VALUE]\n";
+  if (cmd == "get" && argc == 4) return get(argv[2], argv[3]);
+  if (cmd == "same" && argc == 6) return same(argv[2], argv[3], argv[4], argv[5]);
+  if (cmd == "rules-drawn" && argc == 4) return rules_drawn(argv[2], argv[3]);
+  std::cerr << "usage: tv_gui_check nonblank A.png | differ A.png B.png | json FILE POINTER OP [VALUE]\n"
+               "       | get FILE POINTER | same A.json PTR_A B.json PTR_B | rules-drawn STATE.json CAPTURE.json\n";
   return 2;
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # GUI tests under a private Xvfb: every panel renders, screenshots are non-blank and differ,
 # the scripted driver reorders transforms and runs, keys step through stages, a broken capture
-# shows an error without killing the window, no display gives exit 2.
+# shows an error without killing the window, no display gives exit 2; with the scripted mouse
+# (real ImGui input on named targets): the rules matrix of a `thunder-viz rules` capture is drawn
+# cell by cell and a click diffs both orders, hovering a proxy after a replay shows its statistics,
+# a click on a slowest bound symbol jumps the trace view to its line, drag and drop reorders.
 # Usage: run_gui_tests.sh THUNDER_VIZ TV_GUI_APP TV_GUI_CHECK FIXTURES_DIR OUT_DIR
 # Exit: 0 all passed, 1 a failure, 77 skipped (Xvfb not installed).
 set -u
@@ -144,6 +147,170 @@ check "unknown transform: exit 2" test $? -eq 2
 env -u DISPLAY "$GUI" gui --model linear --frames 1 >"$OUT/no-display.log" 2>&1
 check "no display: exit 2" test $? -eq 2
 check "no display: says why" grep -q "DISPLAY" "$OUT/no-display.log"
+
+get() { "$CHECK" get "$@"; }
+same() { "$CHECK" same "$@"; }
+no_script_errors() {  # no_script_errors STATE.json: every scripted action applied
+  if grep -q '"error ' "$1"; then grep '"error ' "$1"; return 1; fi
+}
+
+# 7. The rules panel on a real matrix: `thunder-viz rules --out` makes a capture holding only the
+# matrix; the GUI opens it on the rules panel, draws every cell with its verdict, and a real click
+# on a cell runs both orders and shows them in the diff view, with the rule's explanation beside.
+s="$OUT/rules"
+"$THUNDER_VIZ" rules --model linear --world 2 --out "$s.tvz.json" >"$s.make.log" 2>&1
+check "rules capture: made" test -s "$s.tvz.json"
+check "rules capture: jit,ddp is cell 1" json "$s.tvz.json" /rules/cells/1/order eq '["jit","ddp"]'
+check "rules capture: jit,ddp is equivalent" json "$s.tvz.json" /rules/cells/1/verdict eq '"equivalent"'
+script "$s.script.json" '[
+  {"wait_idle": true}, {"frames": 3},
+  {"dump": "'"$s"'.open.json"},
+  {"click": "rules/cell/jit,ddp"}, {"frames": 2}, {"wait_idle": true}, {"frames": 4},
+  {"dump": "'"$s"'.clicked.json"},
+  {"select_panel": "rules"}, {"frames": 3},
+  {"dump": "'"$s"'.back.json"},
+  {"click": "rules/cell/ddp,fsdp"}, {"frames": 2}, {"wait_idle": true}, {"frames": 4},
+  {"dump": "'"$s"'.illegal.json"},
+  {"select_panel": "rules"}, {"frames": 3},
+  {"dump": "'"$s"'.illegal-rules.json"},
+  {"click": "rules/cell/jit,ddp capture-at-jit"}, {"frames": 2}, {"wait_idle": true}, {"frames": 4},
+  {"quit": true}]'
+"$GUI" gui "$s.tvz.json" --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "rules: exit 0" test $? -eq 0
+check "rules: opens on the rules panel" json "$s.open.json" /panel eq '"rules"'
+check "rules: no error" json "$s.open.json" /error eq '""'
+check "rules: transforms of the matrix" json "$s.open.json" /rules/transforms eq '["jit","ddp","fsdp","autocast","remat"]'
+check "rules: every cell drawn with its verdict and colour" "$CHECK" rules-drawn "$s.open.json" "$s.tvz.json"
+check "rules: nothing selected yet" json "$s.open.json" /rules/selected/order eq '[]'
+check "rules: click ran both orders" json "$s.clicked.json" /capture/pipelines/1/order eq '["ddp","jit"]'
+check "rules: click opened the diff view" json "$s.clicked.json" /panel eq '"diff"'
+check "rules: diff across pipelines" json "$s.clicked.json" /diff/across_pipelines eq true
+check "rules: diff left is jit,ddp" json "$s.clicked.json" /diff/left/pipeline_label eq '"jit,ddp"'
+check "rules: diff right is ddp,jit" json "$s.clicked.json" /diff/right/pipeline_label eq '"ddp,jit"'
+check "rules: diff rows shown" json "$s.clicked.json" /diff/rows ge 1
+check "rules: equivalent cell, same program in the diff" json "$s.clicked.json" /diff/same_program eq true
+check "rules: the run kept the matrix" json "$s.clicked.json" /capture/rules eq true
+check "rules: clicked cell selected" json "$s.clicked.json" /rules/selected/order eq '["jit","ddp"]'
+check "rules: matrix drawn again after the run" "$CHECK" rules-drawn "$s.back.json" "$s.tvz.json"
+check "rules: jit,ddp drawn selected" json "$s.back.json" /rules/drawn_cells/1/selected eq true
+check "rules: jit,ddp still drawn as equivalent" json "$s.back.json" /rules/drawn_cells/1/label eq '"equivalent"'
+check "rules: the cell's rule explained beside" same "$s.back.json" /rules/shown_explanation/rule "$s.tvz.json" /rules/cells/1/rule
+rule=$(get "$s.tvz.json" /rules/cells/1/rule)
+check "rules: the explanation is the matrix's text" same "$s.back.json" /rules/shown_explanation/text "$s.tvz.json" "/rules/explanations/$rule"
+check "rules: illegal cell ran both orders" json "$s.illegal.json" /capture/pipelines/0/order eq '["ddp","fsdp"]'
+check "rules: ddp,fsdp refused by the rule" json "$s.illegal.json" /capture/pipelines/0/rule eq '"one-parameter-distribution"'
+check "rules: refused order shown as illegal" json "$s.illegal.json" /capture/pipelines/0/verdict eq '"illegal"'
+check "rules: illegal cell's rule explained" json "$s.illegal-rules.json" /rules/shown_explanation/rule eq '"one-parameter-distribution"'
+check "rules: capture-at-jit cell runs the old behaviour" json "$s.state.json" /capture/pipelines/0/label eq '"jit,ddp capture-at-jit"'
+check "rules: capture-at-jit fails the seed's way" json "$s.state.json" /capture/pipelines/0/rule eq '"state-read-at-call"'
+check "rules: seed error text" json "$s.state.json" /capture/pipelines/0/error contains "None had an unexpected type"
+check "rules: against ddp,jit" json "$s.state.json" /capture/pipelines/1/order eq '["ddp","jit"]'
+check "rules: no script error" no_script_errors "$s.state.json"
+"$GUI" screenshot "$s.tvz.json" --panel rules --out "$s.png" --size 1280x800 >"$s.shot.log" 2>&1
+check "rules screenshot: exit 0" test $? -eq 0
+check "rules screenshot: not a single colour" "$CHECK" nonblank "$s.png"
+check "rules screenshot: differs from the panel without a matrix" "$CHECK" differ "$s.png" "$OUT/shot-rules.png"
+
+# 8. Hover after a replay: the mouse on proxy t0 of the final forward trace of a `thunder-viz run`
+# capture: the tooltip shows its type and the replay's statistics, which for t0 (the model's
+# output) are those of output[0] checked against eager, and the bound symbol that produced it.
+s="$OUT/hover"
+"$THUNDER_VIZ" run --model linear --out "$s.tvz.json" >"$s.make.log" 2>&1
+check "hover capture: made" test -s "$s.tvz.json"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "forward", "stage": -1}},
+  {"select_panel": "trace"}, {"frames": 3},
+  {"dump": "'"$s"'.before.json"}, {"screenshot": "'"$s"'.before.png"}, {"frames": 1},
+  {"mouse_move": "trace/proxy/t0"}, {"frames": 3},
+  {"screenshot": "'"$s"'.png"}, {"frames": 1},
+  {"quit": true}]'
+"$GUI" gui "$s.tvz.json" --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "hover: exit 0" test $? -eq 0
+check "hover: no script error" no_script_errors "$s.state.json"
+check "hover: nothing under the mouse before" json "$s.before.json" /trace/hover eq null
+check "hover: tooltip for t0" json "$s.state.json" /trace/hover/name eq '"t0"'
+check "hover: type as printed" json "$s.state.json" /trace/hover/type eq '"cpu f32[2, 10]"'
+check "hover: requires_grad unknown in a loaded capture" json "$s.state.json" /trace/hover/requires_grad eq null
+check "hover: the pipeline was replayed" json "$s.state.json" /trace/hover/replayed eq true
+check "hover: on the replayed (final) stage" json "$s.state.json" /trace/hover/final_stage eq true
+check "hover: statistics of rank 0" json "$s.state.json" /trace/hover/ranks/0/rank eq 0
+check "hover: t0's statistics are output[0]'s" same "$s.state.json" /trace/hover/ranks/0/stats \
+  "$s.tvz.json" /pipelines/0/replay/ranks/0/outputs/0/stats
+check "hover: produced by ltorch.linear" json "$s.state.json" /trace/hover/ranks/0/produced_by/symbol eq '"ltorch.linear"'
+check "hover: with its time" json "$s.state.json" /trace/hover/ranks/0/produced_by/microseconds ge 0
+check "hover: the tooltip is drawn" "$CHECK" differ "$s.before.png" "$s.png"
+# The same live, where requires_grad is known (a saved capture does not keep it).
+s="$OUT/hover-live"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "forward", "stage": -1}},
+  {"select_panel": "trace"}, {"frames": 3}, {"mouse_move": "trace/proxy/t0"}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui --model linear --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "hover live: exit 0" test $? -eq 0
+check "hover live: tooltip for t0" json "$s.state.json" /trace/hover/name eq '"t0"'
+check "hover live: requires_grad" json "$s.state.json" /trace/hover/requires_grad eq true
+check "hover live: statistics of the replay" json "$s.state.json" /trace/hover/ranks/0/stats/shape eq '[2,10]'
+# An imported printout has no replay: the tooltip says so instead of showing numbers.
+s="$OUT/hover-imported"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "forward", "stage": 0}},
+  {"select_panel": "trace"}, {"frames": 3}, {"mouse_move": "trace/proxy/input"}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui "$FIXTURES" --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "hover imported: exit 0" test $? -eq 0
+check "hover imported: tooltip for input" json "$s.state.json" /trace/hover/name eq '"input"'
+check "hover imported: no replay statistics" json "$s.state.json" /trace/hover/replayed eq false
+check "hover imported: no ranks" json "$s.state.json" /trace/hover/ranks eq '[]'
+
+# 9. Jump to line: a click on the slowest bound symbol of the replay panel shows the final trace of
+# its kind with that statement's line marked and scrolled into view.
+s="$OUT/jump"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "forward", "stage": 0}},
+  {"select_panel": "replay"}, {"frames": 3},
+  {"dump": "'"$s"'.replay.json"},
+  {"click": "replay/slowest/0"}, {"frames": 4},
+  {"quit": true}]'
+"$GUI" gui --model gpt --param layers=2 --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "jump: exit 0" test $? -eq 0
+check "jump: no script error" no_script_errors "$s.state.json"
+check "jump: slowest list shown" json "$s.replay.json" /replay/slowest/0/symbol nonempty
+check "jump: forward timings listed" json "$s.replay.json" /replay/slowest/0/trace eq '"forward"'
+check "jump: trace view in front" json "$s.state.json" /panel eq '"trace"'
+check "jump: forward trace selected" json "$s.state.json" /selected/kind eq '"forward"'
+forward_stages=$(get "$s.state.json" /capture/pipelines/0/stages/forward)
+check "jump: its final stage" json "$s.state.json" /selected/stage eq $((forward_stages - 1))
+symbol=$(get "$s.replay.json" /replay/slowest/0/symbol)
+output=$(get "$s.replay.json" /replay/slowest/0/output)
+check "jump: marked line calls $symbol" json "$s.state.json" /trace/marked_text contains "= $symbol("
+check "jump: marked line defines $output" json "$s.state.json" /trace/marked_text contains "$output"
+marked=$(get "$s.state.json" /trace/marked_line)
+first=$(get "$s.state.json" /trace/first_visible_line)
+last=$(get "$s.state.json" /trace/last_visible_line)
+check "jump: marked line $marked in view [$first, $last]" test "$first" -le "$marked" -a "$marked" -le "$last"
+if [ "$marked" -gt $((last - first)) ]; then
+  check "jump: the view scrolled to it" test "$first" -gt 0
+fi
+
+# 10. Drag and drop in the order editor with the scripted mouse: press on an item, move, release on
+# another; a click or a drop outside any item leaves the order alone.
+s="$OUT/drag"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_panel": "order"}, {"frames": 3},
+  {"dump": "'"$s"'.before.json"},
+  {"drag": {"from": "order/item/1", "to": "order/item/0"}}, {"frames": 2},
+  {"dump": "'"$s"'.one.json"},
+  {"click": "order/item/1"}, {"frames": 2},
+  {"drag": {"from": "order/item/0", "to": [5, 5]}}, {"frames": 2},
+  {"dump": "'"$s"'.none.json"},
+  {"set_order": ["jit", "ddp", "remat"]}, {"frames": 2},
+  {"drag": {"from": "order/item/0", "to": "order/item/2"}}, {"frames": 2},
+  {"quit": true}]'
+"$GUI" gui --model linear --order jit,ddp --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "drag: exit 0" test $? -eq 0
+check "drag: no script error" no_script_errors "$s.state.json"
+check "drag: starts as jit,ddp" json "$s.before.json" /order eq '["jit","ddp"]'
+check "drag: ddp dropped on jit gives ddp,jit" json "$s.one.json" /order eq '["ddp","jit"]'
+check "drag: a click and a drop on nothing change nothing" json "$s.none.json" /order eq '["ddp","jit"]'
+check "drag: first dropped on third gives ddp,remat,jit" json "$s.state.json" /order eq '["ddp","remat","jit"]'
 
 echo "GUI tests: $PASSED passed, $FAILED failed (outputs in $OUT)"
 [ $FAILED -eq 0 ]

@@ -1,0 +1,293 @@
+// Frame times of the GUI (results in BENCHMARKS.md; run under an X server, e.g. Xvfb with Mesa's
+// llvmpipe: tests/bench/run_gui_bench.sh does that):
+//  (a) the trace view on a generated 100 000-line trace: still, scrolled with the mouse wheel, and
+//      jumping to random lines (what search and jump-to-line do);
+//  (b) the diff view on two generated 20 000-line traces that differ in a few hundred statements:
+//      the first frame (which computes the diff), then still and wheel-scrolled frames;
+//  (c) a capture file (e.g. a 32-layer gpt): time from asking to open it to the end of the first
+//      frame that shows it, the frames drawn meanwhile, then trace-view frames.
+// A frame is Window::begin_frame + App::frame + Window::end_frame (which waits for the GPU with
+// glFinish), in a hidden window without vsync, with a synthetic mouse over the panel.
+// Usage: tv_bench_gui [--capture FILE.tvz.json] [--frames N] [--size WxH]
+#include <GL/gl.h>
+#include <imgui.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "format/parser.h"
+#include "gui/app.h"
+#include "gui/window.h"
+
+using namespace tv;
+using namespace tv::gui;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr float kWheel = -4.0f;  // wheel steps a frame, downwards (ImGui scrolls 5 font heights a step)
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// A trace in Thunder's format: a chain of `statements` element-wise calls, one line each; when
+// `annotated`, each with its prims subsymbol as a comment and a source-location comment every 8th
+// (2.25 lines a statement). `variant` changes every 100th op, adds a statement every 500th and
+// drops every 700th (the other side of a diff).
+TracePtr generate_trace(int statements, bool annotated, bool variant) {
+  static const char* kOps[] = {"add", "mul", "sub", "div", "maximum"};
+  std::ostringstream out;
+  out << "import thunder\nimport thunder.torch as ltorch\nimport torch\n\n@torch.no_grad()\n"
+      << "def computation(x, w):\n  # x: \"cpu f32[64, 256]\"\n  # w: \"cpu f32[64, 256]\"\n";
+  std::string prev = "x";
+  const char* type = "\"cpu f32[64, 256]\"";
+  for (int i = 0; i < statements; ++i) {
+    if (variant && i % 700 == 699) continue;
+    std::string op = kOps[i % 5];
+    if (variant && i % 100 == 37) op = "atan2";
+    std::string name = "t" + std::to_string(i);
+    if (annotated && i % 8 == 0) out << "\n  # model.py:" << 100 + i % 900 << ": \t    h = torch." << op << "(h, w)\n";
+    out << "  " << name << " = ltorch." << op << "(" << prev << ", w)  # " << name << ": " << type << "\n";
+    if (annotated)
+      out << "    # " << name << " = prims." << op << "(" << prev << ", w)  # " << name << ": " << type << "\n";
+    if (variant && i % 500 == 250) {
+      std::string extra = name + "_b";
+      out << "  " << extra << " = ltorch.neg(" << name << ")  # " << extra << ": " << type << "\n";
+    }
+    prev = name;
+  }
+  out << "  return " << prev << "\n";
+  ParseResult parsed = parse_trace(out.str());
+  if (!parsed) throw std::runtime_error("generated trace does not parse: " + parsed.error->describe("generated"));
+  return parsed.trace;
+}
+
+PipelineRecord pipeline_of(const std::string& transform, TracePtr trace) {
+  PipelineRecord r;
+  r.spec.order = {transform};
+  r.stages.record(TraceKind::forward, "acquisition", std::move(trace), 0);
+  return r;
+}
+
+// Frame times of one kind of frame: whole frames, and the part spent building the UI (App::frame).
+struct Series {
+  std::string what;
+  std::vector<double> total, ui;
+  void add(std::pair<double, double> t) {
+    total.push_back(t.first);
+    ui.push_back(t.second);
+  }
+};
+
+class Bench {
+ public:
+  Bench(Window& w, const WindowOptions& size) : window_(w), width_(size.width), height_(size.height) {}
+  App app;
+
+  // One frame: {whole frame ms, App::frame ms}.
+  std::pair<double, double> frame(float wheel = 0) {
+    SyntheticMouse m = mouse_;
+    m.wheel = wheel;
+    window_.set_synthetic_mouse(m);
+    auto start = Clock::now();
+    window_.begin_frame(0.0);
+    auto ui_start = Clock::now();
+    app.frame();
+    double ui = ms_since(ui_start);
+    window_.end_frame();
+    return {ms_since(start), ui};
+  }
+  void frames(Series* s, int n, float wheel = 0) {
+    for (int i = 0; i < n; ++i) s->add(frame(wheel));
+  }
+  // Brings `panel` to the front (empty), then hands `capture` to the session the way a load does
+  // (through the worker) and draws until `ready`; returns the time of those frames: the frame
+  // that adopts the capture and the panel's first frame, which builds its text or diff.
+  template <typename Ready>
+  double show(Capture capture, Panel panel, Ready ready) {
+    app.session.select_panel(panel);
+    for (int i = 0; i < 3; ++i) frame();
+    app.session.worker.start("bench", [c = std::move(capture)](const ProgressFn&) { return c; });
+    app.session.worker.join();
+    double total = 0;
+    for (int i = 0; i < 10 && !ready(); ++i) total += frame().first;
+    if (!ready()) throw std::runtime_error("the panel did not show the capture");
+    return total;
+  }
+  // The mouse at a fraction of the window's width and height (over the panel at the right).
+  void put_mouse(float fx, float fy) {
+    mouse_ = {true, fx * static_cast<float>(width_), fy * static_cast<float>(height_), false, 0};
+  }
+  // Scrolls the trace view back to its top (ImGui keeps a window's scroll between benches).
+  void trace_to_top() {
+    app.trace.scroll_to = 0;
+    frame();
+    frame();
+  }
+
+ private:
+  Window& window_;
+  int width_, height_;
+  SyntheticMouse mouse_{true, -1, -1, false, 0};
+};
+
+void header() {
+  std::printf("| view | content | frames | first frame ms | median ms | p95 ms | median UI ms | n |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+}
+
+void row(const std::string& view, const std::string& content, const std::string& first_ms, const Series& s) {
+  std::printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %zu |\n", view.c_str(), content.c_str(), s.what.c_str(),
+              first_ms.c_str(), bench::percentile(s.total, 50), bench::percentile(s.total, 95),
+              bench::percentile(s.ui, 50), s.total.size());
+}
+
+std::string fixed(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", v);
+  return text;
+}
+
+// Wheel-scrolls the trace view for `n` frames; names the series with the lines moved per frame.
+void wheel_trace(Bench& b, Series* s, int n) {
+  const int top = b.app.trace.first_visible;
+  b.frames(s, n, kWheel);
+  s->what += " (" + std::to_string((b.app.trace.first_visible - top) / std::max(n - 1, 1)) + " lines a frame)";
+}
+
+void empty_window_bench(Window& window, const WindowOptions& size, int n) {
+  Bench b(window, size);
+  b.put_mouse(0.65f, 0.5f);
+  Series still{"still", {}, {}};
+  b.frames(&still, n);
+  row("(none)", "empty window, no capture", "-", still);
+}
+
+void trace_view_bench(Window& window, const WindowOptions& size, int n) {
+  Bench b(window, size);
+  b.put_mouse(0.65f, 0.5f);
+  Capture c;
+  c.model.name = "generated";
+  c.pipelines.push_back(pipeline_of("jit", generate_trace(44'440, true, false)));  // 2.25 lines a statement
+  double first = b.show(std::move(c), Panel::trace, [&] { return b.app.trace.text() != nullptr; });
+  size_t lines = b.app.trace.text()->lines.size();
+  std::string content = std::to_string(lines) + " lines (generated)";
+  Series still{"still, mouse on a line", {}, {}}, wheel{"wheel scrolling", {}, {}},
+      jump{"jump to a random line every frame", {}, {}};
+  b.frames(&still, n);
+  wheel_trace(b, &wheel, n);
+  std::mt19937 random(7);
+  for (int i = 0; i < n; ++i) {
+    b.app.trace.scroll_to = static_cast<int>(random() % lines);
+    jump.add(b.frame());
+  }
+  row("trace", content, fixed(first), still);
+  row("trace", content, "", wheel);
+  row("trace", content, "", jump);
+}
+
+void diff_view_bench(Window& window, const WindowOptions& size, int n) {
+  Bench b(window, size);
+  b.put_mouse(0.65f, 0.5f);
+  Capture c;
+  c.model.name = "generated";
+  c.pipelines.push_back(pipeline_of("jit", generate_trace(20'000, false, false)));
+  c.pipelines.push_back(pipeline_of("ddp", generate_trace(20'000, false, true)));
+  b.app.session.diff.across_pipelines = true;
+  double first = b.show(std::move(c), Panel::diff, [&] { return b.app.diff.current() != nullptr; });
+  const TraceDiff& d = *b.app.diff.current();
+  auto statements = [&](int p) {
+    return std::to_string(b.app.session.stage({p, TraceKind::forward, 0})->trace->body.size());
+  };
+  std::string content = statements(0) + " and " + statements(1) + " one-line statements (generated): " +
+                        std::to_string(d.statements.size()) + " rows, " +
+                        std::to_string(d.count(DiffKind::changed)) + " ~ " + std::to_string(d.count(DiffKind::added)) +
+                        " + " + std::to_string(d.count(DiffKind::removed)) + " -";
+  Series still{"still", {}, {}}, wheel{"wheel scrolling (4 wheel steps a frame)", {}, {}};
+  b.frames(&still, n);
+  b.frames(&wheel, n, kWheel);
+  row("diff", content, fixed(first), still);
+  row("diff", content, "", wheel);
+}
+
+void capture_bench(Window& window, const WindowOptions& size, const std::string& path, int n) {
+  Bench b(window, size);
+  b.put_mouse(0.65f, 0.5f);
+  b.app.session.select_panel(Panel::trace);
+  for (int i = 0; i < 3; ++i) b.frame();
+  auto start = Clock::now();
+  b.app.session.load_file(path);
+  Series loading{"frames drawn while loading", {}, {}};
+  while (!b.app.session.capture && b.app.session.error.empty()) loading.add(b.frame());
+  if (!b.app.session.error.empty()) throw std::runtime_error(b.app.session.error);
+  const double open_to_first = ms_since(start);  // the last frame above adopted the capture and drew it
+  const double first = loading.total.back();
+  loading.total.pop_back();
+  loading.ui.pop_back();
+  const Capture& c = *b.app.session.capture;
+  const size_t lines = b.app.trace.text() ? b.app.trace.text()->lines.size() : 0;
+  b.trace_to_top();
+  Series still{"still", {}, {}}, wheel{"wheel scrolling", {}, {}};
+  b.frames(&still, n);
+  wheel_trace(b, &wheel, n);
+  std::printf("\nopen %s (%zu pipelines, model %s): %.0f ms from load_file to the end of the first frame that "
+              "shows it; that frame %.1f ms; %zu frames drawn while loading (median %.2f ms, p95 %.2f ms)\n\n",
+              path.c_str(), c.pipelines.size(), c.model.name.c_str(), open_to_first, first, loading.total.size(),
+              bench::percentile(loading.total, 50), bench::percentile(loading.total, 95));
+  header();
+  std::string content = c.model.name + " capture, selected stage " + std::to_string(lines) + " lines";
+  row("trace", content, fixed(first), still);
+  row("trace", content, "", wheel);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string capture, size = "1600x1000";
+  int frames = 300;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--capture") capture = argv[i + 1];
+    else if (flag == "--frames") frames = std::stoi(argv[i + 1]);
+    else if (flag == "--size") size = argv[i + 1];
+    else {
+      std::cerr << "usage: tv_bench_gui [--capture FILE.tvz.json] [--frames N] [--size WxH]\n";
+      return 2;
+    }
+  }
+  WindowOptions options;
+  options.visible = false;
+  if (std::sscanf(size.c_str(), "%dx%d", &options.width, &options.height) != 2) {
+    std::cerr << "--size: expected WxH\n";
+    return 2;
+  }
+  Window window;
+  std::string error;
+  auto start = Clock::now();
+  if (!window.open(options, &error)) {
+    std::cerr << "error: " << error << "\n";
+    return 2;
+  }
+  const double open_ms = ms_since(start);
+  std::printf("renderer: %s, OpenGL %s; Dear ImGui %s; window %s opened in %.0f ms\n\n",
+              reinterpret_cast<const char*>(glGetString(GL_RENDERER)),
+              reinterpret_cast<const char*>(glGetString(GL_VERSION)), ImGui::GetVersion(), size.c_str(), open_ms);
+  try {
+    header();
+    empty_window_bench(window, options, frames);
+    trace_view_bench(window, options, frames);
+    diff_view_bench(window, options, frames);
+    if (!capture.empty()) capture_bench(window, options, capture, frames);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
