@@ -4,7 +4,10 @@ CMakeLists.txt with TV_BUILD_PYTHON=ON, GUI and tests off) and packages it with 
     python3 -m venv --system-site-packages .venv      # torch comes from the system
     .venv/bin/pip install --no-build-isolation ./bindings/python
 
-Environment: TV_CMAKE_ARGS (extra arguments), TV_BUILD_DIR (reuse a build folder), TV_JOBS (default 2).
+Environment: TV_CMAKE_ARGS (extra arguments), TV_BUILD_DIR (reuse a build folder), TV_JOBS (default 2),
+TV_GUI=ON (also build the `thunder-viz` executable with its GUI, copied next to the package so that
+Inspector.show() finds it; needs GLFW and OpenGL). A thunder-viz already built in the build folder is
+copied too.
 """
 import os
 import shutil
@@ -27,15 +30,16 @@ class CMakeBuild(build_ext):
     def build_extension(self, ext):
         build_dir = os.environ.get("TV_BUILD_DIR") or os.path.join(ROOT, "build-pip")
         os.makedirs(build_dir, exist_ok=True)
-        args = ["cmake", "-S", ROOT, "-B", build_dir, "-DTV_BUILD_PYTHON=ON", "-DTV_BUILD_GUI=OFF",
+        gui = os.environ.get("TV_GUI", "OFF").upper() in ("1", "ON", "YES", "TRUE")
+        args = ["cmake", "-S", ROOT, "-B", build_dir, "-DTV_BUILD_PYTHON=ON", f"-DTV_BUILD_GUI={'ON' if gui else 'OFF'}",
                 "-DTV_BUILD_TESTS=OFF", f"-DPython_EXECUTABLE={sys.executable}", "-DCMAKE_BUILD_TYPE=Release"]
         if shutil.which("ninja"):
             args += ["-G", "Ninja"]
         args += os.environ.get("TV_CMAKE_ARGS", "").split()
         if not os.path.isfile(os.path.join(build_dir, "CMakeCache.txt")):  # an existing build folder keeps its settings
             subprocess.check_call(args)
-        subprocess.check_call(["cmake", "--build", build_dir, "--target", "_thunder_viz", "-j",
-                               os.environ.get("TV_JOBS", "2")])
+        targets = ["_thunder_viz"] + (["thunder-viz"] if gui else [])
+        subprocess.check_call(["cmake", "--build", build_dir, "--target", *targets, "-j", os.environ.get("TV_JOBS", "2")])
         built_pkg = os.path.join(build_dir, "python", "thunder_viz")
         target = os.path.dirname(self.get_ext_fullpath(ext.name))
         os.makedirs(target, exist_ok=True)

@@ -7,9 +7,12 @@
 //  - JitCore holds the engine Module whose parameters ARE the torch module's tensors (shared
 //    TensorImpl, no copy). build() makes a cache entry: a copy of that module with the inputs,
 //    the pipeline built for the transform order (transform_module, acquisition, autograd, passes).
-//  - Entry.forward runs prologue -> forward with the executor and returns the output tensors and
-//    the saved-for-backward values; Entry.backward runs the backward trace and returns one gradient
-//    per bridge tensor (inputs, then the module's parameters in order; None where there is none).
+//  - Entry.forward runs prologue -> forward (step_forward of engine/replay/step.h, as replay does)
+//    and returns the output tensors and the saved-for-backward values; Entry.backward runs the
+//    backward trace (step_backward) and returns one gradient per bridge tensor (inputs, then the
+//    module's parameters in order; None where there is none).
+//  - check_against_reference is replay's check (engine/replay/replay.h), so the Inspector's checks of
+//    Python calls against eager torch use the same tolerances as `thunder-viz run`.
 //  - run_world(W, fn) runs fn(rank) on W threads (gloo ranks); jitted modules built on a rank's
 //    thread use that rank's communicator. The GIL is released while the engine works.
 #include <torch/extension.h>
@@ -17,17 +20,20 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
 
-#include "replay/module_view.h"
 #include "bindings.h"
 #include "dist/world.h"
 #include "exec/executor.h"
 #include "jit/acquire.h"
 #include "ops/ltorch.h"
 #include "pipeline/pipeline.h"
+#include "replay/module_view.h"
+#include "replay/replay.h"
+#include "replay/step.h"
 #include "transforms/distributed_state.h"
 
 namespace py = pybind11;
@@ -295,18 +301,7 @@ class Entry {
   Entry(jit::Module module, std::vector<std::string> bridge_names, RankContext rank)
       : module_(std::move(module)), bridge_names_(std::move(bridge_names)), rank_(rank), view_(module_) {}
 
-  void build(const PipelineSpec& spec, const TransformContext& context) {
-    built_ = build_pipeline(module_, spec, context);
-    const auto& computation = *built_.stages.forward.front().trace;
-    for (const auto& p : computation.params) {
-      int slot = -1;
-      for (size_t k = 0; k < bridge_names_.size(); ++k) {
-        const auto& n = bridge_names_[k];
-        if (p.proxy->name == n || p.proxy->name == jit::parameter_proxy_name(n)) slot = static_cast<int>(k);
-      }
-      grad_slots_.push_back(slot);
-    }
-  }
+  void build(const PipelineSpec& spec, const TransformContext& context) { built_ = build_pipeline(module_, spec, context); }
 
   py::tuple forward(const std::vector<at::Tensor>& inputs) {
     auto saved = std::make_shared<Saved>();
@@ -314,36 +309,28 @@ class Entry {
     {
       py::gil_scoped_release release;
       auto ex = executor();
-      auto unpacked = ex.run(*built_.stages.last(TraceKind::prologue), inputs);
-      auto flat = unpacked.items.at(0).items;
-      auto fwd = ex.run(*built_.stages.last(TraceKind::forward), flat);
-      exec::RValue output = fwd;
-      if (built_.stages.last(TraceKind::backward)) {
-        const exec::RValue* o = fwd.items.at(0).find("output");
-        if (!o) throw exec::ExecError("the augmented forward returned no 'output'");
-        output = *o;
-        saved->value = fwd.items.at(1);
-      }
-      outputs = exec::tensors_of(output);
+      auto step = step_forward(ex, built_.stages, inputs);
+      outputs = std::move(step.outputs);
+      saved->value = std::move(step.saved);
     }
     return py::make_tuple(outputs, saved);
   }
 
   // One gradient per bridge tensor (inputs then parameters); None where the engine gives none.
   std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents) {
-    auto bwd = built_.stages.last(TraceKind::backward);
-    if (!bwd) throw std::runtime_error("this call has no backward trace (no parameter or input requires grad)");
     if (saved.used) throw std::runtime_error("backward through the same call twice (saved values are freed after the first)");
     std::vector<std::optional<at::Tensor>> out(bridge_names_.size());
     py::gil_scoped_release release;
-    std::vector<exec::RValue> cot;
-    for (const auto& c : cotangents) cot.push_back(c ? exec::RValue::of(*c) : exec::RValue::none());
+    std::vector<at::Tensor> cot;
+    for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
     auto ex = executor();
-    auto grads = ex.run(*bwd, {saved.value, exec::RValue::tuple(cot)});
+    auto grads = step_backward(ex, module_, built_.stages, saved.value, cot);
     saved.used = true;
     saved.value = {};
-    for (size_t i = 0; i < grad_slots_.size() && i < grads.items.size(); ++i)
-      if (grad_slots_[i] >= 0 && grads.items[i].is_tensor()) out[grad_slots_[i]] = grads.items[i].t;
+    for (const auto& [name, g] : grads) {
+      auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
+      if (g.defined() && it != bridge_names_.end()) out[it - bridge_names_.begin()] = g;
+    }
     return out;
   }
 
@@ -358,11 +345,10 @@ class Entry {
   }
 
   jit::Module module_;
-  std::vector<std::string> bridge_names_;
+  std::vector<std::string> bridge_names_;  // input names, then the parameters' qualified names
   RankContext rank_;
   JitModuleView view_;
   BuiltPipeline built_;
-  std::vector<int> grad_slots_;
 };
 
 class JitCore {
@@ -449,6 +435,17 @@ PYBIND11_MODULE(_thunder_viz, m) {
       .def("set_attribute", &JitCore::set_attribute)
       .def("build", &JitCore::build, py::arg("program"), py::arg("inputs"), py::arg("order"),
            py::arg("capture_at_jit") = false);
+
+  m.def("tolerance", [](const std::string& dtype) {
+    auto d = dtype_from_short(dtype);
+    if (!d) throw py::value_error("unknown dtype " + dtype);
+    return tolerance(*d);
+  }, "The replay's relative tolerance for a dtype (f32 1e-5, bf16 2e-2, ...).");
+  m.def("check_against_reference", [](const std::string& name, const at::Tensor& got, const std::optional<at::Tensor>& want,
+                                      double min_tolerance) {
+    return check_against_reference(name, got, want ? *want : at::Tensor(), min_tolerance);
+  }, py::arg("name"), py::arg("got"), py::arg("want"), py::arg("min_tolerance") = 0.0,
+     "A TensorCheck of `got` against the reference `want` (None: no reference, a failure), as replay checks.");
 
   m.def("transform_names", &transform_names);
   m.def("world_info", [] { return py::make_tuple(tl_rank.rank, tl_rank.world, tl_rank.comm != nullptr); },

@@ -123,6 +123,18 @@ void bind_traces(py::module_& m) {
     return py::make_tuple(py::none(), py::make_tuple(e.line, e.column, e.message));
   });
 
+  py::class_<TensorCheck>(m, "TensorCheck", "One output or gradient checked against the eager reference.")
+      .def_readonly("name", &TensorCheck::name)
+      .def_readonly("max_abs", &TensorCheck::max_abs)
+      .def_readonly("max_rel", &TensorCheck::max_rel)
+      .def_readonly("tolerance", &TensorCheck::tolerance)
+      .def_readonly("passed", &TensorCheck::pass)
+      .def_property_readonly("shape", [](const TensorCheck& c) { return c.stats.shape; })
+      .def_property_readonly("dtype", [](const TensorCheck& c) { return std::string(short_name(c.stats.dtype)); })
+      .def("__repr__", [](const TensorCheck& c) {
+        return "<TensorCheck " + c.name + (c.pass ? " pass" : " FAIL") + " max_rel=" + std::to_string(c.max_rel) + ">";
+      });
+
   py::class_<PyCapture>(m, "Capture", "A capture (*.tvz.json): model, pipelines and their stage histories.")
       .def(py::init([](const std::string& model_name) {
              PyCapture c;
@@ -176,6 +188,28 @@ void bind_traces(py::module_& m) {
              return c.c.pipelines.size() - 1;
            }, py::arg("order"), py::arg("stages"), py::arg("world_size") = 1, py::arg("device") = "cpu",
            py::arg("error") = "")
+      // Replay results of pipeline i: [(rank, [TensorCheck outputs], [TensorCheck gradients], error), ...].
+      .def("set_replay", [](PyCapture& c, size_t i, const std::vector<std::tuple<int, std::vector<TensorCheck>,
+                                                                             std::vector<TensorCheck>, std::string>>& ranks) {
+             Replay r;
+             for (const auto& [rank, outputs, gradients, error] : ranks) {
+               RankResult rr;
+               rr.rank = rank;
+               rr.outputs = outputs;
+               rr.gradients = gradients;
+               rr.error = error;
+               r.ranks.push_back(std::move(rr));
+             }
+             c.c.pipelines.at(i).replay = std::move(r);
+           })
+      // None, or [(rank, [TensorCheck outputs], [TensorCheck gradients], error), ...].
+      .def("replay", [](const PyCapture& c, size_t i) -> py::object {
+        const auto& rec = c.c.pipelines.at(i);
+        if (!rec.replay) return py::none();
+        py::list l;
+        for (const auto& r : rec.replay->ranks) l.append(py::make_tuple(r.rank, r.outputs, r.gradients, r.error));
+        return l;
+      })
       .def("add_comparison", [](PyCapture& c, int left, int right, bool traces_equal, bool numbers_equal,
                                 const std::string& verdict) {
         Comparison cmp;

@@ -1,4 +1,5 @@
 import os
+import subprocess
 import sys
 
 import pytest
@@ -40,6 +41,7 @@ def test_compare_equivalent_and_different():
 
 def test_show_without_binary_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("DISPLAY", ":12345")  # past the display check: the executable is what is missing
     monkeypatch.delenv("THUNDER_VIZ_BIN", raising=False)
     import thunder_viz.inspector as ins
     monkeypatch.setattr(ins, "__file__", str(tmp_path / "x.py"))
@@ -63,3 +65,87 @@ def test_attach_real_thunder():
     out.sum().backward()
     assert insp.calls and insp.last_traces()
     assert "linear" in str(insp.last_traces()[0])
+
+
+def _by_name(checks):
+    return {c.name: c for c in checks}
+
+
+def test_calls_are_checked_against_eager_and_saved_as_replay(tmp_path):
+    torch.manual_seed(0)
+    model = mlp(8, 16)
+    tm = tv.jit(model)
+    insp = tv.attach(tm)
+    x = torch.randn(4, 8)
+    w = torch.randn(4, 8)  # cotangent: not ones, so the gradients depend on what backward received
+    (tm(x) * w).sum().backward()
+    checks = insp.last.checks
+    assert checks["gradients_checked"]
+    outs = _by_name(checks["outputs"])
+    assert list(outs) == ["output[0]"] and outs["output[0]"].passed and outs["output[0]"].shape == [4, 8]
+    grads = _by_name(checks["gradients"])
+    assert sorted(grads) == ["grad[0.bias]", "grad[0.weight]", "grad[2.bias]", "grad[2.weight]"]
+    for c in grads.values():
+        assert c.passed and c.max_rel <= c.tolerance == 1e-5, c
+    assert grads["grad[0.weight]"].shape == [16, 8]
+
+    path = insp.save(tmp_path / "checked.tvz.json")
+    replay = tv.load(path).replay(0)
+    assert replay is not None and len(replay) == 1
+    rank, outputs, gradients, error = replay[0]
+    assert rank == 0 and error == ""
+    assert [c.name for c in outputs] == ["output[0]"] and all(c.passed for c in outputs)
+    assert sorted(c.name for c in gradients) == sorted(grads) and all(c.passed for c in gradients)
+
+    # The command line reads the same results (what the GUI's replay panel shows).
+    try:
+        exe = tv.find_binary()
+    except FileNotFoundError:
+        return
+    report = tmp_path / "report.txt"
+    subprocess.run([exe, "report", path, "--text", report], check=True, capture_output=True)
+    text = report.read_text()
+    for name in ["output[0]"] + sorted(grads):
+        line = next(l for l in text.splitlines() if f" {name} " in l)
+        assert line.rstrip().endswith("PASS"), line
+
+
+def test_a_call_that_differs_from_eager_fails_its_check(tmp_path):
+    # Dropout in training mode: the engine and eager torch draw different masks, so the numbers
+    # differ; the check must say so (and the saved replay must carry the failure).
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Dropout(0.5))
+    tm = tv.jit(m)
+    insp = tv.attach(tm)
+    tm(torch.randn(8, 16)).sum().backward()
+    out = insp.last.checks["outputs"][0]
+    assert not out.passed and out.max_rel > out.tolerance
+    grads = _by_name(insp.last.checks["gradients"])
+    assert not grads["grad[0.weight]"].passed
+    _, outputs, gradients, _ = tv.load(insp.save(tmp_path / "c.tvz.json")).replay(0)[0]
+    assert not outputs[0].passed
+    m.eval()  # no dropout: engine and eager agree again (a new cache entry)
+    tm(torch.randn(8, 16))
+    assert insp.last.checks["outputs"][0].passed
+
+
+def test_the_last_checked_call_with_gradients_is_the_one_saved(tmp_path):
+    torch.manual_seed(0)
+    tm = tv.jit(mlp(8, 16))
+    insp = tv.attach(tm)
+    x = torch.randn(2, 8)
+    tm(x).sum().backward()
+    with torch.no_grad():
+        tm(x)  # same pipeline, outputs only
+    assert not insp.last.checks["gradients_checked"] and insp.last.checks["gradients"] == []
+    _, outputs, gradients, _ = tv.load(insp.save(tmp_path / "c.tvz.json")).replay(0)[0]
+    assert len(outputs) == 1 and len(gradients) == 4
+
+
+def test_check_false_records_no_replay(tmp_path):
+    torch.manual_seed(0)
+    tm = tv.jit(mlp(8, 16))
+    insp = tv.attach(tm, check=False)
+    tm(torch.randn(2, 8)).sum().backward()
+    assert insp.last.checks is None
+    assert tv.load(insp.save(tmp_path / "c.tvz.json")).replay(0) is None

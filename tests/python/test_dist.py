@@ -77,3 +77,19 @@ def test_fsdp_on_two_cpu_ranks_gives_each_rank_its_shard():
             rows = -(-p.shape[0] // 2)  # the shard of dim 0 (padded) this rank owns
             lo, hi = rank * rows, min((rank + 1) * rows, p.shape[0])
             assert torch.allclose(grads[n][lo:hi], mean[lo:hi], rtol=1e-5, atol=1e-6), n
+
+
+def test_inspector_checks_outputs_on_every_rank_and_skips_ddp_gradients():
+    base = seed_model()
+    xs = [torch.randn(2, 5) for _ in range(2)]
+
+    def rank_fn(rank):
+        m = copy.deepcopy(base)
+        tm = tv.ddp(tv.jit(m))
+        insp = tv.attach(tm)
+        tm(xs[rank]).sum().backward()
+        c = insp.last.checks
+        return c["rank"], [(o.name, o.passed) for o in c["outputs"]], c["gradients_checked"]
+
+    # Outputs are local (checked on each rank); gradients are the mean over ranks (not checked).
+    assert tv.run_world(2, rank_fn) == [(0, [("output[0]", True)], False), (1, [("output[0]", True)], False)]

@@ -1,6 +1,8 @@
 """attach(): an Inspector recording every call's stage history, for our jitted modules and for
 Lightning Thunder's ThunderModule (whose printouts are imported with the engine's parser)."""
+import collections
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,18 +14,27 @@ from .jit import JittedModule
 from .traces import KINDS, import_traces
 
 
+# Calls whose eager reference is kept for their backward (older ones are dropped unchecked).
+_MAX_AWAITING_BACKWARD = 16
+
+
 def _is_thunder_module(obj):
     t = type(obj)
     return t.__name__ == "ThunderModule" or (t.__module__ or "").startswith("thunder")
 
 
 class RecordedCall:
-    """One call seen by an Inspector: the order, the stages ({kind: [Stage-like]}), hit/miss."""
+    """One call seen by an Inspector: the order, the stages ({kind: [Stage-like]}), hit/miss, and
+    for our jitted modules the checks against eager torch (`checks`, see Inspector)."""
 
     def __init__(self, order, stages, hit=None, outputs=(), world_size=1):
         self.order, self.stages, self.hit = list(order), stages, hit
         self.outputs = list(outputs)
         self.world_size = world_size
+        # {"rank", "outputs": [TensorCheck], "gradients": [TensorCheck], "gradients_checked"}; None
+        # when the call was not checked; check_error says why an eager reference could not run.
+        self.checks = None
+        self.check_error = ""
 
     def final(self, kind):
         s = self.stages.get(kind) or []
@@ -37,13 +48,24 @@ class _ImportedStage:
 
 class Inspector:
     """Records the stage history of every call of `model`; save() writes a capture, show() opens
-    the GUI on it, compare() gives the verdict of two inspected models."""
+    the GUI on it, compare() gives the verdict of two inspected models.
 
-    def __init__(self, model):
+    On our jitted modules, with check=True (the default), every call is also run by eager torch
+    (the original nn.Module on copies of its parameters, the global RNG left untouched) and its
+    outputs, and after the call's backward its gradients with the same cotangents, are checked as
+    `thunder-viz run` replays check (same tolerances). save() stores the checks of the last call
+    of each pipeline (preferring one with gradients) as the pipeline's replay, which the GUI's
+    replay panel and `thunder-viz show` display. This doubles the work of a call; check=False skips
+    it. Gradients are not checked under ddp/fsdp on more than one rank (the reference would be
+    the mean over the ranks' eager gradients, which one rank's Inspector does not have)."""
+
+    def __init__(self, model, check=True):
         self.model = model
         self.calls = []
         self._thunder = _is_thunder_module(model)
         self._hook = None
+        self._check = bool(check) and isinstance(model, JittedModule)
+        self._awaiting_backward = collections.deque()
         if isinstance(model, JittedModule):
             model._listeners.append(self._on_jit_call)
         elif self._thunder:
@@ -52,8 +74,16 @@ class Inspector:
             raise TypeError(f"attach expects a thunder_viz jitted module or a Thunder ThunderModule, got {type(model).__name__}")
 
     # -- recording
-    def _on_jit_call(self, tm, rec):
-        self.calls.append(RecordedCall(rec.order, rec.stages, rec.hit, rec.outputs, _C.world_info()[1]))
+    def _on_jit_call(self, tm, rec, inputs):
+        call = RecordedCall(rec.order, rec.stages, rec.hit, rec.outputs, _C.world_info()[1])
+        self.calls.append(call)
+        if self._check:
+            _check_against_eager(tm, rec, inputs, call)
+            if rec.backward_listeners:
+                # The eager graph waits for the call's backward; keep it for the last few calls only.
+                self._awaiting_backward.append(rec)
+                while len(self._awaiting_backward) > _MAX_AWAITING_BACKWARD:
+                    self._awaiting_backward.popleft().backward_listeners.clear()
 
     def _on_thunder_call(self, out):
         import thunder  # only when a ThunderModule is attached
@@ -111,14 +141,19 @@ class Inspector:
         cap = _C.Capture(name)
         params = [(n, list(p.shape), _short(p.dtype)) for n, p in _named_parameters(self.model)]
         cap.set_model(name, {}, params)
-        seen = set()
+        index, checked = {}, {}  # pipeline key -> capture index, -> the call whose checks it keeps
         for call in self.calls:
-            stages = {k: [(s.pass_name, s.trace, float(s.milliseconds)) for s in v] for k, v in call.stages.items()}
             key = tuple((k, tuple(s.trace.canonical_hash() for s in v)) for k, v in call.stages.items())
-            if key in seen:
-                continue
-            seen.add(key)
-            cap.add_pipeline(call.order, stages, call.world_size, "cpu")
+            if key not in index:
+                stages = {k: [(s.pass_name, s.trace, float(s.milliseconds)) for s in v] for k, v in call.stages.items()}
+                index[key] = cap.add_pipeline(call.order, stages, call.world_size, "cpu")
+            if call.checks is not None:
+                kept = checked.get(key)
+                if kept is None or call.checks["gradients_checked"] or not kept.checks["gradients_checked"]:
+                    checked[key] = call
+        for key, call in checked.items():
+            c = call.checks
+            cap.set_replay(index[key], [(c["rank"], c["outputs"], c["gradients"], "")])
         return cap
 
     def save(self, path):
@@ -127,19 +162,89 @@ class Inspector:
         self.capture().save(path)
         return path
 
-    def show(self, path=None):
-        """Saves the capture and starts `thunder-viz gui PATH` in a separate process."""
+    def show(self, path=None, args=(), **popen_kwargs):
+        """Saves the capture (to `path`, or a new temporary folder) and starts `thunder-viz gui PATH
+        *args` in a separate process; returns its subprocess.Popen at once (the caller may wait(),
+        poll() or terminate() it). Raises RuntimeError when there is no display to open a window on
+        or the executable was built without the GUI, FileNotFoundError when there is no executable."""
+        if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            raise RuntimeError("Inspector.show(): no display (DISPLAY and WAYLAND_DISPLAY are unset); save() the "
+                               "capture and open it where there is one with `thunder-viz gui FILE`, or run under "
+                               "Xvfb (xvfb-run)")
         exe = find_binary()
+        if not has_gui(exe):
+            raise RuntimeError(f"{exe} has no `gui` command: it was built with TV_BUILD_GUI=OFF; rebuild it with "
+                               "-DTV_BUILD_GUI=ON (needs GLFW and OpenGL) or point THUNDER_VIZ_BIN at one that has it")
         if path is None:
             import tempfile
             path = os.path.join(tempfile.mkdtemp(prefix="thunder_viz_"), "inspector.tvz.json")
-        self.save(path)
-        return subprocess.Popen([exe, "gui", path])
+        path = self.save(path)
+        return subprocess.Popen([exe, "gui", path, *[str(a) for a in args]], **popen_kwargs)
 
     def compare(self, other):
         """"equivalent" when the final traces of every kind are canonically equal and the last
         outputs match (float tolerance); otherwise "different" (like `thunder-viz compare`)."""
         return compare(self, other)[0]
+
+
+def _functional_call(module, tensors, args):
+    try:
+        from torch.func import functional_call  # torch >= 2.0
+    except ImportError:
+        from torch.nn.utils.stateless import functional_call  # torch 1.13
+    return functional_call(module, tensors, args)
+
+
+def _flat_tensors(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    return [o for o in (out or ()) if isinstance(o, torch.Tensor)]
+
+
+def _check_against_eager(tm, rec, inputs, call):
+    """Runs the call again with eager torch on copies of the parameters and inputs and checks the
+    engine's outputs against it; registers the check of the gradients for the call's backward."""
+    rank, world, _ = _C.world_info()
+    min_tol = _C.tolerance("bf16") if "autocast" in rec.order else 0.0
+    module = tm.module
+    params = list(module.named_parameters())
+    leaves = [p.detach().clone().requires_grad_(p.requires_grad) for _, p in params]
+    xs = [x.detach().clone().requires_grad_(x.requires_grad and x.is_floating_point()) for x in inputs]
+    tensors = {n: t for (n, _), t in zip(params, leaves)}
+    tensors.update({n: b.detach().clone() for n, b in module.named_buffers()})
+    try:
+        with torch.random.fork_rng(devices=[]), torch.set_grad_enabled(rec.needs_grad):
+            eager = _flat_tensors(_functional_call(module, tensors, tuple(xs)))
+    except Exception as e:  # noqa: BLE001 - reported on the call, the engine's result stands
+        call.check_error = f"eager reference failed: {type(e).__name__}: {e}"
+        return
+    outs = [_C.check_against_reference(f"output[{i}]", got, eager[i].detach() if i < len(eager) else None, min_tol)
+            for i, got in enumerate(rec.outputs)]
+    call.checks = {"rank": rank, "outputs": outs, "gradients": [], "gradients_checked": False}
+    distributed = world > 1 and any(t in ("ddp", "fsdp") for t in rec.order)
+    if not rec.needs_grad or distributed:
+        return
+    names = tm._input_names(len(inputs)) + [n for n, _ in params]
+    refs = xs + leaves
+
+    def on_backward(cotangents, grads):
+        pairs = [(o, c) for o, c in zip(eager, cotangents) if o.requires_grad and c is not None]
+        wanted = [r for r in refs if r.requires_grad]
+        try:
+            found = torch.autograd.grad([o for o, _ in pairs], wanted, [c for _, c in pairs],
+                                        allow_unused=True) if pairs and wanted else []
+        except Exception as e:  # noqa: BLE001 - the user's backward goes on; the call says why
+            call.check_error = f"eager reference backward failed: {type(e).__name__}: {e}"
+            return
+        by_ref = {id(r): g for r, g in zip(wanted, found)}
+        checks = []
+        for name, ref, got in zip(names, refs, grads):
+            if got is not None:
+                checks.append(_C.check_against_reference(f"grad[{name}]", got, by_ref.get(id(ref)), min_tol))
+        call.checks["gradients"] = checks
+        call.checks["gradients_checked"] = True
+
+    rec.backward_listeners.append(on_backward)
 
 
 def _short(dtype):
@@ -202,9 +307,16 @@ def find_binary():
                             "or set THUNDER_VIZ_BIN")
 
 
-def attach(model):
-    """An Inspector on a thunder_viz jitted module or a Lightning Thunder ThunderModule."""
-    return Inspector(model)
+def has_gui(exe):
+    """Whether the thunder-viz executable `exe` lists the `gui` command (built with TV_BUILD_GUI=ON)."""
+    out = subprocess.run([exe, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60).stdout
+    return re.search(rb"^\s+gui(\s|$)", out, re.MULTILINE) is not None
+
+
+def attach(model, check=True):
+    """An Inspector on a thunder_viz jitted module or a Lightning Thunder ThunderModule (check: see
+    Inspector)."""
+    return Inspector(model, check)
 
 
 def load(path):

@@ -24,6 +24,11 @@ class CallRecord:
 
     def __init__(self, key, hit, entry, order):
         self.key, self.hit, self.entry, self.order = key, hit, entry, list(order)
+        self.outputs = []
+        self.needs_grad = False  # the call went through the autograd bridge (a backward may follow)
+        # fn(cotangents, gradients) once this call's engine backward has run: the cotangents it got
+        # and one gradient per bridge tensor (inputs, then parameters; None where there is none).
+        self.backward_listeners = []
 
     @property
     def stages(self):
@@ -52,6 +57,10 @@ class _Bridge(torch.autograd.Function):
     def backward(ctx, *grads):
         cot = [g if g is not None else torch.zeros(s, dtype=d) for g, (s, d) in zip(grads, ctx.out_meta)]
         gs = ctx.entry.backward(ctx.saved, cot)
+        rec = ctx.fixup["record"]
+        listeners, rec.backward_listeners = rec.backward_listeners, []
+        for fn in listeners:
+            fn(cot, gs)
         out = []
         for g, shape in zip(gs, ctx.shapes):
             if g is not None and tuple(g.shape) != tuple(shape):
@@ -88,7 +97,7 @@ class JittedModule:
         self._core = None
         self._cache = {}
         self._history = []
-        self._listeners = []
+        self._listeners = []  # fn(jitted module, CallRecord, inputs) after every call (Inspector)
         self.cache_hits = 0
         self.cache_misses = 0
         sig = inspect.signature(module.forward)
@@ -171,13 +180,14 @@ class JittedModule:
         needs_grad = torch.is_grad_enabled() and entry.has_backward and (
             any(p.requires_grad for p in params) or any(t.requires_grad for t in inputs))
         if needs_grad:
-            fixup = {"inputs": inputs, "unshard": _unshard(_C.world_info())}
+            fixup = {"inputs": inputs, "unshard": _unshard(_C.world_info()), "record": rec}
             outs = _Bridge.apply(entry, fixup, *inputs, *params)
         else:
             outs, _ = entry.forward(inputs)
         rec.outputs = [o.detach() for o in outs]
+        rec.needs_grad = needs_grad
         for fn in list(self._listeners):
-            fn(self, rec)
+            fn(self, rec, inputs)
         s = program.output_structure
         if s == "tensor":
             return outs[0]

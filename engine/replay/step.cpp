@@ -1,0 +1,65 @@
+#include "replay/step.h"
+
+#include <stdexcept>
+
+namespace tv {
+namespace {
+
+const Trace& final_trace(const StageHistory& stages, TraceKind kind) {
+  auto t = stages.last(kind);
+  if (!t) throw std::runtime_error("the pipeline has no " + std::string(trace_kind_name(kind)) + " trace");
+  return *t;
+}
+
+// The qualified name of each computation argument ("x", "fc1.weight").
+std::vector<std::string> argument_names(const jit::Module& m, const Trace& computation) {
+  std::vector<std::string> out;
+  for (const auto& p : computation.params) {
+    std::string name = p.proxy->name;
+    for (const auto& param : m.parameters)
+      if (jit::parameter_proxy_name(param.name) == p.proxy->name) name = param.name;
+    out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+StepForward step_forward(exec::Executor& executor, const StageHistory& stages, const std::vector<at::Tensor>& inputs,
+                         const TraceHook& before) {
+  if (before) before(TraceKind::prologue);
+  auto unpacked = executor.run(final_trace(stages, TraceKind::prologue), inputs);
+  auto flat = unpacked.items.at(0).items;
+  if (before) before(TraceKind::forward);
+  auto fwd = executor.run(final_trace(stages, TraceKind::forward), flat);
+  StepForward out;
+  if (!stages.last(TraceKind::backward)) {
+    out.outputs = exec::tensors_of(fwd);
+    return out;
+  }
+  // The augmented forward: ({'output': ...}, saved_for_backward).
+  const exec::RValue* o = fwd.items.at(0).find("output");
+  if (!o) throw exec::ExecError("the augmented forward returned no 'output'");
+  out.outputs = exec::tensors_of(*o);
+  out.saved = fwd.items.at(1);
+  return out;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
+                                                              const StageHistory& stages, const exec::RValue& saved,
+                                                              const std::vector<at::Tensor>& cotangents,
+                                                              const TraceHook& before) {
+  auto backward = stages.last(TraceKind::backward);
+  if (!backward) throw std::runtime_error("this call has no backward trace (no parameter or input requires grad)");
+  std::vector<exec::RValue> cot;
+  for (const auto& c : cotangents) cot.push_back(c.defined() ? exec::RValue::of(c) : exec::RValue::none());
+  if (before) before(TraceKind::backward);
+  auto grads = executor.run(*backward, {saved, exec::RValue::tuple(cot)});
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  auto names = argument_names(module, *stages.forward.front().trace);
+  for (size_t i = 0; i < names.size(); ++i)
+    out.emplace_back(names[i], i < grads.items.size() && grads.items[i].is_tensor() ? grads.items[i].t : at::Tensor());
+  return out;
+}
+
+}  // namespace tv

@@ -1,0 +1,44 @@
+// One step of a built pipeline with the executor: prologue → forward, then backward. Replay and the
+// Python bindings run a call through these two functions, so the sequence lives in one place.
+// Contract: `step_forward` runs the final prologue on the inputs (parameters come from the
+// executor's module view) and the final forward on the flat values it unpacked. When the stages
+// hold a backward trace the forward is the augmented one, ({'output': ...}, saved_for_backward):
+// the outputs are the tensors of 'output' and `saved` the saved values (ExecError when 'output' is
+// missing); otherwise the outputs are the tensors of the forward's return and `saved` is none.
+// `step_backward` runs the final backward on `saved` and one cotangent per output (an undefined
+// tensor is None) and returns one gradient per argument of the computation trace (stage 0 of the
+// forward), named by the parameter's qualified name ("fc1.weight") or else the argument's own name
+// (an input, "x"); the tensor is undefined where the backward returns no tensor. It throws
+// std::runtime_error when there is no backward trace. `before`, when set, is called with the kind
+// of each trace just before it runs. Nothing is caught: errors propagate to the caller.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/executor.h"
+#include "jit/module.h"
+#include "pipeline/stages.h"
+
+namespace tv {
+
+using TraceHook = std::function<void(TraceKind)>;
+
+struct StepForward {
+  std::vector<at::Tensor> outputs;
+  exec::RValue saved;  // saved_for_backward; none without a backward trace
+};
+
+StepForward step_forward(exec::Executor& executor, const StageHistory& stages, const std::vector<at::Tensor>& inputs,
+                         const TraceHook& before = {});
+
+// (name, gradient) per computation argument, in argument order.
+std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
+                                                              const StageHistory& stages, const exec::RValue& saved,
+                                                              const std::vector<at::Tensor>& cotangents,
+                                                              const TraceHook& before = {});
+
+}  // namespace tv
