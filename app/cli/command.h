@@ -43,6 +43,8 @@ void write_output_file(const std::string& path, const std::string& contents);
 // save_capture / load_capture with CaptureError turned into BadInput (its text: file, JSON path, what).
 void save_capture_checked(const Capture& capture, const std::string& path);
 Capture load_capture_checked(const std::string& path);
+// save_chrome_trace (capture/chrome_trace.h) with CaptureError turned into BadInput.
+void save_chrome_trace_checked(const Capture& capture, const std::string& path);
 
 // run_pipelines with model errors (unknown model or parameter) turned into BadInput.
 Capture run_pipelines_checked(const RunRequest& request, const ProgressFn& progress = {});

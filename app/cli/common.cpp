@@ -1,5 +1,6 @@
 // Helpers shared by the commands.
 #include "capture/atomic_file.h"
+#include "capture/chrome_trace.h"
 #include "cli/command.h"
 #include "pipeline/pipeline.h"
 
@@ -35,6 +36,14 @@ void write_output_file(const std::string& path, const std::string& contents) {
 void save_capture_checked(const Capture& capture, const std::string& path) {
   try {
     save_capture(capture, path);
+  } catch (const CaptureError& e) {
+    throw BadInput(std::string("cannot write ") + e.what());
+  }
+}
+
+void save_chrome_trace_checked(const Capture& capture, const std::string& path) {
+  try {
+    save_chrome_trace(capture, path);
   } catch (const CaptureError& e) {
     throw BadInput(std::string("cannot write ") + e.what());
   }

@@ -8,6 +8,7 @@
 #include "cli/model_options.h"
 #include "cli/report_text.h"
 #include "diff/diff.h"
+#include "exec/device_check.h"
 
 namespace tv::cli {
 
@@ -48,6 +49,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
     std::string device = "cpu";
     bool capture_at_jit = false;
     std::string out;
+    std::string chrome_trace;
   };
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
@@ -56,6 +58,8 @@ void add_compare_command(CLI::App& app, Runner& run) {
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_flag("--capture-at-jit", o->capture_at_jit,
                 "read transform state when jit() is called (Thunder's old behaviour) instead of at the first call");
+  cmd->add_option("--chrome-trace", o->chrome_trace,
+                  "also write the replay's per-bound-symbol times as a Chrome trace (FILE.json; open in ui.perfetto.dev)");
   cmd->add_option("--out", o->out, "also save the capture (pipelines, stages, replay, comparisons) to FILE.tvz.json");
   cmd->callback([&run, o] {
     run = [o] {
@@ -72,6 +76,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
       }
       auto capture = run_pipelines_checked(request);
       if (!o->out.empty()) save_capture_checked(capture, o->out);
+      if (!o->chrome_trace.empty()) save_chrome_trace_checked(capture, o->chrome_trace);
       // A refused order is bad input (exit 2); capture-at-jit's reproduced failure is a failed run (exit 1).
       bool illegal = false;
       for (const auto& p : capture.pipelines)
@@ -85,6 +90,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
       std::cout << "verdict: " << cmp.verdict << " (" << capture.model.name << ", world " << o->world << ", " << o->device
                 << (o->capture_at_jit ? ", capture-at-jit" : "") << ")\n";
       if (illegal && cmp.verdict == "failed") return static_cast<int>(kBadInput);
+      if (!exec::device_unavailable(capture.pipelines.front().spec.device, o->world).empty()) return static_cast<int>(kBadInput);
       return cmp.verdict == "equivalent" ? static_cast<int>(kOk) : static_cast<int>(kDifference);
     };
   });

@@ -176,6 +176,7 @@ SymbolTiming timing(const Cursor& c) {
   t.output = string_field(c, "output");
   t.microseconds = number_field(c, "microseconds");
   t.device_timer = bool_field(c, "device_timer");
+  if (auto s = c.optional_field("start_microseconds")) t.start_microseconds = s->number();  // absent before 2026-11-29
   return t;
 }
 

@@ -52,7 +52,8 @@ Json encode_rank(const RankResult& r) {
                        {"symbol", t.symbol},
                        {"output", t.output},
                        {"microseconds", encode_number(t.microseconds)},
-                       {"device_timer", t.device_timer}});
+                       {"device_timer", t.device_timer},
+                       {"start_microseconds", encode_number(t.start_microseconds)}});
   return {{"rank", r.rank},
           {"outputs", std::move(outputs)},
           {"gradients", std::move(gradients)},

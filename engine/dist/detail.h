@@ -44,6 +44,8 @@ class CommBase : public Communicator {
   // Waits until poll() is true. On deadline or abort calls cancel() (if any), marks the
   // communicator broken and throws DistError. An exception from poll() is a backend failure.
   void await(const Op& op, const std::function<bool()>& poll, const std::function<void()>& cancel = {});
+  // Writes this rank's arrival mark for `op` to the store (DistError when the store is unreachable).
+  void mark_arrival(const Op& op);
   // Converts a backend failure into DistError (kind failed, or timeout when `what` says so).
   [[noreturn]] void fail(const Op& op, const std::string& what, DistError::Kind kind = DistError::Kind::failed);
   [[noreturn]] void usage(const std::string& op, const std::string& what) const;

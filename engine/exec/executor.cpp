@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
-#include <chrono>
 #include <sstream>
 #include <unordered_map>
 
@@ -227,6 +226,9 @@ RValue Executor::run(const Trace& trace, const std::vector<at::Tensor>& inputs) 
 
 RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, const RKwargs& kwargs) {
   first_non_finite_.reset();
+  if (options_.on_timing && !timer_) timer_ = make_symbol_timer(options_.device);
+  if (!options_.on_timing) timer_.reset();
+  if (timer_) timer_->reset();  // a previous run may have stopped half-way
   std::optional<c10::NoGradGuard> no_grad;
   if (options_.no_grad) no_grad.emplace();
   Run run(options_);
@@ -275,10 +277,9 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
       result = b.args.empty() ? RValue::none() : run.eval(b.args[0], scope, b);
       break;
     }
-    auto start = std::chrono::steady_clock::now();
+    if (timer_) timer_->begin(index);
     run.exec(b, scope);
-    if (options_.on_timing)
-      options_.on_timing(b, index, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (timer_) timer_->end(index);
     if (b.symbol->form == PrintForm::del) continue;
     if (!options_.on_output && !(options_.detect_non_finite && !first_non_finite_)) continue;
     for (const auto& p : b.outputs) {
@@ -299,6 +300,8 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
       }
     }
   }
+  if (timer_)
+    for (const auto& t : timer_->finish()) options_.on_timing(trace.body[t.index], t);
   return result;
 }
 

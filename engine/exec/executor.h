@@ -7,8 +7,10 @@
 // subsymbols in order (fused regions, composites without a rule); otherwise it is refused with an
 // ExecError naming the symbol. `del` frees values; unpack_sequence unpacks tuples and lists.
 // Trace devices are mapped to `options.device` (a cuda:0 printout runs on CPU); input tensors are
-// moved there. Hooks: per top-level bound symbol timing (host clock), per output tensor observer,
-// and first_non_finite() after a run with `detect_non_finite`. Runs under no-grad by default.
+// moved there. Hooks: per top-level bound symbol timing (CUDA events on a CUDA device, the host
+// clock elsewhere: exec/symbol_timer.h), reported once the run has finished so that timing does not
+// synchronise the device mid-run; a per output tensor observer; and first_non_finite() after a run
+// with `detect_non_finite`. Runs under no-grad by default.
 // An Executor is not thread-safe; use one per thread (rank).
 #pragma once
 #include <any>
@@ -20,6 +22,7 @@
 
 #include "exec/rules.h"
 #include "exec/runtime.h"
+#include "exec/symbol_timer.h"
 #include "ir/trace.h"
 
 namespace tv::exec {
@@ -36,9 +39,9 @@ struct ExecOptions {
   // no_grad_sync False).
   std::vector<std::pair<std::string, RValue>> cache_info;
 
-  // Called after each top-level bound symbol (structural ones included) with its index in the
-  // body and the host wall time in seconds.
-  std::function<void(const BoundSymbol&, size_t index, double seconds)> on_timing;
+  // Called at the end of a run for each top-level bound symbol executed (structural ones
+  // included), in order, with its index in the body, start and duration.
+  std::function<void(const BoundSymbol&, const SymbolTime&)> on_timing;
   // Called after each top-level bound symbol for each output proxy holding a tensor.
   std::function<void(const BoundSymbol&, const ProxyPtr&, const at::Tensor&)> on_output;
   // Record the first top-level bound symbol with a NaN or Inf in a floating output.
@@ -78,6 +81,7 @@ class Executor {
  private:
   ExecOptions options_;
   std::optional<NonFiniteReport> first_non_finite_;
+  std::unique_ptr<SymbolTimer> timer_;  // made on the first timed run, reused after
 };
 
 // Wraps a tensor list into runtime values (positional inputs).

@@ -87,10 +87,17 @@ std::pair<at::Tensor, at::Tensor> var_mean(const at::Tensor& a, const std::vecto
   return {var, mean};
 }
 
+// `v` as a tensor of dtype `dt` on `device`. A number is made there (a fill kernel) rather than
+// copied from the host: a host-to-device copy cannot be captured in a CUDA graph.
+at::Tensor placed(const RValue& v, const at::Tensor& as_operand, at::Device device, at::ScalarType dt) {
+  if (v.is_tensor()) return as_operand.to(device, dt);
+  return at::scalar_tensor(scalar_of(v), at::TensorOptions().dtype(dt).device(device));
+}
+
 at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b) {
   at::Tensor x = operand(a), y = operand(b);
   at::ScalarType dt = at::result_type(x, y);
-  return at::where(cond, x.to(cond.device(), dt), y.to(cond.device(), dt));
+  return at::where(cond, placed(a, x, cond.device(), dt), placed(b, y, cond.device(), dt));
 }
 
 void alias(const std::string& alias, const std::string& name) {
@@ -142,11 +149,12 @@ void register_prim_rules() {
   def("prims.div", [](Args a, Kw) { return binary(a, prim_div); });
   def("prims.pow", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::pow(x, y); }); });
   def("prims.maximum", [](Args a, Kw) {
-    return binary(a, [](TT x, TT y) {
-      at::ScalarType dt = at::result_type(x, y);
-      at::Device d = x.is_cpu() && x.dim() == 0 ? y.device() : x.device();
-      return at::maximum(x.to(d, dt), y.to(d, dt));
-    });
+    const RValue &x = rarg(a, 0, "a"), &y = rarg(a, 1, "b");
+    if (!x.is_tensor() && !y.is_tensor()) return binary(a, [](TT x, TT y) { return at::maximum(x, y); });
+    at::Tensor tx = operand(x), ty = operand(y);
+    at::ScalarType dt = at::result_type(tx, ty);
+    at::Device d = x.is_tensor() ? tx.device() : ty.device();
+    return RValue::of(at::maximum(placed(x, tx, d, dt), placed(y, ty, d, dt)));
   });
   def("prims.eq", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::eq(x, y); }); });
   def("prims.ne", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::ne(x, y); }); });

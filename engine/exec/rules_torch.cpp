@@ -118,6 +118,11 @@ void register_torch_rules() {
   def("ltorch.cross_entropy", [](Args a, Kw) {
     return RValue::of(at::nll_loss(at::log_softmax(tensor_at(a, 0, "logits"), 1), tensor_at(a, 1, "target")));
   });
+  def("ltorch.embedding_backward", [](Args a, Kw) {
+    return RValue::of(at::embedding_dense_backward(tensor_at(a, 0, "grad"), tensor_at(a, 1, "indices"),
+                                                   int_at(a, 2, "num_weights"), /*padding_idx=*/-1,
+                                                   /*scale_grad_by_freq=*/false));
+  });
   def("ltorch.embedding", [](Args a, Kw) {
     return RValue::of(at::embedding(tensor_at(a, 1, "weight"), tensor_at(a, 0, "indices")));
   });

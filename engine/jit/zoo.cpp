@@ -98,6 +98,8 @@ class Init {
     if (device_.is_cpu()) return t;
     try {
       return t.to(device_);
+    } catch (const c10::Error& e) {
+      throw std::invalid_argument("cannot place model on " + device_.str() + ": " + e.what_without_backtrace());
     } catch (const std::exception& e) {
       throw std::invalid_argument("cannot place model on " + device_.str() + ": " + e.what());
     }

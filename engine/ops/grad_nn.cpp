@@ -1,7 +1,8 @@
 // Gradient rules of the neural-network ops. linear follows Thunder's rule exactly (the fixtures'
 // backward: reshape(g, (-1, N)), permute, reshape(x, (-1, K)), matmul; bias grad = sum over the
-// batch dims). Gathers (embedding, take_along_dim) scatter their grad with a one-hot matmul/sum,
-// since the op set has no scatter. sdpa is differentiated through its decomposition; dropout's
+// batch dims). Gathers scatter their grad: embedding and take through ltorch.embedding_backward
+// (a one-hot matmul when decomposed; LibTorch's scatter when executed), take_along_dim with a
+// one-hot sum, since the op set has no scatter. sdpa is differentiated through its decomposition; dropout's
 // grad is dropout of g with the same seed (the same mask, nothing saved).
 #include "ops/ltorch.h"
 #include "ops/meta.h"
@@ -95,17 +96,22 @@ Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return {reduce_like(b, scaled, logits), Value::none()};
 }
 
-// grad of weight[indices] (gathered along dim 0): one_hot(indices)^T @ g.
+// grad of weight[indices] (gathered along dim 0): embedding_backward (one_hot(indices)^T @ g).
 T scatter_rows(TraceBuilder& b, const T& weight, const T& indices, const T& g) {
   int64_t n = indices->numel(), rows = weight->shape[0];
   T flat = reshape(b, indices, {n});
   T rest = reshape(b, g, {n, weight->numel() / std::max<int64_t>(rows, 1)});
-  T gw = matmul(b, permute(b, one_hot(b, flat, rows, g->dtype), {1, 0}), rest);
+  T gw = embedding_backward(b, rest, flat, rows);
   return sum_to(b, gw, weight->shape, weight->dtype);
 }
 
 Out embedding_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return {Value::none(), V(scatter_rows(b, tensor_at(f, 1), tensor_at(f, 0), cts[0].proxy))};
+}
+
+// embedding_backward(g, indices, rows) is linear in g: its transpose gathers the cotangent's rows.
+Out embedding_backward_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  return {V(embedding(b, tensor_at(f, 1), cts[0].proxy)), Value::none(), Value::none()};
 }
 
 Out take_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {  // prims.take(a, indices, dim)
@@ -142,6 +148,7 @@ void register_nn_grads() {
   register_grad_rule("ltorch.log_softmax", log_softmax_rule);
   register_grad_rule("ltorch.cross_entropy", cross_entropy_rule);
   register_grad_rule("ltorch.embedding", embedding_rule);
+  register_grad_rule("ltorch.embedding_backward", embedding_backward_rule);
   register_grad_rule("prims.take", take_rule);
   for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(n, take_along_rule);
   register_grad_rule("ltorch.dropout", dropout_rule);

@@ -71,6 +71,9 @@ T softmax(TraceBuilder&, const T& a, int64_t dim);
 T log_softmax(TraceBuilder&, const T& a, int64_t dim);
 T cross_entropy(TraceBuilder&, const T& logits, const T& target);  // mean over the batch
 T embedding(TraceBuilder&, const T& indices, const T& weight);
+// grad [n, d], indices [n] (integers < num_weights) -> [num_weights, d]: row k sums the rows of grad
+// whose index is k.
+T embedding_backward(TraceBuilder&, const T& grad, const T& indices, int64_t num_weights);
 T dropout(TraceBuilder&, const T& a, double p, int64_t seed, bool training = true);
 
 // Shapes

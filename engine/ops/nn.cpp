@@ -1,5 +1,5 @@
 // Neural-network ltorch ops: linear, matmul, layer_norm, softmax, log_softmax, cross_entropy,
-// embedding, dropout, scaled_dot_product_attention, take_along_dim.
+// embedding (and its backward), dropout, scaled_dot_product_attention, take_along_dim.
 // linear and matmul map to one prim each; the others are compositions of ltorch ops (nested
 // subsymbols), e.g. layer_norm = (a - mean) * rsqrt(var + eps) with var_mean(correction=0).
 #include <algorithm>
@@ -105,6 +105,20 @@ Value embedding_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.take", {Value::of(weight), Value::of(indices), Value::integer(0)}));
 }
 
+// The gradient of an embedding lookup: rows of g summed into the rows their indices name.
+// Decomposed as one_hot(indices)^T @ g (the op set has no scatter); the executor runs LibTorch's
+// embedding_dense_backward instead, O(n d) rather than O(n rows d).
+Value embedding_backward_impl(TraceBuilder& b, Args args, Kw) {
+  T g = tensor_arg(args, 0, "grad"), indices = tensor_arg(args, 1, "indices");
+  int64_t rows = int_arg(args, 2, "num_weights");
+  if (rank(g) != 2 || rank(indices) != 1 || g->shape[0] != indices->shape[0])
+    throw OpError("embedding_backward takes grad [n, d] and indices [n], got " + shape_text(g->shape) + " and " +
+                  shape_text(indices->shape));
+  T hit = eq(b, Value::of(unsqueeze(b, indices, -1)), Value::of(arange(b, rows, indices->device)));  // [n, rows]
+  T one_hot = convert_element_type(b, hit, g->dtype);
+  return Value::of(matmul(b, permute(b, one_hot, {1, 0}), g));
+}
+
 Value dropout_impl(TraceBuilder& b, Args args, Kw) {
   T a = tensor_arg(args, 0, "a");
   double p = number_arg(args, 1, "p");
@@ -168,6 +182,9 @@ T cross_entropy(TraceBuilder& b, const T& logits, const T& target) {
 T embedding(TraceBuilder& b, const T& indices, const T& weight) {
   return call1(b, "ltorch.embedding", {V(indices), V(weight)});
 }
+T embedding_backward(TraceBuilder& b, const T& grad, const T& indices, int64_t num_weights) {
+  return call1(b, "ltorch.embedding_backward", {V(grad), V(indices), Value::integer(num_weights)});
+}
 T dropout(TraceBuilder& b, const T& a, double p, int64_t seed, bool training) {
   return call1(b, "ltorch.dropout", {V(a), Value::floating(p), Value::integer(seed), Value::boolean(training)});
 }
@@ -192,6 +209,7 @@ void register_nn() {
   define("ltorch.log_softmax", false, {}, log_softmax_impl);
   define("ltorch.cross_entropy", false, {}, cross_entropy_impl);
   define("ltorch.embedding", false, {}, embedding_impl);
+  define("ltorch.embedding_backward", false, {}, embedding_backward_impl);
   define("ltorch.dropout", false, {"random"}, dropout_impl);
   define("ltorch.scaled_dot_product_attention", false, {}, sdpa_impl);
   define("ltorch.take_along_dim", false, {}, take_along_dim_impl);

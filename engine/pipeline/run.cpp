@@ -1,6 +1,7 @@
 #include "pipeline/run.h"
 
 #include "canonical/canonical.h"
+#include "exec/device_check.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
 #include "replay/world_replay.h"
@@ -25,6 +26,10 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
   record.spec = spec;
   try {
     check_capture_at_jit(validate_order(spec.order), spec);  // refused orders fail before any rank starts
+    if (auto why = exec::device_unavailable(spec.device, spec.world_size); !why.empty()) {
+      record.error = why;
+      return record;
+    }
     auto result = run_world({request.model, request.params, spec, request.replay});
     record.stages = std::move(result.stages);
     if (request.replay) record.replay = std::move(result.replay);

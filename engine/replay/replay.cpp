@@ -4,9 +4,11 @@
 
 #include <cmath>
 
+#include "exec/device_check.h"
 #include "exec/executor.h"
 #include "replay/eager.h"
 #include "replay/module_view.h"
+#include "replay/step.h"
 
 namespace tv {
 
@@ -19,31 +21,32 @@ double tolerance(DType d) {
   }
 }
 
-namespace {
-
-TensorStats stats_of(const at::Tensor& t) {
+TensorStats tensor_stats(const at::Tensor& t) {
   TensorStats s;
   s.shape = t.sizes().vec();
   s.dtype = jit::TensorMeta::of(t).dtype;
   if (t.numel() == 0) return s;
-  auto f = t.detach().to(at::kDouble);  // computed where the tensor lives (on the GPU for CUDA runs)
+  // Computed where the tensor lives (on the GPU for CUDA runs), without a full-size copy unless
+  // there are NaN/Inf to leave out: statistics must not be what runs a big replay out of memory.
+  at::Tensor f = t.detach();
   if (t.is_floating_point()) {
     s.nan_count = f.isnan().sum().item<int64_t>();
     s.inf_count = f.isinf().sum().item<int64_t>();
-    auto finite = f.masked_select(f.isfinite());
-    if (finite.numel() == 0) return s;
-    f = finite;
+    if (s.nan_count + s.inf_count > 0) f = f.masked_select(f.isfinite());
+    if (f.numel() == 0) return s;
+  } else {
+    f = f.to(at::kDouble);
   }
   s.min = f.min().item<double>();
   s.max = f.max().item<double>();
-  s.mean = f.mean().item<double>();
+  s.mean = f.sum(at::kDouble).item<double>() / static_cast<double>(f.numel());
   return s;
 }
 
-TensorCheck check(const std::string& name, const at::Tensor& got, const at::Tensor& want, double min_tolerance) {
+TensorCheck check_against_reference(const std::string& name, const at::Tensor& got, const at::Tensor& want, double min_tolerance) {
   TensorCheck c;
   c.name = name;
-  c.stats = stats_of(got);
+  c.stats = tensor_stats(got);
   c.tolerance = std::max(tolerance(c.stats.dtype), min_tolerance);
   if (!want.defined()) {
     c.pass = false;
@@ -55,7 +58,7 @@ TensorCheck check(const std::string& name, const at::Tensor& got, const at::Tens
     c.max_abs = c.max_rel = INFINITY;
     return c;
   }
-  auto g = got.detach().to(at::kDouble).cpu(), w = want.detach().to(at::kDouble).cpu();
+  auto g = got.detach().to(at::kDouble), w = want.detach().to(got.device(), at::kDouble);
   c.max_abs = g.numel() ? (g - w).abs().max().item<double>() : 0.0;
   double scale = w.numel() ? w.abs().max().item<double>() : 0.0;
   c.max_rel = c.max_abs / std::max(scale, 1e-30);
@@ -64,26 +67,6 @@ TensorCheck check(const std::string& name, const at::Tensor& got, const at::Tens
   c.pass = std::isfinite(c.max_abs) && (c.max_rel <= c.tolerance || c.max_abs <= c.tolerance * 0.1);
   return c;
 }
-
-const exec::RValue* dict_entry(const exec::RValue& d, const std::string& key) {
-  for (const auto& [k, v] : d.entries)
-    if (k.s == key) return &v;
-  return nullptr;
-}
-
-// The qualified name of each computation parameter ("input", "fc1.weight").
-std::vector<std::string> parameter_names(const jit::Module& m, const Trace& computation) {
-  std::vector<std::string> out;
-  for (const auto& p : computation.params) {
-    std::string name = p.proxy->name;
-    for (const auto& param : m.parameters)
-      if (jit::parameter_proxy_name(param.name) == p.proxy->name) name = param.name;
-    out.push_back(name);
-  }
-  return out;
-}
-
-}  // namespace
 
 RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, int rank, const ReplayOptions& options) {
   RankResult result;
@@ -97,65 +80,56 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
     if (options.prepare_executor) options.prepare_executor(eo.user);
     std::string current_trace;
     if (options.record_timings)
-      eo.on_timing = [&](const BoundSymbol& b, size_t index, double seconds) {
+      eo.on_timing = [&](const BoundSymbol& b, const exec::SymbolTime& t) {
         if (b.symbol->form != PrintForm::call && b.symbol->form != PrintForm::annotated_call) return;
-        result.timings.push_back({current_trace, static_cast<int>(index), b.name(), b.output() ? b.output()->name : "",
-                                  seconds * 1e6, false});
+        result.timings.push_back({current_trace, static_cast<int>(t.index), b.name(), b.output() ? b.output()->name : "",
+                                  t.seconds * 1e6, t.device_timer, t.start_seconds * 1e6});
       };
     if (options.record_proxy_stats)
       eo.on_output = [&](const BoundSymbol&, const ProxyPtr& p, const at::Tensor& t) {
-        result.proxies[current_trace + ":" + p->name] = stats_of(t);
+        result.proxies[current_trace + ":" + p->name] = tensor_stats(t);
       };
     exec::Executor executor(eo);
+    auto label = [&](TraceKind k) { current_trace = std::string(trace_kind_name(k)); };
 
     std::vector<at::Tensor> inputs;
     for (const auto& i : module.inputs) inputs.push_back(*i.value);
-    current_trace = "prologue";
-    auto unpacked = executor.run(*built.stages.last(TraceKind::prologue), inputs);
-    auto flat = unpacked.items.at(0).items;
-
-    const auto& forward = *built.stages.last(TraceKind::forward);
-    current_trace = "forward";
-    auto fwd = executor.run(forward, flat);
+    auto fwd = step_forward(executor, built.stages, inputs, label);
     // -inf from a causal mask is intended; NaN is what we report.
     auto nan_report = [&](const char* trace) {
       const auto& r = executor.first_non_finite();
       if (r && r->nan_count > 0 && result.first_non_finite.empty()) result.first_non_finite = trace + (": " + r->describe());
     };
     nan_report("forward");
-    auto backward = built.stages.last(TraceKind::backward);
-    exec::RValue outputs_value = fwd, saved;
-    if (backward) {  // augmented forward: ({'output': ...}, saved_for_backward)
-      outputs_value = *dict_entry(fwd.items.at(0), "output");
-      saved = fwd.items.at(1);
-    }
-    auto outputs = exec::tensors_of(outputs_value);
+    const auto& outputs = fwd.outputs;
     auto cotangents = make_cotangents(outputs, options.cotangent_seed + rank);
     auto eager = eager_reference(options.reference_module ? *options.reference_module : module, inputs, cotangents);
     for (size_t i = 0; i < outputs.size(); ++i)
-      result.outputs.push_back(check("output[" + std::to_string(i) + "]", outputs[i],
-                                     i < eager.outputs.size() ? eager.outputs[i] : at::Tensor(), options.min_tolerance));
-    if (!backward) return result;
+      result.outputs.push_back(check_against_reference("output[" + std::to_string(i) + "]", outputs[i],
+                                                       i < eager.outputs.size() ? eager.outputs[i] : at::Tensor(),
+                                                       options.min_tolerance));
+    if (!built.stages.last(TraceKind::backward)) return result;
 
-    std::vector<exec::RValue> cot;
-    for (const auto& c : cotangents) cot.push_back(c.defined() ? exec::RValue::of(c) : exec::RValue::none());
-    current_trace = "backward";
-    auto grads = executor.run(*backward, {saved, exec::RValue::tuple(cot)});
+    auto grads = step_backward(executor, module, built.stages, fwd.saved, cotangents, label);
     nan_report("backward");
-    auto names = parameter_names(module, *built.stages.forward.front().trace);
-    for (size_t i = 0; i < names.size() && i < grads.items.size(); ++i) {
-      if (!grads.items[i].is_tensor()) continue;
+    for (const auto& [name, got] : grads) {
+      if (!got.defined()) continue;
       at::Tensor want;
       for (const auto& [n, g] : eager.parameter_grads)
-        if (n == names[i]) want = g;
+        if (n == name) want = g;
       for (const auto& [n, g] : eager.input_grads)
-        if (n == names[i]) want = g;
-      if (options.expected_grad && want.defined()) want = options.expected_grad(names[i], want);
-      result.gradients.push_back(check("grad[" + names[i] + "]", grads.items[i].t, want, options.min_tolerance));
+        if (n == name) want = g;
+      if (options.expected_grad && want.defined()) want = options.expected_grad(name, want);
+      result.gradients.push_back(check_against_reference("grad[" + name + "]", got, want, options.min_tolerance));
     }
+  } catch (const c10::Error& e) {
+    result.error = e.what_without_backtrace();
   } catch (const std::exception& e) {
     result.error = e.what();
   }
+  if (exec::is_out_of_memory(result.error))
+    result.error = "GPU out of memory on rank " + std::to_string(rank) + " (" + options.device.str() + "): " + result.error +
+                   " Make the model smaller (--param batch=, seq=, layers=) or spread it over more ranks with fsdp.";
   return result;
 }
 

@@ -1,15 +1,18 @@
 // Replay: runs a built pipeline's final traces on one rank and checks them against eager LibTorch.
 // Contract: `replay_rank` executes prologue → forward → backward with the executor on the module's
-// weights and inputs, with cotangents drawn from `cotangent_seed` (ones for a scalar loss), and
-// compares every output and every parameter gradient with `eager_reference` on the same weights,
-// inputs and cotangents. Per-proxy statistics and per-bound-symbol times are recorded; the first
-// bound symbol that produced NaN/Inf is named. A failure is reported in RankResult::error, never
-// thrown. Tolerances are relative to the largest magnitude of the reference (see tolerance()),
-// with an absolute floor of a tenth of the tolerance for references that are zero up to noise.
+// weights and inputs (the step of replay/step.h, which the Python bindings run too), with
+// cotangents drawn from `cotangent_seed` + rank (ones for a scalar loss), and compares every
+// output and every parameter gradient with `eager_reference` on the same weights, inputs and
+// cotangents (check_against_reference). Per-proxy statistics and per-bound-symbol times are
+// recorded; the first bound symbol that produced NaN/Inf is named. A failure is reported in
+// RankResult::error, never thrown. Tolerances are relative to the largest magnitude of the
+// reference (see tolerance()), with an absolute floor of a tenth of the tolerance for references
+// that are zero up to noise.
 #pragma once
 #include <cstdint>
 #include <any>
 #include <functional>
+#include <string>
 
 #include "jit/module.h"
 #include "pipeline/pipeline.h"
@@ -23,6 +26,13 @@ namespace tv {
 
 // Relative tolerance per dtype: f64 1e-10, f32 1e-5, f16 1e-2, bf16 2e-2.
 double tolerance(DType);
+
+// Shape, dtype, min/max/mean of the finite values and NaN/Inf counts, computed where `t` lives.
+TensorStats tensor_stats(const at::Tensor& t);
+// `got` against the reference `want` with the rule above (tolerance of got's dtype, at least
+// `min_tolerance`); an undefined `want` or a shape mismatch fails with infinite errors.
+TensorCheck check_against_reference(const std::string& name, const at::Tensor& got, const at::Tensor& want,
+                                    double min_tolerance = 0);
 
 struct ReplayOptions {
   Device device;

@@ -37,13 +37,14 @@ struct SymbolTiming {
   std::string output;     // first output's name, "" when none
   double microseconds = 0;
   bool device_timer = false;  // measured with CUDA events
+  double start_microseconds = 0;  // since the trace's run began (its first bound symbol)
 };
 
 struct RankResult {
   int rank = 0;
   std::vector<TensorCheck> outputs;
   std::vector<TensorCheck> gradients;
-  std::map<std::string, TensorStats> proxies;  // per-proxy statistics, by proxy name
+  std::map<std::string, TensorStats> proxies;  // per-proxy statistics, by "kind:name" ("forward:t16")
   std::vector<SymbolTiming> timings;
   std::string first_non_finite;               // the first bound symbol that produced NaN/Inf
   std::string error;                          // empty when the run succeeded

@@ -42,5 +42,25 @@ expect 0 "verdict: equivalent" -- compare --model gpt --order jit,ddp --order dd
 expect 1 "ValueError: None had an unexpected type.*|Fix:" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --capture-at-jit
 expect 2 "one-parameter-distribution" -- compare --model linear --order jit,ddp,fsdp --order ddp,jit --world 2
 expect 2 "unknown transform 'dpp'" -- compare --model linear --order jit,dpp --order jit --world 2
+# Replay timings as a Chrome trace (Perfetto): one complete event per timed bound symbol, prologue, forward, backward in turn.
+expect 0 "PASS: mlp" -- run --model mlp --chrome-trace "$tmp/mlp.chrome.json"
+if /usr/bin/python3 - "$tmp/mlp.chrome.json" <<'PY'; then passes=$((passes + 1)); else echo "FAIL: chrome trace check"; failures=$((failures + 1)); fi
+import json, sys
+doc = json.load(open(sys.argv[1]))
+events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+assert events, "no events"
+assert {"forward", "backward"} <= {e["cat"] for e in events} <= {"prologue", "forward", "backward"}, {e["cat"] for e in events}
+forward_end = max(e["ts"] + e["dur"] for e in events if e["cat"] == "forward")
+assert all(e["ts"] >= forward_end - 1e-6 for e in events if e["cat"] == "backward"), "backward starts before forward ends"
+assert all(e["dur"] >= 0 and "output" in e["args"] for e in events)
+assert any("host clock" in e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name")
+PY
+expect 2 "cannot write" -- run --model linear --chrome-trace "$tmp/no/such/dir/t.json"
+# No GPU here: --device cuda is a clear error (exit 2) and the capture of what was asked is still written.
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  expect 2 "no CUDA.*--device cpu" -- run --model mlp --device cuda --out "$tmp/cuda.tvz.json"
+  if grep -q "no CUDA" "$tmp/cuda.tvz.json" 2>/dev/null; then passes=$((passes + 1)); else echo "FAIL: capture of the refused cuda run"; failures=$((failures + 1)); fi
+  expect 2 "no CUDA.*--device cpu" -- compare --model mlp --order jit,ddp --order ddp,jit --world 2 --device cuda
+fi
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -25,6 +25,7 @@
 #include "dist/communicator.h"
 #include "dist/store.h"
 #include "dist/world.h"
+#include "exec/device_check.h"
 
 using namespace tv::dist;
 using namespace std::chrono_literals;
@@ -406,12 +407,16 @@ TEST(DistEnv, TwoProcesses) {
   std::filesystem::remove_all(dir);
 }
 
-#ifdef TV_HAVE_CUDA
-#include <ATen/detail/CUDAHooksInterface.h>
-// NCCL over the visible GPUs (at most 4), one rank per device. Built and run only with CUDA.
+// NCCL over the visible GPUs (at most 4), one rank per device. Skipped, with the reason, without
+// NCCL in the build or without GPUs.
+std::string nccl_unavailable(int ranks) {
+  if (!nccl_available()) return "this build has no NCCL (built without CUDA: TV_HAVE_CUDA off)";
+  return tv::exec::device_unavailable("cuda:0", ranks);
+}
+
 TEST(DistNccl, CollectivesOnGpus) {
-  int gpus = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
-  if (gpus < 1) GTEST_SKIP() << "no GPU";
+  if (auto why = nccl_unavailable(1); !why.empty()) GTEST_SKIP() << why;
+  int gpus = tv::exec::visible_gpus();
   const int W = std::min(gpus, 4);
   World world(W, Backend::nccl, with_timeout(30s));
   world.run([W](int rank, Communicator& comm) {
@@ -434,8 +439,7 @@ TEST(DistNccl, CollectivesOnGpus) {
 }
 
 TEST(DistNccl, MissingRankTimesOut) {
-  int gpus = static_cast<int>(at::detail::getCUDAHooks().getNumGPUs());
-  if (gpus < 2) GTEST_SKIP() << "needs 2 GPUs";
+  if (auto why = nccl_unavailable(2); !why.empty()) GTEST_SKIP() << why;
   std::atomic<int> reported{0};
   World world(2, Backend::nccl, with_timeout(3s));
   world.run([&](int rank, Communicator& comm) {
@@ -454,4 +458,3 @@ TEST(DistNccl, MissingRankTimesOut) {
     reported++;
   });
 }
-#endif

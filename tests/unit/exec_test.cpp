@@ -1,12 +1,14 @@
-// Executor tests: every ltorch op against the direct at:: computation (rules and decompositions),
-// Thunder fixtures (linear, mlp forward and backward) against at:: autograd, prologue checks,
-// opaque symbols, hooks and NaN/Inf detection.
+// Executor tests: every ltorch op against the direct at:: computation (rules and decompositions)
+// on the CPU in f32 and, where a GPU is present, on CUDA in f32 and bf16 (skipped with the reason
+// elsewhere); Thunder fixtures (linear, mlp forward and backward) against at:: autograd, prologue
+// checks, opaque symbols, hooks and NaN/Inf detection.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "exec/aten_util.h"
+#include "exec/device_check.h"
 #include "exec/executor.h"
 #include "format/parser.h"
 #include "ops/ltorch.h"
@@ -31,7 +33,27 @@ class ExecTest : public ::testing::Test {
   }
 };
 
-// max |a - b| <= 1e-5 * max(1, max |b|); exact for integer and bool results.
+// Where the per-op tests run: the device, and the dtype floating inputs are cast to.
+struct OpConfig {
+  std::string name;  // "cpu_f32"
+  Device device;
+  at::ScalarType dtype = at::kFloat;
+  double tolerance = 1e-5;  // relative to max(1, max |reference|); bf16 as the replay's tolerance()
+};
+const OpConfig kCpuF32{"cpu_f32", Device{}, at::kFloat, 1e-5};
+OpConfig g_config = kCpuF32;
+
+// Inputs on the configured device, floating ones in the configured dtype.
+Ts configured(const Ts& inputs) {
+  Ts out;
+  for (const auto& t : inputs) {
+    at::Tensor c = t.to(exec::to_device(g_config.device));
+    out.push_back(at::isFloatingType(c.scalar_type()) ? c.to(g_config.dtype) : c);
+  }
+  return out;
+}
+
+// max |a - b| <= tolerance * max(1, max |b|) (1e-5 in f32); exact for integer and bool results.
 void expect_close(const at::Tensor& got, const at::Tensor& want, const std::string& what) {
   ASSERT_TRUE(got.defined()) << what;
   ASSERT_EQ(got.sizes().vec(), want.sizes().vec()) << what;
@@ -43,7 +65,7 @@ void expect_close(const at::Tensor& got, const at::Tensor& want, const std::stri
   at::Tensor g = got.cpu().to(at::kDouble), w = want.cpu().to(at::kDouble);
   double scale = std::max(1.0, w.numel() ? w.abs().max().item<double>() : 0.0);
   double diff = g.numel() ? (g - w).abs().max().item<double>() : 0.0;
-  EXPECT_LE(diff, 1e-5 * scale) << what;
+  EXPECT_LE(diff, g_config.tolerance * scale) << what << " on " << g_config.name;
 }
 
 // A trace of `build` over proxies made from the inputs' metadata.
@@ -62,20 +84,40 @@ TracePtr trace_of(const Ts& inputs, const std::function<Value(TraceBuilder&, con
 // Runs the trace with rules and with decompositions; checks both against `want`.
 void check_op(const std::string& name, const Ts& inputs, const std::function<Value(TraceBuilder&, const P&)>& build,
               const std::function<Ts(const Ts&)>& reference) {
-  SCOPED_TRACE(name);
-  TracePtr t = trace_of(inputs, build);
-  Ts want = reference(inputs);
+  SCOPED_TRACE(name + " on " + g_config.name);
+  Ts in = configured(inputs);
+  TracePtr t = trace_of(in, build);
+  Ts want = reference(in);
   for (bool decompose : {false, true}) {
     ExecOptions o;
     o.decompose = decompose;
+    o.device = g_config.device;
     Executor ex(o);
-    RValue got = ex.run(*t, inputs);
+    RValue got = ex.run(*t, in);
     Ts tensors = exec::tensors_of(got);
     ASSERT_EQ(tensors.size(), want.size()) << name;
     for (size_t k = 0; k < want.size(); ++k)
       expect_close(tensors[k], want[k], name + (decompose ? " (decomposed)" : " (rule)") + " output " + std::to_string(k));
   }
 }
+
+// The per-op tests, once per configuration: cpu f32 always; cuda f32 and bf16 where a GPU is.
+class ExecOps : public ::testing::TestWithParam<OpConfig> {
+ protected:
+  void SetUp() override {
+    ltorch::register_ops();
+    at::manual_seed(0);
+    g_config = GetParam();
+    if (g_config.device.kind == Device::Kind::cuda)
+      if (auto why = exec::device_unavailable(g_config.device.str()); !why.empty())
+        GTEST_SKIP() << "CUDA executor tests need a GPU: " << why;
+  }
+  void TearDown() override { g_config = kCpuF32; }
+};
+INSTANTIATE_TEST_SUITE_P(Devices, ExecOps,
+                         ::testing::Values(kCpuF32, OpConfig{"cuda_f32", Device{Device::Kind::cuda, 0}, at::kFloat, 1e-5},
+                                           OpConfig{"cuda_bf16", Device{Device::Kind::cuda, 0}, at::kBFloat16, 2e-2}),
+                         [](const ::testing::TestParamInfo<OpConfig>& info) { return info.param.name; });
 
 Value V(const ProxyPtr& p) { return Value::of(p); }
 at::Tensor randn(std::vector<int64_t> s) { return at::randn(s); }
@@ -85,7 +127,7 @@ at::Tensor randn_t(std::vector<int64_t> s) {
   return at::randn(s).transpose(0, 1);
 }
 
-TEST_F(ExecTest, ExecLinearAlgebra) {
+TEST_P(ExecOps, ExecLinearAlgebra) {
   check_op("linear", {randn({2, 5}), randn({10, 5}), randn({10})},
            [](TraceBuilder& b, const P& p) { return V(ltorch::linear(b, p[0], p[1], p[2])); },
            [](const Ts& x) { return Ts{at::linear(x[0], x[1], x[2])}; });
@@ -100,7 +142,7 @@ TEST_F(ExecTest, ExecLinearAlgebra) {
            [](const Ts& x) { return Ts{at::matmul(x[0], x[1])}; });
 }
 
-TEST_F(ExecTest, ExecElementwiseBinary) {
+TEST_P(ExecOps, ExecElementwiseBinary) {
   using F = T (*)(TraceBuilder&, const Value&, const Value&);
   using R = at::Tensor (*)(const at::Tensor&, const at::Tensor&);
   std::vector<std::tuple<std::string, F, std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>>> ops = {
@@ -139,7 +181,7 @@ TEST_F(ExecTest, ExecElementwiseBinary) {
            [](const Ts& x) { return Ts{x[0] + 0.5}; });
 }
 
-TEST_F(ExecTest, ExecElementwiseUnary) {
+TEST_P(ExecOps, ExecElementwiseUnary) {
   using F = T (*)(TraceBuilder&, const T&);
   std::vector<std::tuple<std::string, F, std::function<at::Tensor(const at::Tensor&)>, bool>> ops = {
       {"neg", ltorch::neg, [](auto& a) { return at::neg(a); }, false},
@@ -165,7 +207,7 @@ TEST_F(ExecTest, ExecElementwiseUnary) {
              [approx](const Ts& x) { return Ts{at::gelu(x[0], approx)}; });
 }
 
-TEST_F(ExecTest, ExecNormalisationAndLosses) {
+TEST_P(ExecOps, ExecNormalisationAndLosses) {
   check_op("layer_norm", {randn({2, 3, 8}), randn({8}), randn({8})},
            [](TraceBuilder& b, const P& p) { return V(ltorch::layer_norm(b, p[0], {8}, p[1], p[2], 1e-5)); },
            [](const Ts& x) { return Ts{at::layer_norm(x[0], {8}, x[1], x[2], 1e-5)}; });
@@ -186,9 +228,12 @@ TEST_F(ExecTest, ExecNormalisationAndLosses) {
   check_op("embedding", {at::randint(0, 12, {3, 4}, at::kLong), randn({12, 5})},
            [](TraceBuilder& b, const P& p) { return V(ltorch::embedding(b, p[0], p[1])); },
            [](const Ts& x) { return Ts{at::embedding(x[1], x[0])}; });
+  check_op("embedding_backward", {randn({7, 5}), at::randint(0, 12, {7}, at::kLong)},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::embedding_backward(b, p[0], p[1], 12)); },
+           [](const Ts& x) { return Ts{at::zeros({12, 5}, x[0].options()).index_add(0, x[1], x[0])}; });
   auto sdpa_ref = [](const Ts& x, bool causal, bool has_mask) {
     at::Tensor s = at::matmul(x[0], x[1].transpose(-2, -1)) / std::sqrt(8.0);
-    if (causal) s = s.masked_fill(at::ones({4, 4}, at::kBool).tril().logical_not(), -INFINITY);
+    if (causal) s = s.masked_fill(at::ones({4, 4}, x[0].options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
     if (has_mask) s = s + x[3];
     return Ts{at::matmul(at::softmax(s, -1), x[2])};
   };
@@ -220,7 +265,7 @@ TEST_F(ExecTest, ExecDropoutRunsItsDecomposition) {
   expect_close(Executor().run(*eval, Ts{x}).tensor(), x, "dropout eval");
 }
 
-TEST_F(ExecTest, ExecShapes) {
+TEST_P(ExecOps, ExecShapes) {
   check_op("reshape -1", {randn_t({4, 6})},
            [](TraceBuilder& b, const P& p) { return V(ltorch::reshape(b, p[0], {2, -1, 3})); },
            [](const Ts& x) { return Ts{x[0].reshape({2, -1, 3})}; });
@@ -256,7 +301,7 @@ TEST_F(ExecTest, ExecShapes) {
            [](const Ts& x) { return Ts{at::cat({x[0], x[1]}, 1)}; });
 }
 
-TEST_F(ExecTest, ExecReductions) {
+TEST_P(ExecOps, ExecReductions) {
   at::Tensor x = randn({3, 4, 5}).transpose(0, 2);  // [5, 4, 3], non-contiguous
   for (bool keepdim : {false, true}) {
     std::string k = keepdim ? " keepdim" : "";
@@ -285,7 +330,7 @@ TEST_F(ExecTest, ExecReductions) {
   }
 }
 
-TEST_F(ExecTest, ExecSelectionAndCreation) {
+TEST_P(ExecOps, ExecSelectionAndCreation) {
   check_op("where", {randn({3, 4}) > 0, randn({3, 4}), randn({4})},
            [](TraceBuilder& b, const P& p) { return V(ltorch::where(b, p[0], V(p[1]), V(p[2]))); },
            [](const Ts& x) { return Ts{at::where(x[0], x[1], x[2])}; });
@@ -458,9 +503,15 @@ TEST_F(ExecTest, ExecHooksAndFirstNonFinite) {
   o.detect_non_finite = true;
   int timed = 0;
   std::vector<std::string> observed;
-  o.on_timing = [&](const BoundSymbol&, size_t, double s) {
+  double last_start = -1;
+  o.on_timing = [&](const BoundSymbol&, const exec::SymbolTime& s) {
+    EXPECT_EQ(s.index, static_cast<size_t>(timed % 4));  // every symbol, in order, once per run
     ++timed;
-    EXPECT_GE(s, 0.0);
+    EXPECT_GE(s.seconds, 0.0);
+    if (s.index == 0) last_start = -1;
+    EXPECT_GE(s.start_seconds, last_start);
+    last_start = s.start_seconds;
+    EXPECT_FALSE(s.device_timer);
   };
   o.on_output = [&](const BoundSymbol&, const ProxyPtr& p, const at::Tensor&) { observed.push_back(p->name); };
   Executor ex(o);

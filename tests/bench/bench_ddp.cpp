@@ -1,0 +1,173 @@
+// DDP on several GPUs, and the all-reduce under it. Not a test: prints JSON lines for
+// tests/bench/run_gpu_benchmarks.sh, which runs torch's DistributedDataParallel and
+// torch.distributed.all_reduce (bench_torch_ddp.py) on the same shapes in the same run.
+//  --mode step: every rank (a thread with its own GPU, NCCL through the engine's communicator)
+//    runs the jit,ddp pipeline's prologue, forward and backward (whose bucketed all-reduces average
+//    the gradients); the median over --repeats of the mean step time of --steps steps, rank 0's
+//    clock, all ranks synchronised (device and barrier) at both ends.
+//  --mode allreduce: in-place f32 all_reduce of 1 MiB .. 1 GiB; time per call (each call waits for
+//    completion, as the replay's collectives do) and NCCL's bus bandwidth convention
+//    busbw = bytes * 2 (W - 1) / W / time.
+// Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param layers=12 ...] [--bucket-mb 25]
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dist/world.h"
+#include "exec/device_check.h"
+#include "jit/zoo.h"
+#include "pipeline/pipeline.h"
+#include "replay/eager.h"
+#include "replay/module_view.h"
+#include "replay/step.h"
+
+#ifdef TV_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace tv {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void synchronize(int device) {
+#ifdef TV_HAVE_CUDA
+  cudaSetDevice(device);
+  cudaDeviceSynchronize();
+#endif
+  (void)device;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void ddp_step(int world, const std::map<std::string, std::string>& params, double bucket_mb, int steps, int repeats) {
+  std::vector<double> ms;
+  dist::World w(world, dist::Backend::nccl);
+  w.run([&](int rank, dist::Communicator& comm) {
+    auto p = params;
+    p["device"] = "cuda:" + std::to_string(rank);
+    p["seed"] = std::to_string(rank);  // each rank its own batch (the weights are broadcast by ddp)
+    jit::Module module = jit::make_model("gpt", p);
+    PipelineSpec spec;
+    spec.order = {"jit", "ddp"};
+    spec.world_size = world;
+    spec.device = p["device"];
+    TransformContext context;
+    context.world_size = world;
+    context.rank = rank;
+    context.communicator = &comm;
+    context.device = *Device::parse(p["device"]);
+    context.bucket_size_mb = bucket_mb;
+    auto built = build_pipeline(module, spec, context);
+    JitModuleView view(module);
+    exec::ExecOptions options;
+    options.device = context.device;
+    options.module = &view;
+    options.user = &comm;
+    exec::Executor executor(options);
+    std::vector<at::Tensor> inputs;
+    for (const auto& i : module.inputs) inputs.push_back(*i.value);
+    auto first = step_forward(executor, built.stages, inputs);
+    auto cotangents = make_cotangents(first.outputs, 1234);
+    auto step = [&] {
+      auto f = step_forward(executor, built.stages, inputs);
+      step_backward(executor, module, built.stages, f.saved, cotangents);
+    };
+    for (int i = 0; i < 3; ++i) step();
+    for (int r = 0; r < repeats; ++r) {
+      synchronize(rank);
+      comm.barrier();
+      auto start = Clock::now();
+      for (int s = 0; s < steps; ++s) step();
+      synchronize(rank);
+      comm.barrier();
+      if (rank == 0) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() / steps);
+    }
+  });
+  std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
+            << ", \"engine_ms\": " << median(ms) << "}\n";
+}
+
+void all_reduce_bandwidth(int world, int iterations) {
+  std::map<int64_t, double> seconds;  // bytes -> median seconds per call
+  dist::World w(world, dist::Backend::nccl);
+  w.run([&](int rank, dist::Communicator& comm) {
+    for (int64_t bytes = int64_t(1) << 20; bytes <= int64_t(1) << 30; bytes <<= 2) {
+      at::Tensor t = at::ones({bytes / 4}, at::TensorOptions().dtype(at::kFloat).device(at::Device(at::kCUDA, rank)));
+      for (int i = 0; i < 3; ++i) comm.all_reduce(t);
+      std::vector<double> times;
+      for (int i = 0; i < iterations; ++i) {
+        synchronize(rank);
+        comm.barrier();
+        auto start = Clock::now();
+        comm.all_reduce(t);
+        synchronize(rank);
+        times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      }
+      if (rank == 0) seconds[bytes] = median(times);
+    }
+  });
+  for (const auto& [bytes, s] : seconds) {
+    double busbw = bytes * 2.0 * (world - 1) / world / s / 1e9;
+    std::cout << "{\"bench\": \"all_reduce\", \"world\": " << world << ", \"bytes\": " << bytes
+              << ", \"engine_us\": " << s * 1e6 << ", \"engine_busbw_gbs\": " << busbw << "}\n";
+  }
+}
+
+int run(int argc, char** argv) {
+  std::string mode = "step";
+  int world = 2, steps = 10, repeats = 5, iterations = 20;
+  double bucket_mb = 25;
+  std::map<std::string, std::string> params;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--mode") mode = next();
+    else if (a == "--world") world = std::stoi(next());
+    else if (a == "--steps") steps = std::stoi(next());
+    else if (a == "--repeats") repeats = std::stoi(next());
+    else if (a == "--iterations") iterations = std::stoi(next());
+    else if (a == "--bucket-mb") bucket_mb = std::stod(next());
+    else if (a == "--param") {
+      auto kv = next();
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) throw std::invalid_argument("--param " + kv + ": write key=value");
+      params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else if (a == "--help" || a == "-h") {
+      std::cout << "Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param key=value ...] [--bucket-mb 25] "
+                   "[--steps 10] [--repeats 5] [--iterations 20]\n";
+      return 0;
+    } else {
+      throw std::invalid_argument("unknown argument " + a + " (see --help)");
+    }
+  }
+  if (!dist::nccl_available()) throw std::invalid_argument("this build has no NCCL (TV_HAVE_CUDA off): run it on the GPU machine");
+  if (auto why = exec::device_unavailable("cuda:0", world); !why.empty()) throw std::invalid_argument(why);
+  if (mode == "step") ddp_step(world, params, bucket_mb, steps, repeats);
+  else if (mode == "allreduce") all_reduce_bandwidth(world, iterations);
+  else throw std::invalid_argument("--mode " + mode + ": use step or allreduce");
+  return 0;
+}
+
+}  // namespace
+}  // namespace tv
+
+int main(int argc, char** argv) {
+  try {
+    return tv::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "tv_bench_ddp: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,167 @@
+// Replay step against eager, and the same step as a CUDA graph. Not a test: prints JSON lines
+// (one per measure, read by tests/bench/run_gpu_benchmarks.sh) and a Markdown row.
+// For a built-in model at the given parameters on one device:
+//  - engine: the executor runs the final prologue, forward and backward (replay/step.h);
+//  - libtorch_eager: eager_reference (LibTorch ops + autograd in C++) on the same weights, inputs
+//    and cotangents;
+//  - engine_cuda_graph (CUDA builds, CUDA device): the engine's step captured once with
+//    at::cuda::CUDAGraph on a side stream and replayed; its outputs are checked against the
+//    uncaptured step before it is timed.
+// Each is the median over --repeats of the mean of --steps steps, synchronised at both ends.
+// Usage: tv_bench_step --model gpt --param layers=32 [--param ...] [--device cuda] [--steps 20] [--repeats 5]
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "exec/device_check.h"
+#include "jit/zoo.h"
+#include "pipeline/pipeline.h"
+#include "replay/eager.h"
+#include "replay/module_view.h"
+#include "replay/step.h"
+
+#ifdef TV_HAVE_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#endif
+
+namespace tv {
+namespace {
+
+void synchronize(bool cuda) {
+#ifdef TV_HAVE_CUDA
+  if (cuda) cudaDeviceSynchronize();
+#endif
+  (void)cuda;
+}
+
+// Median over `repeats` of the mean milliseconds of `steps` calls.
+template <typename Fn>
+double median_step_ms(bool cuda, int steps, int repeats, Fn&& fn) {
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    synchronize(cuda);
+    auto start = std::chrono::steady_clock::now();
+    for (int s = 0; s < steps; ++s) fn();
+    synchronize(cuda);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+std::string json_params(const std::map<std::string, std::string>& params) {
+  std::string out = "{";
+  for (const auto& [k, v] : params) out += (out.size() > 1 ? ", \"" : "\"") + k + "\": \"" + v + "\"";
+  return out + "}";
+}
+
+int run(int argc, char** argv) {
+  std::string model = "gpt", device = "cpu";
+  std::map<std::string, std::string> params;
+  int steps = 20, repeats = 5;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--model") model = next();
+    else if (a == "--device") device = next();
+    else if (a == "--steps") steps = std::stoi(next());
+    else if (a == "--repeats") repeats = std::stoi(next());
+    else if (a == "--param") {
+      auto kv = next();
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) throw std::invalid_argument("--param " + kv + ": write key=value");
+      params[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else if (a == "--help" || a == "-h") {
+      std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
+                   "[--steps 20] [--repeats 5]\n";
+      return 0;
+    } else {
+      throw std::invalid_argument("unknown argument " + a + " (see --help)");
+    }
+  }
+  bool cuda = device.rfind("cuda", 0) == 0;
+  if (cuda) device = "cuda:0";
+  if (auto why = exec::device_unavailable(device); !why.empty()) throw std::invalid_argument(why);
+  auto model_params = params;
+  model_params["device"] = device;
+  jit::Module module = jit::make_model(model, model_params);
+  PipelineSpec spec;
+  spec.order = {"jit"};
+  spec.device = device;
+  TransformContext context;
+  context.device = *Device::parse(device);
+  auto built = build_pipeline(module, spec, context);
+
+  JitModuleView view(module);
+  exec::ExecOptions options;
+  options.device = context.device;
+  options.module = &view;
+  exec::Executor executor(options);
+  std::vector<at::Tensor> inputs;
+  for (const auto& i : module.inputs) inputs.push_back(*i.value);
+  auto first = step_forward(executor, built.stages, inputs);
+  auto cotangents = make_cotangents(first.outputs, 1234);
+  auto engine_step = [&] {
+    auto f = step_forward(executor, built.stages, inputs);
+    return std::make_pair(f.outputs, step_backward(executor, module, built.stages, f.saved, cotangents));
+  };
+  for (int w = 0; w < 3; ++w) engine_step();  // warm up (allocator, cuBLAS handles)
+  double engine_ms = median_step_ms(cuda, steps, repeats, engine_step);
+  double eager_ms = median_step_ms(cuda, steps, repeats, [&] { eager_reference(module, inputs, cotangents); });
+
+  double graph_ms = -1;
+  std::string graph_note = cuda ? "" : "CPU device";
+#ifdef TV_HAVE_CUDA
+  if (cuda) {
+    try {
+      auto want = engine_step();
+      c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+      c10::cuda::CUDAStreamGuard guard(side);
+      for (int w = 0; w < 3; ++w) engine_step();  // warm up on the capture stream
+      at::cuda::CUDAGraph graph;
+      std::pair<std::vector<at::Tensor>, std::vector<std::pair<std::string, at::Tensor>>> captured;
+      graph.capture_begin();
+      captured = engine_step();
+      graph.capture_end();
+      graph.replay();
+      cudaDeviceSynchronize();
+      for (size_t k = 0; k < want.second.size(); ++k)
+        if (want.second[k].second.defined() && !at::allclose(captured.second[k].second, want.second[k].second, 1e-4, 1e-5))
+          throw std::runtime_error("the replayed graph's gradient of " + want.second[k].first + " differs from the step's");
+      graph_ms = median_step_ms(true, steps, repeats, [&] { graph.replay(); });
+    } catch (const std::exception& e) {
+      graph_note = std::string("capture failed: ") + e.what();
+    }
+  }
+#endif
+  std::string config = model + " " + json_params(params);
+  std::cout << "{\"bench\": \"step\", \"model\": \"" << model << "\", \"params\": " << json_params(params)
+            << ", \"device\": \"" << device << "\", \"engine_ms\": " << engine_ms << ", \"libtorch_eager_ms\": " << eager_ms
+            << ", \"engine_cuda_graph_ms\": " << graph_ms << ", \"steps\": " << steps << ", \"repeats\": " << repeats << "}\n";
+  std::cerr << "| " << config << " | " << device << " | " << engine_ms << " | " << eager_ms << " | "
+            << (graph_ms > 0 ? std::to_string(graph_ms) : graph_note) << " |\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace tv
+
+int main(int argc, char** argv) {
+  try {
+    return tv::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "tv_bench_step: " << e.what() << "\n";
+    return 2;
+  }
+}

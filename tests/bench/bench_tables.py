@@ -1,0 +1,49 @@
+"""Turns the JSON lines of run_gpu_benchmarks.sh into the Markdown tables of BENCHMARKS.md, pairing each
+engine measure with PyTorch's of the same configuration. Usage: bench_tables.py bench.jsonl"""
+import json
+import sys
+
+
+def key(params):
+    return tuple(sorted((k, str(v)) for k, v in params.items()))
+
+
+def main(path):
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    steps, ddp, reduce = {}, {}, {}
+    for r in rows:
+        if r["bench"] == "step":
+            steps.setdefault(key(r["params"]), {}).update(r)
+        elif r["bench"] == "ddp_step":
+            ddp.update(r)
+        elif r["bench"] == "all_reduce":
+            reduce.setdefault(r["bytes"], {}).update(r)
+
+    print("| gpt | engine step ms | PyTorch eager (Python) ms | LibTorch eager (C++) ms | engine / PyTorch | engine / LibTorch | engine as CUDA graph ms | graph / PyTorch |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for k, r in steps.items():
+        p = dict(k)
+        name = f"layers {p.get('layers')}, d_model {p.get('d_model')}, seq {p.get('seq')}, batch {p.get('batch')}, vocab {p.get('vocab')}"
+        e, py, lt, g = r.get("engine_ms"), r.get("pytorch_eager_ms"), r.get("libtorch_eager_ms"), r.get("engine_cuda_graph_ms")
+        ratio = lambda a, b: f"{a / b:.3f}" if a and b and a > 0 and b > 0 else "n/a"  # noqa: E731
+        fmt = lambda v: f"{v:.3f}" if v is not None and v > 0 else "n/a"  # noqa: E731
+        print(f"| {name} | {fmt(e)} | {fmt(py)} | {fmt(lt)} | {ratio(e, py)} | {ratio(e, lt)} | {fmt(g)} | {ratio(g, py)} |")
+    if ddp:
+        print()
+        print("| DDP step, world | bucket MB | engine ms | torch DDP ms | engine / torch |")
+        print("| --- | --- | --- | --- | --- |")
+        e, t = ddp.get("engine_ms"), ddp.get("torch_ddp_ms")
+        print(f"| {ddp.get('world')} | {ddp.get('bucket_mb')} | {e:.3f} | {t:.3f} | {e / t:.3f} |" if e and t else f"| {ddp} |")
+    if reduce:
+        print()
+        print("| all_reduce bytes | engine us | engine busbw GB/s | torch.distributed us | torch busbw GB/s | engine / torch busbw |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for b in sorted(reduce):
+            r = reduce[b]
+            eb, tb = r.get("engine_busbw_gbs"), r.get("torch_busbw_gbs")
+            print(f"| {b} | {r.get('engine_us', 0):.1f} | {eb or 0:.1f} | {r.get('torch_us', 0):.1f} | {tb or 0:.1f} | "
+                  f"{(eb / tb) if eb and tb else float('nan'):.3f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,188 @@
+"""PyTorch's side of the GPU benchmarks: the same measures as tv_bench_step / tv_bench_ddp, with
+PyTorch eager in Python, torch.nn.parallel.DistributedDataParallel and torch.distributed.all_reduce.
+Prints one JSON line per measure. Not a test; run by tests/bench/run_gpu_benchmarks.sh.
+
+The model is the engine's built-in `gpt` (engine/jit/zoo.cpp, engine/replay/eager.cpp): token and
+position embeddings, pre-norm blocks (causal attention by matmul + masked softmax, gelu MLP),
+ln_f, lm_head without bias, cross-entropy; a step is forward + backward of
+sum(logits * cotangent) + loss, as the engine's replay and eager reference do.
+
+Usage: python3 bench_torch.py step --layers 32 --d-model 64 [--heads 4 --seq 16 --batch 2 --vocab 128]
+       python3 bench_torch.py ddp --world 2 --layers 12 ... [--bucket-mb 25]
+       python3 bench_torch.py allreduce --world 2
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = nn.Module()
+        self.attn.c_attn = nn.Linear(d, 3 * d)
+        self.attn.c_proj = nn.Linear(d, d)
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = nn.Module()
+        self.mlp.c_fc = nn.Linear(d, 4 * d)
+        self.mlp.c_proj = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, d = x.shape
+        q, k, v = self.attn.c_attn(self.ln_1(x)).split(d, 2)
+        q, k, v = (t.view(B, T, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+        y = att.masked_fill(future, float("-inf")).softmax(-1) @ v
+        x = x + self.attn.c_proj(y.transpose(1, 2).contiguous().view(B, T, d))
+        return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, d, heads, seq, vocab):
+        super().__init__()
+        self.transformer = nn.Module()
+        self.transformer.wte = nn.Embedding(vocab, d)
+        self.transformer.wpe = nn.Embedding(seq, d)
+        self.transformer.h = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.transformer.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx, targets):
+        x = self.transformer.wte(idx) + self.transformer.wpe.weight
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        return logits, F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def make(args, device, seed=0):
+    torch.manual_seed(seed)
+    model = GPT(args.layers, args.d_model, args.heads, args.seq, args.vocab).to(device)
+    idx = torch.randint(args.vocab, (args.batch, args.seq), device=device)
+    targets = torch.randint(args.vocab, (args.batch, args.seq), device=device)
+    cot = torch.randn(args.batch, args.seq, args.vocab, device=device)
+    return model, idx, targets, cot
+
+
+def step(model, idx, targets, cot):
+    for p in model.parameters():
+        p.grad = None
+    logits, loss = model(idx, targets)
+    ((logits * cot).sum() + loss).backward()
+
+
+def median_step_ms(fn, steps, repeats, sync):
+    times = []
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        for _ in range(steps):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) * 1e3 / steps)
+    return statistics.median(times)
+
+
+def config(args):
+    return {"layers": args.layers, "d_model": args.d_model, "heads": args.heads, "seq": args.seq,
+            "batch": args.batch, "vocab": args.vocab}
+
+
+def eager_step(args):
+    device = torch.device(args.device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    model, idx, targets, cot = make(args, device)
+    for _ in range(3):
+        step(model, idx, targets, cot)
+    ms = median_step_ms(lambda: step(model, idx, targets, cot), args.steps, args.repeats, sync)
+    print(json.dumps({"bench": "step", "params": config(args), "device": args.device, "pytorch_eager_ms": ms}), flush=True)
+
+
+def ddp_worker(rank, args, results):
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=args.world)
+    device = torch.device("cuda", rank)
+    if args.mode == "ddp":
+        model, idx, targets, cot = make(args, device, seed=rank)
+        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[rank], bucket_cap_mb=args.bucket_mb)
+        sync = lambda: (torch.cuda.synchronize(), dist.barrier())  # noqa: E731
+        for _ in range(3):
+            step(ddp, idx, targets, cot)
+        ms = median_step_ms(lambda: step(ddp, idx, targets, cot), args.steps, args.repeats, sync)
+        if rank == 0:
+            results.put({"bench": "ddp_step", "world": args.world, "bucket_mb": args.bucket_mb, "params": config(args),
+                         "torch_ddp_ms": ms})
+    else:
+        size = 1 << 20
+        while size <= 1 << 30:
+            t = torch.ones(size // 4, device=device)
+            for _ in range(3):
+                dist.all_reduce(t)
+            times = []
+            for _ in range(args.iterations):
+                torch.cuda.synchronize()
+                dist.barrier()
+                start = time.perf_counter()
+                dist.all_reduce(t)
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - start)
+            s = statistics.median(times)
+            if rank == 0:
+                results.put({"bench": "all_reduce", "world": args.world, "bytes": size, "torch_us": s * 1e6,
+                             "torch_busbw_gbs": size * 2 * (args.world - 1) / args.world / s / 1e9})
+            size <<= 2
+    dist.destroy_process_group()
+
+
+def distributed(args):
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    procs = [ctx.Process(target=ddp_worker, args=(r, args, results)) for r in range(args.world)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    while not results.empty():
+        print(json.dumps(results.get()), flush=True)
+    if any(p.exitcode != 0 for p in procs):
+        raise SystemExit("a rank failed: exit codes " + str([p.exitcode for p in procs]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=["step", "ddp", "allreduce"])
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=128)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--bucket-mb", type=float, default=25)
+    ap.add_argument("--iterations", type=int, default=20)
+    args = ap.parse_args()
+    if args.mode == "step":
+        eager_step(args)
+    else:
+        distributed(args)
+
+
+if __name__ == "__main__":
+    main()

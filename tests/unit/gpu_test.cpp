@@ -1,0 +1,106 @@
+// GPU tests: what only a CUDA machine can check, compiled everywhere and skipped with the reason
+// where no GPU is present (CI). DDP and FSDP orders on two GPUs through NCCL against the eager
+// reference, CUDA-event timings in the capture, a replay that runs out of GPU memory (reported,
+// capture still written), and the device check's messages (which run everywhere).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "capture/capture.h"
+#include "exec/device_check.h"
+#include "pipeline/run.h"
+
+namespace tv {
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+RunRequest two_orders(const std::string& model, const std::string& transform, int world) {
+  RunRequest r;
+  r.model = model;
+  for (auto order : {std::vector<std::string>{"jit", transform}, std::vector<std::string>{transform, "jit"}}) {
+    PipelineSpec spec;
+    spec.order = order;
+    spec.world_size = world;
+    spec.device = "cuda:0";
+    r.pipelines.push_back(spec);
+  }
+  return r;
+}
+
+TEST(GpuWorld, DdpAndFsdpOrdersAreEquivalentOnTwoGpus) {
+  if (auto why = exec::device_unavailable("cuda:0", 2); !why.empty()) GTEST_SKIP() << "needs 2 GPUs: " << why;
+  for (std::string model : {"mlp", "gpt"})
+    for (std::string transform : {"ddp", "fsdp"}) {
+      SCOPED_TRACE(model + " " + transform);
+      Capture c = run_pipelines(two_orders(model, transform, 2));
+      ASSERT_EQ(c.pipelines.size(), 2u);
+      for (const auto& p : c.pipelines) {
+        ASSERT_TRUE(p.error.empty()) << p.error;
+        ASSERT_TRUE(p.replay);
+        ASSERT_EQ(p.replay->ranks.size(), 2u);
+        for (const auto& r : p.replay->ranks) {
+          EXPECT_TRUE(r.pass()) << p.spec.label() << " rank " << r.rank << ": " << r.error;
+          EXPECT_FALSE(r.gradients.empty());
+          ASSERT_FALSE(r.timings.empty());
+          for (const auto& t : r.timings) {
+            EXPECT_TRUE(t.device_timer) << t.symbol;  // CUDA events on a CUDA device
+            EXPECT_GE(t.microseconds, 0.0);
+          }
+        }
+      }
+      EXPECT_EQ(c.comparisons.front().verdict, "equivalent");
+    }
+}
+
+// A gpt whose logits alone take about 137 GB (batch 64 x seq 8192 x vocab 65536 floats): the replay
+// runs out of memory; the error says so and the capture of what ran (the stages) is still written.
+TEST(GpuReplay, OutOfMemoryIsReportedAndTheCaptureIsWritten) {
+  if (auto why = exec::device_unavailable("cuda:0", 1); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  RunRequest r;
+  r.model = "gpt";
+  r.params = {{"layers", "1"}, {"batch", "64"}, {"seq", "8192"}, {"vocab", "65536"}};
+  PipelineSpec spec;
+  spec.order = {"jit"};
+  spec.device = "cuda:0";
+  r.pipelines = {spec};
+  Capture c = run_pipelines(r);
+  const auto& p = c.pipelines.front();
+  ASSERT_TRUE(p.error.empty()) << p.error;  // the pipeline was built; the replay failed
+  ASSERT_TRUE(p.replay);
+  const auto& rank = p.replay->ranks.front();
+  EXPECT_FALSE(rank.pass());
+  EXPECT_TRUE(contains(rank.error, "GPU out of memory")) << rank.error;
+  EXPECT_TRUE(contains(rank.error, "--param")) << rank.error;  // how to fix it
+  EXPECT_TRUE(p.stages.last(TraceKind::backward));
+  auto path = std::filesystem::temp_directory_path() / "tv_gpu_oom.tvz.json";
+  save_capture(c, path.string());
+  Capture back = load_capture(path.string());
+  EXPECT_EQ(back.pipelines.front().replay->ranks.front().error, rank.error);
+  std::filesystem::remove(path);
+}
+
+// Runs everywhere: without a GPU the message names the missing CUDA; with GPUs, asking for one
+// rank more than there are GPUs names both numbers. Either way the capture holds the error.
+TEST(GpuDevices, UnavailableDeviceIsAClearErrorBeforeAnyWork) {
+  int gpus = exec::visible_gpus();
+  RunRequest r = two_orders("linear", "ddp", gpus + 1);
+  Capture c = run_pipelines(r);
+  for (const auto& p : c.pipelines) {
+    EXPECT_FALSE(p.replay);
+    if (gpus == 0)
+      EXPECT_TRUE(contains(p.error, "--device cuda:0") && contains(p.error, "--device cpu")) << p.error;
+    else
+      EXPECT_TRUE(contains(p.error, "needs one GPU per rank (" + std::to_string(gpus + 1) + ")") &&
+                  contains(p.error, std::to_string(gpus) + " GPU"))
+          << p.error;
+  }
+  EXPECT_EQ(c.comparisons.front().verdict, "failed");
+  EXPECT_EQ(exec::device_unavailable("cpu", 8), "");
+  EXPECT_TRUE(contains(exec::device_unavailable("tpu", 1), "use cpu or cuda"));
+  EXPECT_TRUE(exec::is_out_of_memory("CUDA out of memory. Tried to allocate 2.00 GiB"));
+  EXPECT_FALSE(exec::is_out_of_memory("shape mismatch"));
+}
+
+}  // namespace
+}  // namespace tv
