@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "dist/world.h"
 #include "exec/device_check.h"
 #include "jit/zoo.h"
@@ -123,35 +124,17 @@ void all_reduce_bandwidth(int world, int iterations) {
 }
 
 int run(int argc, char** argv) {
-  std::string mode = "step";
-  int world = 2, steps = 10, repeats = 5, iterations = 20;
-  double bucket_mb = 25;
-  std::map<std::string, std::string> params;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--mode") mode = next();
-    else if (a == "--world") world = std::stoi(next());
-    else if (a == "--steps") steps = std::stoi(next());
-    else if (a == "--repeats") repeats = std::stoi(next());
-    else if (a == "--iterations") iterations = std::stoi(next());
-    else if (a == "--bucket-mb") bucket_mb = std::stod(next());
-    else if (a == "--param") {
-      auto kv = next();
-      auto eq = kv.find('=');
-      if (eq == std::string::npos) throw std::invalid_argument("--param " + kv + ": write key=value");
-      params[kv.substr(0, eq)] = kv.substr(eq + 1);
-    } else if (a == "--help" || a == "-h") {
-      std::cout << "Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param key=value ...] [--bucket-mb 25] "
-                   "[--steps 10] [--repeats 5] [--iterations 20]\n";
-      return 0;
-    } else {
-      throw std::invalid_argument("unknown argument " + a + " (see --help)");
-    }
+  bench::BenchArgs args(argc, argv, {"mode", "world", "steps", "repeats", "iterations", "bucket-mb"});
+  if (args.help) {
+    std::cout << "Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param key=value ...] [--bucket-mb 25] "
+                 "[--steps 10] [--repeats 5] [--iterations 20]\n";
+    return 0;
   }
+  std::string mode = args.get("mode", "step");
+  int world = args.get_int("world", 2), steps = args.get_int("steps", 10), repeats = args.get_int("repeats", 5),
+      iterations = args.get_int("iterations", 20);
+  double bucket_mb = args.get_double("bucket-mb", 25);
+  const auto& params = args.params;
   if (!dist::nccl_available()) throw std::invalid_argument("this build has no NCCL (TV_HAVE_CUDA off): run it on the GPU machine");
   if (auto why = exec::device_unavailable("cuda:0", world); !why.empty()) throw std::invalid_argument(why);
   if (mode == "step") ddp_step(world, params, bucket_mb, steps, repeats);

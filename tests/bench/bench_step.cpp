@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "exec/device_check.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
@@ -64,32 +65,15 @@ std::string json_params(const std::map<std::string, std::string>& params) {
 }
 
 int run(int argc, char** argv) {
-  std::string model = "gpt", device = "cpu";
-  std::map<std::string, std::string> params;
-  int steps = 20, repeats = 5;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--model") model = next();
-    else if (a == "--device") device = next();
-    else if (a == "--steps") steps = std::stoi(next());
-    else if (a == "--repeats") repeats = std::stoi(next());
-    else if (a == "--param") {
-      auto kv = next();
-      auto eq = kv.find('=');
-      if (eq == std::string::npos) throw std::invalid_argument("--param " + kv + ": write key=value");
-      params[kv.substr(0, eq)] = kv.substr(eq + 1);
-    } else if (a == "--help" || a == "-h") {
-      std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
-                   "[--steps 20] [--repeats 5]\n";
-      return 0;
-    } else {
-      throw std::invalid_argument("unknown argument " + a + " (see --help)");
-    }
+  bench::BenchArgs args(argc, argv, {"model", "device", "steps", "repeats"});
+  if (args.help) {
+    std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
+                 "[--steps 20] [--repeats 5]\n";
+    return 0;
   }
+  std::string model = args.get("model", "gpt"), device = args.get("device", "cpu");
+  const auto& params = args.params;
+  int steps = args.get_int("steps", 20), repeats = args.get_int("repeats", 5);
   bool cuda = device.rfind("cuda", 0) == 0;
   if (cuda) device = "cuda:0";
   if (auto why = exec::device_unavailable(device); !why.empty()) throw std::invalid_argument(why);

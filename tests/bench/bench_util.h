@@ -1,8 +1,13 @@
-// Timing helpers for the benchmarks: the median of repeated runs, in microseconds; percentiles.
+// Helpers for the benchmarks: the median of repeated runs, in microseconds; percentiles; the
+// command line ("--name value" options, repeatable "--param key=value", --help).
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace tv::bench {
@@ -26,5 +31,42 @@ inline double percentile(std::vector<double> values, double p) {
   size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
   return values[std::min(values.size(), std::max<size_t>(rank, 1)) - 1];
 }
+
+// The benchmarks' command line: `--name value` pairs (names from `known`), `--param key=value`
+// (repeatable, into params), `--help`/`-h`. Anything else throws std::invalid_argument.
+struct BenchArgs {
+  std::map<std::string, std::string> options;  // "steps" -> "20"
+  std::map<std::string, std::string> params;   // model parameters
+  bool help = false;
+
+  BenchArgs(int argc, char** argv, const std::set<std::string>& known) {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h") {
+        help = true;
+        continue;
+      }
+      if (a.rfind("--", 0) != 0 || (a != "--param" && !known.count(a.substr(2))))
+        throw std::invalid_argument("unknown argument " + a + " (see --help)");
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      std::string value = argv[++i];
+      if (a == "--param") {
+        auto eq = value.find('=');
+        if (eq == std::string::npos) throw std::invalid_argument("--param " + value + ": write key=value");
+        params[value.substr(0, eq)] = value.substr(eq + 1);
+      } else {
+        options[a.substr(2)] = value;
+      }
+    }
+  }
+  std::string get(const std::string& name, const std::string& fallback) const {
+    auto it = options.find(name);
+    return it == options.end() ? fallback : it->second;
+  }
+  int get_int(const std::string& name, int fallback) const { return std::stoi(get(name, std::to_string(fallback))); }
+  double get_double(const std::string& name, double fallback) const {
+    return std::stod(get(name, std::to_string(fallback)));
+  }
+};
 
 }  // namespace tv::bench

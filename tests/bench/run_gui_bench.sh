@@ -17,14 +17,8 @@ if [ ! -s "$CAPTURE" ]; then
   "$TV" compare --model gpt --param layers=32 --order jit,ddp --order ddp,jit --world 1 --out "$CAPTURE" >"$WORK/capture.log"
 fi
 
-for n in $(seq 90 190); do
-  if [ ! -e "/tmp/.X$n-lock" ] && [ ! -e "/tmp/.X11-unix/X$n" ]; then DISPLAY_NUM=$n; break; fi
-done
-Xvfb ":$DISPLAY_NUM" -screen 0 1600x1000x24 -nolisten tcp >"$WORK/xvfb.log" 2>&1 &
-XVFB_PID=$!
-trap 'kill $XVFB_PID 2>/dev/null; wait $XVFB_PID 2>/dev/null' EXIT
-for _ in $(seq 1 100); do [ -e "/tmp/.X11-unix/X$DISPLAY_NUM" ] && break; sleep 0.1; done
-export DISPLAY=":$DISPLAY_NUM"
+. "$(dirname "$0")/../gui/private_xvfb.sh"
+start_private_xvfb "$WORK/xvfb.log" || exit 1
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(. /etc/os-release && echo "$PRETTY_NAME")"
 echo "capture: $(du -h "$CAPTURE" | cut -f1) $CAPTURE"

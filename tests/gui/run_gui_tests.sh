@@ -23,15 +23,10 @@ echo "GUI binary: $GUI"
 rm -rf "$OUT" && mkdir -p "$OUT"
 
 # A free display number, then wait until the server accepts connections.
-for n in $(seq 90 190); do
-  if [ ! -e "/tmp/.X$n-lock" ] && [ ! -e "/tmp/.X11-unix/X$n" ]; then DISPLAY_NUM=$n; break; fi
-done
-Xvfb ":$DISPLAY_NUM" -screen 0 1600x1000x24 -nolisten tcp >"$OUT/xvfb.log" 2>&1 &
-XVFB_PID=$!
-trap 'kill $XVFB_PID 2>/dev/null; wait $XVFB_PID 2>/dev/null' EXIT
-export DISPLAY=":$DISPLAY_NUM"
+. "$(dirname "$0")/private_xvfb.sh"
+start_private_xvfb "$OUT/xvfb.log" || exit 1
 for _ in $(seq 1 100); do
-  [ -e "/tmp/.X11-unix/X$DISPLAY_NUM" ] && "$GUI" gui --frames 1 --model linear >/dev/null 2>&1 && break
+  "$GUI" gui --frames 1 --model linear >/dev/null 2>&1 && break
   kill -0 $XVFB_PID 2>/dev/null || { echo "FAIL: Xvfb did not start"; cat "$OUT/xvfb.log"; exit 1; }
   sleep 0.2
 done

@@ -40,6 +40,8 @@ struct OpConfig {
   at::ScalarType dtype = at::kFloat;
   double tolerance = 1e-5;  // relative to max(1, max |reference|); bf16 as the replay's tolerance()
 };
+// How gtest names a configuration in test lists and ctest ("cpu_f32", not a byte dump).
+void PrintTo(const OpConfig& c, std::ostream* os) { *os << c.name; }
 const OpConfig kCpuF32{"cpu_f32", Device{}, at::kFloat, 1e-5};
 OpConfig g_config = kCpuF32;
 
