@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "passes/delete_last_used.h"
 #include "passes/pass_util.h"
@@ -28,7 +29,10 @@ int region_index(const BoundSymbol& b) {
   }
 }
 
-BoundSymbol make_region(std::vector<BoundSymbol> members, const std::set<std::string>& used_later, int index) {
+// `read_last`: the last body position reading each name; a member's output is a region output
+// when something at or after `end` (the first position after the region) reads it.
+BoundSymbol make_region(std::vector<BoundSymbol> members, const std::unordered_map<std::string, size_t>& read_last,
+                        size_t end, int index) {
   BoundSymbol r;
   r.symbol = &fusion_symbol(index);
   std::set<std::string> defined, taken;
@@ -39,7 +43,7 @@ BoundSymbol make_region(std::vector<BoundSymbol> members, const std::set<std::st
   }
   for (const auto& m : members)
     for (const auto& o : m.outputs)
-      if (used_later.count(o->name)) r.outputs.push_back(o);
+      if (auto it = read_last.find(o->name); it != read_last.end() && it->second >= end) r.outputs.push_back(o);
   if (r.outputs.empty()) r.outputs = members.back().outputs;  // a dead run still defines something
   r.header = members.front().header;
   r.subsymbols = std::move(members);
@@ -79,12 +83,11 @@ TracePtr fusion_grouping(const Trace& t) {
   int next = 0;
   for (const auto& b : body) next = std::max(next, region_index(b) + 1);
 
-  // Names read at or after each position (for the outputs of a region ending before it).
-  std::vector<std::set<std::string>> read_from(body.size() + 1);
-  for (size_t i = body.size(); i-- > 0;) {
-    read_from[i] = read_from[i + 1];
-    for (const auto& p : reads(body[i])) read_from[i].insert(p->name);
-  }
+  // The last position reading each name (the return statement included): the outputs of a region
+  // are what is read after it. One pass, not a set of names per position (quadratic in the body).
+  std::unordered_map<std::string, size_t> read_last;
+  for (size_t i = 0; i < body.size(); ++i)
+    for (const auto& p : reads(body[i])) read_last[p->name] = i;
 
   std::vector<BoundSymbol> out;
   for (size_t i = 0; i < body.size();) {
@@ -92,7 +95,7 @@ TracePtr fusion_grouping(const Trace& t) {
     while (j < body.size() && fusible(body[j])) ++j;
     if (j - i >= 2) {
       std::vector<BoundSymbol> members(body.begin() + i, body.begin() + j);
-      out.push_back(make_region(std::move(members), read_from[j], next++));
+      out.push_back(make_region(std::move(members), read_last, j, next++));
       i = j;
     } else {
       out.push_back(body[i]);
