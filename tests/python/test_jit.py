@@ -84,6 +84,27 @@ def test_shape_change_reacquires():
     assert "f32[5, 8]" in str(tv.last_traces(tm)[0])
 
 
+def test_changed_python_attribute_reacquires():
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+            self.scale = 2.0
+
+        def forward(self, x):
+            return self.fc(x) * self.scale
+
+    m = Scaled()
+    tm = tv.jit(m)
+    x = torch.randn(3, 4)
+    assert torch.allclose(tm(x), m(x), atol=1e-6)
+    m.scale = 3.0  # read by forward as a constant: the old trace would be wrong now
+    assert torch.allclose(tm(x), m(x), atol=1e-6)
+    assert (tv.cache_hits(tm), tv.cache_misses(tm)) == (0, 2)
+    tm(x)
+    assert tv.cache_hits(tm) == 1
+
+
 def test_shape_dependent_control_flow_is_rerecorded():
     class Branchy(torch.nn.Module):
         def __init__(self):

@@ -1,8 +1,9 @@
 """thunder_viz.jit: a torch nn.Module recorded into an engine Module, run by the engine.
 
-A call looks the inputs' metadata up in the cache: a miss records the forward again (so control
-flow that depends on shapes is followed) and builds the pipeline (transforms, autograd, passes);
-a hit reuses it. Outputs come from the engine's executor; `loss.backward()` runs the engine's
+A call looks the inputs' metadata and the modules' scalar attributes (training, a `scale` the
+forward reads) up in the cache: a miss records the forward again (so control flow that depends on
+shapes or attributes is followed) and builds the pipeline (transforms, autograd, passes); a hit
+reuses it. Outputs come from the engine's executor; `loss.backward()` runs the engine's
 backward trace through a torch.autograd.Function and fills the original parameters' `.grad`.
 """
 import inspect
@@ -17,6 +18,15 @@ _KNOWN_TRANSFORMS = ("ddp", "fsdp", "autocast", "remat")
 
 def _meta(t):
     return (tuple(t.shape), t.dtype, t.device, t.requires_grad)
+
+
+def _scalar_attributes(module):
+    """The number, bool and string attributes of the module and its submodules. A forward that
+    reads one (`x * self.scale`) bakes its value into the trace as a constant, so a change must be a
+    cache miss and a new acquisition, as a changed input shape is."""
+    return tuple((prefix, name, value) for prefix, m in module.named_modules()
+                 for name, value in sorted(vars(m).items())
+                 if not name.startswith("_") and isinstance(value, (bool, int, float, str)))
 
 
 class CallRecord:
@@ -143,7 +153,7 @@ class JittedModule:
 
     def _key(self, inputs):
         params = tuple(_meta(p) for p in self._module.parameters())
-        return (tuple(_meta(t) for t in inputs), params, self._module.training, _C.world_info()[:2])
+        return (tuple(_meta(t) for t in inputs), params, _scalar_attributes(self._module), _C.world_info()[:2])
 
     def _entry(self, inputs):
         """(entry, program) for these inputs: a hit reuses them, a miss records and builds anew."""
