@@ -6,25 +6,15 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "aten/convert.h"
 #include "ir/python_literal.h"
 
 namespace tv::jit {
 namespace {
 
 DType dtype_of(at::ScalarType t) {
-  switch (t) {
-    case at::kDouble: return DType::f64;
-    case at::kFloat: return DType::f32;
-    case at::kHalf: return DType::f16;
-    case at::kBFloat16: return DType::bf16;
-    case at::kLong: return DType::i64;
-    case at::kInt: return DType::i32;
-    case at::kShort: return DType::i16;
-    case at::kChar: return DType::i8;
-    case at::kByte: return DType::ui8;
-    case at::kBool: return DType::b8;
-    default: throw std::invalid_argument(std::string("unsupported tensor dtype ") + at::toString(t));
-  }
+  if (auto d = aten::dtype_of(t)) return *d;
+  throw std::invalid_argument(std::string("unsupported tensor dtype ") + at::toString(t));
 }
 
 template <class Map>
@@ -54,7 +44,7 @@ TensorMeta TensorMeta::of(const at::Tensor& t) {
   TensorMeta m;
   m.shape = t.sizes().vec();
   m.dtype = dtype_of(t.scalar_type());
-  m.device = t.is_cuda() ? Device{Device::Kind::cuda, t.device().index() < 0 ? 0 : t.device().index()} : Device{};
+  m.device = aten::from_device(t.device());
   m.requires_grad = t.requires_grad();
   return m;
 }
