@@ -10,7 +10,8 @@
 //  - Entry.forward runs prologue -> forward (step_forward of engine/replay/step.h, as replay does)
 //    and returns the output tensors and the saved-for-backward values; Entry.backward runs the
 //    backward trace (step_backward) and returns one gradient per bridge tensor (inputs, then the
-//    module's parameters in order; None where there is none).
+//    module's parameters in order; None where there is none). Each keeps the per-bound-symbol times
+//    of its last run (forward_timings: prologue and forward; backward_timings).
 //  - check_against_reference is replay's check (engine/replay/replay.h), so the Inspector's checks of
 //    Python calls against eager torch use the same tolerances as `thunder-viz run`.
 //  - run_world(W, fn) runs fn(rank) on W threads (gloo ranks); jitted modules built on a rank's
@@ -308,8 +309,9 @@ class Entry {
     std::vector<at::Tensor> outputs;
     {
       py::gil_scoped_release release;
-      auto ex = executor();
-      auto step = step_forward(ex, built_.stages, inputs);
+      forward_timings_.clear();
+      auto ex = executor(forward_timings_);
+      auto step = step_forward(ex, built_.stages, inputs, [this](TraceKind k) { running_ = trace_kind_name(k); });
       outputs = std::move(step.outputs);
       saved->value = std::move(step.saved);
     }
@@ -323,8 +325,10 @@ class Entry {
     py::gil_scoped_release release;
     std::vector<at::Tensor> cot;
     for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
-    auto ex = executor();
-    auto grads = step_backward(ex, module_, built_.stages, saved.value, cot);
+    backward_timings_.clear();
+    auto ex = executor(backward_timings_);
+    auto grads = step_backward(ex, module_, built_.stages, saved.value, cot,
+                               [this](TraceKind k) { running_ = trace_kind_name(k); });
     saved.used = true;
     saved.value = {};
     for (const auto& [name, g] : grads) {
@@ -335,12 +339,15 @@ class Entry {
   }
 
   const BuiltPipeline& built() const { return built_; }
+  const std::vector<SymbolTiming>& forward_timings() const { return forward_timings_; }
+  const std::vector<SymbolTiming>& backward_timings() const { return backward_timings_; }
 
  private:
-  exec::Executor executor() const {
+  exec::Executor executor(std::vector<SymbolTiming>& timings) {
     exec::ExecOptions eo;
     eo.module = &view_;
     if (rank_.comm) eo.user = rank_.comm;
+    eo.on_timing = timing_recorder(timings, running_);
     return exec::Executor(eo);
   }
 
@@ -349,7 +356,17 @@ class Entry {
   RankContext rank_;
   JitModuleView view_;
   BuiltPipeline built_;
+  std::string running_;  // the trace kind being executed, for the timings' labels
+  std::vector<SymbolTiming> forward_timings_, backward_timings_;
 };
+
+// (trace, index, symbol, output, microseconds, device_timer, start_microseconds) per timing.
+py::list timing_tuples(const std::vector<SymbolTiming>& timings) {
+  py::list out;
+  for (const auto& t : timings)
+    out.append(py::make_tuple(t.trace, t.index, t.symbol, t.output, t.microseconds, t.device_timer, t.start_microseconds));
+  return out;
+}
 
 class JitCore {
  public:
@@ -427,6 +444,10 @@ PYBIND11_MODULE(_thunder_viz, m) {
       })
       .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
       .def_property_readonly("has_backward", [](const Entry& e) { return bool(e.built().stages.last(TraceKind::backward)); })
+      .def("forward_timings", [](const Entry& e) { return timing_tuples(e.forward_timings()); },
+           "per-bound-symbol times of the last forward (prologue and forward traces)")
+      .def("backward_timings", [](const Entry& e) { return timing_tuples(e.backward_timings()); },
+           "per-bound-symbol times of the last backward")
       .def_property_readonly("saved_bytes", [](const Entry& e) { return e.built().saved_bytes; });
 
   py::class_<JitCore, std::shared_ptr<JitCore>>(m, "JitCore")

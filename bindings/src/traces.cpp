@@ -202,6 +202,22 @@ void bind_traces(py::module_& m) {
              }
              c.c.pipelines.at(i).replay = std::move(r);
            })
+      // Per-bound-symbol times of `rank` in pipeline i's replay (set_replay first):
+      // [(trace, index, symbol, output, microseconds, device_timer, start_microseconds), ...].
+      .def("set_timings", [](PyCapture& c, size_t i, int rank,
+                             const std::vector<std::tuple<std::string, int, std::string, std::string, double, bool, double>>&
+                                 timings) {
+             auto& rec = c.c.pipelines.at(i);
+             if (!rec.replay) throw py::value_error("pipeline " + std::to_string(i) + " has no replay: call set_replay first");
+             for (auto& r : rec.replay->ranks)
+               if (r.rank == rank) {
+                 r.timings.clear();
+                 for (const auto& [trace, index, symbol, output, us, device, start] : timings)
+                   r.timings.push_back({trace, index, symbol, output, us, device, start});
+                 return;
+               }
+             throw py::value_error("pipeline " + std::to_string(i) + "'s replay has no rank " + std::to_string(rank));
+           })
       // None, or [(rank, [TensorCheck outputs], [TensorCheck gradients], error), ...].
       .def("replay", [](const PyCapture& c, size_t i) -> py::object {
         const auto& rec = c.c.pipelines.at(i);

@@ -79,12 +79,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
     eo.detect_non_finite = true;
     if (options.prepare_executor) options.prepare_executor(eo.user);
     std::string current_trace;
-    if (options.record_timings)
-      eo.on_timing = [&](const BoundSymbol& b, const exec::SymbolTime& t) {
-        if (b.symbol->form != PrintForm::call && b.symbol->form != PrintForm::annotated_call) return;
-        result.timings.push_back({current_trace, static_cast<int>(t.index), b.name(), b.output() ? b.output()->name : "",
-                                  t.seconds * 1e6, t.device_timer, t.start_seconds * 1e6});
-      };
+    if (options.record_timings) eo.on_timing = timing_recorder(result.timings, current_trace);
     if (options.record_proxy_stats)
       eo.on_output = [&](const BoundSymbol&, const ProxyPtr& p, const at::Tensor& t) {
         result.proxies[current_trace + ":" + p->name] = tensor_stats(t);

@@ -25,6 +25,15 @@ std::vector<std::string> argument_names(const jit::Module& m, const Trace& compu
 
 }  // namespace
 
+std::function<void(const BoundSymbol&, const exec::SymbolTime&)> timing_recorder(std::vector<SymbolTiming>& into,
+                                                                                 const std::string& trace) {
+  return [&into, &trace](const BoundSymbol& b, const exec::SymbolTime& t) {
+    if (b.symbol->form != PrintForm::call && b.symbol->form != PrintForm::annotated_call) return;
+    into.push_back({trace, static_cast<int>(t.index), b.name(), b.output() ? b.output()->name : "", t.seconds * 1e6,
+                    t.device_timer, t.start_seconds * 1e6});
+  };
+}
+
 StepForward step_forward(exec::Executor& executor, const StageHistory& stages, const std::vector<at::Tensor>& inputs,
                          const TraceHook& before) {
   if (before) before(TraceKind::prologue);

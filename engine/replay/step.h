@@ -22,10 +22,17 @@
 #include "exec/executor.h"
 #include "jit/module.h"
 #include "pipeline/stages.h"
+#include "replay/results.h"
 
 namespace tv {
 
 using TraceHook = std::function<void(TraceKind)>;
+
+// An ExecOptions::on_timing hook that appends the time of each call statement (not structural ones
+// such as unpacking or del) to `into`, labelled with `*trace`, the kind running now (a TraceHook
+// keeps it current). Both referents must outlive the executor's runs.
+std::function<void(const BoundSymbol&, const exec::SymbolTime&)> timing_recorder(std::vector<SymbolTiming>& into,
+                                                                                 const std::string& trace);
 
 struct StepForward {
   std::vector<at::Tensor> outputs;

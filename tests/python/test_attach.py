@@ -110,6 +110,25 @@ def test_calls_are_checked_against_eager_and_saved_as_replay(tmp_path):
         assert line.rstrip().endswith("PASS"), line
 
 
+def test_saved_replay_holds_the_calls_timings(tmp_path):
+    import json
+
+    torch.manual_seed(0)
+    tm = tv.jit(mlp(8, 16))
+    insp = tv.attach(tm)
+    tm(torch.randn(4, 8)).sum().backward()
+    rec = insp.last.record
+    kinds = [t[0] for t in rec.timings]
+    assert {"forward", "backward"} <= set(kinds) <= {"prologue", "forward", "backward"}
+    assert kinds.index("backward") > max(i for i, k in enumerate(kinds) if k == "forward")  # in the order they ran
+    assert all(t[4] >= 0 and not t[5] for t in rec.timings)  # microseconds; host clock on the CPU
+    assert any(t[2] == "ltorch.linear" for t in rec.timings)
+
+    doc = json.loads(open(insp.save(tmp_path / "timed.tvz.json")).read())
+    saved = doc["pipelines"][0]["replay"]["ranks"][0]["timings"]
+    assert [(t["trace"], t["index"], t["symbol"]) for t in saved] == [(t[0], t[1], t[2]) for t in rec.timings]
+
+
 def test_a_call_that_differs_from_eager_fails_its_check(tmp_path):
     # Dropout in training mode: the engine and eager torch draw different masks, so the numbers
     # differ; the check must say so (and the saved replay must carry the failure).

@@ -35,6 +35,7 @@ class RecordedCall:
         # when the call was not checked; check_error says why an eager reference could not run.
         self.checks = None
         self.check_error = ""
+        self.record = None  # our jitted module's CallRecord (its timings), None for Thunder calls
 
     def final(self, kind):
         s = self.stages.get(kind) or []
@@ -54,7 +55,8 @@ class Inspector:
     (the original nn.Module on copies of its parameters, the global RNG left untouched) and its
     outputs, and after the call's backward its gradients with the same cotangents, are checked as
     `thunder-viz run` replays check (same tolerances). save() stores the checks of the last call
-    of each pipeline (preferring one with gradients) as the pipeline's replay, which the GUI's
+    of each pipeline (preferring one with gradients), with that call's per-bound-symbol times, as
+    the pipeline's replay, which the GUI's
     replay panel and `thunder-viz show` display. This doubles the work of a call; check=False skips
     it. Gradients are not checked under ddp/fsdp on more than one rank (the reference would be
     the mean over the ranks' eager gradients, which one rank's Inspector does not have)."""
@@ -76,6 +78,7 @@ class Inspector:
     # -- recording
     def _on_jit_call(self, tm, rec, inputs):
         call = RecordedCall(rec.order, rec.stages, rec.hit, rec.outputs, _C.world_info()[1])
+        call.record = rec
         self.calls.append(call)
         if self._check:
             _check_against_eager(tm, rec, inputs, call)
@@ -154,6 +157,8 @@ class Inspector:
         for key, call in checked.items():
             c = call.checks
             cap.set_replay(index[key], [(c["rank"], c["outputs"], c["gradients"], "")])
+            if call.record is not None:
+                cap.set_timings(index[key], c["rank"], call.record.timings)
         return cap
 
     def save(self, path):

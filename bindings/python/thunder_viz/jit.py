@@ -35,6 +35,9 @@ class CallRecord:
     def __init__(self, key, hit, entry, order):
         self.key, self.hit, self.entry, self.order = key, hit, entry, list(order)
         self.outputs = []
+        # (trace, index, symbol, output, microseconds, device_timer, start_microseconds) of every
+        # timed bound symbol of this call: prologue and forward, then backward once it has run.
+        self.timings = []
         self.needs_grad = False  # the call went through the autograd bridge (a backward may follow)
         # fn(cotangents, gradients) once this call's engine backward has run: the cotangents it got
         # and one gradient per bridge tensor (inputs, then parameters; None where there is none).
@@ -68,6 +71,7 @@ class _Bridge(torch.autograd.Function):
         cot = [g if g is not None else torch.zeros(s, dtype=d) for g, (s, d) in zip(grads, ctx.out_meta)]
         gs = ctx.entry.backward(ctx.saved, cot)
         rec = ctx.fixup["record"]
+        rec.timings = rec.timings + ctx.entry.backward_timings()
         listeners, rec.backward_listeners = rec.backward_listeners, []
         for fn in listeners:
             fn(cot, gs)
@@ -195,6 +199,7 @@ class JittedModule:
         else:
             outs, _ = entry.forward(inputs)
         rec.outputs = [o.detach() for o in outs]
+        rec.timings = entry.forward_timings()
         rec.needs_grad = needs_grad
         for fn in list(self._listeners):
             fn(self, rec, inputs)
