@@ -43,8 +43,16 @@ void write_output_file(const std::string& path, const std::string& contents);
 // save_capture / load_capture with CaptureError turned into BadInput (its text: file, JSON path, what).
 void save_capture_checked(const Capture& capture, const std::string& path);
 Capture load_capture_checked(const std::string& path);
-// save_chrome_trace (capture/chrome_trace.h) with CaptureError turned into BadInput.
-void save_chrome_trace_checked(const Capture& capture, const std::string& path);
+// The outputs of the commands that run pipelines (run, compare): --out FILE.tvz.json (the capture)
+// and --chrome-trace FILE.json (its replay timings, capture/chrome_trace.h). write() saves what was
+// asked for, atomically; a file that cannot be written is BadInput naming it.
+struct CaptureOutputs {
+  std::string capture;
+  std::string chrome_trace;
+
+  void add_to(CLI::App& cmd);
+  void write(const Capture& c) const;
+};
 
 // run_pipelines with model errors (unknown model or parameter) turned into BadInput.
 Capture run_pipelines_checked(const RunRequest& request, const ProgressFn& progress = {});

@@ -41,9 +41,17 @@ void save_capture_checked(const Capture& capture, const std::string& path) {
   }
 }
 
-void save_chrome_trace_checked(const Capture& capture, const std::string& path) {
+void CaptureOutputs::add_to(CLI::App& cmd) {
+  cmd.add_option("--chrome-trace", chrome_trace,
+                 "also write the replay's per-bound-symbol times as a Chrome trace (FILE.json; open in ui.perfetto.dev)");
+  cmd.add_option("--out", capture, "also save the capture (pipelines, stages, replay, comparisons) to FILE.tvz.json");
+}
+
+void CaptureOutputs::write(const Capture& c) const {
+  if (!capture.empty()) save_capture_checked(c, capture);
+  if (chrome_trace.empty()) return;
   try {
-    save_chrome_trace(capture, path);
+    save_chrome_trace(c, chrome_trace);
   } catch (const CaptureError& e) {
     throw BadInput(std::string("cannot write ") + e.what());
   }

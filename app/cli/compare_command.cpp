@@ -48,8 +48,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
     int world = 1;
     std::string device = "cpu";
     bool capture_at_jit = false;
-    std::string out;
-    std::string chrome_trace;
+    CaptureOutputs outputs;
   };
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
@@ -58,9 +57,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_flag("--capture-at-jit", o->capture_at_jit,
                 "read transform state when jit() is called (Thunder's old behaviour) instead of at the first call");
-  cmd->add_option("--chrome-trace", o->chrome_trace,
-                  "also write the replay's per-bound-symbol times as a Chrome trace (FILE.json; open in ui.perfetto.dev)");
-  cmd->add_option("--out", o->out, "also save the capture (pipelines, stages, replay, comparisons) to FILE.tvz.json");
+  o->outputs.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {
       RunRequest request;
@@ -75,8 +72,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
         request.pipelines.push_back(spec);
       }
       auto capture = run_pipelines_checked(request);
-      if (!o->out.empty()) save_capture_checked(capture, o->out);
-      if (!o->chrome_trace.empty()) save_chrome_trace_checked(capture, o->chrome_trace);
+      o->outputs.write(capture);
       // A refused order is bad input (exit 2); capture-at-jit's reproduced failure is a failed run (exit 1).
       bool illegal = false;
       for (const auto& p : capture.pipelines)

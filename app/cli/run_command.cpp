@@ -17,8 +17,7 @@ void add_run_command(CLI::App& app, Runner& run) {
     std::string device = "cpu";
     bool stages = false;
     int depth = 0;
-    std::string out;
-    std::string chrome_trace;
+    CaptureOutputs outputs;
   };
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
@@ -26,9 +25,7 @@ void add_run_command(CLI::App& app, Runner& run) {
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_flag("--stages", o->stages, "print every stage of every trace, not only the final ones");
   cmd->add_option("--depth", o->depth, "subsymbol levels to print")->capture_default_str();
-  cmd->add_option("--chrome-trace", o->chrome_trace,
-                  "also write the replay's per-bound-symbol times as a Chrome trace (FILE.json; open in ui.perfetto.dev)");
-  cmd->add_option("--out", o->out, "also save the capture (pipelines, stages, replay, comparisons) to FILE.tvz.json");
+  o->outputs.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {
       RunRequest request;
@@ -39,8 +36,7 @@ void add_run_command(CLI::App& app, Runner& run) {
       spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
       request.pipelines = {spec};
       auto capture = run_pipelines_checked(request);
-      if (!o->out.empty()) save_capture_checked(capture, o->out);
-      if (!o->chrome_trace.empty()) save_chrome_trace_checked(capture, o->chrome_trace);
+      o->outputs.write(capture);
       const auto& p = capture.pipelines.front();
       if (!p.error.empty()) throw BadInput(p.error);
       PrintOptions options;

@@ -226,9 +226,12 @@ RValue Executor::run(const Trace& trace, const std::vector<at::Tensor>& inputs) 
 
 RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, const RKwargs& kwargs) {
   first_non_finite_.reset();
-  if (options_.on_timing && !timer_) timer_ = make_symbol_timer(options_.device);
-  if (!options_.on_timing) timer_.reset();
-  if (timer_) timer_->reset();  // a previous run may have stopped half-way
+  if (!options_.on_timing)
+    timer_.reset();
+  else if (!timer_)
+    timer_ = make_symbol_timer(options_.device);
+  else
+    timer_->reset();  // a previous run may have stopped half-way
   std::optional<c10::NoGradGuard> no_grad;
   if (options_.no_grad) no_grad.emplace();
   Run run(options_);

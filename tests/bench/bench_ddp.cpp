@@ -27,22 +27,11 @@
 #include "replay/module_view.h"
 #include "replay/step.h"
 
-#ifdef TV_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace tv {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void synchronize(int device) {
-#ifdef TV_HAVE_CUDA
-  cudaSetDevice(device);
-  cudaDeviceSynchronize();
-#endif
-  (void)device;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -84,11 +73,11 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
     };
     for (int i = 0; i < 3; ++i) step();
     for (int r = 0; r < repeats; ++r) {
-      synchronize(rank);
+      bench::synchronize_cuda(rank);
       comm.barrier();
       auto start = Clock::now();
       for (int s = 0; s < steps; ++s) step();
-      synchronize(rank);
+      bench::synchronize_cuda(rank);
       comm.barrier();
       if (rank == 0) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() / steps);
     }
@@ -106,11 +95,11 @@ void all_reduce_bandwidth(int world, int iterations) {
       for (int i = 0; i < 3; ++i) comm.all_reduce(t);
       std::vector<double> times;
       for (int i = 0; i < iterations; ++i) {
-        synchronize(rank);
+        bench::synchronize_cuda(rank);
         comm.barrier();
         auto start = Clock::now();
         comm.all_reduce(t);
-        synchronize(rank);
+        bench::synchronize_cuda(rank);
         times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
       }
       if (rank == 0) seconds[bytes] = median(times);
@@ -146,11 +135,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace tv
 
-int main(int argc, char** argv) {
-  try {
-    return tv::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "tv_bench_ddp: " << e.what() << "\n";
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return tv::bench::main_of("tv_bench_ddp", argc, argv, tv::run); }

@@ -30,28 +30,20 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <cuda_runtime.h>
 #endif
 
 namespace tv {
 namespace {
-
-void synchronize(bool cuda) {
-#ifdef TV_HAVE_CUDA
-  if (cuda) cudaDeviceSynchronize();
-#endif
-  (void)cuda;
-}
 
 // Median over `repeats` of the mean milliseconds of `steps` calls.
 template <typename Fn>
 double median_step_ms(bool cuda, int steps, int repeats, Fn&& fn) {
   std::vector<double> ms;
   for (int r = 0; r < repeats; ++r) {
-    synchronize(cuda);
+    if (cuda) bench::synchronize_cuda(0);
     auto start = std::chrono::steady_clock::now();
     for (int s = 0; s < steps; ++s) fn();
-    synchronize(cuda);
+    if (cuda) bench::synchronize_cuda(0);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps);
   }
   std::sort(ms.begin(), ms.end());
@@ -119,7 +111,7 @@ int run(int argc, char** argv) {
       captured = engine_step();
       graph.capture_end();
       graph.replay();
-      cudaDeviceSynchronize();
+      bench::synchronize_cuda(0);
       for (size_t k = 0; k < want.second.size(); ++k)
         if (want.second[k].second.defined() && !at::allclose(captured.second[k].second, want.second[k].second, 1e-4, 1e-5))
           throw std::runtime_error("the replayed graph's gradient of " + want.second[k].first + " differs from the step's");
@@ -141,11 +133,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace tv
 
-int main(int argc, char** argv) {
-  try {
-    return tv::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "tv_bench_step: " << e.what() << "\n";
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return tv::bench::main_of("tv_bench_step", argc, argv, tv::run); }

@@ -4,13 +4,38 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#ifdef TV_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 namespace tv::bench {
+
+// Waits for the work queued on CUDA device `device` (nothing without CUDA).
+inline void synchronize_cuda(int device) {
+#ifdef TV_HAVE_CUDA
+  cudaSetDevice(device);
+  cudaDeviceSynchronize();
+#endif
+  (void)device;
+}
+
+// main() of a benchmark: run(argc, argv), or its exception as "NAME: what" on stderr and exit 2.
+template <typename Run>
+int main_of(const char* name, int argc, char** argv, Run&& run) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 2;
+  }
+}
 
 template <typename Fn>
 double median_us(int repeats, Fn&& fn) {
