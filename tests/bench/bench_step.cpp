@@ -8,7 +8,11 @@
 //    at::cuda::CUDAGraph on a side stream and replayed; its outputs are checked against the
 //    uncaptured step before it is timed.
 // Each is the median over --repeats of the mean of --steps steps, synchronised at both ends.
+// --profile N: after the timing, one more engine step with per-bound-symbol times (CUDA events on
+// CUDA) prints its N costliest statements and the totals per symbol to stderr, so a ratio above
+// target can be traced to the statements behind it.
 // Usage: tv_bench_step --model gpt --param layers=32 [--param ...] [--device cuda] [--steps 20] [--repeats 5]
+//        [--profile 25]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -50,6 +54,40 @@ double median_step_ms(bool cuda, int steps, int repeats, Fn&& fn) {
   return ms[ms.size() / 2];
 }
 
+// What a fused statement runs: "fusion3[ltorch.mul ltorch.add ...]"; other statements their name.
+std::string statement_label(const BoundSymbol& b) {
+  if (b.name().rfind("fusion", 0) != 0) return b.name();
+  std::string out = b.name() + "[";
+  for (size_t i = 0; i < b.subsymbols.size(); ++i) out += (i ? " " : "") + b.subsymbols[i].name();
+  return out + "]";
+}
+
+// The `top` costliest statements of one timed step, then the time per symbol over the whole step.
+void print_profile(const std::vector<SymbolTiming>& timings, const StageHistory& stages, int top) {
+  double total = 0;
+  std::map<std::string, std::pair<double, int>> per_symbol;
+  std::vector<std::pair<double, std::string>> statements;
+  for (const auto& t : timings) {
+    auto trace = stages.last(t.trace == "backward" ? TraceKind::backward : TraceKind::forward);
+    std::string label = trace && t.index < static_cast<int>(trace->body.size()) ? statement_label(trace->body[t.index]) : t.symbol;
+    total += t.microseconds;
+    per_symbol[t.symbol].first += t.microseconds;
+    per_symbol[t.symbol].second += 1;
+    statements.emplace_back(t.microseconds, t.trace + " " + t.output + " = " + label);
+  }
+  std::sort(statements.rbegin(), statements.rend());
+  std::cerr << "profile: " << timings.size() << " statements, " << total / 1e3 << " ms"
+            << (timings.empty() || !timings.front().device_timer ? " (host timer)" : " (CUDA events)") << "\n";
+  for (int i = 0; i < top && i < static_cast<int>(statements.size()); ++i)
+    std::cerr << "  " << statements[i].first / 1e3 << " ms  " << statements[i].second << "\n";
+  std::vector<std::pair<double, std::string>> symbols;
+  for (const auto& [name, v] : per_symbol) symbols.emplace_back(v.first, name + " x" + std::to_string(v.second));
+  std::sort(symbols.rbegin(), symbols.rend());
+  std::cerr << "per symbol:\n";
+  for (int i = 0; i < top && i < static_cast<int>(symbols.size()); ++i)
+    std::cerr << "  " << symbols[i].first / 1e3 << " ms  " << symbols[i].second << "\n";
+}
+
 std::string json_params(const std::map<std::string, std::string>& params) {
   std::string out = "{";
   for (const auto& [k, v] : params) out += (out.size() > 1 ? ", \"" : "\"") + k + "\": \"" + v + "\"";
@@ -57,10 +95,10 @@ std::string json_params(const std::map<std::string, std::string>& params) {
 }
 
 int run(int argc, char** argv) {
-  bench::BenchArgs args(argc, argv, {"model", "device", "steps", "repeats"});
+  bench::BenchArgs args(argc, argv, {"model", "device", "steps", "repeats", "profile"});
   if (args.help) {
     std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
-                 "[--steps 20] [--repeats 5]\n";
+                 "[--steps 20] [--repeats 5] [--profile N]\n";
     return 0;
   }
   std::string model = args.get("model", "gpt"), device = args.get("device", "cpu");
@@ -121,6 +159,16 @@ int run(int argc, char** argv) {
     }
   }
 #endif
+  if (int top = args.get_int("profile", 0); top > 0) {
+    std::vector<SymbolTiming> timings;
+    std::string current;
+    options.on_timing = timing_recorder(timings, current);
+    exec::Executor timed(options);
+    auto hook = [&](TraceKind kind) { current = std::string(trace_kind_name(kind)); };
+    auto f = step_forward(timed, built.stages, inputs, hook);
+    step_backward(timed, module, built.stages, f.saved, cotangents, hook);
+    print_profile(timings, built.stages, top);
+  }
   std::string config = model + " " + json_params(params);
   std::cout << "{\"bench\": \"step\", \"model\": \"" << model << "\", \"params\": " << json_params(params)
             << ", \"device\": \"" << device << "\", \"engine_ms\": " << engine_ms << ", \"libtorch_eager_ms\": " << eager_ms

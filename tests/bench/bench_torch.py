@@ -7,7 +7,7 @@ position embeddings, pre-norm blocks (causal attention by matmul + masked softma
 ln_f, lm_head without bias, cross-entropy; a step is forward + backward of
 sum(logits * cotangent) + loss, as the engine's replay and eager reference do.
 
-Usage: python3 bench_torch.py step --layers 32 --d-model 64 [--heads 4 --seq 16 --batch 2 --vocab 128]
+Usage: python3 bench_torch.py step --layers 32 --d-model 64 [--heads 4 --seq 16 --batch 2 --vocab 128] [--profile N]
        python3 bench_torch.py ddp --world 2 --layers 12 ... [--bucket-mb 25]
        python3 bench_torch.py allreduce --world 2
 """
@@ -16,6 +16,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -106,6 +107,14 @@ def eager_step(args):
         step(model, idx, targets, cot)
     ms = median_step_ms(lambda: step(model, idx, targets, cot), args.steps, args.repeats, sync)
     print(json.dumps({"bench": "step", "params": config(args), "device": args.device, "pytorch_eager_ms": ms}), flush=True)
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+        with profile(activities=activities) as prof:
+            step(model, idx, targets, cot)
+            sync()
+        key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+        print(prof.key_averages().table(sort_by=key, row_limit=args.profile), file=sys.stderr)
 
 
 def ddp_worker(rank, args, results):
@@ -177,6 +186,8 @@ def main():
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--bucket-mb", type=float, default=25)
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="step: after the timing, print the N costliest ops of one step (torch.profiler) to stderr")
     args = ap.parse_args()
     if args.mode == "step":
         eager_step(args)

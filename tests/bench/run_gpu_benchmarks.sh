@@ -33,8 +33,8 @@ run() {  # run NAME COMMAND...: appends the JSON lines it prints, logs the rest
 
 run step_small_engine "$build/bin/tv_bench_step" --model gpt "${small_tv[@]}" --device cuda --steps 20 --repeats 5
 run step_small_torch "$py" "$here/bench_torch.py" step "${small[@]}" --steps 20 --repeats 5
-run step_large_engine "$build/bin/tv_bench_step" --model gpt "${large_tv[@]}" --device cuda --steps 5 --repeats 3
-run step_large_torch "$py" "$here/bench_torch.py" step "${large[@]}" --steps 5 --repeats 3
+run step_large_engine "$build/bin/tv_bench_step" --model gpt "${large_tv[@]}" --device cuda --steps 5 --repeats 3 --profile 30
+run step_large_torch "$py" "$here/bench_torch.py" step "${large[@]}" --steps 5 --repeats 3 --profile 30
 if [ "$gpus" -ge 2 ]; then
   ddp=(--layers 12 --d-model 768 --heads 12 --seq 1024 --batch 4 --vocab 50304)
   ddp_tv=(--param layers=12 --param d_model=768 --param heads=12 --param seq=1024 --param batch=4 --param vocab=50304)
