@@ -73,6 +73,10 @@ std::pair<at::Tensor, at::Tensor> var_mean(const at::Tensor& a, const std::vecto
   std::vector<int64_t> dims = dims_in;
   for (auto& k : dims)
     if (k < 0) k += a.dim();
+  if ((correction == 0 || correction == 1) && !dims.empty()) {  // LibTorch's one-pass kernel
+    auto [var, mean] = at::var_mean(a, at::IntArrayRef(dims), /*unbiased=*/correction == 1, keepdim);
+    return {var, mean};
+  }
   at::Tensor mean = a.mean(dims, /*keepdim=*/true);
   at::Tensor d = a - mean;
   int64_t n = 1;

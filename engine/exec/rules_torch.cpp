@@ -118,6 +118,36 @@ void register_torch_rules() {
   def("ltorch.cross_entropy", [](Args a, Kw) {
     return RValue::of(at::nll_loss(at::log_softmax(tensor_at(a, 0, "logits"), 1), tensor_at(a, 1, "target")));
   });
+  // The backward ops: LibTorch's fused kernels instead of their decompositions.
+  def("ltorch.softmax_backward", [](Args a, Kw) {
+    const at::Tensor& out = tensor_at(a, 1, "output");
+    return RValue::of(at::_softmax_backward_data(tensor_at(a, 0, "grad"), out, int_at(a, 2, "dim"), out.scalar_type()));
+  });
+  def("ltorch.cross_entropy_backward", [](Args a, Kw) {
+    const at::Tensor &g = tensor_at(a, 0, "grad"), &target = tensor_at(a, 2, "target");
+    at::Tensor p = at::softmax(tensor_at(a, 1, "logits"), 1);  // softmax - one_hot(target), times g / N
+    p.scatter_add_(1, target.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
+    return RValue::of(p.mul_(g.div(static_cast<double>(target.size(0)))));
+  });
+  def("ltorch.layer_norm_backward", [](Args a, Kw) {
+    at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");
+    at::Tensor w = tensor_at(a, 3, "weight"), bias = tensor_at(a, 4, "bias");
+    auto normalized = ints_at(a, 2, "normalized_shape");
+    // The decomposition's result dtypes (with autocast the input can be bf16 and the weight f32).
+    at::ScalarType ga_type = at::promote_types(at::promote_types(g.scalar_type(), x.scalar_type()), w.scalar_type());
+    at::ScalarType gw_type = at::promote_types(g.scalar_type(), x.scalar_type()), gb_type = g.scalar_type();
+    // One compute dtype; float for half and bfloat16 (the kernel takes the statistics in float).
+    at::ScalarType compute = at::promote_types(ga_type, bias.scalar_type());
+    if (compute == at::kHalf || compute == at::kBFloat16) compute = at::kFloat;
+    g = g.to(compute), x = x.to(compute), w = w.to(compute), bias = bias.to(compute);
+    std::vector<int64_t> dims;
+    for (int64_t d = x.dim() - static_cast<int64_t>(normalized.size()); d < x.dim(); ++d) dims.push_back(d);
+    auto [var, mean] = at::var_mean(x, at::IntArrayRef(dims), /*unbiased=*/false, /*keepdim=*/true);
+    at::Tensor rstd = var.add_(number_at(a, 5, "eps")).rsqrt_();
+    auto [ga, gw, gb] = at::native_layer_norm_backward(g.contiguous(), x.contiguous(), normalized, mean, rstd, w, bias,
+                                                       {true, true, true});
+    return RValue::tuple({RValue::of(ga.to(ga_type)), RValue::of(gw.to(gw_type)), RValue::of(gb.to(gb_type))});
+  });
   def("ltorch.embedding_backward", [](Args a, Kw) {
     return RValue::of(at::embedding_dense_backward(tensor_at(a, 0, "grad"), tensor_at(a, 1, "indices"),
                                                    int_at(a, 2, "num_weights"), /*padding_idx=*/-1,

@@ -2,8 +2,10 @@
 // backward: reshape(g, (-1, N)), permute, reshape(x, (-1, K)), matmul; bias grad = sum over the
 // batch dims). Gathers scatter their grad: embedding and take through ltorch.embedding_backward
 // (a one-hot matmul when decomposed; LibTorch's scatter when executed), take_along_dim with a
-// one-hot sum, since the op set has no scatter. sdpa is differentiated through its decomposition; dropout's
-// grad is dropout of g with the same seed (the same mask, nothing saved).
+// one-hot sum, since the op set has no scatter. layer_norm (with weight and bias), softmax and
+// cross_entropy record their backward ops (ltorch.*_backward: decomposed in the trace, one LibTorch
+// kernel when executed); those backward ops, and sdpa, are differentiated through their
+// decompositions. dropout's grad is dropout of g with the same seed (the same mask, nothing saved).
 #include "ops/ltorch.h"
 #include "ops/meta.h"
 #include "transforms/grad_rules.h"
@@ -55,6 +57,10 @@ Out matmul_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
 
 Out layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T a = tensor_at(f, 0), w = tensor_at(f, 2), bias = tensor_at(f, 3), g = cts[0].proxy;
+  if (w && bias) {
+    auto [ga, gw, gb] = layer_norm_backward(b, g, a, f.args.at(1).as_ints(), w, bias, f.args.at(4).as_double());
+    return {reduce_like(b, ga, a), Value::none(), reduce_like(b, gw, w), reduce_like(b, gb, bias), Value::none()};
+  }
   Dims dims;
   for (int64_t d = rank(a) - static_cast<int64_t>(f.args.at(1).as_ints().size()); d < rank(a); ++d) dims.push_back(d);
   auto [var, m] = var_mean(b, a, dims, 0, true);
@@ -71,8 +77,7 @@ Out layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
 Out softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T a = tensor_at(f, 0), out = f.output(), g = cts[0].proxy;
   int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(a));
-  T dot = sum(b, mul(b, V(g), V(out)), {dim}, true);
-  return {reduce_like(b, mul(b, V(out), V(sub(b, V(g), V(dot)))), a), Value::none()};
+  return {reduce_like(b, softmax_backward(b, g, out, dim), a), Value::none()};
 }
 
 Out log_softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
@@ -90,10 +95,7 @@ T one_hot(TraceBuilder& b, const T& indices, int64_t classes, DType dtype) {
 
 Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T logits = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
-  T p = softmax(b, logits, 1);
-  T diff = sub(b, V(p), V(one_hot(b, target, logits->shape[1], logits->dtype)));
-  T scaled = mul(b, V(diff), V(true_divide(b, V(g), Value::integer(logits->shape[0]))));
-  return {reduce_like(b, scaled, logits), Value::none()};
+  return {reduce_like(b, cross_entropy_backward(b, g, logits, target), logits), Value::none()};
 }
 
 // grad of weight[indices] (gathered along dim 0): embedding_backward (one_hot(indices)^T @ g).
@@ -153,6 +155,8 @@ void register_nn_grads() {
   for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(n, take_along_rule);
   register_grad_rule("ltorch.dropout", dropout_rule);
   register_grad_through_decomposition("ltorch.scaled_dot_product_attention");
+  for (const char* n : {"ltorch.layer_norm_backward", "ltorch.softmax_backward", "ltorch.cross_entropy_backward"})
+    register_grad_through_decomposition(n);
   for (const char* n : {"ltorch.arange", "ltorch.full", "ltorch.ones", "ltorch.zeros", "prims.full", "prims.iota",
                         "prims.uniform_philox"})
     register_not_differentiable(n);

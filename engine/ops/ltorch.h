@@ -20,6 +20,8 @@
 // Traits: elementwise, shape, reduction, matmul, random, creation (see registry.cpp).
 #pragma once
 #include <optional>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "ir/builder.h"
@@ -75,6 +77,14 @@ T embedding(TraceBuilder&, const T& indices, const T& weight);
 // whose index is k.
 T embedding_backward(TraceBuilder&, const T& grad, const T& indices, int64_t num_weights);
 T dropout(TraceBuilder&, const T& a, double p, int64_t seed, bool training = true);
+// Backward ops (recorded by the gradient rules; decomposed, and run by LibTorch's fused kernels):
+// (grad_a, grad_weight, grad_bias) of layer_norm with weight and bias;
+std::tuple<T, T, T> layer_norm_backward(TraceBuilder&, const T& grad, const T& a, const Dims& normalized_shape,
+                                        const T& weight, const T& bias, double eps);
+// grad of softmax(a, dim) from its output; grad [N, C] of cross_entropy(logits, target) for the
+// loss's cotangent `grad` [].
+T softmax_backward(TraceBuilder&, const T& grad, const T& output, int64_t dim);
+T cross_entropy_backward(TraceBuilder&, const T& grad, const T& logits, const T& target);
 
 // Shapes
 T reshape(TraceBuilder&, const T& a, const Dims& shape);  // one -1 allowed

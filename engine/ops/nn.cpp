@@ -1,10 +1,15 @@
 // Neural-network ltorch ops: linear, matmul, layer_norm, softmax, log_softmax, cross_entropy,
-// embedding (and its backward), dropout, scaled_dot_product_attention, take_along_dim.
-// linear and matmul map to one prim each; the others are compositions of ltorch ops (nested
-// subsymbols), e.g. layer_norm = (a - mean) * rsqrt(var + eps) with var_mean(correction=0).
+// embedding, dropout, scaled_dot_product_attention, take_along_dim, and the backward ops the
+// gradient rules record (layer_norm_backward, softmax_backward, cross_entropy_backward,
+// embedding_backward). linear and matmul map to one prim each; the others are compositions of
+// ltorch ops (nested subsymbols), e.g. layer_norm = (a - mean) * rsqrt(var + eps) with
+// var_mean(correction=0). A backward op is decomposed like any other op, so the trace shows what it
+// computes, but the executor runs LibTorch's fused kernel for it: as a chain of single ops a
+// backward reads and writes its activations several times over.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "ops/ltorch.h"
 #include "ops/meta.h"
@@ -119,6 +124,63 @@ Value embedding_backward_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(matmul(b, permute(b, one_hot, {1, 0}), g));
 }
 
+// (grad_a, grad_weight, grad_bias) of layer_norm(a, normalized_shape, weight, bias, eps), the
+// statistics recomputed from a. Weight and bias are required (the rule of a layer_norm without them
+// differentiates its decomposition).
+Value layer_norm_backward_impl(TraceBuilder& b, Args args, Kw) {
+  T g = tensor_arg(args, 0, "grad"), a = tensor_arg(args, 1, "a");
+  Dims normalized = ints_arg(args, 2, "normalized_shape");
+  T w = tensor_arg(args, 3, "weight"), bias = tensor_arg(args, 4, "bias");
+  Value eps = Value::floating(number_arg(args, 5, "eps"));
+  if (g->shape != a->shape)
+    throw OpError("layer_norm_backward: grad " + shape_text(g->shape) + " and input " + shape_text(a->shape) +
+                  " differ in shape");
+  auto k = static_cast<int64_t>(normalized.size());
+  if (k == 0 || k > rank(a) || !std::equal(normalized.begin(), normalized.end(), a->shape.end() - k))
+    throw OpError("normalized_shape " + shape_text(normalized) + " does not match the trailing dims of shape " +
+                  shape_text(a->shape));
+  Dims dims, batch;
+  for (int64_t d = 0; d < rank(a); ++d) (d < rank(a) - k ? batch : dims).push_back(d);
+  auto [var, m] = var_mean(b, a, dims, 0, true);
+  T rstd = rsqrt(b, add(b, V(var), eps));
+  T xhat = mul(b, V(sub(b, V(a), V(m))), V(rstd));
+  T gx = mul(b, V(g), V(w));
+  T m1 = mean(b, gx, dims, true);
+  T m2 = mean(b, mul(b, V(gx), V(xhat)), dims, true);
+  T centered = sub(b, V(gx), V(m1));
+  T ga = mul(b, V(rstd), V(sub(b, V(centered), V(mul(b, V(xhat), V(m2))))));
+  T gw = mul(b, V(g), V(xhat)), gb = g;
+  if (!batch.empty()) {
+    gw = sum(b, gw, batch, false);
+    gb = sum(b, g, batch, false);
+  }
+  return Value::tuple({V(ga), V(gw), V(gb)});
+}
+
+// The gradient of softmax through its output: output * (grad - sum(grad * output, dim)).
+Value softmax_backward_impl(TraceBuilder& b, Args args, Kw) {
+  T g = tensor_arg(args, 0, "grad"), out = tensor_arg(args, 1, "output");
+  if (g->shape != out->shape)
+    throw OpError("softmax_backward: grad " + shape_text(g->shape) + " and output " + shape_text(out->shape) +
+                  " differ in shape");
+  int64_t dim = meta::normalize_dim(int_arg(args, 2, "dim"), rank(out));
+  T dot = sum(b, mul(b, V(g), V(out)), {dim}, true);
+  return Value::of(mul(b, V(out), V(sub(b, V(g), V(dot)))));
+}
+
+// The gradient of cross_entropy(logits [N, C], target [N]) (mean over N) for the loss's cotangent
+// `grad`: (softmax(logits) - one_hot(target)) * grad / N.
+Value cross_entropy_backward_impl(TraceBuilder& b, Args args, Kw) {
+  T g = tensor_arg(args, 0, "grad"), logits = tensor_arg(args, 1, "logits"), target = tensor_arg(args, 2, "target");
+  if (rank(logits) != 2 || rank(target) != 1 || logits->shape[0] != target->shape[0] || rank(g) != 0)
+    throw OpError("cross_entropy_backward needs grad [], logits [N, C] and target [N], got " + shape_text(g->shape) +
+                  ", " + shape_text(logits->shape) + " and " + shape_text(target->shape));
+  T p = softmax(b, logits, 1);
+  T hit = eq(b, V(unsqueeze(b, target, -1)), V(arange(b, logits->shape[1], target->device)));
+  T diff = sub(b, V(p), V(convert_element_type(b, hit, logits->dtype)));
+  return Value::of(mul(b, V(diff), V(true_divide(b, V(g), Value::integer(logits->shape[0])))));
+}
+
 Value dropout_impl(TraceBuilder& b, Args args, Kw) {
   T a = tensor_arg(args, 0, "a");
   double p = number_arg(args, 1, "p");
@@ -185,6 +247,18 @@ T embedding(TraceBuilder& b, const T& indices, const T& weight) {
 T embedding_backward(TraceBuilder& b, const T& grad, const T& indices, int64_t num_weights) {
   return call1(b, "ltorch.embedding_backward", {V(grad), V(indices), Value::integer(num_weights)});
 }
+std::tuple<T, T, T> layer_norm_backward(TraceBuilder& b, const T& grad, const T& a, const Dims& normalized_shape,
+                                        const T& weight, const T& bias, double eps) {
+  Value out = b.call("ltorch.layer_norm_backward", {V(grad), V(a), Value::ints(normalized_shape), V(weight), V(bias),
+                                                    Value::floating(eps)});
+  return {out.items.at(0).proxy, out.items.at(1).proxy, out.items.at(2).proxy};
+}
+T softmax_backward(TraceBuilder& b, const T& grad, const T& output, int64_t dim) {
+  return call1(b, "ltorch.softmax_backward", {V(grad), V(output), Value::integer(dim)});
+}
+T cross_entropy_backward(TraceBuilder& b, const T& grad, const T& logits, const T& target) {
+  return call1(b, "ltorch.cross_entropy_backward", {V(grad), V(logits), V(target)});
+}
 T dropout(TraceBuilder& b, const T& a, double p, int64_t seed, bool training) {
   return call1(b, "ltorch.dropout", {V(a), Value::floating(p), Value::integer(seed), Value::boolean(training)});
 }
@@ -210,6 +284,9 @@ void register_nn() {
   define("ltorch.cross_entropy", false, {}, cross_entropy_impl);
   define("ltorch.embedding", false, {}, embedding_impl);
   define("ltorch.embedding_backward", false, {}, embedding_backward_impl);
+  define("ltorch.layer_norm_backward", false, {}, layer_norm_backward_impl);
+  define("ltorch.softmax_backward", false, {}, softmax_backward_impl);
+  define("ltorch.cross_entropy_backward", false, {}, cross_entropy_backward_impl);
   define("ltorch.dropout", false, {"random"}, dropout_impl);
   define("ltorch.scaled_dot_product_attention", false, {}, sdpa_impl);
   define("ltorch.take_along_dim", false, {}, take_along_dim_impl);

@@ -9,6 +9,7 @@
 #include "dist/communicator.h"
 #include "jit/module.h"
 #include "ops/ltorch.h"
+#include "passes/sort_collectives.h"
 #include "transforms/collectives.h"
 #include "transforms/distributed_state.h"
 
@@ -83,6 +84,8 @@ class Ddp : public Transform {
     auto bytes = static_cast<int64_t>(c.bucket_size_mb * 1024.0 * 1024.0);
     auto bucketed = ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass);
     h.record(TraceKind::backward, pass, bucketed, ms_since(start));
+    start = std::chrono::steady_clock::now();
+    h.record(TraceKind::backward, "Sort Collectives", passes::sort_collectives(*bucketed), ms_since(start));
   }
 };
 

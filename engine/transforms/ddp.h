@@ -10,7 +10,9 @@
 //    "ddp bucketing (N MB)": gradients grouped, in reverse parameter order as torch DDP does, in
 //    buckets of at most N MiB (a larger gradient alone); a bucket of two or more is packed
 //    (ltorch.reshape to 1-D, ltorch.cat), divided, all-reduced once and unpacked (prims.slice,
-//    ltorch.reshape); a bucket of one keeps the plain form.
+//    ltorch.reshape); a bucket of one keeps the plain form. Then stage "Sort Collectives"
+//    (passes/sort_collectives.h): each bucket's all-reduce starts right after its last gradient and
+//    is waited for only before the return, so communication overlaps the rest of the backward.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -54,11 +54,12 @@ prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 nvidia-smi -L > "$log_dir/gpus.txt" 2>&1
 python3 -c 'import torch;print(torch.__version__, torch.version.cuda, torch.cuda.device_count())' >> "$log_dir/gpus.txt" 2>&1
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-# The system g++ (libstdc++ shared, as LibTorch's): a compiler that links libstdc++ statically puts a
-# second C++ runtime next to LibTorch's, and iostream number formatting then crashes (seen with
-# /opt/gcc on the GPU machine). CXX overrides.
-cxx=${CXX:-/usr/bin/g++}
+# The system g++ when there is one (libstdc++ shared, as LibTorch's); CXX overrides. With a g++ that
+# has only a static libstdc++ the build links the system's libstdc++.so.6 (see the top CMakeLists).
+cxx=/usr/bin/g++
 [ -x "$cxx" ] || cxx=$(command -v g++)
+cxx=${CXX:-$cxx}
+echo "compiler: $cxx (CXX=${CXX:-unset})" >> "$log_dir/gpus.txt"
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=90 -DTV_CUDA=ON \

@@ -233,6 +233,33 @@ TEST_P(ExecOps, ExecNormalisationAndLosses) {
   check_op("embedding_backward", {randn({7, 5}), at::randint(0, 12, {7}, at::kLong)},
            [](TraceBuilder& b, const P& p) { return V(ltorch::embedding_backward(b, p[0], p[1], 12)); },
            [](const Ts& x) { return Ts{at::zeros({12, 5}, x[0].options()).index_add(0, x[1], x[0])}; });
+  // The backward ops against their formulas in double (the rule runs LibTorch's fused kernel).
+  check_op("layer_norm_backward", {randn({2, 3, 8}), randn({2, 3, 8}), randn({8}), randn({8})},
+           [](TraceBuilder& b, const P& p) {
+             auto [ga, gw, gb] = ltorch::layer_norm_backward(b, p[0], p[1], {8}, p[2], p[3], 1e-5);
+             return Value::tuple({V(ga), V(gw), V(gb)});
+           },
+           [](const Ts& x) {
+             at::Tensor g = x[0].to(at::kDouble), a = x[1].to(at::kDouble), w = x[2].to(at::kDouble);
+             at::Tensor rstd = (a.var({-1}, /*unbiased=*/false, /*keepdim=*/true) + 1e-5).rsqrt();
+             at::Tensor xhat = (a - a.mean({-1}, true)) * rstd, gx = g * w;
+             at::Tensor ga = rstd * (gx - gx.mean({-1}, true) - xhat * (gx * xhat).mean({-1}, true));
+             auto dtype = x[1].scalar_type();
+             return Ts{ga.to(dtype), (g * xhat).sum(at::IntArrayRef{0, 1}).to(dtype), g.sum(at::IntArrayRef{0, 1}).to(dtype)};
+           });
+  check_op("softmax_backward", {randn({5, 7}), at::softmax(randn({5, 7}), 1)},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::softmax_backward(b, p[0], p[1], 1)); },
+           [](const Ts& x) {
+             at::Tensor g = x[0].to(at::kDouble), y = x[1].to(at::kDouble);
+             return Ts{(y * (g - (g * y).sum({1}, true))).to(x[1].scalar_type())};
+           });
+  check_op("cross_entropy_backward", {randn({}), randn({6, 10}), at::randint(0, 10, {6}, at::kLong)},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::cross_entropy_backward(b, p[0], p[1], p[2])); },
+           [](const Ts& x) {
+             at::Tensor one_hot = at::zeros({6, 10}, x[1].options().dtype(at::kDouble)).scatter_(1, x[2].unsqueeze(1), 1.0);
+             at::Tensor p = at::softmax(x[1].to(at::kDouble), 1);
+             return Ts{((p - one_hot) * x[0].to(at::kDouble) / 6.0).to(x[1].scalar_type())};
+           });
   auto sdpa_ref = [](const Ts& x, bool causal, bool has_mask) {
     at::Tensor s = at::matmul(x[0], x[1].transpose(-2, -1)) / std::sqrt(8.0);
     if (causal) s = s.masked_fill(at::ones({4, 4}, x[0].options().dtype(at::kBool)).tril().logical_not(), -INFINITY);

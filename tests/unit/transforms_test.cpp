@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "replay/module_view.h"
 #include "canonical/canonical.h"
@@ -17,6 +18,7 @@
 #include "format/parser.h"
 #include "format/printer.h"
 #include "jit/zoo.h"
+#include "passes/pass_util.h"
 #include "pipeline/pipeline.h"
 #include "replay/eager.h"
 #include "test_util.h"
@@ -247,6 +249,42 @@ TEST(TransformsDdp, BucketingReducesAllReduces) {
   EXPECT_EQ(count_calls(*small.stages.last(TraceKind::backward), collectives::kAllReduce), 2u);
   EXPECT_EQ(count_calls(*big.stages.last(TraceKind::backward), collectives::kAllReduce), 1u);  // 25 MB: one bucket
   EXPECT_GE(count_calls(*small.stages.last(TraceKind::backward), "ltorch.cat"), 1u);
+}
+
+TEST(TransformsDdp, AllReducesOverlapTheBackward) {
+  // gpt, 2 layers, buckets of 0.01 MiB: several all-reduces, the first one ready long before the end.
+  auto built = trace_only("gpt", {"jit", "ddp"}, 2, {{"layers", "2"}}, 0.01);
+  const Trace* bucketed = nullptr;
+  for (const auto& s : built.stages.backward)
+    if (s.pass.rfind("ddp bucketing", 0) == 0) bucketed = s.trace.get();
+  ASSERT_TRUE(bucketed);
+  auto sorted = built.stages.last(TraceKind::backward);
+  ASSERT_EQ(built.stages.backward.back().pass, "Delete Last Used");
+  auto position = [](const Trace& t, const std::string& symbol, bool last) {
+    long found = -1;
+    for (size_t i = 0; i < t.body.size(); ++i) {
+      bool hit = t.body[i].name() == symbol;
+      for (const auto& sub : t.body[i].subsymbols) hit = hit || sub.name() == symbol;  // inside a fusion
+      if (hit && (last || found < 0)) found = static_cast<long>(i);
+    }
+    return found;
+  };
+  // Before: every all-reduce after the last matmul. After: the first one before it, every wait after it.
+  ASSERT_GT(count_calls(*bucketed, collectives::kAllReduce), 2u);
+  EXPECT_GT(position(*bucketed, collectives::kAllReduce, false), position(*bucketed, "ltorch.matmul", true));
+  EXPECT_LT(position(*sorted, collectives::kAllReduce, false), position(*sorted, "ltorch.matmul", true))
+      << print_trace(*sorted);
+  EXPECT_GT(position(*sorted, collectives::kWait, false), position(*sorted, "ltorch.matmul", true))
+      << print_trace(*sorted);
+  EXPECT_EQ(count_calls(*sorted, collectives::kAllReduce), count_calls(*bucketed, collectives::kAllReduce));
+  // Still a program: every name read is defined before.
+  std::set<std::string> defined;
+  for (const auto& p : sorted->params) defined.insert(p.proxy->name);
+  for (const auto& b : sorted->body) {
+    if (!passes::is_del(b))
+      for (const auto& p : passes::reads(b)) EXPECT_TRUE(defined.count(p->name)) << p->name << " read before defined";
+    for (const auto& o : b.outputs) defined.insert(o->name);
+  }
 }
 
 TEST(TransformsOrder, LazyOrdersAreCanonicallyEqual) {

@@ -1,0 +1,124 @@
+#include "passes/sort_collectives.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "passes/pass_util.h"
+#include "transforms/collectives.h"
+
+namespace tv::passes {
+namespace {
+
+bool is_wait(const BoundSymbol& b) { return b.name() == collectives::kWait; }
+
+bool starts_collective(const BoundSymbol& b) { return has_trait(b, "collective") && !is_wait(b); }
+
+bool packs(const BoundSymbol& b) {
+  if (is_structural(b) || b.outputs.empty()) return false;
+  if (has_trait(b, "random") || has_trait(b, "check") || has_trait(b, "collective")) return false;
+  return has_trait(b, "elementwise") || has_trait(b, "shape");
+}
+
+// movable[i] per the contract; decided back to front (a statement's readers come after it).
+std::vector<bool> movable_statements(const Trace& t) {
+  std::map<std::string, std::vector<size_t>> readers;
+  for (size_t i = 0; i < t.body.size(); ++i)
+    for (const auto& p : reads(t.body[i])) readers[p->name].push_back(i);
+  std::set<std::string> returned = returned_names(t);
+  std::vector<bool> movable(t.body.size(), false);
+  for (size_t i = t.body.size(); i-- > 0;) {
+    const BoundSymbol& b = t.body[i];
+    if (starts_collective(b)) {
+      movable[i] = true;
+      continue;
+    }
+    if (!packs(b)) continue;
+    bool all_movable = true, read = false;
+    for (const auto& o : b.outputs) {
+      all_movable = all_movable && !returned.count(o->name);
+      for (size_t r : readers[o->name]) {
+        read = true;
+        all_movable = all_movable && movable[r];
+      }
+    }
+    movable[i] = all_movable && read;
+  }
+  return movable;
+}
+
+}  // namespace
+
+TracePtr sort_collectives(const Trace& t) {
+  PassTimer timer;
+  const auto& body = t.body;
+  std::vector<bool> movable = movable_statements(t);
+
+  // What each statement still waits for: the names it reads that a statement of the body defines.
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < body.size(); ++i)
+    for (const auto& o : body[i].outputs) producer[o->name] = i;
+  std::vector<size_t> missing(body.size(), 0);
+  std::map<std::string, std::vector<size_t>> blocked;  // name -> movable statements waiting for it
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (!movable[i]) continue;
+    std::set<std::string> names;
+    for (const auto& p : reads(body[i]))
+      if (producer.count(p->name)) names.insert(p->name);
+    missing[i] = names.size();
+    for (const auto& n : names) blocked[n].push_back(i);
+  }
+
+  auto out = derive(t, "Sort Collectives");
+  out->body.clear();
+  std::vector<bool> emitted(body.size(), false);
+  std::set<size_t> ready;  // movable statements whose inputs are all defined, by original index
+  auto emit = [&](size_t i) {
+    emitted[i] = true;
+    out->body.push_back(body[i]);
+    for (const auto& o : body[i].outputs)
+      for (size_t m : blocked[o->name])
+        if (--missing[m] == 0) ready.insert(m);
+  };
+  auto emit_ready = [&] {
+    while (!ready.empty()) {
+      size_t m = *ready.begin();
+      ready.erase(ready.begin());
+      if (!emitted[m]) emit(m);
+    }
+  };
+  // Statement i after whatever it reads that is not out yet (a wait whose collective waits for
+  // another wait's result, in a trace that has such chains).
+  std::function<void(size_t)> emit_with_inputs = [&](size_t i) {
+    for (const auto& p : reads(body[i])) {
+      auto it = producer.find(p->name);
+      if (it != producer.end() && !emitted[it->second]) emit_with_inputs(it->second);
+    }
+    if (!emitted[i]) emit(i);
+  };
+  for (size_t i = 0; i < body.size(); ++i)
+    if (movable[i] && missing[i] == 0) ready.insert(i);
+  emit_ready();
+
+  size_t ret = body.size();
+  for (size_t i = 0; i < body.size(); ++i) {
+    const BoundSymbol& b = body[i];
+    if (b.symbol->form == PrintForm::ret) {
+      ret = i;
+      break;
+    }
+    if (movable[i] || is_wait(b) || is_del(b)) continue;
+    emit_with_inputs(i);
+    emit_ready();
+  }
+  // What is left (movable statements behind a wait, the waits nothing read before the return) in
+  // original order, which is topological; then the return.
+  for (size_t i = 0; i < ret; ++i)
+    if (!emitted[i] && !is_del(body[i])) emit(i);
+  emit_ready();
+  for (size_t i = ret; i < body.size(); ++i)
+    if (!is_del(body[i])) out->body.push_back(body[i]);
+  return timer.finish(out, "Sort Collectives");
+}
+
+}  // namespace tv::passes
