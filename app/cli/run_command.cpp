@@ -1,6 +1,9 @@
 // thunder-viz run --model NAME: one forward and backward through the whole pipeline, checked
-// against LibTorch eager autograd.
+// against LibTorch eager autograd. --cuda-graph (with --device cuda) then replays the step as one
+// CUDA graph and prints both times per step and how far the graph's numbers are from the step's.
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/model_options.h"
@@ -8,6 +11,35 @@
 #include "pipeline/run.h"
 
 namespace tv::cli {
+namespace {
+
+// Differences above this between the graph's numbers and the step's are reported as a failure; the
+// graph replays the very kernels the step launched, so they are 0 or rounding.
+constexpr double kGraphDifferenceLimit = 1e-3;
+
+// One line per rank that replayed the step as a CUDA graph; false when one did not run or differs.
+bool print_cuda_graph(std::ostream& out, const PipelineRecord& p) {
+  bool ok = true;
+  if (!p.replay) return ok;
+  for (const auto& r : p.replay->ranks) {
+    if (!r.cuda_graph) continue;
+    const auto& g = *r.cuda_graph;
+    if (!g.ran) {
+      out << "CUDA graph: not run: " << g.error << "\n";
+      ok = false;
+      continue;
+    }
+    bool same = g.max_abs_difference <= kGraphDifferenceLimit;
+    out << fmt::format("CUDA graph: step {:.3f} ms, as one graph {:.3f} ms ({:.3f}x), mean of {} calls each; "
+                       "largest difference from the step's outputs and gradients {:.3g}{}\n",
+                       g.step_ms, g.graph_ms, g.step_ms > 0 ? g.graph_ms / g.step_ms : 0.0, g.steps,
+                       g.max_abs_difference, same ? "" : fmt::format(" (above {})", kGraphDifferenceLimit));
+    ok = ok && same;
+  }
+  return ok;
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app, Runner& run) {
   auto* cmd = app.add_subcommand("run", "Run a built-in model's forward and backward once and check the numbers against LibTorch eager");
@@ -17,6 +49,8 @@ void add_run_command(CLI::App& app, Runner& run) {
     std::string device = "cpu";
     bool stages = false;
     int depth = 0;
+    bool cuda_graph = false;
+    int graph_steps = 20;
     CaptureOutputs outputs;
   };
   auto o = std::make_shared<Options>();
@@ -25,9 +59,16 @@ void add_run_command(CLI::App& app, Runner& run) {
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_flag("--stages", o->stages, "print every stage of every trace, not only the final ones");
   cmd->add_option("--depth", o->depth, "subsymbol levels to print")->capture_default_str();
+  cmd->add_flag("--cuda-graph", o->cuda_graph,
+                "then capture the whole step as one CUDA graph, replay it and time it against the step (needs --device cuda)");
+  cmd->add_option("--graph-steps", o->graph_steps, "with --cuda-graph: calls each time is the mean of")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   o->outputs.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {
+      if (o->cuda_graph && o->device != "cuda")
+        throw BadInput("--cuda-graph replays the step as a CUDA graph: add --device cuda");
       RunRequest request;
       request.model = o->model.model;
       request.params = o->model.param_map();
@@ -35,6 +76,7 @@ void add_run_command(CLI::App& app, Runner& run) {
       spec.order = split_order(o->order);
       spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
       request.pipelines = {spec};
+      if (o->cuda_graph) request.cuda_graph_steps = o->graph_steps;
       auto capture = run_pipelines_checked(request);
       o->outputs.write(capture);
       const auto& p = capture.pipelines.front();
@@ -43,6 +85,7 @@ void add_run_command(CLI::App& app, Runner& run) {
       options.depth = o->depth;
       print_stages(std::cout, p, o->stages, options);
       bool pass = print_verdicts(std::cout, p);
+      if (o->cuda_graph) pass = print_cuda_graph(std::cout, p) && pass;
       std::cout << (pass ? "PASS" : "FAIL") << ": " << request.model << " [" << spec.label() << "] against LibTorch eager autograd\n";
       return pass ? kOk : kDifference;
     };

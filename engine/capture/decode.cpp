@@ -192,6 +192,16 @@ RankResult rank_result(const Cursor& c) {
   r.timings = list_of<SymbolTiming>(c.field("timings"), timing);
   r.first_non_finite = string_field(c, "first_non_finite");
   r.error = string_field(c, "error");
+  if (auto g = c.optional_field("cuda_graph")) {  // only when the replay ran the step as a CUDA graph
+    CudaGraphRun run;
+    run.ran = bool_field(*g, "ran");
+    run.steps = int_field(*g, "steps");
+    run.step_ms = number_field(*g, "step_ms");
+    run.graph_ms = number_field(*g, "graph_ms");
+    run.max_abs_difference = number_field(*g, "max_abs_difference");
+    run.error = string_field(*g, "error");
+    r.cuda_graph = run;
+  }
   return r;
 }
 

@@ -54,13 +54,21 @@ Json encode_rank(const RankResult& r) {
                        {"microseconds", encode_number(t.microseconds)},
                        {"device_timer", t.device_timer},
                        {"start_microseconds", encode_number(t.start_microseconds)}});
-  return {{"rank", r.rank},
-          {"outputs", std::move(outputs)},
-          {"gradients", std::move(gradients)},
-          {"proxies", std::move(proxies)},
-          {"timings", std::move(timings)},
-          {"first_non_finite", r.first_non_finite},
-          {"error", r.error}};
+  Json out = {{"rank", r.rank},
+              {"outputs", std::move(outputs)},
+              {"gradients", std::move(gradients)},
+              {"proxies", std::move(proxies)},
+              {"timings", std::move(timings)},
+              {"first_non_finite", r.first_non_finite},
+              {"error", r.error}};
+  if (const auto& g = r.cuda_graph)
+    out["cuda_graph"] = {{"ran", g->ran},
+                         {"steps", g->steps},
+                         {"step_ms", encode_number(g->step_ms)},
+                         {"graph_ms", encode_number(g->graph_ms)},
+                         {"max_abs_difference", encode_number(g->max_abs_difference)},
+                         {"error", g->error}};
+  return out;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "exec/device_check.h"
 #include "exec/executor.h"
+#include "replay/cuda_graph.h"
 #include "replay/eager.h"
 #include "replay/module_view.h"
 #include "replay/step.h"
@@ -116,6 +117,21 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
         if (n == name) want = g;
       if (options.expected_grad && want.defined()) want = options.expected_grad(name, want);
       result.gradients.push_back(check_against_reference("grad[" + name + "]", got, want, options.min_tolerance));
+    }
+    if (options.cuda_graph_steps > 0) {
+      // A plain executor: the timing and statistics hooks synchronise with the host, which a
+      // capture forbids.
+      exec::ExecOptions graph_options;
+      graph_options.device = options.device;
+      graph_options.module = &view;
+      graph_options.user = eo.user;
+      exec::Executor plain(graph_options);
+      result.cuda_graph = run_step_as_cuda_graph(
+          [&] {
+            auto f = step_forward(plain, built.stages, inputs);
+            return StepTensors{f.outputs, step_backward(plain, module, built.stages, f.saved, cotangents)};
+          },
+          options.device, options.cuda_graph_steps);
     }
   } catch (const c10::Error& e) {
     result.error = e.what_without_backtrace();

@@ -5,7 +5,7 @@
 // output and every parameter gradient with `eager_reference` on the same weights, inputs and
 // cotangents (check_against_reference). Per-proxy statistics and per-bound-symbol times are
 // recorded; the first bound symbol that produced NaN/Inf is named. A failure is reported in
-// RankResult::error, never thrown. Tolerances are relative to the largest magnitude of the
+// RankResult::error, never thrown. With `cuda_graph_steps` the step is then also replayed as a CUDA graph. Tolerances are relative to the largest magnitude of the
 // reference (see tolerance()), with an absolute floor of a tenth of the tolerance for references
 // that are zero up to noise.
 #pragma once
@@ -48,6 +48,10 @@ struct ReplayOptions {
   double min_tolerance = 0;
   // The module eager runs on (unsharded weights); the replayed module when null.
   const jit::Module* reference_module = nullptr;
+  // When > 0 (CUDA, one rank): after the checks, the step is also captured as a CUDA graph and
+  // replayed (replay/cuda_graph.h); RankResult::cuda_graph holds both times per step, the mean of
+  // this many calls, and how far the graph's numbers are from the step's.
+  int cuda_graph_steps = 0;
 };
 
 RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, int rank, const ReplayOptions& options);

@@ -40,6 +40,16 @@ struct SymbolTiming {
   double start_microseconds = 0;  // since the trace's run began (its first bound symbol)
 };
 
+// The step replayed as one CUDA graph (replay/cuda_graph.h), next to the plain step.
+struct CudaGraphRun {
+  bool ran = false;                 // captured and replayed
+  int steps = 0;                    // calls each time is the mean of
+  double step_ms = 0;               // the executor's step, per call (0 when not measured)
+  double graph_ms = 0;              // one replay of the captured graph, per call
+  double max_abs_difference = 0;    // between the replay's outputs and gradients and the step's
+  std::string error;                // why it did not run; "" when it ran
+};
+
 struct RankResult {
   int rank = 0;
   std::vector<TensorCheck> outputs;
@@ -47,6 +57,7 @@ struct RankResult {
   std::map<std::string, TensorStats> proxies;  // per-proxy statistics, by "kind:name" ("forward:t16")
   std::vector<SymbolTiming> timings;
   std::string first_non_finite;               // the first bound symbol that produced NaN/Inf
+  std::optional<CudaGraphRun> cuda_graph;     // when the replay was asked to run the step as a CUDA graph
   std::string error;                          // empty when the run succeeded
   bool pass() const;
 };

@@ -74,6 +74,9 @@ bool distributes_parameters(const PipelineSpec& spec, std::string* which) {
 WorldReplayResult run_world(const WorldReplayRequest& request) {
   const auto& spec = request.spec;
   if (spec.world_size < 1) throw std::invalid_argument("world size must be at least 1");
+  if (request.cuda_graph_steps > 0 && spec.world_size > 1)
+    throw std::invalid_argument("a CUDA graph replays one rank's step: its collectives wait on the host, which a capture "
+                                "forbids (drop --cuda-graph or use --world 1)");
   std::string distributor;
   bool distributed = distributes_parameters(spec, &distributor);
   bool sharded = distributed && distributor == "fsdp";
@@ -103,6 +106,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request) {
     if (request.replay) {
       ReplayOptions o = options;
       o.device = context.device;
+      o.cuda_graph_steps = request.cuda_graph_steps;
       o.reference_module = &reference;
       if (comm) o.prepare_executor = [comm](std::any& user) { user = comm; };
       if (distributed)

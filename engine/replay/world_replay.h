@@ -22,6 +22,7 @@ struct WorldReplayRequest {
   PipelineSpec spec;
   bool replay = true;
   int timeout_seconds = 60;
+  int cuda_graph_steps = 0;  // > 0: also replay the step as a CUDA graph (ReplayOptions); one rank only
 };
 
 struct WorldReplayResult {

@@ -8,7 +8,9 @@
 //  --mode allreduce: in-place f32 all_reduce of 1 MiB .. 1 GiB; time per call (each call waits for
 //    completion, as the replay's collectives do) and NCCL's bus bandwidth convention
 //    busbw = bytes * 2 (W - 1) / W / time.
-// Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param layers=12 ...] [--bucket-mb 25]
+//  --profile N (step): then one more step with per-bound-symbol CUDA-event times; rank 0 prints its N
+//    costliest statements (tests/bench/profile.h).
+// Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param layers=12 ...] [--bucket-mb 25] [--profile N]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "profile.h"
 #include "dist/world.h"
 #include "exec/device_check.h"
 #include "jit/zoo.h"
@@ -38,7 +41,8 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void ddp_step(int world, const std::map<std::string, std::string>& params, double bucket_mb, int steps, int repeats) {
+void ddp_step(int world, const std::map<std::string, std::string>& params, double bucket_mb, int steps, int repeats,
+              int profile) {
   std::vector<double> ms;
   dist::World w(world, dist::Backend::nccl);
   w.run([&](int rank, dist::Communicator& comm) {
@@ -81,6 +85,8 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
       comm.barrier();
       if (rank == 0) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() / steps);
     }
+    if (profile > 0)  // every rank steps (the collectives need all); rank 0 prints
+      bench::profile_step(options, module, built.stages, inputs, cotangents, profile, rank == 0 ? &std::cerr : nullptr);
   });
   std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
             << ", \"engine_ms\": " << median(ms) << "}\n";
@@ -113,10 +119,10 @@ void all_reduce_bandwidth(int world, int iterations) {
 }
 
 int run(int argc, char** argv) {
-  bench::BenchArgs args(argc, argv, {"mode", "world", "steps", "repeats", "iterations", "bucket-mb"});
+  bench::BenchArgs args(argc, argv, {"mode", "world", "steps", "repeats", "iterations", "bucket-mb", "profile"});
   if (args.help) {
     std::cout << "Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param key=value ...] [--bucket-mb 25] "
-                 "[--steps 10] [--repeats 5] [--iterations 20]\n";
+                 "[--steps 10] [--repeats 5] [--iterations 20] [--profile N]\n";
     return 0;
   }
   std::string mode = args.get("mode", "step");
@@ -126,7 +132,7 @@ int run(int argc, char** argv) {
   const auto& params = args.params;
   if (!dist::nccl_available()) throw std::invalid_argument("this build has no NCCL (TV_HAVE_CUDA off): run it on the GPU machine");
   if (auto why = exec::device_unavailable("cuda:0", world); !why.empty()) throw std::invalid_argument(why);
-  if (mode == "step") ddp_step(world, params, bucket_mb, steps, repeats);
+  if (mode == "step") ddp_step(world, params, bucket_mb, steps, repeats, args.get_int("profile", 0));
   else if (mode == "allreduce") all_reduce_bandwidth(world, iterations);
   else throw std::invalid_argument("--mode " + mode + ": use step or allreduce");
   return 0;

@@ -4,9 +4,9 @@
 //  - engine: the executor runs the final prologue, forward and backward (replay/step.h);
 //  - libtorch_eager: eager_reference (LibTorch ops + autograd in C++) on the same weights, inputs
 //    and cotangents;
-//  - engine_cuda_graph (CUDA builds, CUDA device): the engine's step captured once with
-//    at::cuda::CUDAGraph on a side stream and replayed; its outputs are checked against the
-//    uncaptured step before it is timed.
+//  - engine_cuda_graph (CUDA device): the engine's step captured once as a CUDA graph and replayed
+//    (replay/cuda_graph.h, as `thunder-viz run --cuda-graph`); its numbers are checked against the
+//    uncaptured step's; the mean of steps x repeats replays.
 // Each is the median over --repeats of the mean of --steps steps, synchronised at both ends.
 // --profile N: after the timing, one more engine step with per-bound-symbol times (CUDA events on
 // CUDA) prints its N costliest statements and the totals per symbol to stderr, so a ratio above
@@ -23,18 +23,15 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "profile.h"
 #include "exec/device_check.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
+#include "replay/cuda_graph.h"
 #include "replay/eager.h"
 #include "replay/module_view.h"
 #include "replay/step.h"
 
-#ifdef TV_HAVE_CUDA
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace tv {
 namespace {
@@ -52,40 +49,6 @@ double median_step_ms(bool cuda, int steps, int repeats, Fn&& fn) {
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
-}
-
-// What a fused statement runs: "fusion3[ltorch.mul ltorch.add ...]"; other statements their name.
-std::string statement_label(const BoundSymbol& b) {
-  if (b.name().rfind("fusion", 0) != 0) return b.name();
-  std::string out = b.name() + "[";
-  for (size_t i = 0; i < b.subsymbols.size(); ++i) out += (i ? " " : "") + b.subsymbols[i].name();
-  return out + "]";
-}
-
-// The `top` costliest statements of one timed step, then the time per symbol over the whole step.
-void print_profile(const std::vector<SymbolTiming>& timings, const StageHistory& stages, int top) {
-  double total = 0;
-  std::map<std::string, std::pair<double, int>> per_symbol;
-  std::vector<std::pair<double, std::string>> statements;
-  for (const auto& t : timings) {
-    auto trace = stages.last(t.trace == "backward" ? TraceKind::backward : TraceKind::forward);
-    std::string label = trace && t.index < static_cast<int>(trace->body.size()) ? statement_label(trace->body[t.index]) : t.symbol;
-    total += t.microseconds;
-    per_symbol[t.symbol].first += t.microseconds;
-    per_symbol[t.symbol].second += 1;
-    statements.emplace_back(t.microseconds, t.trace + " " + t.output + " = " + label);
-  }
-  std::sort(statements.rbegin(), statements.rend());
-  std::cerr << "profile: " << timings.size() << " statements, " << total / 1e3 << " ms"
-            << (timings.empty() || !timings.front().device_timer ? " (host timer)" : " (CUDA events)") << "\n";
-  for (int i = 0; i < top && i < static_cast<int>(statements.size()); ++i)
-    std::cerr << "  " << statements[i].first / 1e3 << " ms  " << statements[i].second << "\n";
-  std::vector<std::pair<double, std::string>> symbols;
-  for (const auto& [name, v] : per_symbol) symbols.emplace_back(v.first, name + " x" + std::to_string(v.second));
-  std::sort(symbols.rbegin(), symbols.rend());
-  std::cerr << "per symbol:\n";
-  for (int i = 0; i < top && i < static_cast<int>(symbols.size()); ++i)
-    std::cerr << "  " << symbols[i].first / 1e3 << " ms  " << symbols[i].second << "\n";
 }
 
 std::string json_params(const std::map<std::string, std::string>& params) {
@@ -136,38 +99,22 @@ int run(int argc, char** argv) {
 
   double graph_ms = -1;
   std::string graph_note = cuda ? "" : "CPU device";
-#ifdef TV_HAVE_CUDA
   if (cuda) {
-    try {
-      auto want = engine_step();
-      c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
-      c10::cuda::CUDAStreamGuard guard(side);
-      for (int w = 0; w < 3; ++w) engine_step();  // warm up on the capture stream
-      at::cuda::CUDAGraph graph;
-      std::pair<std::vector<at::Tensor>, std::vector<std::pair<std::string, at::Tensor>>> captured;
-      graph.capture_begin();
-      captured = engine_step();
-      graph.capture_end();
-      graph.replay();
-      bench::synchronize_cuda(0);
-      for (size_t k = 0; k < want.second.size(); ++k)
-        if (want.second[k].second.defined() && !at::allclose(captured.second[k].second, want.second[k].second, 1e-4, 1e-5))
-          throw std::runtime_error("the replayed graph's gradient of " + want.second[k].first + " differs from the step's");
-      graph_ms = median_step_ms(true, steps, repeats, [&] { graph.replay(); });
-    } catch (const std::exception& e) {
-      graph_note = std::string("capture failed: ") + e.what();
-    }
+    auto graph = run_step_as_cuda_graph(
+        [&] {
+          auto s = engine_step();
+          return StepTensors{s.first, s.second};
+        },
+        context.device, steps * repeats);
+    if (graph.ran && graph.max_abs_difference > 1e-4)
+      graph_note = "the replayed graph's numbers differ from the step's by " + std::to_string(graph.max_abs_difference);
+    else if (graph.ran)
+      graph_ms = graph.graph_ms;
+    else
+      graph_note = graph.error;
   }
-#endif
   if (int top = args.get_int("profile", 0); top > 0) {
-    std::vector<SymbolTiming> timings;
-    std::string current;
-    options.on_timing = timing_recorder(timings, current);
-    exec::Executor timed(options);
-    auto hook = [&](TraceKind kind) { current = std::string(trace_kind_name(kind)); };
-    auto f = step_forward(timed, built.stages, inputs, hook);
-    step_backward(timed, module, built.stages, f.saved, cotangents, hook);
-    print_profile(timings, built.stages, top);
+    bench::profile_step(options, module, built.stages, inputs, cotangents, top);
   }
   std::string config = model + " " + json_params(params);
   std::cout << "{\"bench\": \"step\", \"model\": \"" << model << "\", \"params\": " << json_params(params)

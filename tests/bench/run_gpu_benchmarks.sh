@@ -38,7 +38,11 @@ run step_large_torch "$py" "$here/bench_torch.py" step "${large[@]}" --steps 5 -
 if [ "$gpus" -ge 2 ]; then
   ddp=(--layers 12 --d-model 768 --heads 12 --seq 1024 --batch 4 --vocab 50304)
   ddp_tv=(--param layers=12 --param d_model=768 --param heads=12 --param seq=1024 --param batch=4 --param vocab=50304)
-  run ddp_engine "$build/bin/tv_bench_ddp" --mode step --world 2 "${ddp_tv[@]}" --bucket-mb 25 --steps 5 --repeats 3
+  # The same model on one GPU at the DDP batch: how much of the DDP ratio is the step itself.
+  run step_ddp_batch_engine "$build/bin/tv_bench_step" --model gpt "${ddp_tv[@]}" --device cuda --steps 5 --repeats 3
+  run step_ddp_batch_torch "$py" "$here/bench_torch.py" step "${ddp[@]}" --steps 5 --repeats 3
+  run ddp_engine "$build/bin/tv_bench_ddp" --mode step --world 2 "${ddp_tv[@]}" --bucket-mb 25 --steps 5 --repeats 3 \
+    --profile 40
   run ddp_torch "$py" "$here/bench_torch.py" ddp --world 2 "${ddp[@]}" --bucket-mb 25 --steps 5 --repeats 3
   run allreduce_engine "$build/bin/tv_bench_ddp" --mode allreduce --world 2 --iterations 20
   run allreduce_torch "$py" "$here/bench_torch.py" allreduce --world 2 --iterations 20

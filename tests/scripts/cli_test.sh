@@ -56,6 +56,7 @@ assert all(e["dur"] >= 0 and "output" in e["args"] for e in events)
 assert any("host clock" in e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name")
 PY
 expect 2 "cannot write" -- run --model linear --chrome-trace "$tmp/no/such/dir/t.json"
+expect 2 "add --device cuda" -- run --model mlp --cuda-graph
 # No GPU here: --device cuda is a clear error (exit 2) and the capture of what was asked is still written.
 if ! nvidia-smi -L > /dev/null 2>&1; then
   expect 2 "no CUDA.*--device cpu" -- run --model mlp --device cuda --out "$tmp/cuda.tvz.json"

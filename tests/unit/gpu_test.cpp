@@ -1,7 +1,8 @@
 // GPU tests: what only a CUDA machine can check, compiled everywhere and skipped with the reason
 // where no GPU is present (CI). DDP and FSDP orders on two GPUs through NCCL against the eager
 // reference, CUDA-event timings in the capture, a replay that runs out of GPU memory (reported,
-// capture still written), and the device check's messages (which run everywhere).
+// capture still written), the step replayed as a CUDA graph, and the device check's messages and
+// the CPU answer to a CUDA graph (which run everywhere).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -78,6 +79,49 @@ TEST(GpuReplay, OutOfMemoryIsReportedAndTheCaptureIsWritten) {
   Capture back = load_capture(path.string());
   EXPECT_EQ(back.pipelines.front().replay->ranks.front().error, rank.error);
   std::filesystem::remove(path);
+}
+
+RunRequest gpt_with_cuda_graph(const std::string& device) {
+  RunRequest r;
+  r.model = "gpt";
+  r.params = {{"layers", "4"}};
+  PipelineSpec spec;
+  spec.order = {"jit"};
+  spec.device = device;
+  r.pipelines = {spec};
+  r.cuda_graph_steps = 3;
+  return r;
+}
+
+TEST(GpuReplay, CudaGraphReplaysTheStepWithTheSameNumbers) {
+  if (auto why = exec::device_unavailable("cuda:0", 1); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  Capture c = run_pipelines(gpt_with_cuda_graph("cuda:0"));
+  const auto& p = c.pipelines.front();
+  ASSERT_TRUE(p.error.empty()) << p.error;
+  const auto& rank = p.replay->ranks.front();
+  ASSERT_TRUE(rank.pass()) << rank.error;
+  ASSERT_TRUE(rank.cuda_graph);
+  const auto& g = *rank.cuda_graph;
+  ASSERT_TRUE(g.ran) << g.error;
+  EXPECT_GT(g.step_ms, 0);
+  EXPECT_GT(g.graph_ms, 0);
+  EXPECT_LE(g.max_abs_difference, 1e-4);  // the same kernels, replayed
+  auto path = std::filesystem::temp_directory_path() / "tv_gpu_graph.tvz.json";
+  save_capture(c, path.string());
+  auto back = load_capture(path.string()).pipelines.front().replay->ranks.front().cuda_graph;
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->graph_ms, g.graph_ms);
+  std::filesystem::remove(path);
+}
+
+// Runs everywhere: on the CPU the replay still passes and says why there is no graph.
+TEST(GpuReplay, CudaGraphOnCpuSaysWhyNot) {
+  Capture c = run_pipelines(gpt_with_cuda_graph("cpu"));
+  const auto& rank = c.pipelines.front().replay->ranks.front();
+  EXPECT_TRUE(rank.pass()) << rank.error;
+  ASSERT_TRUE(rank.cuda_graph);
+  EXPECT_FALSE(rank.cuda_graph->ran);
+  EXPECT_TRUE(contains(rank.cuda_graph->error, "--device cuda")) << rank.cuda_graph->error;
 }
 
 // Runs everywhere: without a GPU the message names the missing CUDA; with GPUs, asking for one
