@@ -82,6 +82,17 @@ def step(model, idx, targets, cot):
     ((logits * cot).sum() + loss).backward()
 
 
+def print_profile(fn, device, rows, show=True):
+    """Runs fn once under torch.profiler; prints its `rows` costliest ops (device time) to stderr."""
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        fn()
+    if show:
+        key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+        print(prof.key_averages().table(sort_by=key, row_limit=rows), file=sys.stderr)
+
+
 def median_step_ms(fn, steps, repeats, sync):
     times = []
     for _ in range(repeats):
@@ -108,13 +119,7 @@ def eager_step(args):
     ms = median_step_ms(lambda: step(model, idx, targets, cot), args.steps, args.repeats, sync)
     print(json.dumps({"bench": "step", "params": config(args), "device": args.device, "pytorch_eager_ms": ms}), flush=True)
     if args.profile:
-        from torch.profiler import ProfilerActivity, profile
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-        with profile(activities=activities) as prof:
-            step(model, idx, targets, cot)
-            sync()
-        key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
-        print(prof.key_averages().table(sort_by=key, row_limit=args.profile), file=sys.stderr)
+        print_profile(lambda: (step(model, idx, targets, cot), sync()), device, args.profile)
 
 
 def ddp_worker(rank, args, results):
@@ -134,6 +139,8 @@ def ddp_worker(rank, args, results):
         if rank == 0:
             results.put({"bench": "ddp_step", "world": args.world, "bucket_mb": args.bucket_mb, "params": config(args),
                          "torch_ddp_ms": ms})
+        if args.profile:  # every rank steps (the all-reduces need all); rank 0 profiles
+            print_profile(lambda: (step(ddp, idx, targets, cot), sync()), device, args.profile, rank == 0)
     else:
         size = 1 << 20
         while size <= 1 << 30:
@@ -187,7 +194,7 @@ def main():
     ap.add_argument("--bucket-mb", type=float, default=25)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--profile", type=int, default=0, metavar="N",
-                    help="step: after the timing, print the N costliest ops of one step (torch.profiler) to stderr")
+                    help="step, ddp: after the timing, print the N costliest ops of one step (torch.profiler) to stderr")
     args = ap.parse_args()
     if args.mode == "step":
         eager_step(args)

@@ -43,7 +43,7 @@ if [ "$gpus" -ge 2 ]; then
   run step_ddp_batch_torch "$py" "$here/bench_torch.py" step "${ddp[@]}" --steps 5 --repeats 3
   run ddp_engine "$build/bin/tv_bench_ddp" --mode step --world 2 "${ddp_tv[@]}" --bucket-mb 25 --steps 5 --repeats 3 \
     --profile 40
-  run ddp_torch "$py" "$here/bench_torch.py" ddp --world 2 "${ddp[@]}" --bucket-mb 25 --steps 5 --repeats 3
+  run ddp_torch "$py" "$here/bench_torch.py" ddp --world 2 "${ddp[@]}" --bucket-mb 25 --steps 5 --repeats 3 --profile 40
   run allreduce_engine "$build/bin/tv_bench_ddp" --mode allreduce --world 2 --iterations 20
   run allreduce_torch "$py" "$here/bench_torch.py" allreduce --world 2 --iterations 20
 else
