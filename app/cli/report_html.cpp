@@ -132,6 +132,9 @@ std::string replay_section(const PipelineRecord& p) {
                            h(t.name), t.max_abs, t.max_rel, t.tolerance, t.pass ? "ok" : "bad", t.pass ? "PASS" : "FAIL");
     if (!r.first_non_finite.empty())
       out += fmt::format("<tr><td>{}</td><td colspan=\"5\" class=\"bad\">first NaN/Inf: {}</td></tr>\n", r.rank, h(r.first_non_finite));
+    if (r.cuda_graph)
+      out += fmt::format("<tr><td>{}</td><td colspan=\"5\" class=\"{}\">CUDA graph: {}</td></tr>\n", r.rank,
+                         r.cuda_graph->matches() ? "ok" : "bad", h(r.cuda_graph->describe()));
   }
   out += "</table>\n";
   // The 20 slowest top-level bound symbols over all ranks.

@@ -34,6 +34,7 @@ bool print_verdicts(std::ostream& out, const PipelineRecord& p) {
         all = all && c.pass;
       }
     if (!r.first_non_finite.empty()) out << fmt::format("rank {}: first NaN/Inf: {}\n", r.rank, r.first_non_finite);
+    if (r.cuda_graph) out << fmt::format("rank {}: CUDA graph: {}\n", r.rank, r.cuda_graph->describe());
   }
   return all;
 }

@@ -9,8 +9,8 @@ namespace tv::cli {
 
 // The stages of one pipeline: every stage with `all_stages`, else the final trace of each kind.
 void print_stages(std::ostream&, const PipelineRecord&, bool all_stages, const PrintOptions& options);
-// One line per output and gradient per rank: max abs, max rel, tolerance, PASS/FAIL.
-// Returns true when every check passed.
+// One line per output and gradient per rank: max abs, max rel, tolerance, PASS/FAIL; then the
+// step replayed as a CUDA graph when the capture has it. Returns true when every check passed.
 bool print_verdicts(std::ostream&, const PipelineRecord&);
 
 }  // namespace tv::cli

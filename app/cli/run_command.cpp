@@ -3,43 +3,12 @@
 // CUDA graph and prints both times per step and how far the graph's numbers are from the step's.
 #include <iostream>
 
-#include <fmt/format.h>
-
 #include "cli/command.h"
 #include "cli/model_options.h"
 #include "cli/report_text.h"
 #include "pipeline/run.h"
 
 namespace tv::cli {
-namespace {
-
-// Differences above this between the graph's numbers and the step's are reported as a failure; the
-// graph replays the very kernels the step launched, so they are 0 or rounding.
-constexpr double kGraphDifferenceLimit = 1e-3;
-
-// One line per rank that replayed the step as a CUDA graph; false when one did not run or differs.
-bool print_cuda_graph(std::ostream& out, const PipelineRecord& p) {
-  bool ok = true;
-  if (!p.replay) return ok;
-  for (const auto& r : p.replay->ranks) {
-    if (!r.cuda_graph) continue;
-    const auto& g = *r.cuda_graph;
-    if (!g.ran) {
-      out << "CUDA graph: not run: " << g.error << "\n";
-      ok = false;
-      continue;
-    }
-    bool same = g.max_abs_difference <= kGraphDifferenceLimit;
-    out << fmt::format("CUDA graph: step {:.3f} ms, as one graph {:.3f} ms ({:.3f}x), mean of {} calls each; "
-                       "largest difference from the step's outputs and gradients {:.3g}{}\n",
-                       g.step_ms, g.graph_ms, g.step_ms > 0 ? g.graph_ms / g.step_ms : 0.0, g.steps,
-                       g.max_abs_difference, same ? "" : fmt::format(" (above {})", kGraphDifferenceLimit));
-    ok = ok && same;
-  }
-  return ok;
-}
-
-}  // namespace
 
 void add_run_command(CLI::App& app, Runner& run) {
   auto* cmd = app.add_subcommand("run", "Run a built-in model's forward and backward once and check the numbers against LibTorch eager");
@@ -85,7 +54,8 @@ void add_run_command(CLI::App& app, Runner& run) {
       options.depth = o->depth;
       print_stages(std::cout, p, o->stages, options);
       bool pass = print_verdicts(std::cout, p);
-      if (o->cuda_graph) pass = print_cuda_graph(std::cout, p) && pass;
+      if (o->cuda_graph && p.replay)
+        for (const auto& r : p.replay->ranks) pass = pass && r.cuda_graph && r.cuda_graph->matches();
       std::cout << (pass ? "PASS" : "FAIL") << ": " << request.model << " [" << spec.label() << "] against LibTorch eager autograd\n";
       return pass ? kOk : kDifference;
     };

@@ -90,6 +90,8 @@ void ReplayPanel::draw(Session& s) {
   if (!r.error.empty()) ImGui::TextColored(t.error, "rank %d error: %s", r.rank, r.error.c_str());
   if (!r.first_non_finite.empty())
     ImGui::TextColored(t.error, "first NaN/Inf produced by: %s", r.first_non_finite.c_str());
+  if (r.cuda_graph)
+    ImGui::TextColored(r.cuda_graph->matches() ? t.ok : t.error, "CUDA graph: %s", r.cuda_graph->describe().c_str());
   ImGui::BeginChild("checks", ImVec2(ImGui::GetContentRegionAvail().x * 0.5f, 0), true);
   draw_checks(r);
   ImGui::EndChild();

@@ -104,7 +104,29 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
       result.outputs.push_back(check_against_reference("output[" + std::to_string(i) + "]", outputs[i],
                                                        i < eager.outputs.size() ? eager.outputs[i] : at::Tensor(),
                                                        options.min_tolerance));
-    if (!built.stages.last(TraceKind::backward)) return result;
+    bool has_backward = static_cast<bool>(built.stages.last(TraceKind::backward));
+    auto run_as_cuda_graph = [&] {
+      if (options.cuda_graph_steps <= 0) return;
+      // A plain executor: the timing and statistics hooks synchronise with the host, which a
+      // capture forbids.
+      exec::ExecOptions graph_options;
+      graph_options.device = options.device;
+      graph_options.module = &view;
+      graph_options.user = eo.user;
+      exec::Executor plain(graph_options);
+      result.cuda_graph = run_step_as_cuda_graph(
+          [&] {
+            auto f = step_forward(plain, built.stages, inputs);
+            StepTensors out{f.outputs, {}};
+            if (has_backward) out.gradients = step_backward(plain, module, built.stages, f.saved, cotangents);
+            return out;
+          },
+          options.device, options.cuda_graph_steps);
+    };
+    if (!has_backward) {
+      run_as_cuda_graph();
+      return result;
+    }
 
     auto grads = step_backward(executor, module, built.stages, fwd.saved, cotangents, label);
     nan_report("backward");
@@ -118,21 +140,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
       if (options.expected_grad && want.defined()) want = options.expected_grad(name, want);
       result.gradients.push_back(check_against_reference("grad[" + name + "]", got, want, options.min_tolerance));
     }
-    if (options.cuda_graph_steps > 0) {
-      // A plain executor: the timing and statistics hooks synchronise with the host, which a
-      // capture forbids.
-      exec::ExecOptions graph_options;
-      graph_options.device = options.device;
-      graph_options.module = &view;
-      graph_options.user = eo.user;
-      exec::Executor plain(graph_options);
-      result.cuda_graph = run_step_as_cuda_graph(
-          [&] {
-            auto f = step_forward(plain, built.stages, inputs);
-            return StepTensors{f.outputs, step_backward(plain, module, built.stages, f.saved, cotangents)};
-          },
-          options.device, options.cuda_graph_steps);
-    }
+    run_as_cuda_graph();
   } catch (const c10::Error& e) {
     result.error = e.what_without_backtrace();
   } catch (const std::exception& e) {

@@ -48,6 +48,12 @@ struct CudaGraphRun {
   double graph_ms = 0;              // one replay of the captured graph, per call
   double max_abs_difference = 0;    // between the replay's outputs and gradients and the step's
   std::string error;                // why it did not run; "" when it ran
+  // Ran, and its numbers are the step's: a difference of at most 1e-3 (the graph replays the very
+  // kernels the step launched, so the difference is 0 or rounding).
+  bool matches() const;
+  // One line: "step 46.868 ms, as one graph 6.674 ms (0.142x), mean of 20 calls each; largest
+  // difference from the step's outputs and gradients 0", or "not run: <why>".
+  std::string describe() const;
 };
 
 struct RankResult {
