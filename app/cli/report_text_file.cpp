@@ -29,6 +29,11 @@ void pipeline_section(std::string& out, const Capture& c, int index) {
       for (const auto& t : *list)
         out += fmt::format("  rank {} {:<32} max abs {:.3e}  max rel {:.3e}  tol {:.0e}  {}\n", r.rank, t.name, t.max_abs,
                            t.max_rel, t.tolerance, t.pass ? "PASS" : "FAIL");
+    if (const auto& g = r.cuda_graph)  // whether it matched, not its times (this report has none)
+      out += fmt::format("  rank {}: CUDA graph {}\n", r.rank,
+                         !g->ran        ? "not run: " + g->error
+                         : g->matches() ? std::string("replayed, the same numbers as the step")
+                                        : std::string("replayed, numbers differ from the step's"));
   }
 }
 

@@ -57,6 +57,22 @@ assert any("host clock" in e["args"]["name"] for e in doc["traceEvents"] if e["n
 PY
 expect 2 "cannot write" -- run --model linear --chrome-trace "$tmp/no/such/dir/t.json"
 expect 2 "add --device cuda" -- run --model mlp --cuda-graph
+# A capture holding a CUDA graph run (as `run --cuda-graph --device cuda` writes it) shows it in the reports.
+expect 0 "PASS: mlp" -- run --model mlp --out "$tmp/graph.tvz.json"
+/usr/bin/python3 - "$tmp/graph.tvz.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["pipelines"][0]["replay"]["ranks"][0]["cuda_graph"] = {
+    "ran": True, "steps": 20, "step_ms": 46.868, "graph_ms": 6.674, "max_abs_difference": 0, "error": ""}
+json.dump(doc, open(sys.argv[1], "w"))
+PY
+expect 0 "" -- report "$tmp/graph.tvz.json" --text "$tmp/graph.txt" --html "$tmp/graph.html"
+if grep -q "rank 0: CUDA graph replayed, the same numbers as the step" "$tmp/graph.txt" &&
+   grep -q "CUDA graph: step 46.868 ms, as one graph 6.674 ms (0.142x), mean of 20 calls" "$tmp/graph.html"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: the CUDA graph line in the reports"; failures=$((failures + 1))
+fi
 # No GPU here: --device cuda is a clear error (exit 2) and the capture of what was asked is still written.
 if ! nvidia-smi -L > /dev/null 2>&1; then
   expect 2 "no CUDA.*--device cpu" -- run --model mlp --device cuda --out "$tmp/cuda.tvz.json"
