@@ -414,10 +414,8 @@ std::string nccl_unavailable(int ranks) {
   return tv::exec::device_unavailable("cuda:0", ranks);
 }
 
-TEST(DistNccl, CollectivesOnGpus) {
-  if (auto why = nccl_unavailable(1); !why.empty()) GTEST_SKIP() << why;
-  int gpus = tv::exec::visible_gpus();
-  const int W = std::min(gpus, 4);
+// Every collective on W GPUs (W ranks of one World) gives the sum, gather, shard or broadcast.
+static void check_nccl_collectives(int W) {
   World world(W, Backend::nccl, with_timeout(30s));
   world.run([W](int rank, Communicator& comm) {
     auto opts = at::TensorOptions().device(at::Device(at::kCUDA, rank)).dtype(at::kFloat);
@@ -436,6 +434,19 @@ TEST(DistNccl, CollectivesOnGpus) {
     comm.barrier_async()->wait();
     w->wait();
   });
+}
+
+TEST(DistNccl, CollectivesOnGpus) {
+  if (auto why = nccl_unavailable(1); !why.empty()) GTEST_SKIP() << why;
+  check_nccl_collectives(std::min(tv::exec::visible_gpus(), 4));
+}
+
+// TV_NCCL_BLOCKING=1 (lower latency per call, no timeout while joining): the same results.
+TEST(DistNccl, BlockingCommunicatorGivesTheSameResults) {
+  if (auto why = nccl_unavailable(1); !why.empty()) GTEST_SKIP() << why;
+  ::setenv("TV_NCCL_BLOCKING", "1", 1);
+  check_nccl_collectives(std::min(tv::exec::visible_gpus(), 4));
+  ::unsetenv("TV_NCCL_BLOCKING");
 }
 
 TEST(DistNccl, MissingRankTimesOut) {
