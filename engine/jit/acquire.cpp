@@ -49,8 +49,20 @@ ProxyPtr other_proxy(std::string name, std::string type_text) {
   return p;
 }
 
-ProxyPtr tensor_proxy(const std::string& name, const TensorMeta& m) {
-  return make_tensor(name, m.shape, m.dtype, m.device, m.requires_grad);
+ProxyPtr tensor_proxy(const std::string& name, const TensorMeta& m, Distribution d = Distribution::none) {
+  return make_tensor(name, m.shape, m.dtype, m.device, m.requires_grad, d);
+}
+
+// How ddp or fsdp laid the parameters out over the ranks (the attributes their transform_module
+// set), as Thunder's ddp_type on parameter proxies.
+Distribution parameter_distribution(const Module& m) {
+  auto flag = [&](const char* name) {
+    const AttrValue* v = m.find_attribute(name);
+    return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
+  };
+  if (flag("use_fsdp")) return Distribution::fully_sharded;
+  if (flag("use_ddp")) return Distribution::replicated;
+  return Distribution::none;
 }
 
 void emit_tensor_check(TraceBuilder& b, const ProxyPtr& p) {
@@ -206,9 +218,10 @@ Acquired acquire(const Module& m, const std::vector<TensorMeta>& input_metas) {
   }
   std::vector<ModuleTensor> tensors;
   std::map<std::string, ProxyPtr, std::less<>> tensor_map;
+  Distribution distribution = parameter_distribution(m);
   for (bool buffer : {false, true})
     for (const auto& t : buffer ? m.buffers : m.parameters) {
-      auto proxy = tensor_proxy(parameter_proxy_name(t.name), t.meta());
+      auto proxy = tensor_proxy(parameter_proxy_name(t.name), t.meta(), buffer ? Distribution::none : distribution);
       if (input_map.count(proxy->name)) throw std::invalid_argument("input and parameter share the name " + proxy->name);
       tensors.push_back({&t, buffer, proxy});
       tensor_map[t.name] = proxy;

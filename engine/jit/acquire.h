@@ -8,7 +8,8 @@
 //  - computation(inputs..., sorted parameters): the ltorch calls of the forward, one header comment
 //    per model line, `return (outputs...,)`;
 //  - epilogue(outputs...): returns the output (a tuple when there are several).
-// The three traces share proxies. Op errors propagate as OpError naming the op, the argument
+// The three traces share proxies. Parameter proxies carry the module's layout over ranks (replicated
+// when ddp set use_ddp, fully_sharded for use_fsdp; buffers none). Op errors propagate as OpError naming the op, the argument
 // shapes and the model's file:line; a wrong number of inputs throws std::invalid_argument.
 #pragma once
 #include <vector>

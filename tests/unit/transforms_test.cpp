@@ -287,6 +287,28 @@ TEST(TransformsDdp, AllReducesOverlapTheBackward) {
   }
 }
 
+TEST(TransformsDistribution, ParameterProxiesSayHowTheyAreLaidOut) {
+  // What the GUI's hover shows: ddp replicates the parameters, fsdp shards them, plain jit neither.
+  std::map<std::string, Distribution> want = {
+      {"jit", Distribution::none}, {"ddp", Distribution::replicated}, {"fsdp", Distribution::fully_sharded}};
+  for (const auto& [transform, distribution] : want) {
+    std::vector<std::string> order = {"jit"};
+    if (transform != "jit") order.push_back(transform);
+    auto built = trace_only("mlp", order, 2);
+    auto computation = built.stages.forward.front().trace;
+    size_t parameters = 0;
+    for (const auto& p : computation->params) {
+      if (p.proxy->name.rfind("t_", 0) != 0) {
+        EXPECT_EQ(p.proxy->distribution, Distribution::none) << transform << " input " << p.proxy->name;
+        continue;
+      }
+      ++parameters;
+      EXPECT_EQ(p.proxy->distribution, distribution) << transform << " " << p.proxy->name;
+    }
+    EXPECT_EQ(parameters, 4u) << transform;
+  }
+}
+
 TEST(TransformsOrder, LazyOrdersAreCanonicallyEqual) {
   for (const char* t : {"ddp", "fsdp"}) {
     auto a = trace_only("mlp", {"jit", t}, 2), b = trace_only("mlp", {t, "jit"}, 2);
