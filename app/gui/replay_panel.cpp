@@ -56,6 +56,7 @@ void ReplayPanel::jump_to(Session& s, int pipeline, const SymbolTiming& timing) 
 void ReplayPanel::draw(Session& s) {
   const Theme& t = theme();
   slowest.clear();
+  cuda_graph_line.clear();
   if (!s.capture || s.capture->pipelines.empty()) {
     ImGui::TextColored(t.muted, "no capture");
     return;
@@ -90,8 +91,10 @@ void ReplayPanel::draw(Session& s) {
   if (!r.error.empty()) ImGui::TextColored(t.error, "rank %d error: %s", r.rank, r.error.c_str());
   if (!r.first_non_finite.empty())
     ImGui::TextColored(t.error, "first NaN/Inf produced by: %s", r.first_non_finite.c_str());
-  if (r.cuda_graph)
-    ImGui::TextColored(r.cuda_graph->matches() ? t.ok : t.error, "CUDA graph: %s", r.cuda_graph->describe().c_str());
+  if (r.cuda_graph) {
+    cuda_graph_line = "CUDA graph: " + r.cuda_graph->describe();
+    ImGui::TextColored(r.cuda_graph->matches() ? t.ok : t.error, "%s", cuda_graph_line.c_str());
+  }
   ImGui::BeginChild("checks", ImVec2(ImGui::GetContentRegionAvail().x * 0.5f, 0), true);
   draw_checks(r);
   ImGui::EndChild();

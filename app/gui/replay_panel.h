@@ -1,8 +1,10 @@
 // Replay panel: per pipeline and rank, outputs and gradients against the eager reference (max abs
 // and rel error, tolerance, pass/FAIL), per-bound-symbol times as a bar chart drawn with
 // ImDrawList, and the slowest bound symbols; clicking one jumps to its line in the trace view.
-// Contract: `slowest` is the list the last frame showed, slowest first (for the state dump).
+// Contract: `slowest` is the list the last frame showed, slowest first, and `cuda_graph_line` the
+// line it showed for a step replayed as a CUDA graph ("" when none); both for the state dump.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "gui/session.h"
@@ -14,6 +16,7 @@ struct ReplayPanel {
   int rank = 0;
   int kind = 0;  // 0 forward, 1 backward (timings)
   std::vector<SymbolTiming> slowest;
+  std::string cuda_graph_line;
 
   void draw(Session& s);
   // Shows the final stage of the timed trace kind and scrolls to bound symbol `index`.

@@ -73,7 +73,10 @@ json replay_json(const App& app) {
   json slowest = json::array();  // as drawn by the last frame, when the panel is in front
   if (app.session.panel == Panel::replay)
     for (const auto& t : app.replay.slowest) slowest.push_back(timing_json(t));
-  return {{"pipeline", app.replay.pipeline}, {"rank", app.replay.rank}, {"slowest", slowest}};
+  return {{"pipeline", app.replay.pipeline},
+          {"rank", app.replay.rank},
+          {"slowest", slowest},
+          {"cuda_graph", app.session.panel == Panel::replay ? app.replay.cuda_graph_line : ""}};
 }
 
 json trace_json(const App& app) {

@@ -307,5 +307,22 @@ check "drag: ddp dropped on jit gives ddp,jit" json "$s.one.json" /order eq '["d
 check "drag: a click and a drop on nothing change nothing" json "$s.none.json" /order eq '["ddp","jit"]'
 check "drag: first dropped on third gives ddp,remat,jit" json "$s.state.json" /order eq '["ddp","remat","jit"]'
 
+# 11. A capture whose replay ran the step as a CUDA graph (`run --cuda-graph --device cuda`; the
+# field is added here, this machine may have no GPU): the replay panel shows the graph's line.
+s="$OUT/cuda-graph"
+"$THUNDER_VIZ" run --model linear --out "$s.tvz.json" >"$s.make.log" 2>&1
+/usr/bin/python3 - "$s.tvz.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["pipelines"][0]["replay"]["ranks"][0]["cuda_graph"] = {
+    "ran": True, "steps": 20, "step_ms": 46.868, "graph_ms": 6.674, "max_abs_difference": 0, "error": ""}
+json.dump(doc, open(sys.argv[1], "w"))
+PY
+script "$s.script.json" '[{"wait_idle": true}, {"select_panel": "replay"}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui "$s.tvz.json" --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "cuda graph: exit 0" test $? -eq 0
+check "cuda graph: the replay panel shows the graph's times" json "$s.state.json" /replay/cuda_graph contains \
+  "as one graph 6.674 ms (0.142x)"
+
 echo "GUI tests: $PASSED passed, $FAILED failed (outputs in $OUT)"
 [ $FAILED -eq 0 ]
