@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -76,16 +77,20 @@ class Ddp : public Transform {
       for (const auto& p : params)
         if (p == computation->params[i].proxy->name) slots.push_back(i);
     int world = std::max(c.world_size, 1);
-    auto start = std::chrono::steady_clock::now();
-    auto plain = ddp_backward(*bwd, slots, world, 0, "ddp pass");
-    h.record(TraceKind::backward, "ddp pass", plain, ms_since(start));
-    start = std::chrono::steady_clock::now();
+    // Each stage is made before its time is read (not both as arguments of one call, whose order
+    // of evaluation is unspecified).
+    auto timed_stage = [&h](const std::string& pass, const std::function<TracePtr()>& make) {
+      auto start = std::chrono::steady_clock::now();
+      TracePtr trace = make();
+      h.record(TraceKind::backward, pass, trace, ms_since(start));
+      return trace;
+    };
+    timed_stage("ddp pass", [&] { return ddp_backward(*bwd, slots, world, 0, "ddp pass"); });
     std::string pass = "ddp bucketing (" + mb_text(c.bucket_size_mb) + " MB)";
     auto bytes = static_cast<int64_t>(c.bucket_size_mb * 1024.0 * 1024.0);
-    auto bucketed = ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass);
-    h.record(TraceKind::backward, pass, bucketed, ms_since(start));
-    start = std::chrono::steady_clock::now();
-    h.record(TraceKind::backward, "Sort Collectives", passes::sort_collectives(*bucketed), ms_since(start));
+    auto bucketed =
+        timed_stage(pass, [&] { return ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass); });
+    timed_stage("Sort Collectives", [&] { return passes::sort_collectives(*bucketed); });
   }
 };
 
