@@ -8,6 +8,7 @@
 // decompositions. dropout's grad is dropout of g with the same seed (the same mask, nothing saved).
 #include "ops/ltorch.h"
 #include "ops/meta.h"
+#include "ops/op_utils.h"
 #include "transforms/grad_rules.h"
 
 namespace tv {
@@ -61,15 +62,7 @@ Out layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
     auto [ga, gw, gb] = layer_norm_backward(b, g, a, f.args.at(1).as_ints(), w, bias, f.args.at(4).as_double());
     return {reduce_like(b, ga, a), Value::none(), reduce_like(b, gw, w), reduce_like(b, gb, bias), Value::none()};
   }
-  Dims dims;
-  for (int64_t d = rank(a) - static_cast<int64_t>(f.args.at(1).as_ints().size()); d < rank(a); ++d) dims.push_back(d);
-  auto [var, m] = var_mean(b, a, dims, 0, true);
-  T rstd = rsqrt(b, add(b, V(var), f.args.at(4)));
-  T xhat = mul(b, V(sub(b, V(a), V(m))), V(rstd));
-  T gx = w ? mul(b, V(g), V(w)) : g;
-  T m1 = mean(b, gx, dims, true), m2 = mean(b, mul(b, V(gx), V(xhat)), dims, true);
-  T centered = sub(b, V(gx), V(m1));
-  T ga = mul(b, V(rstd), V(sub(b, V(centered), V(mul(b, V(xhat), V(m2))))));
+  auto [ga, xhat] = ops::layer_norm_input_grad(b, g, a, ops::normalized_dims(a, f.args.at(1).as_ints()), w, f.args.at(4));
   return {reduce_like(b, ga, a), Value::none(), w ? reduce_like(b, mul(b, V(g), V(xhat)), w) : Value::none(),
           reduce_like(b, g, bias), Value::none()};
 }
@@ -85,12 +78,6 @@ Out log_softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(a));
   T total = sum(b, g, {dim}, true);
   return {reduce_like(b, sub(b, V(g), V(mul(b, V(exp(b, out)), V(total)))), a), Value::none()};
-}
-
-// 1.0 where indices[..., j] == k, as a [..., K] tensor of `dtype`.
-T one_hot(TraceBuilder& b, const T& indices, int64_t classes, DType dtype) {
-  T hit = eq(b, V(unsqueeze(b, indices, -1)), V(arange(b, classes, indices->device)));
-  return convert_element_type(b, hit, dtype);
 }
 
 Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
@@ -126,7 +113,7 @@ Out take_along_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T a = tensor_at(f, 0), idx = tensor_at(f, 1), g = cts[0].proxy;
   int64_t r = rank(a), d = meta::normalize_dim(f.args.at(2).i, r);
   T gt = d == r - 1 ? g : transpose(b, g, d, -1), it = d == r - 1 ? idx : transpose(b, idx, d, -1);
-  T hits = one_hot(b, it, a->shape[d], g->dtype);                                     // [..., J, K]
+  T hits = ops::one_hot(b, it, a->shape[d], g->dtype);                                     // [..., J, K]
   T s = sum(b, mul(b, V(unsqueeze(b, gt, -1)), V(hits)), {r - 1}, false);             // [..., K]
   T ga = d == r - 1 ? s : transpose(b, s, d, -1);
   return {reduce_like(b, ga, a), Value::none(), Value::none()};

@@ -48,16 +48,11 @@ Value layer_norm_impl(TraceBuilder& b, Args args, Kw) {
   T weight = optional_tensor_arg(args, 2, "weight"), bias = optional_tensor_arg(args, 3, "bias");
   double eps = number_arg(args, 4, "eps");
   require_floating(a, "layer_norm");
-  auto k = static_cast<int64_t>(normalized.size());
-  if (k == 0 || k > rank(a) || !std::equal(normalized.begin(), normalized.end(), a->shape.end() - k))
-    throw OpError("normalized_shape " + shape_text(normalized) + " does not match the trailing dims of shape " +
-                  shape_text(a->shape));
+  Dims dims = normalized_dims(a, normalized);
   for (const T& p : {weight, bias})
     if (p && p->shape != normalized)
       throw OpError("layer_norm parameter of shape " + shape_text(p->shape) + " does not match normalized_shape " +
                     shape_text(normalized));
-  Dims dims;
-  for (int64_t i = rank(a) - k; i < rank(a); ++i) dims.push_back(i);
   auto [var, m] = var_mean(b, a, dims, /*correction=*/0, /*keepdim=*/true);
   T rstd = rsqrt(b, add(b, Value::of(var), Value::floating(eps)));
   T out = mul(b, Value::of(sub(b, Value::of(a), Value::of(m))), Value::of(rstd));
@@ -119,9 +114,8 @@ Value embedding_backward_impl(TraceBuilder& b, Args args, Kw) {
   if (rank(g) != 2 || rank(indices) != 1 || g->shape[0] != indices->shape[0])
     throw OpError("embedding_backward takes grad [n, d] and indices [n], got " + shape_text(g->shape) + " and " +
                   shape_text(indices->shape));
-  T hit = eq(b, Value::of(unsqueeze(b, indices, -1)), Value::of(arange(b, rows, indices->device)));  // [n, rows]
-  T one_hot = convert_element_type(b, hit, g->dtype);
-  return Value::of(matmul(b, permute(b, one_hot, {1, 0}), g));
+  T hits = one_hot(b, indices, rows, g->dtype);  // [n, rows]
+  return Value::of(matmul(b, permute(b, hits, {1, 0}), g));
 }
 
 // (grad_a, grad_weight, grad_bias) of layer_norm(a, normalized_shape, weight, bias, eps), the
@@ -135,20 +129,9 @@ Value layer_norm_backward_impl(TraceBuilder& b, Args args, Kw) {
   if (g->shape != a->shape)
     throw OpError("layer_norm_backward: grad " + shape_text(g->shape) + " and input " + shape_text(a->shape) +
                   " differ in shape");
-  auto k = static_cast<int64_t>(normalized.size());
-  if (k == 0 || k > rank(a) || !std::equal(normalized.begin(), normalized.end(), a->shape.end() - k))
-    throw OpError("normalized_shape " + shape_text(normalized) + " does not match the trailing dims of shape " +
-                  shape_text(a->shape));
-  Dims dims, batch;
-  for (int64_t d = 0; d < rank(a); ++d) (d < rank(a) - k ? batch : dims).push_back(d);
-  auto [var, m] = var_mean(b, a, dims, 0, true);
-  T rstd = rsqrt(b, add(b, V(var), eps));
-  T xhat = mul(b, V(sub(b, V(a), V(m))), V(rstd));
-  T gx = mul(b, V(g), V(w));
-  T m1 = mean(b, gx, dims, true);
-  T m2 = mean(b, mul(b, V(gx), V(xhat)), dims, true);
-  T centered = sub(b, V(gx), V(m1));
-  T ga = mul(b, V(rstd), V(sub(b, V(centered), V(mul(b, V(xhat), V(m2))))));
+  Dims dims = normalized_dims(a, normalized), batch;
+  for (int64_t d = 0; d < dims.front(); ++d) batch.push_back(d);
+  auto [ga, xhat] = layer_norm_input_grad(b, g, a, dims, w, eps);
   T gw = mul(b, V(g), V(xhat)), gb = g;
   if (!batch.empty()) {
     gw = sum(b, gw, batch, false);
@@ -176,8 +159,7 @@ Value cross_entropy_backward_impl(TraceBuilder& b, Args args, Kw) {
     throw OpError("cross_entropy_backward needs grad [], logits [N, C] and target [N], got " + shape_text(g->shape) +
                   ", " + shape_text(logits->shape) + " and " + shape_text(target->shape));
   T p = softmax(b, logits, 1);
-  T hit = eq(b, V(unsqueeze(b, target, -1)), V(arange(b, logits->shape[1], target->device)));
-  T diff = sub(b, V(p), V(convert_element_type(b, hit, logits->dtype)));
+  T diff = sub(b, V(p), V(one_hot(b, target, logits->shape[1], logits->dtype)));
   return Value::of(mul(b, V(diff), V(true_divide(b, V(g), Value::integer(logits->shape[0])))));
 }
 
@@ -273,6 +255,34 @@ T take_along_dim(TraceBuilder& b, const T& a, const T& indices, int64_t dim) {
 }  // namespace tv::ltorch
 
 namespace tv::ops {
+
+Shape normalized_dims(const T& a, const Shape& normalized) {
+  auto k = static_cast<int64_t>(normalized.size()), r = static_cast<int64_t>(a->shape.size());
+  if (k == 0 || k > r || !std::equal(normalized.begin(), normalized.end(), a->shape.end() - k))
+    throw OpError("normalized_shape " + shape_text(normalized) + " does not match the trailing dims of shape " +
+                  shape_text(a->shape));
+  Shape dims;
+  for (int64_t i = r - k; i < r; ++i) dims.push_back(i);
+  return dims;
+}
+
+T one_hot(TraceBuilder& b, const T& indices, int64_t classes, DType dtype) {
+  T hit = ltorch::eq(b, V(ltorch::unsqueeze(b, indices, -1)), V(ltorch::arange(b, classes, indices->device)));
+  return ltorch::convert_element_type(b, hit, dtype);
+}
+
+std::pair<T, T> layer_norm_input_grad(TraceBuilder& b, const T& g, const T& a, const Shape& dims, const T& weight,
+                                      const Value& eps) {
+  using namespace tv::ltorch;
+  auto [var, m] = var_mean(b, a, dims, 0, true);
+  T rstd = rsqrt(b, add(b, V(var), eps));
+  T xhat = mul(b, V(sub(b, V(a), V(m))), V(rstd));
+  T gx = weight ? mul(b, V(g), V(weight)) : g;
+  T m1 = mean(b, gx, dims, true);
+  T m2 = mean(b, mul(b, V(gx), V(xhat)), dims, true);
+  T centered = sub(b, V(gx), V(m1));
+  return {mul(b, V(rstd), V(sub(b, V(centered), V(mul(b, V(xhat), V(m2)))))), xhat};
+}
 
 void register_nn() {
   using namespace tv::ltorch;

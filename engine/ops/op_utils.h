@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ir/builder.h"
@@ -39,6 +40,17 @@ inline Value V(const T& t) { return t ? Value::of(t) : Value::none(); }
 Value number_like(double v, DType dtype);
 // `v` converted to the kind of `dtype` when v is a number of a lower kind; tensors pass through.
 Value convert_number(const Value& v, DType dtype);
+
+// Helpers of the nn ops and their gradient rules (defined in nn.cpp):
+// the indices of a's trailing dims that layer_norm's `normalized` names (OpError when it is empty,
+// longer than a's rank or not a's trailing shape);
+Shape normalized_dims(const T& a, const Shape& normalized);
+// 1.0 where indices[..., j] == k, as a [..., classes] tensor of `dtype` (eq against an arange);
+T one_hot(TraceBuilder& b, const T& indices, int64_t classes, DType dtype);
+// layer_norm's input gradient rstd * (gx - mean(gx) - xhat * mean(gx * xhat)), statistics over
+// `dims` recomputed from a, gx = g * weight (g when weight is null), and xhat = (a - mean) * rstd.
+std::pair<T, T> layer_norm_input_grad(TraceBuilder& b, const T& g, const T& a, const Shape& dims, const T& weight,
+                                      const Value& eps);
 
 // Floating output of floating inputs that require grad.
 bool output_requires_grad(const std::vector<Value>& inputs, DType out);
