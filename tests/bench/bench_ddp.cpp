@@ -1,6 +1,6 @@
 // DDP on several GPUs, and the all-reduce under it. Not a test: prints JSON lines for
 // tests/bench/run_gpu_benchmarks.sh, which runs torch's DistributedDataParallel and
-// torch.distributed.all_reduce (bench_torch_ddp.py) on the same shapes in the same run.
+// torch.distributed.all_reduce (bench_torch.py) on the same shapes in the same run.
 //  --mode step: every rank (a thread with its own GPU, NCCL through the engine's communicator)
 //    runs the jit,ddp pipeline's prologue, forward and backward (whose bucketed all-reduces average
 //    the gradients); the median over --repeats of the mean step time of --steps steps, rank 0's
@@ -21,14 +21,12 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "engine_step.h"
 #include "profile.h"
 #include "dist/world.h"
 #include "exec/device_check.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
-#include "replay/eager.h"
-#include "replay/module_view.h"
-#include "replay/step.h"
 
 
 namespace tv {
@@ -61,20 +59,10 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
     context.device = *Device::parse(p["device"]);
     context.bucket_size_mb = bucket_mb;
     auto built = build_pipeline(module, spec, context);
-    JitModuleView view(module);
     exec::ExecOptions options;
     options.device = context.device;
-    options.module = &view;
     options.user = &comm;
-    exec::Executor executor(options);
-    std::vector<at::Tensor> inputs;
-    for (const auto& i : module.inputs) inputs.push_back(*i.value);
-    auto first = step_forward(executor, built.stages, inputs);
-    auto cotangents = make_cotangents(first.outputs, 1234);
-    auto step = [&] {
-      auto f = step_forward(executor, built.stages, inputs);
-      step_backward(executor, module, built.stages, f.saved, cotangents);
-    };
+    bench::EngineStep step(module, built.stages, options);
     for (int i = 0; i < 3; ++i) step();
     for (int r = 0; r < repeats; ++r) {
       bench::synchronize_cuda(rank);
@@ -86,7 +74,7 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
       if (rank == 0) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() / steps);
     }
     if (profile > 0)  // every rank steps (the collectives need all); rank 0 prints
-      bench::profile_step(options, module, built.stages, inputs, cotangents, profile, rank == 0 ? &std::cerr : nullptr);
+      bench::profile_step(step, profile, rank == 0 ? &std::cerr : nullptr);
   });
   std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
             << ", \"engine_ms\": " << median(ms) << "}\n";

@@ -23,14 +23,13 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "engine_step.h"
 #include "profile.h"
 #include "exec/device_check.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
 #include "replay/cuda_graph.h"
 #include "replay/eager.h"
-#include "replay/module_view.h"
-#include "replay/step.h"
 
 
 namespace tv {
@@ -80,32 +79,18 @@ int run(int argc, char** argv) {
   context.device = *Device::parse(device);
   auto built = build_pipeline(module, spec, context);
 
-  JitModuleView view(module);
   exec::ExecOptions options;
   options.device = context.device;
-  options.module = &view;
-  exec::Executor executor(options);
-  std::vector<at::Tensor> inputs;
-  for (const auto& i : module.inputs) inputs.push_back(*i.value);
-  auto first = step_forward(executor, built.stages, inputs);
-  auto cotangents = make_cotangents(first.outputs, 1234);
-  auto engine_step = [&] {
-    auto f = step_forward(executor, built.stages, inputs);
-    return std::make_pair(f.outputs, step_backward(executor, module, built.stages, f.saved, cotangents));
-  };
+  bench::EngineStep engine_step(module, built.stages, options);
   for (int w = 0; w < 3; ++w) engine_step();  // warm up (allocator, cuBLAS handles)
   double engine_ms = median_step_ms(cuda, steps, repeats, engine_step);
-  double eager_ms = median_step_ms(cuda, steps, repeats, [&] { eager_reference(module, inputs, cotangents); });
+  double eager_ms = median_step_ms(cuda, steps, repeats,
+                                   [&] { eager_reference(module, engine_step.inputs(), engine_step.cotangents()); });
 
   double graph_ms = -1;
   std::string graph_note = cuda ? "" : "CPU device";
   if (cuda) {
-    auto graph = run_step_as_cuda_graph(
-        [&] {
-          auto s = engine_step();
-          return StepTensors{s.first, s.second};
-        },
-        context.device, steps * repeats);
+    auto graph = run_step_as_cuda_graph([&] { return engine_step(); }, context.device, steps * repeats);
     if (graph.ran && graph.max_abs_difference > 1e-4)
       graph_note = "the replayed graph's numbers differ from the step's by " + std::to_string(graph.max_abs_difference);
     else if (graph.ran)
@@ -113,9 +98,7 @@ int run(int argc, char** argv) {
     else
       graph_note = graph.error;
   }
-  if (int top = args.get_int("profile", 0); top > 0) {
-    bench::profile_step(options, module, built.stages, inputs, cotangents, top);
-  }
+  if (int top = args.get_int("profile", 0); top > 0) bench::profile_step(engine_step, top);
   std::string config = model + " " + json_params(params);
   std::cout << "{\"bench\": \"step\", \"model\": \"" << model << "\", \"params\": " << json_params(params)
             << ", \"device\": \"" << device << "\", \"engine_ms\": " << engine_ms << ", \"libtorch_eager_ms\": " << eager_ms

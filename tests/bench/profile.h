@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine_step.h"
 #include "replay/step.h"
 
 namespace tv::bench {
@@ -48,19 +49,18 @@ inline void print_profile(const std::vector<SymbolTiming>& timings, const StageH
     out << "  " << symbols[i].first / 1e3 << " ms  " << symbols[i].second << "\n";
 }
 
-// One step (prologue, forward, backward) with an executor made from `options` plus a timing hook;
-// the profile goes to `out` (none: the step only, as the other ranks of a DDP step do).
-inline void profile_step(exec::ExecOptions options, const jit::Module& module, const StageHistory& stages,
-                         const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& cotangents, int top,
-                         std::ostream* out = &std::cerr) {
+// One more step like `step`, with an executor that also times each statement; the profile goes to
+// `out` (none: the step only, as the other ranks of a DDP step do).
+inline void profile_step(const EngineStep& step, int top, std::ostream* out = &std::cerr) {
   std::vector<SymbolTiming> timings;
   std::string current;
+  exec::ExecOptions options = step.options();
   options.on_timing = timing_recorder(timings, current);
   exec::Executor timed(options);
   auto hook = [&](TraceKind kind) { current = std::string(trace_kind_name(kind)); };
-  auto f = step_forward(timed, stages, inputs, hook);
-  step_backward(timed, module, stages, f.saved, cotangents, hook);
-  if (out) print_profile(timings, stages, top, *out);
+  auto f = step_forward(timed, step.stages(), step.inputs(), hook);
+  step_backward(timed, step.module(), step.stages(), f.saved, step.cotangents(), hook);
+  if (out) print_profile(timings, step.stages(), top, *out);
 }
 
 }  // namespace tv::bench
