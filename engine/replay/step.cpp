@@ -1,6 +1,7 @@
 #include "replay/step.h"
 
 #include <stdexcept>
+#include <unordered_map>
 
 namespace tv {
 namespace {
@@ -13,12 +14,12 @@ const Trace& final_trace(const StageHistory& stages, TraceKind kind) {
 
 // The qualified name of each computation argument ("x", "fc1.weight").
 std::vector<std::string> argument_names(const jit::Module& m, const Trace& computation) {
+  std::unordered_map<std::string, std::string> qualified;
+  for (const auto& param : m.parameters) qualified[jit::parameter_proxy_name(param.name)] = param.name;
   std::vector<std::string> out;
   for (const auto& p : computation.params) {
-    std::string name = p.proxy->name;
-    for (const auto& param : m.parameters)
-      if (jit::parameter_proxy_name(param.name) == p.proxy->name) name = param.name;
-    out.push_back(name);
+    auto it = qualified.find(p.proxy->name);
+    out.push_back(it == qualified.end() ? p.proxy->name : it->second);
   }
   return out;
 }

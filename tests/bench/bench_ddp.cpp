@@ -10,7 +10,10 @@
 //    busbw = bytes * 2 (W - 1) / W / time.
 //  --profile N (step): then one more step with per-bound-symbol CUDA-event times; rank 0 prints its N
 //    costliest statements (tests/bench/profile.h).
+//  --kineto FILE (step): then one more step recorded by LibTorch's profiler on rank 0, both devices'
+//    kernels with their streams, as a Chrome trace (tests/bench/kineto.h, tests/bench/timeline.py).
 // Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param layers=12 ...] [--bucket-mb 25] [--profile N]
+//        [--kineto ddp.json]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -22,6 +25,7 @@
 
 #include "bench_util.h"
 #include "engine_step.h"
+#include "kineto.h"
 #include "profile.h"
 #include "dist/world.h"
 #include "exec/device_check.h"
@@ -40,7 +44,7 @@ double median(std::vector<double> v) {
 }
 
 void ddp_step(int world, const std::map<std::string, std::string>& params, double bucket_mb, int steps, int repeats,
-              int profile) {
+              int profile, const std::string& kineto) {
   std::vector<double> ms;
   dist::World w(world, dist::Backend::nccl);
   w.run([&](int rank, dist::Communicator& comm) {
@@ -75,6 +79,17 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
     }
     if (profile > 0)  // every rank steps (the collectives need all); rank 0 prints
       bench::profile_step(step, profile, rank == 0 ? &std::cerr : nullptr);
+    if (!kineto.empty()) {  // every rank steps; rank 0 records (CUPTI sees both devices)
+      auto one = [&] {
+        step();
+        bench::synchronize_cuda(rank);
+      };
+      comm.barrier();
+      if (rank == 0)
+        bench::record_kineto(kineto, true, one);
+      else
+        one();
+    }
   });
   std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
             << ", \"engine_ms\": " << median(ms) << "}\n";
@@ -107,10 +122,10 @@ void all_reduce_bandwidth(int world, int iterations) {
 }
 
 int run(int argc, char** argv) {
-  bench::BenchArgs args(argc, argv, {"mode", "world", "steps", "repeats", "iterations", "bucket-mb", "profile"});
+  bench::BenchArgs args(argc, argv, {"mode", "world", "steps", "repeats", "iterations", "bucket-mb", "profile", "kineto"});
   if (args.help) {
     std::cout << "Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param key=value ...] [--bucket-mb 25] "
-                 "[--steps 10] [--repeats 5] [--iterations 20] [--profile N]\n";
+                 "[--steps 10] [--repeats 5] [--iterations 20] [--profile N] [--kineto FILE.json]\n";
     return 0;
   }
   std::string mode = args.get("mode", "step");
@@ -120,7 +135,7 @@ int run(int argc, char** argv) {
   const auto& params = args.params;
   if (!dist::nccl_available()) throw std::invalid_argument("this build has no NCCL (TV_HAVE_CUDA off): run it on the GPU machine");
   if (auto why = exec::device_unavailable("cuda:0", world); !why.empty()) throw std::invalid_argument(why);
-  if (mode == "step") ddp_step(world, params, bucket_mb, steps, repeats, args.get_int("profile", 0));
+  if (mode == "step") ddp_step(world, params, bucket_mb, steps, repeats, args.get_int("profile", 0), args.get("kineto", ""));
   else if (mode == "allreduce") all_reduce_bandwidth(world, iterations);
   else throw std::invalid_argument("--mode " + mode + ": use step or allreduce");
   return 0;

@@ -11,8 +11,10 @@
 // --profile N: after the timing, one more engine step with per-bound-symbol times (CUDA events on
 // CUDA) prints its N costliest statements and the totals per symbol to stderr, so a ratio above
 // target can be traced to the statements behind it.
+// --kineto FILE: then one more engine step recorded by LibTorch's profiler, saved as a Chrome trace
+// (tests/bench/kineto.h; summarise it with tests/bench/timeline.py).
 // Usage: tv_bench_step --model gpt --param layers=32 [--param ...] [--device cuda] [--steps 20] [--repeats 5]
-//        [--profile 25]
+//        [--profile 25] [--kineto step.json]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 
 #include "bench_util.h"
 #include "engine_step.h"
+#include "kineto.h"
 #include "profile.h"
 #include "exec/device_check.h"
 #include "jit/zoo.h"
@@ -57,10 +60,10 @@ std::string json_params(const std::map<std::string, std::string>& params) {
 }
 
 int run(int argc, char** argv) {
-  bench::BenchArgs args(argc, argv, {"model", "device", "steps", "repeats", "profile"});
+  bench::BenchArgs args(argc, argv, {"model", "device", "steps", "repeats", "profile", "kineto"});
   if (args.help) {
     std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
-                 "[--steps 20] [--repeats 5] [--profile N]\n";
+                 "[--steps 20] [--repeats 5] [--profile N] [--kineto FILE.json]\n";
     return 0;
   }
   std::string model = args.get("model", "gpt"), device = args.get("device", "cpu");
@@ -99,6 +102,13 @@ int run(int argc, char** argv) {
       graph_note = graph.error;
   }
   if (int top = args.get_int("profile", 0); top > 0) bench::profile_step(engine_step, top);
+  if (auto path = args.get("kineto", ""); !path.empty()) {
+    bench::record_kineto(path, cuda, [&] {
+      engine_step();
+      if (cuda) bench::synchronize_cuda(0);
+    });
+    std::cerr << "kineto trace of one engine step: " << path << "\n";
+  }
   std::string config = model + " " + json_params(params);
   std::cout << "{\"bench\": \"step\", \"model\": \"" << model << "\", \"params\": " << json_params(params)
             << ", \"device\": \"" << device << "\", \"engine_ms\": " << engine_ms << ", \"libtorch_eager_ms\": " << eager_ms

@@ -8,6 +8,7 @@ ln_f, lm_head without bias, cross-entropy; a step is forward + backward of
 sum(logits * cotangent) + loss, as the engine's replay and eager reference do.
 
 Usage: python3 bench_torch.py step --layers 32 --d-model 64 [--heads 4 --seq 16 --batch 2 --vocab 128] [--profile N]
+                                 [--kineto FILE.json]
        python3 bench_torch.py ddp --world 2 --layers 12 ... [--bucket-mb 25]
        python3 bench_torch.py allreduce --world 2
 """
@@ -82,15 +83,19 @@ def step(model, idx, targets, cot):
     ((logits * cot).sum() + loss).backward()
 
 
-def print_profile(fn, device, rows, show=True):
-    """Runs fn once under torch.profiler; prints its `rows` costliest ops (device time) to stderr."""
+def print_profile(fn, device, rows, show=True, kineto=None):
+    """Runs fn once under torch.profiler; prints its `rows` costliest ops (device time) to stderr
+    and, with `kineto`, saves the timeline there as a Chrome trace (tests/bench/timeline.py)."""
     from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
         fn()
-    if show:
+    if show and rows:
         key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
         print(prof.key_averages().table(sort_by=key, row_limit=rows), file=sys.stderr)
+    if show and kineto:
+        prof.export_chrome_trace(kineto)
+        print("kineto trace of one step: " + kineto, file=sys.stderr)
 
 
 def median_step_ms(fn, steps, repeats, sync):
@@ -118,8 +123,8 @@ def eager_step(args):
         step(model, idx, targets, cot)
     ms = median_step_ms(lambda: step(model, idx, targets, cot), args.steps, args.repeats, sync)
     print(json.dumps({"bench": "step", "params": config(args), "device": args.device, "pytorch_eager_ms": ms}), flush=True)
-    if args.profile:
-        print_profile(lambda: (step(model, idx, targets, cot), sync()), device, args.profile)
+    if args.profile or args.kineto:
+        print_profile(lambda: (step(model, idx, targets, cot), sync()), device, args.profile, kineto=args.kineto)
 
 
 def ddp_worker(rank, args, results):
@@ -139,8 +144,9 @@ def ddp_worker(rank, args, results):
         if rank == 0:
             results.put({"bench": "ddp_step", "world": args.world, "bucket_mb": args.bucket_mb, "params": config(args),
                          "torch_ddp_ms": ms})
-        if args.profile:  # every rank steps (the all-reduces need all); rank 0 profiles
-            print_profile(lambda: (step(ddp, idx, targets, cot), sync()), device, args.profile, rank == 0)
+        if args.profile or args.kineto:  # every rank steps (the all-reduces need all); rank 0 profiles
+            print_profile(lambda: (step(ddp, idx, targets, cot), sync()), device, args.profile, rank == 0,
+                          kineto=args.kineto)
     else:
         size = 1 << 20
         while size <= 1 << 30:
@@ -195,6 +201,8 @@ def main():
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="step, ddp: after the timing, print the N costliest ops of one step (torch.profiler) to stderr")
+    ap.add_argument("--kineto", metavar="FILE.json",
+                    help="step, ddp: save one step's timeline (torch.profiler, rank 0) as a Chrome trace")
     args = ap.parse_args()
     if args.mode == "step":
         eager_step(args)
