@@ -224,6 +224,11 @@ Op CommBase::begin(const std::string& name) {
 }
 
 void CommBase::mark_arrival(const Op& op) {
+  // Marks only move forward: a watchdog thread marks collectives older than the caller's latest.
+  uint64_t seq = marked_seq_.load();
+  while (seq < op.seq && !marked_seq_.compare_exchange_weak(seq, op.seq)) {
+  }
+  if (seq > op.seq) return;
   try {
     store_->set("arr/" + std::to_string(rank_), std::to_string(op.seq));
   } catch (const std::exception& e) {

@@ -7,7 +7,8 @@
 //    barrier: returns when every rank reached it. Every rank calls the same collectives in the
 //    same order with tensors of the same shape and dtype. Tensors: CPU for gloo, the rank's CUDA
 //    device for NCCL; non-contiguous tensors are handled (copied).
-//  - Each collective has an async form returning a Work; `wait()` blocks, `done()` polls. The
+//  - Each collective has an async form returning a Work; `wait()` blocks, `done()` polls,
+//    `wait_on_stream()` makes the caller's CUDA stream wait instead of the host (NCCL). The
 //    blocking form is `*_async(...)->wait()`. A Work must be waited (or dropped) before its
 //    Communicator is destroyed; a Work is used by one thread.
 //  - Timeouts: every collective must finish within `timeout()` (default 60 s, settable) of its
@@ -80,6 +81,12 @@ class Work {
   virtual void wait() = 0;          // blocks (bounded by the timeout); DistError on failure; idempotent
   virtual bool done() = 0;          // finished (successfully or not); never blocks
   virtual at::Tensor result() = 0;  // waits, then the output (all_reduce/broadcast: the tensor itself)
+  // Orders the caller's current CUDA stream after the collective and returns without blocking the
+  // host where the backend can (NCCL); elsewhere it is wait(). The output is then valid for work
+  // queued on that stream. The timeout still holds: a watchdog aborts the communicator when the
+  // collective does not finish in time (the stream then moves on), and the error is thrown by the
+  // next blocking wait or collective of this communicator.
+  virtual void wait_on_stream() { wait(); }
 };
 using WorkPtr = std::unique_ptr<Work>;
 

@@ -68,6 +68,7 @@ class CommBase : public Communicator {
   std::string backend_;
   std::atomic<int64_t> timeout_ms_;
   uint64_t seq_ = 0;
+  std::atomic<uint64_t> marked_seq_{0};  // the highest arrival mark written
 
   mutable std::mutex mu_;
   std::atomic<bool> aborted_{false};

@@ -2,7 +2,11 @@
 // passed through the store (rank 0 writes "nccl_id"). Collectives run on a per-rank stream that
 // first waits for the caller's current stream; wait() polls the completion event and NCCL's async
 // error until done or the deadline; a timeout, an NCCL error or an abort calls ncclCommAbort and
-// throws DistError. With NCCL >= 2.14 the communicator is non-blocking (init and enqueue can be
+// throws DistError. wait_on_stream() only makes the caller's stream wait for the completion event
+// and hands the event to a watchdog thread, which polls it the same way (timeout, NCCL error,
+// aborts) and aborts the communicator on failure; that error is thrown by the next blocking wait
+// (which first lets the watchdog finish what it watches) or collective. The communicator handle is
+// used under one mutex, so that the watchdog's abort never races an enqueue. With NCCL >= 2.14 the communicator is non-blocking (init and enqueue can be
 // timed out too) unless TV_NCCL_BLOCKING=1 asks for the lower per-call latency of a blocking one;
 // older NCCL inits with a blocking ncclCommInitRank. Never uses NVLS/multicast
 // (sets NCCL_NVLS_ENABLE=0 unless the environment already chose). Built only with TV_HAVE_CUDA.
@@ -13,8 +17,10 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -82,6 +88,7 @@ class NcclWork : public Work {
       : comm_(comm), op_(std::move(op)), done_(done), keep_(std::move(keep)), finish_(std::move(finish)) {}
   ~NcclWork() override;
   void wait() override;
+  void wait_on_stream() override;
   bool done() override {
     if (state_ != 0) return true;
     return cudaEventQuery(done_) != cudaErrorNotReady;
@@ -234,6 +241,7 @@ class NcclComm : public CommBase {
 
   // True when the communicator has no operation in progress; throws on an NCCL error.
   bool ready() {
+    std::lock_guard lock(comm_mu_);
     if (!comm_) throw std::runtime_error("the NCCL communicator was aborted");
     ncclResult_t state = ncclSuccess;
     ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
@@ -244,6 +252,7 @@ class NcclComm : public CommBase {
   }
 
   void abort_comm() {
+    std::lock_guard lock(comm_mu_);
     if (!comm_) return;
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
     ncclCommAbort(comm_);  // stops kernels in flight; the communicator is gone
@@ -252,7 +261,77 @@ class NcclComm : public CommBase {
 
   int device() const { return device_; }
 
+  // Hands a collective's completion event to the watchdog, which destroys it once the collective
+  // finished (or failed: then it keeps the error and aborts the communicator).
+  void watch(const Op& op, cudaEvent_t done) {
+    std::lock_guard lock(watch_mu_);
+    if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch_loop(); });
+    watched_.push_back({op, done});
+    watch_cv_.notify_all();
+  }
+
+  // Waits until the watchdog finished everything handed to it; throws the first error it found.
+  void drain_watchdog() {
+    std::unique_lock lock(watch_mu_);
+    watch_cv_.wait(lock, [this] { return watched_.empty(); });
+    if (watch_error_) std::rethrow_exception(watch_error_);
+  }
+
+  void rethrow_watchdog_error() {
+    std::lock_guard lock(watch_mu_);
+    if (watch_error_) std::rethrow_exception(watch_error_);
+  }
+
  private:
+  struct Watched {
+    Op op;
+    cudaEvent_t done;
+  };
+
+  void watch_loop() {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+    std::unique_lock lock(watch_mu_);
+    for (;;) {
+      watch_cv_.wait(lock, [this] { return watch_stop_ || !watched_.empty(); });
+      if (watched_.empty()) return;  // stopping, nothing left
+      Watched w = watched_.front();
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        await(
+            w.op,
+            [&] {
+              ready();
+              cudaError_t e = cudaEventQuery(w.done);
+              if (e == cudaSuccess) return true;
+              if (e == cudaErrorNotReady) return false;
+              throw std::runtime_error("CUDA error while waiting: " + cuda_msg(e));
+            },
+            [this] { abort_comm(); });
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      cudaEventDestroy(w.done);
+      watched_.pop_front();
+      if (error) {
+        if (!watch_error_) watch_error_ = error;
+        for (auto& rest : watched_) cudaEventDestroy(rest.done);  // the communicator is aborted
+        watched_.clear();
+      }
+      watch_cv_.notify_all();
+    }
+  }
+
+  void stop_watchdog() {
+    {
+      std::lock_guard lock(watch_mu_);
+      watch_stop_ = true;
+      watch_cv_.notify_all();
+    }
+    if (watchdog_.joinable()) watchdog_.join();
+  }
+
   std::string nccl_msg(ncclResult_t r) const {
     std::string s = ncclGetErrorString(r);
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0)
@@ -286,7 +365,6 @@ class NcclComm : public CommBase {
     cudaEvent_t done = nullptr;
     bool pending = false;
     try {
-      if (!comm_) throw std::runtime_error("the NCCL communicator was aborted");
       cudaStream_t current = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_)).stream();
       cudaEvent_t ready_ev = nullptr;
       cuda_check(cudaEventCreateWithFlags(&ready_ev, cudaEventDisableTiming), "cudaEventCreate");
@@ -294,9 +372,15 @@ class NcclComm : public CommBase {
       cudaError_t e2 = e1 == cudaSuccess ? cudaStreamWaitEvent(stream_, ready_ev, 0) : e1;
       cudaEventDestroy(ready_ev);
       cuda_check(e2, "ordering the collective after the current stream");
+      rethrow_watchdog_error();
+      std::lock_guard lock(comm_mu_);
+      if (!comm_) throw std::runtime_error("the NCCL communicator was aborted");
       ncclResult_t r = call();
       if (r != ncclSuccess && !in_progress(r)) throw std::runtime_error(nccl_msg(r));
       pending = in_progress(r);
+    } catch (const DistError&) {
+      abort_comm();
+      throw;
     } catch (const std::exception& e) {
       abort_comm();
       fail(op, e.what());
@@ -314,6 +398,7 @@ class NcclComm : public CommBase {
   }
 
   void release() {
+    stop_watchdog();
     if (device_ < 0) return;  // nothing was created
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
     if (comm_) {
@@ -353,9 +438,17 @@ class NcclComm : public CommBase {
   }
 
   int device_ = -1;
+  std::mutex comm_mu_;  // guards the use of comm_ (enqueue, error query, abort)
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   float* scratch_ = nullptr;
+
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  std::deque<Watched> watched_;
+  std::exception_ptr watch_error_;
+  bool watch_stop_ = false;
+  std::thread watchdog_;
   friend class NcclWork;
 };
 
@@ -373,6 +466,7 @@ void NcclWork::wait() {
   if (state_ == 1) return;
   if (state_ == 2) std::rethrow_exception(error_);
   try {
+    comm_->drain_watchdog();  // an earlier collective's failure is reported as itself
     comm_->await(
         op_,
         [this] {
@@ -389,6 +483,32 @@ void NcclWork::wait() {
     result_ = finish_();
     finish_ = nullptr;
     keep_.clear();
+    state_ = 1;
+  } catch (...) {
+    error_ = std::current_exception();
+    state_ = 2;
+    throw;
+  }
+}
+
+void NcclWork::wait_on_stream() {
+  if (state_ != 0) return wait();
+  try {
+    comm_->rethrow_watchdog_error();
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm_->device()));
+    cudaError_t e = cudaStreamWaitEvent(
+        c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(comm_->device())).stream(), done_, 0);
+    if (e != cudaSuccess) {
+      comm_->abort_comm();
+      comm_->fail(op_, "making the stream wait for the collective: " + cuda_msg(e));
+    }
+    // The tensors were allocated on the caller's stream, which now runs after the collective: the
+    // allocator may reuse them for later work on it.
+    result_ = finish_();
+    finish_ = nullptr;
+    keep_.clear();
+    comm_->watch(op_, done_);
+    done_ = nullptr;
     state_ = 1;
   } catch (...) {
     error_ = std::current_exception();

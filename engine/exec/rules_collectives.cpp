@@ -2,7 +2,10 @@
 // A collective starts asynchronously on the communicator found in ExecOptions::user
 // (`std::any_cast<dist::Communicator*>(options.user)`) and yields a handle: a runtime name
 // "FUTURE#<id>" keyed into a process-wide table of pending work. torch_wait_prim_impl waits on it,
-// removes it from the table and returns the tensor. The tensor a collective works on is a copy:
+// removes it from the table and returns the tensor. While other collectives of the same
+// communicator are pending the wait is on the device stream (Work::wait_on_stream: the host runs
+// on and queues more work, as torch's DDP does); the last one waits on the host, so a failure of
+// any of them is thrown by the trace that started them. The tensor a collective works on is a copy:
 // rules never modify their arguments. Without a communicator the collectives compute what a group
 // of one rank computes (all_reduce, all_gather and reduce_scatter are the identity), so Thunder's
 // DDP printouts run on one rank. A process group that is None fails as Thunder does.
@@ -22,6 +25,7 @@ namespace {
 
 struct Pending {
   dist::WorkPtr work;  // null when the result is already there
+  const dist::Communicator* comm = nullptr;
   at::Tensor tensor;   // all_reduce: the tensor reduced in place; otherwise the result once known
   bool in_place = false;
 };
@@ -72,7 +76,10 @@ RValue all_reduce(const ExecContext& c, const std::vector<RValue>& a, const RKwa
   Pending p;
   p.tensor = rules::tensor_at(a, 0, "tensor").clone();
   p.in_place = true;
-  if (auto* comm = communicator(c)) p.work = comm->all_reduce_async(p.tensor);
+  if (auto* comm = communicator(c)) {
+    p.work = comm->all_reduce_async(p.tensor);
+    p.comm = comm;
+  }
   return handle(std::move(p));
 }
 
@@ -82,9 +89,10 @@ RValue all_gather(const ExecContext& c, const std::vector<RValue>& a, const RKwa
   const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
   if (a.size() > 3 && a[3].is_number() && a[3].integer_value() != 0)
     throw ExecError(std::string(collectives::kAllGather) + ": only dim 0 is supported", collectives::kAllGather);
-  if (auto* comm = communicator(c))
+  if (auto* comm = communicator(c)) {
     p.work = comm->all_gather_async(t.contiguous());
-  else
+    p.comm = comm;
+  } else
     p.tensor = t.dim() == 0 ? t.reshape({1}).clone() : t.clone();
   return handle(std::move(p));
 }
@@ -94,9 +102,10 @@ RValue reduce_scatter(const ExecContext& c, const std::vector<RValue>& a, const 
   check_group(a, 2, collectives::kReduceScatter);
   Pending p;
   const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
-  if (auto* comm = communicator(c))
+  if (auto* comm = communicator(c)) {
     p.work = comm->reduce_scatter_async(t.contiguous());
-  else
+    p.comm = comm;
+  } else
     p.tensor = t.clone();
   return handle(std::move(p));
 }
@@ -108,6 +117,7 @@ RValue wait(const ExecContext&, const std::vector<RValue>& a, const RKwargs&) {
     throw ExecError(std::string(collectives::kWait) + " expects a future, got " + describe(h), collectives::kWait);
   uint64_t id = std::stoull(h.s.substr(std::string(kPrefix).size()));
   Pending p;
+  bool last = true;  // no other collective of this communicator is pending
   {
     std::lock_guard lock(table_mutex());
     auto it = table().find(id);
@@ -116,13 +126,15 @@ RValue wait(const ExecContext&, const std::vector<RValue>& a, const RKwargs&) {
                       collectives::kWait);
     p = std::move(it->second);
     table().erase(it);
+    for (const auto& [other, q] : table())
+      if (q.work && q.comm == p.comm) last = false;
   }
   if (!p.work) return RValue::of(p.tensor);
-  if (p.in_place) {
+  if (last)
     p.work->wait();
-    return RValue::of(p.tensor);
-  }
-  return RValue::of(p.work->result());
+  else
+    p.work->wait_on_stream();
+  return RValue::of(p.in_place ? p.tensor : p.work->result());
 }
 
 }  // namespace

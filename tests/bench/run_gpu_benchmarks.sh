@@ -3,7 +3,8 @@
 # replay step vs PyTorch eager (Python) and LibTorch eager (C++) for gpt small and large, the step as a
 # CUDA graph, the DDP step vs torch DDP (same bucket size), all-reduce bus bandwidth vs torch's NCCL.
 # Usage: tests/bench/run_gpu_benchmarks.sh BUILD_DIR OUT_DIR   (after tests/gpu/run_gpu_tests.sh built BUILD_DIR)
-# Writes OUT_DIR/bench.jsonl (every measure) and OUT_DIR/bench.md (the tables).
+# Writes OUT_DIR/bench.jsonl (every measure), OUT_DIR/bench.md (the tables), one step's timeline of each
+# side (*.json, Chrome traces) and their summaries side by side (timeline_*.txt, tests/bench/timeline.py).
 set -uo pipefail
 build=${1:?usage: run_gpu_benchmarks.sh BUILD_DIR OUT_DIR}
 out=${2:?usage: run_gpu_benchmarks.sh BUILD_DIR OUT_DIR}
@@ -31,19 +32,27 @@ run() {  # run NAME COMMAND...: appends the JSON lines it prints, logs the rest
   grep '^{' "$out/$name.out" >> "$jsonl"
 }
 
-run step_small_engine "$build/bin/tv_bench_step" --model gpt "${small_tv[@]}" --device cuda --steps 20 --repeats 5
-run step_small_torch "$py" "$here/bench_torch.py" step "${small[@]}" --steps 20 --repeats 5
+run step_small_engine "$build/bin/tv_bench_step" --model gpt "${small_tv[@]}" --device cuda --steps 20 --repeats 5 \
+  --kineto "$out/small_engine.json"
+run step_small_torch "$py" "$here/bench_torch.py" step "${small[@]}" --steps 20 --repeats 5 --kineto "$out/small_torch.json"
+"$py" "$here/timeline.py" "$out/small_engine.json" "$out/small_torch.json" > "$out/timeline_small.txt" 2>&1
 run step_large_engine "$build/bin/tv_bench_step" --model gpt "${large_tv[@]}" --device cuda --steps 5 --repeats 3 --profile 30
 run step_large_torch "$py" "$here/bench_torch.py" step "${large[@]}" --steps 5 --repeats 3 --profile 30
 if [ "$gpus" -ge 2 ]; then
   ddp=(--layers 12 --d-model 768 --heads 12 --seq 1024 --batch 4 --vocab 50304)
   ddp_tv=(--param layers=12 --param d_model=768 --param heads=12 --param seq=1024 --param batch=4 --param vocab=50304)
   # The same model on one GPU at the DDP batch: how much of the DDP ratio is the step itself.
-  run step_ddp_batch_engine "$build/bin/tv_bench_step" --model gpt "${ddp_tv[@]}" --device cuda --steps 5 --repeats 3
-  run step_ddp_batch_torch "$py" "$here/bench_torch.py" step "${ddp[@]}" --steps 5 --repeats 3
+  # Each with one step's timeline (--kineto), summarised side by side in timeline_*.txt.
+  run step_ddp_batch_engine "$build/bin/tv_bench_step" --model gpt "${ddp_tv[@]}" --device cuda --steps 5 --repeats 3 \
+    --kineto "$out/step_engine.json"
+  run step_ddp_batch_torch "$py" "$here/bench_torch.py" step "${ddp[@]}" --steps 5 --repeats 3 \
+    --kineto "$out/step_torch.json"
   run ddp_engine "$build/bin/tv_bench_ddp" --mode step --world 2 "${ddp_tv[@]}" --bucket-mb 25 --steps 5 --repeats 3 \
-    --profile 40
-  run ddp_torch "$py" "$here/bench_torch.py" ddp --world 2 "${ddp[@]}" --bucket-mb 25 --steps 5 --repeats 3 --profile 40
+    --profile 40 --kineto "$out/ddp_engine.json"
+  run ddp_torch "$py" "$here/bench_torch.py" ddp --world 2 "${ddp[@]}" --bucket-mb 25 --steps 5 --repeats 3 --profile 40 \
+    --kineto "$out/ddp_torch.json"
+  "$py" "$here/timeline.py" "$out/step_engine.json" "$out/step_torch.json" > "$out/timeline_step.txt" 2>&1
+  "$py" "$here/timeline.py" "$out/ddp_engine.json" "$out/ddp_torch.json" > "$out/timeline_ddp.txt" 2>&1
   run allreduce_engine "$build/bin/tv_bench_ddp" --mode allreduce --world 2 --iterations 20
   run allreduce_torch "$py" "$here/bench_torch.py" allreduce --world 2 --iterations 20
 else

@@ -433,6 +433,14 @@ static void check_nccl_collectives(int W) {
     auto w = comm.all_reduce_async(t);
     comm.barrier_async()->wait();
     w->wait();
+    // Waiting on the stream: work queued after it sees the results.
+    at::Tensor s = at::full({1024}, double(rank + 1), opts);
+    auto ws = comm.all_reduce_async(s);
+    auto wg = comm.all_gather_async(at::full({2, 3}, double(rank), opts));
+    ws->wait_on_stream();
+    wg->wait_on_stream();
+    EXPECT_TRUE(at::equal((s * 2).cpu(), at::full({1024}, W * (W + 1.0))));
+    EXPECT_TRUE(at::equal(wg->result().cpu().select(1, 0), at::arange(W, at::kFloat).repeat_interleave(2)));
   });
 }
 
@@ -466,6 +474,35 @@ TEST(DistNccl, MissingRankTimesOut) {
       EXPECT_TRUE(contains(e.what(), "all_reduce")) << e.what();
       EXPECT_EQ(e.missing_ranks(), std::vector<int>{1});
     }
+    reported++;
+  });
+}
+
+// A wait on the stream does not block the host; the watchdog still times the collective out,
+// aborts the communicator (the stream moves on) and the next blocking call reports the collective
+// that failed and the rank that never came.
+TEST(DistNccl, StreamWaitTimesOutThroughTheWatchdog) {
+  if (auto why = nccl_unavailable(2); !why.empty()) GTEST_SKIP() << why;
+  std::atomic<int> reported{0};
+  World world(2, Backend::nccl, with_timeout(3s));
+  world.run([&](int rank, Communicator& comm) {
+    if (rank == 1) {
+      while (reported.load() < 1) std::this_thread::sleep_for(10ms);
+      return;
+    }
+    at::Tensor t = at::ones({16}, at::TensorOptions().device(at::Device(at::kCUDA, 0)));
+    auto start = std::chrono::steady_clock::now();
+    auto w = comm.all_reduce_async(t);
+    w->wait_on_stream();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "wait_on_stream blocked the host";
+    try {
+      comm.barrier();
+      ADD_FAILURE() << "no error";
+    } catch (const DistError& e) {
+      EXPECT_TRUE(contains(e.what(), "all_reduce")) << e.what();
+      EXPECT_EQ(e.missing_ranks(), std::vector<int>{1});
+    }
+    EXPECT_EQ(t.cpu().size(0), 16);  // the stream is not stuck behind the aborted collective
     reported++;
   });
 }
