@@ -359,8 +359,21 @@ class NcclComm : public CommBase {
     return type;
   }
 
+  // Enqueues `call` on the communicator's stream after the caller's stream. A failure after an
+  // earlier collective failed in the watchdog is reported as that collective's (the cause).
   template <class F>
   WorkPtr launch(const Op& op, std::vector<at::Tensor> keep, F&& call, std::function<at::Tensor()> finish) {
+    try {
+      return enqueue(op, std::move(keep), std::forward<F>(call), std::move(finish));
+    } catch (...) {
+      auto own = std::current_exception();
+      drain_watchdog();
+      std::rethrow_exception(own);
+    }
+  }
+
+  template <class F>
+  WorkPtr enqueue(const Op& op, std::vector<at::Tensor> keep, F&& call, std::function<at::Tensor()> finish) {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
     cudaEvent_t done = nullptr;
     bool pending = false;

@@ -6,10 +6,30 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "codegen/elementwise.h"
 #include "exec/aten_util.h"
+#include "exec/generated_kernels.h"
 #include "format/printer.h"
 
 namespace tv::exec {
+
+struct Executor::RegionPlans {
+  struct Entry {
+    size_t members = 0;
+    std::string first_output;
+    codegen::RegionPlan plan;
+  };
+  std::unordered_map<const BoundSymbol*, Entry> by_region;
+  size_t launches = 0;
+
+  const codegen::RegionPlan& of(const BoundSymbol& region) {
+    std::string first = region.outputs.empty() ? "" : region.outputs[0]->name;
+    auto it = by_region.find(&region);
+    if (it == by_region.end() || it->second.members != region.subsymbols.size() || it->second.first_output != first)
+      it = by_region.insert_or_assign(&region, Entry{region.subsymbols.size(), first, codegen::plan_region(region)}).first;
+    return it->second.plan;
+  }
+};
 
 namespace {
 
@@ -41,7 +61,11 @@ std::string statement_text(const BoundSymbol& b) {
 
 class Run {
  public:
-  Run(const ExecOptions& options) : options_(options) {}
+  Run(const ExecOptions& options, Executor::RegionPlans* plans)
+      : options_(options),
+        plans_(options.generated_kernels && options.device.kind == Device::Kind::cuda && generated_kernels_available()
+                   ? plans
+                   : nullptr) {}
 
   RValue map_input(const RValue& v) const {
     if (v.kind == RValue::Kind::tensor && options_.move_inputs && v.t.defined()) {
@@ -116,6 +140,39 @@ class Run {
     for (size_t k = 0; k < outs.size(); ++k) scope.vars[outs[k]->name] = std::move(leaves[k]);
   }
 
+  // A fusion region by its plan: generated kernels for its pointwise runs, its other members as
+  // usual. A kernel whose inputs are not what it was planned for runs its members instead.
+  void run_region(const BoundSymbol& region, Scope& inner) const {
+    for (const auto& step : plans_->of(region).steps) {
+      if (!step.is_kernel) {
+        exec(region.subsymbols[step.member], inner);
+        continue;
+      }
+      const auto& k = step.kernel;
+      std::vector<at::Tensor> inputs;
+      for (const auto& name : k.inputs) {
+        const RValue* v = inner.find(name);
+        inputs.push_back(v && v->is_tensor() ? v->t : at::Tensor());
+      }
+      if (!inputs_match(k, inputs)) {
+        for (size_t m = k.first_member; m < k.first_member + k.members; ++m) exec(region.subsymbols[m], inner);
+        continue;
+      }
+      std::vector<at::Tensor> outputs;
+      try {
+        outputs = launch_generated(k, inputs);
+      } catch (const c10::Error& e) {
+        throw ExecError(region.name() + ": the generated kernel " + k.name + " for its members " +
+                            std::to_string(k.first_member) + ".." + std::to_string(k.first_member + k.members - 1) +
+                            " failed: " + e.what_without_backtrace() + "\n" + k.source +
+                            "(set ExecOptions::generated_kernels=false to run the members one by one)",
+                        region.name());
+      }
+      ++plans_->launches;
+      for (size_t o = 0; o < k.outputs.size(); ++o) inner.vars[k.outputs[o]] = RValue::of(std::move(outputs[o]));
+    }
+  }
+
   void exec(const BoundSymbol& b, Scope& scope) const {
     switch (b.symbol->form) {
       case PrintForm::unpack_trivial:
@@ -148,7 +205,10 @@ class Run {
     if (subsymbols) {
       Scope inner;
       inner.parent = &scope;
-      for (const auto& s : b.subsymbols) exec(s, inner);
+      if (plans_ && b.symbol->has("fusion"))
+        run_region(b, inner);
+      else
+        for (const auto& s : b.subsymbols) exec(s, inner);
       for (const auto& p : b.outputs) {
         const RValue* v = inner.find(p->name);
         if (!v)
@@ -186,6 +246,7 @@ class Run {
 
  private:
   const ExecOptions& options_;
+  Executor::RegionPlans* plans_;  // null: regions run member by member
 };
 
 int line_of(const Trace& trace, const BoundSymbol& b) {
@@ -212,7 +273,9 @@ std::string NonFiniteReport::describe() const {
          std::to_string(inf_count) + " Inf in " + proxy;
 }
 
-Executor::Executor(ExecOptions options) : options_(std::move(options)) {}
+Executor::Executor(ExecOptions options) : options_(std::move(options)), plans_(std::make_shared<RegionPlans>()) {}
+
+size_t Executor::generated_kernel_launches() const { return plans_->launches; }
 
 std::vector<RValue> tensor_values(const std::vector<at::Tensor>& tensors) {
   std::vector<RValue> out;
@@ -234,7 +297,7 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
     timer_->reset();  // a previous run may have stopped half-way
   std::optional<c10::NoGradGuard> no_grad;
   if (options_.no_grad) no_grad.emplace();
-  Run run(options_);
+  Run run(options_, plans_.get());
   Scope scope;
 
   // Bind the signature.

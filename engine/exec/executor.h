@@ -10,7 +10,9 @@
 // moved there. Hooks: per top-level bound symbol timing (CUDA events on a CUDA device, the host
 // clock elsewhere: exec/symbol_timer.h), reported once the run has finished so that timing does not
 // synchronise the device mid-run; a per output tensor observer; and first_non_finite() after a run
-// with `detect_non_finite`. Runs under no-grad by default.
+// with `detect_non_finite`. Runs under no-grad by default. On a CUDA device a fusion region's runs of
+// pointwise members execute as generated kernels (codegen/elementwise.h, exec/generated_kernels.h;
+// `generated_kernels` turns it off), each planned once per region and reused by later runs.
 // An Executor is not thread-safe; use one per thread (rank).
 #pragma once
 #include <any>
@@ -33,6 +35,7 @@ struct ExecOptions {
   bool move_inputs = true;        // move input tensors and module parameters to `device`
   bool no_grad = true;            // run under c10::NoGradGuard, as Thunder's traces do
   bool decompose = false;         // prefer subsymbols over a composite's rule (tests decompositions)
+  bool generated_kernels = true;  // CUDA: fusion regions' pointwise runs as one generated kernel each
   const ModuleView* module = nullptr;  // what globals()['__function_obj'] resolves to
   // Entries of thunder._get_cache_info() that differ from the defaults (default_dtype float32,
   // default_device cpu, is_autocast_enabled False, alias_tensor_indices '', is_grad_enabled True,
@@ -77,11 +80,18 @@ class Executor {
   ExecOptions& options() { return options_; }
   // Set by the last run when options().detect_non_finite.
   const std::optional<NonFiniteReport>& first_non_finite() const { return first_non_finite_; }
+  // Generated kernels launched by this executor's runs so far.
+  size_t generated_kernel_launches() const;
+
+  // Each fusion region's plan, made on its first run (keyed by the bound symbol, checked against
+  // its shape so that a trace freed and another allocated at the same address is planned anew).
+  struct RegionPlans;
 
  private:
   ExecOptions options_;
   std::optional<NonFiniteReport> first_non_finite_;
   std::unique_ptr<SymbolTimer> timer_;  // made on the first timed run, reused after
+  std::shared_ptr<RegionPlans> plans_;
 };
 
 // Wraps a tensor list into runtime values (positional inputs).

@@ -44,7 +44,7 @@ double median(std::vector<double> v) {
 }
 
 void ddp_step(int world, const std::map<std::string, std::string>& params, double bucket_mb, int steps, int repeats,
-              int profile, const std::string& kineto) {
+              int profile, bench::KinetoOnMainThread* kineto) {
   std::vector<double> ms;
   dist::World w(world, dist::Backend::nccl);
   w.run([&](int rank, dist::Communicator& comm) {
@@ -79,16 +79,14 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
     }
     if (profile > 0)  // every rank steps (the collectives need all); rank 0 prints
       bench::profile_step(step, profile, rank == 0 ? &std::cerr : nullptr);
-    if (!kineto.empty()) {  // every rank steps; rank 0 records (CUPTI sees both devices)
-      auto one = [&] {
-        step();
-        bench::synchronize_cuda(rank);
-      };
+    if (kineto) {  // every rank steps; the main thread records both devices
+      bench::synchronize_cuda(rank);
+      if (rank == 0) kineto->start();
       comm.barrier();
-      if (rank == 0)
-        bench::record_kineto(kineto, true, one);
-      else
-        one();
+      step();
+      bench::synchronize_cuda(rank);
+      comm.barrier();
+      if (rank == 0) kineto->stop();
     }
   });
   std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
@@ -135,7 +133,16 @@ int run(int argc, char** argv) {
   const auto& params = args.params;
   if (!dist::nccl_available()) throw std::invalid_argument("this build has no NCCL (TV_HAVE_CUDA off): run it on the GPU machine");
   if (auto why = exec::device_unavailable("cuda:0", world); !why.empty()) throw std::invalid_argument(why);
-  if (mode == "step") ddp_step(world, params, bucket_mb, steps, repeats, args.get_int("profile", 0), args.get("kineto", ""));
+  if (mode == "step") {
+    int profile = args.get_int("profile", 0);
+    if (auto path = args.get("kineto", ""); !path.empty()) {
+      bench::KinetoOnMainThread kineto(path);
+      kineto.serve([&] { ddp_step(world, params, bucket_mb, steps, repeats, profile, &kineto); });
+      std::cerr << "kineto trace of one DDP step: " << path << "\n";
+    } else {
+      ddp_step(world, params, bucket_mb, steps, repeats, profile, nullptr);
+    }
+  }
   else if (mode == "allreduce") all_reduce_bandwidth(world, iterations);
   else throw std::invalid_argument("--mode " + mode + ": use step or allreduce");
   return 0;

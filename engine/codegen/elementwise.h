@@ -1,0 +1,52 @@
+// Elementwise kernels for fusion regions: which members of a region (passes/fusion.h) can run as
+// one generated kernel, and that kernel's source.
+// Contract: plan_region(region) splits the region's members, in order, into steps. A step is
+// either one member run as usual, or a kernel: a maximal run of two or more consecutive members
+// that are pointwise ops the generator knows (add, sub, mul, div, neg, exp, log, erf, tanh, sqrt,
+// rsqrt, sigmoid, pow, where, in their ltorch and prims spellings) whose output tensors all have
+// the same shape and the same floating dtype, whose tensor arguments have that dtype (a `where`
+// condition may be bool) and whose other arguments are number literals. A kernel reads its
+// `inputs` (at most 8 proxies the run reads and does not define, in order of first read) and
+// writes its `outputs` (at most 8: the run's values read after the run or returned by the region,
+// in definition order); values used only inside the run are never stored. `source` is a CUDA C++
+// function template for ATen's jiterator (at::cuda::CompileAndLaunchKernel, outputs returned by
+// reference): `template <typename T> void <name>(T in0, ..., T& out0, ...)`, computed in T, the
+// opmath type the jiterator instantiates it with (float for f32, bf16 and f16). The same members
+// give the same source and name, whatever the shapes, so one compiled kernel serves every layer.
+// Pure text: no CUDA here (exec/ runs the plan).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+
+namespace tv::codegen {
+
+struct ElementwiseKernel {
+  std::string name;                 // "tv_pointwise_<hash>", the function's name in `source`
+  std::string source;               // the function template
+  std::vector<std::string> inputs;  // proxy names, in0.. in order
+  std::vector<bool> bool_inputs;    // per input: a bool tensor (a where condition) rather than `dtype`
+  std::vector<std::string> outputs; // proxy names, out0.. in order
+  DType dtype = DType::f32;         // of the outputs and of every non-bool input
+  size_t first_member = 0;          // the members it replaces: [first_member, first_member + members)
+  size_t members = 0;
+};
+
+struct RegionStep {
+  bool is_kernel = false;
+  size_t member = 0;  // !is_kernel: the index of the member to run
+  ElementwiseKernel kernel;
+};
+
+struct RegionPlan {
+  std::vector<RegionStep> steps;
+  size_t kernels() const;  // how many steps are kernels
+};
+
+RegionPlan plan_region(const BoundSymbol& region);
+
+// Whether the generator knows `symbol` (a pointwise op name such as "ltorch.mul").
+bool is_generated_pointwise(std::string_view symbol);
+
+}  // namespace tv::codegen
