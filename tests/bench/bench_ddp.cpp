@@ -17,10 +17,12 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.h"
@@ -46,6 +48,7 @@ double median(std::vector<double> v) {
 void ddp_step(int world, const std::map<std::string, std::string>& params, double bucket_mb, int steps, int repeats,
               int profile, bench::KinetoOnMainThread* kineto) {
   std::vector<double> ms;
+  std::atomic<bool> recording{false};
   dist::World w(world, dist::Backend::nccl);
   w.run([&](int rank, dist::Communicator& comm) {
     auto p = params;
@@ -79,18 +82,31 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
     }
     if (profile > 0)  // every rank steps (the collectives need all); rank 0 prints
       bench::profile_step(step, profile, rank == 0 ? &std::cerr : nullptr);
+    if (rank == 0)  // now: a failure of the profiling below loses nothing measured
+      std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
+                << ", \"engine_ms\": " << median(ms) << "}" << std::endl;
     if (kineto) {  // every rank steps; the main thread records both devices
+      // Starting the profiler waits for the devices: no collective may be in flight meanwhile, so
+      // the other ranks wait on the host until it runs.
       bench::synchronize_cuda(rank);
-      if (rank == 0) kineto->start();
       comm.barrier();
+      bench::synchronize_cuda(rank);
+      if (rank == 0) {
+        kineto->start();
+        recording = true;
+      }
+      while (!recording) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       step();
       bench::synchronize_cuda(rank);
       comm.barrier();
-      if (rank == 0) kineto->stop();
+      bench::synchronize_cuda(rank);
+      if (rank == 0) {
+        kineto->stop();
+        recording = false;
+      }
+      while (recording) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });
-  std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
-            << ", \"engine_ms\": " << median(ms) << "}\n";
 }
 
 void all_reduce_bandwidth(int world, int iterations) {
