@@ -31,12 +31,11 @@ double max_difference(const StepTensors& a, const StepTensors& b) {
 }
 
 template <typename Fn>
-double milliseconds_per_call(int device, int calls, Fn&& fn) {
+double milliseconds_per_call(int calls, Fn&& fn) {
   c10::cuda::device_synchronize();
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i) fn();
   c10::cuda::device_synchronize();
-  (void)device;
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / calls;
 }
 
@@ -54,7 +53,7 @@ CudaGraphRun run_step_as_cuda_graph(const std::function<StepTensors()>& step, co
   try {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device.index));
     StepTensors plain = step();
-    run.step_ms = milliseconds_per_call(device.index, run.steps, step);
+    run.step_ms = milliseconds_per_call(run.steps, step);
     c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(device.index));
     at::cuda::CUDAGraph graph;
     StepTensors captured;
@@ -68,7 +67,7 @@ CudaGraphRun run_step_as_cuda_graph(const std::function<StepTensors()>& step, co
     graph.replay();
     c10::cuda::device_synchronize();
     run.max_abs_difference = max_difference(captured, plain);
-    run.graph_ms = milliseconds_per_call(device.index, run.steps, [&] { graph.replay(); });
+    run.graph_ms = milliseconds_per_call(run.steps, [&] { graph.replay(); });
     run.ran = true;
   } catch (const c10::Error& e) {
     run.error = std::string("capturing the step as a CUDA graph failed: ") + e.what_without_backtrace();
