@@ -3,7 +3,10 @@
 
 #include <ATen/ATen.h>
 
+#include <csignal>
+
 #include <algorithm>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -33,8 +36,25 @@ at::Tensor Communicator::reduce_scatter(const at::Tensor& input) { return reduce
 void Communicator::broadcast(at::Tensor& tensor, int root) { broadcast_async(tensor, root)->wait(); }
 void Communicator::barrier() { barrier_async()->wait(); }
 
+namespace {
+
+// A rank that dies closes its sockets, and a write to one raises SIGPIPE, whose default action ends
+// the whole process (seen on the GPU machine with LibTorch's bundled gloo) instead of failing the
+// write with EPIPE so that the collective reports the dead rank. Ignored unless the program
+// installed a handler of its own; Python does the same at startup.
+void ignore_broken_pipes() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
+  });
+}
+
+}  // namespace
+
 std::unique_ptr<Communicator> make_communicator(Backend backend, std::shared_ptr<Store> store, int rank, int size,
                                                 const CommOptions& options) {
+  ignore_broken_pipes();
   if (!store) throw DistError(DistError::Kind::usage, "tv.dist: make_communicator needs a store");
   if (size < 1 || rank < 0 || rank >= size)
     throw DistError(DistError::Kind::usage, "tv.dist: bad rank " + std::to_string(rank) + " for world size " +

@@ -17,6 +17,8 @@
 //    the missing ranks; never a hang. After a failure the communicator is broken: later calls
 //    throw at once. `abort(reason)` (any thread) makes pending and later waits on this rank and,
 //    through the store, on every rank throw DistError(kind aborted) promptly.
+//  - make_communicator() ignores SIGPIPE for the process unless a handler is installed (a dead
+//    peer's closed socket must fail a write, not end the process).
 //  - make_communicator() joins a group through a Store (store.h); every rank calls it with the
 //    same store contents, its own rank and the same size. It blocks until all ranks joined
 //    (bounded by the timeout). The NCCL backend exists only when built with TV_HAVE_CUDA.
