@@ -48,6 +48,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
     int world = 1;
     std::string device = "cpu";
     bool capture_at_jit = false;
+    bool no_generated_kernels = false;
     CaptureOutputs outputs;
   };
   auto o = std::make_shared<Options>();
@@ -57,12 +58,15 @@ void add_compare_command(CLI::App& app, Runner& run) {
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_flag("--capture-at-jit", o->capture_at_jit,
                 "read transform state when jit() is called (Thunder's old behaviour) instead of at the first call");
+  cmd->add_flag("--no-generated-kernels", o->no_generated_kernels,
+                "run every member of a fusion region on its own on CUDA instead of one generated kernel per run of pointwise ops (to tell a kernel's numbers from the members')");
   o->outputs.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {
       RunRequest request;
       request.model = o->model.model;
       request.params = o->model.param_map();
+      request.generated_kernels = !o->no_generated_kernels;
       for (const auto& order : o->orders) {
         PipelineSpec spec;
         spec.order = split_order(order);

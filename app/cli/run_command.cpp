@@ -20,6 +20,7 @@ void add_run_command(CLI::App& app, Runner& run) {
     int depth = 0;
     bool cuda_graph = false;
     int graph_steps = 20;
+    bool no_generated_kernels = false;
     CaptureOutputs outputs;
   };
   auto o = std::make_shared<Options>();
@@ -33,6 +34,8 @@ void add_run_command(CLI::App& app, Runner& run) {
   cmd->add_option("--graph-steps", o->graph_steps, "with --cuda-graph: calls each time is the mean of")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  cmd->add_flag("--no-generated-kernels", o->no_generated_kernels,
+                "run every member of a fusion region on its own on CUDA instead of one generated kernel per run of pointwise ops (to tell a kernel's numbers from the members')");
   o->outputs.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {
@@ -46,6 +49,7 @@ void add_run_command(CLI::App& app, Runner& run) {
       spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
       request.pipelines = {spec};
       if (o->cuda_graph) request.cuda_graph_steps = o->graph_steps;
+      request.generated_kernels = !o->no_generated_kernels;
       auto capture = run_pipelines_checked(request);
       o->outputs.write(capture);
       const auto& p = capture.pipelines.front();

@@ -165,7 +165,7 @@ class Run {
         throw ExecError(region.name() + ": the generated kernel " + k.name + " for its members " +
                             std::to_string(k.first_member) + ".." + std::to_string(k.first_member + k.members - 1) +
                             " failed: " + e.what_without_backtrace() + "\n" + k.source +
-                            "(set ExecOptions::generated_kernels=false to run the members one by one)",
+                            "(run with --no-generated-kernels, or ExecOptions::generated_kernels = false, to run the members one by one)",
                         region.name());
       }
       ++plans_->launches;

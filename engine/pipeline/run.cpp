@@ -30,7 +30,8 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
       record.error = why;
       return record;
     }
-    auto result = run_world({request.model, request.params, spec, request.replay, 60, request.cuda_graph_steps});
+    auto result = run_world(
+        {request.model, request.params, spec, request.replay, 60, request.cuda_graph_steps, request.generated_kernels});
     record.stages = std::move(result.stages);
     if (request.replay) record.replay = std::move(result.replay);
   } catch (const IllegalOrder& e) {

@@ -78,6 +78,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
     eo.device = options.device;
     eo.module = &view;
     eo.detect_non_finite = true;
+    eo.generated_kernels = options.generated_kernels;
     if (options.prepare_executor) options.prepare_executor(eo.user);
     std::string current_trace;
     if (options.record_timings) eo.on_timing = timing_recorder(result.timings, current_trace);
@@ -113,6 +114,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
       graph_options.device = options.device;
       graph_options.module = &view;
       graph_options.user = eo.user;
+      graph_options.generated_kernels = options.generated_kernels;
       exec::Executor plain(graph_options);
       result.cuda_graph = run_step_as_cuda_graph(
           [&] {

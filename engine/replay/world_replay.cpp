@@ -107,6 +107,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request) {
       ReplayOptions o = options;
       o.device = context.device;
       o.cuda_graph_steps = request.cuda_graph_steps;
+      o.generated_kernels = request.generated_kernels;
       o.reference_module = &reference;
       if (comm) o.prepare_executor = [comm](std::any& user) { user = comm; };
       if (distributed)

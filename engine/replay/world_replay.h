@@ -23,6 +23,7 @@ struct WorldReplayRequest {
   bool replay = true;
   int timeout_seconds = 60;
   int cuda_graph_steps = 0;  // > 0: also replay the step as a CUDA graph (ReplayOptions); one rank only
+  bool generated_kernels = true;  // ReplayOptions::generated_kernels
 };
 
 struct WorldReplayResult {

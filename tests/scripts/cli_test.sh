@@ -57,6 +57,9 @@ assert any("host clock" in e["args"]["name"] for e in doc["traceEvents"] if e["n
 PY
 expect 2 "cannot write" -- run --model linear --chrome-trace "$tmp/no/such/dir/t.json"
 expect 2 "add --device cuda" -- run --model mlp --cuda-graph
+# Turning the generated kernels off is accepted everywhere (it changes nothing on the CPU).
+expect 0 "PASS: mlp" -- run --model mlp --no-generated-kernels
+expect 0 "verdict: equivalent" -- compare --model mlp --order jit,ddp --order ddp,jit --world 2 --no-generated-kernels
 # A capture holding a CUDA graph run (as `run --cuda-graph --device cuda` writes it) shows it in the reports.
 expect 0 "PASS: mlp" -- run --model mlp --out "$tmp/graph.tvz.json"
 /usr/bin/python3 - "$tmp/graph.tvz.json" <<'PY'
