@@ -49,10 +49,6 @@ OrderedTransforms validate_order(const std::vector<std::string>& order) {
 
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 double provenance_ms(const Trace& t) {
   return t.provenance && t.provenance->milliseconds ? static_cast<double>(*t.provenance->milliseconds) : 0.0;
 }
@@ -62,9 +58,7 @@ template <typename Pass>
 void run_pass(StageHistory& h, TraceKind kind, const char* name, Pass pass) {
   auto last = h.last(kind);
   if (!last) return;
-  auto start = std::chrono::steady_clock::now();
-  TracePtr out = pass(*last);
-  h.record(kind, name, out, ms_since(start));
+  h.record_timed(kind, name, [&] { return pass(*last); });
 }
 
 }  // namespace
@@ -78,7 +72,7 @@ BuiltPipeline build_pipeline(jit::Module& module, const PipelineSpec& spec, cons
 
   auto start = std::chrono::steady_clock::now();
   auto acquired = jit::acquire(module);
-  double ms = ms_since(start);
+  double ms = milliseconds_since(start);
   h.record(TraceKind::prologue, "acquisition", acquired.prologue, ms);
   h.record(TraceKind::forward, "acquisition", acquired.computation, ms);
   h.record(TraceKind::epilogue, "acquisition", acquired.epilogue, ms);

@@ -50,6 +50,17 @@ void StageHistory::record(TraceKind k, std::string pass, TracePtr trace, double 
   list.push_back({std::move(pass), std::move(trace), milliseconds, changed});
 }
 
+TracePtr StageHistory::record_timed(TraceKind k, std::string pass, const std::function<TracePtr()>& make) {
+  auto start = std::chrono::steady_clock::now();
+  TracePtr trace = make();
+  record(k, std::move(pass), trace, milliseconds_since(start));
+  return trace;
+}
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 TracePtr StageHistory::last(TraceKind k) const {
   const auto& list = of(k);
   return list.empty() ? nullptr : list.back().trace;

@@ -4,6 +4,8 @@
 // later stage is the output of one named pass. `changed` says whether a stage differs from the
 // one before it as a program (canonical equality), so a viewer can hide passes that did nothing.
 #pragma once
+#include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +35,14 @@ struct StageHistory {
   const std::vector<Stage>& of(TraceKind) const;
   // Appends a stage, computing `changed` against the last stage of that kind.
   void record(TraceKind, std::string pass, TracePtr trace, double milliseconds);
+  // Runs `make`, records its trace with the time it took, and returns the trace.
+  TracePtr record_timed(TraceKind, std::string pass, const std::function<TracePtr()>& make);
   TracePtr last(TraceKind) const;  // null when there is none
 };
+
+// Milliseconds since `start`: a stage's time when one pass makes several traces (record_timed
+// otherwise).
+double milliseconds_since(std::chrono::steady_clock::time_point start);
 
 // Stage by stage, by position, for every trace kind: whether two histories hold the same program.
 struct StageComparison;

@@ -17,10 +17,6 @@
 namespace tv {
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 std::string mb_text(double mb) {
   std::ostringstream s;
   s << mb;
@@ -77,20 +73,13 @@ class Ddp : public Transform {
       for (const auto& p : params)
         if (p == computation->params[i].proxy->name) slots.push_back(i);
     int world = std::max(c.world_size, 1);
-    // Each stage is made before its time is read (not both as arguments of one call, whose order
-    // of evaluation is unspecified).
-    auto timed_stage = [&h](const std::string& pass, const std::function<TracePtr()>& make) {
-      auto start = std::chrono::steady_clock::now();
-      TracePtr trace = make();
-      h.record(TraceKind::backward, pass, trace, ms_since(start));
-      return trace;
-    };
-    timed_stage("ddp pass", [&] { return ddp_backward(*bwd, slots, world, 0, "ddp pass"); });
+    h.record_timed(TraceKind::backward, "ddp pass", [&] { return ddp_backward(*bwd, slots, world, 0, "ddp pass"); });
     std::string pass = "ddp bucketing (" + mb_text(c.bucket_size_mb) + " MB)";
     auto bytes = static_cast<int64_t>(c.bucket_size_mb * 1024.0 * 1024.0);
-    auto bucketed =
-        timed_stage(pass, [&] { return ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass); });
-    timed_stage("Sort Collectives", [&] { return passes::sort_collectives(*bucketed); });
+    auto bucketed = h.record_timed(TraceKind::backward, pass, [&] {
+      return ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass);
+    });
+    h.record_timed(TraceKind::backward, "Sort Collectives", [&] { return passes::sort_collectives(*bucketed); });
   }
 };
 

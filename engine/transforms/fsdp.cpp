@@ -14,10 +14,6 @@
 namespace tv {
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 bool reads_any(const BoundSymbol& b, const std::map<std::string, ProxyPtr>& names) {
   bool hit = false;
   auto look = [&](const Value& v) { for_each_proxy(v, [&](const ProxyPtr& p) { hit = hit || names.count(p->name); }); };
@@ -117,7 +113,7 @@ class Fsdp : public Transform {
           }
       out->body.push_back(s);
     }
-    h.record(TraceKind::forward, "fsdp pass", out, ms_since(start));
+    h.record(TraceKind::forward, "fsdp pass", out, milliseconds_since(start));
   }
 
   void post_optimization(StageHistory& h, const TransformContext& c) const override {
@@ -126,13 +122,14 @@ class Fsdp : public Transform {
     auto start = std::chrono::steady_clock::now();
     std::string pass = std::string("fsdp backward (") + (c.zero3 ? "zero3" : "zero2") + ")";
     if (!c.zero3) {  // the gathered parameters stay saved for backward
-      h.record(TraceKind::backward, pass, derive(*bwd, pass), ms_since(start));
+      h.record_timed(TraceKind::backward, pass, [&] { return derive(*bwd, pass); });
       return;
     }
     auto f = derive(*fwd, pass), bw = derive(*bwd, pass);
     rematerialize_gathers(*f, *bw);
-    h.record(TraceKind::forward, pass, f, ms_since(start));
-    h.record(TraceKind::backward, pass, bw, ms_since(start));
+    double ms = milliseconds_since(start);  // one pass made both
+    h.record(TraceKind::forward, pass, f, ms);
+    h.record(TraceKind::backward, pass, bw, ms);
   }
 
  private:
