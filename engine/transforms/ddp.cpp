@@ -2,8 +2,6 @@
 
 #include <ATen/ATen.h>
 
-#include <chrono>
-#include <functional>
 #include <map>
 #include <sstream>
 
