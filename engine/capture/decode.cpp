@@ -68,6 +68,7 @@ void check_structure(const Cursor& s) {
     string_field(p, "name");
     string_field(p, "type");
     check_one_of(p.field("kind"), {"positional", "varargs", "varkw"}, "a parameter kind");
+    if (auto d = p.optional_field("distribution")) check_one_of(*d, {"replicated", "fully_sharded"}, "a parameter layout");
   }
   std::vector<Cursor> pending{s.field("bound_symbols")};
   while (!pending.empty()) {
@@ -91,6 +92,24 @@ void check_structure(const Cursor& s) {
   }
 }
 
+// The parameters' layout (replicated under ddp, fully_sharded under fsdp), which the printed text
+// does not show, from the structure's params onto the trace just parsed. The parser made one proxy
+// per name, shared by every use and owned by this trace alone, so setting it on the parameter's
+// proxy sets it everywhere.
+void restore_distributions(const Cursor& structure, const Trace& trace) {
+  auto params = structure.field("params");
+  for (size_t i = 0, n = params.size(); i < n; ++i) {
+    auto p = params.at(i);
+    auto d = p.optional_field("distribution");
+    if (!d) continue;
+    std::string name = string_field(p, "name");
+    for (const auto& param : trace.params)
+      if (param.proxy->name == name)
+        const_cast<Proxy&>(*param.proxy).distribution =
+            d->string() == "replicated" ? Distribution::replicated : Distribution::fully_sharded;
+  }
+}
+
 TracePtr trace_from_text(const Cursor& text) {
   auto r = parse_trace(text.string());
   if (r.trace) return r.trace;
@@ -111,8 +130,12 @@ Stage stage(const Cursor& c, const Context& ctx) {
   if (!text.json().is_null()) s.trace = trace_from_text(text);
   if (ctx.version >= 1) {
     auto structure = c.field("structure");
-    if (!structure.json().is_null()) check_structure(structure);
-    else if (s.trace) structure.fail_expected("an object (the trace's structure)");
+    if (!structure.json().is_null()) {
+      check_structure(structure);
+      if (s.trace) restore_distributions(structure, *s.trace);
+    } else if (s.trace) {
+      structure.fail_expected("an object (the trace's structure)");
+    }
   }
   return s;
 }

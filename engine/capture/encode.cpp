@@ -81,8 +81,12 @@ Json encode_number(double v) {
 
 Json encode_trace_structure(const Trace& t) {
   Json params = Json::array();
-  for (const auto& p : t.params)
-    params.push_back({{"name", p.proxy->name}, {"type", type_text(*p.proxy)}, {"kind", param_kind_name(p.kind)}});
+  for (const auto& p : t.params) {
+    Json param = {{"name", p.proxy->name}, {"type", type_text(*p.proxy)}, {"kind", param_kind_name(p.kind)}};
+    if (p.proxy->distribution != Distribution::none)  // not in the printed type: kept here
+      param["distribution"] = std::string(distribution_name(p.proxy->distribution));
+    params.push_back(std::move(param));
+  }
   Json body = Json::array();
   for (const auto& b : t.body) body.push_back(encode_bound_symbol(b));
   return {{"function", t.function_name}, {"params", std::move(params)}, {"bound_symbols", std::move(body)}};

@@ -25,6 +25,7 @@
 #include "capture/capture.h"
 #include "format/parser.h"
 #include "format/printer.h"
+#include "pipeline/run.h"
 #include "test_util.h"
 
 using namespace tv;
@@ -345,6 +346,50 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
   EXPECT_EQ(capture_to_json(loaded), contents(path));
 }
 
+// The traces of mlp under jit,ddp and jit,fsdp on 2 ranks, not replayed: their parameter proxies
+// are laid out (replicated, fully_sharded), which the printed text does not show.
+Capture distributed_capture() {
+  RunRequest r;
+  r.model = "mlp";
+  r.replay = false;
+  for (const char* t : {"ddp", "fsdp"}) {
+    PipelineSpec spec;
+    spec.order = {"jit", t};
+    spec.world_size = 2;
+    r.pipelines.push_back(spec);
+  }
+  return run_pipelines(r);
+}
+
+TEST(CaptureRoundTrip, ParameterLayoutSurvivesSaveAndLoad) {
+  TempDir dir;
+  auto path = dir.file("layout.tvz.json");
+  save_capture(distributed_capture(), path);
+  Capture loaded = load_capture(path);
+  ASSERT_EQ(loaded.pipelines.size(), 2u);
+  std::pair<size_t, Distribution> want[] = {{0, Distribution::replicated}, {1, Distribution::fully_sharded}};
+  for (const auto& [index, layout] : want) {
+    const auto& forward = loaded.pipelines[index].stages.forward;
+    ASSERT_FALSE(forward.empty());
+    for (const auto& stage : forward) {
+      size_t parameters = 0;
+      for (const auto& p : stage.trace->params) {
+        if (p.proxy->name.rfind("t_", 0) != 0) {
+          EXPECT_EQ(p.proxy->distribution, Distribution::none) << p.proxy->name;
+          continue;
+        }
+        ++parameters;
+        EXPECT_EQ(p.proxy->distribution, layout) << stage.pass << " " << p.proxy->name;
+        // One proxy per name: the uses in the body say the same.
+        for (const auto& b : stage.trace->body)
+          for (const auto& in : b.inputs())
+            if (in->name == p.proxy->name) EXPECT_EQ(in->distribution, layout) << stage.pass << " " << in->name;
+      }
+      if (stage.pass == "acquisition") EXPECT_EQ(parameters, 4u);
+    }
+  }
+}
+
 TEST(CaptureRoundTrip, EmptyCaptureAndNoRules) {
   Capture c;
   c.pipelines.emplace_back();
@@ -427,6 +472,7 @@ TEST(CaptureSchema, WrittenDocumentsMatchTheSchema) {
   save_capture(realistic_capture(), dir.file("realistic.tvz.json"));
   save_capture(Capture{}, dir.file("empty.tvz.json"));
   save_capture(small_capture(), dir.file("small.tvz.json"));
+  save_capture(distributed_capture(), dir.file("distributed.tvz.json"));
 
   // Documents the schema must refuse (so a test that passes means something).
   Json good = doc_of(small_capture());
@@ -448,6 +494,11 @@ TEST(CaptureSchema, WrittenDocumentsMatchTheSchema) {
   }
   {
     Json d = good;
+    d["pipelines"][0]["stages"]["forward"][0]["structure"]["params"][0]["distribution"] = "scattered";
+    bad.push_back({"unknown-layout", d});
+  }
+  {
+    Json d = good;
     d["pipelines"][0]["stages"]["forward"][0]["structure"]["bound_symbols"][0]["outputs"] = "t0";
     bad.push_back({"outputs-not-a-list", d});
   }
@@ -457,7 +508,7 @@ TEST(CaptureSchema, WrittenDocumentsMatchTheSchema) {
     bad.push_back({"bad-number", d});
   }
   std::string args;
-  for (auto name : {"realistic", "empty", "small"}) args += " good:" + dir.file(std::string(name) + ".tvz.json");
+  for (auto name : {"realistic", "empty", "small", "distributed"}) args += " good:" + dir.file(std::string(name) + ".tvz.json");
   for (const auto& [name, d] : bad) {
     auto f = dir.file(name + ".json");
     std::ofstream(f) << d.dump(1);
