@@ -200,7 +200,7 @@ class Run {
       default:
         break;
     }
-    auto rule = find_exec_rule(b.name());
+    const ExecRule* rule = rule_of(*b.symbol);
     bool subsymbols = !b.subsymbols.empty() && (!rule || (options_.decompose && !b.symbol->is_prim));
     if (subsymbols) {
       Scope inner;
@@ -245,8 +245,17 @@ class Run {
   }
 
  private:
+  // The rule of a symbol, looked up in the table once per run (a run does not see rules registered
+  // while it executes).
+  const ExecRule* rule_of(const Symbol& symbol) const {
+    auto it = rules_.find(&symbol);
+    if (it == rules_.end()) it = rules_.emplace(&symbol, find_exec_rule(symbol.name)).first;
+    return it->second.get();
+  }
+
   const ExecOptions& options_;
   Executor::RegionPlans* plans_;  // null: regions run member by member
+  mutable std::unordered_map<const Symbol*, std::shared_ptr<const ExecRule>> rules_;
 };
 
 int line_of(const Trace& trace, const BoundSymbol& b) {
