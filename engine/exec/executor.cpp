@@ -103,6 +103,7 @@ class Run {
       case Value::Kind::tuple:
       case Value::Kind::list: {
         std::vector<RValue> items;
+        items.reserve(v.items.size());
         for (const auto& i : v.items) items.push_back(eval(i, scope, b));
         return v.kind == Value::Kind::tuple ? RValue::tuple(std::move(items)) : RValue::list(std::move(items));
       }
@@ -227,6 +228,8 @@ class Run {
     }
     std::vector<RValue> args;
     RKwargs kwargs;
+    args.reserve(b.args.size());
+    kwargs.reserve(b.kwargs.size());
     for (const auto& a : b.args) args.push_back(eval(a, scope, b));
     for (const auto& [k, v] : b.kwargs) kwargs.emplace_back(k, eval(v, scope, b));
     ExecContext ctx{b, options_};
