@@ -11,12 +11,17 @@ import json
 import sys
 
 
+def fail(message):
+    print("error: " + message, file=sys.stderr)
+    sys.exit(2)
+
+
 def load(path):
     try:
         with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError) as e:
-        sys.exit(f"error: {path}: {e} (give a Chrome trace written by --kineto)")
+        fail(f"{path}: {e} (give a Chrome trace written by --kineto)")
     events = data["traceEvents"] if isinstance(data, dict) else data
     gpu = []
     for e in events:
@@ -26,7 +31,7 @@ def load(path):
         gpu.append((int(args.get("device", 0)), int(args.get("stream", 0)), float(e["ts"]), float(e.get("dur", 0)),
                     e.get("name", "?"), e["cat"]))
     if not gpu:
-        sys.exit(f"error: {path}: no GPU activity in the trace (recorded on a CPU device?)")
+        fail(f"{path}: no GPU activity in the trace (recorded on a CPU device?)")
     return gpu
 
 
