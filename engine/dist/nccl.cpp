@@ -6,10 +6,11 @@
 // and hands the event to a watchdog thread, which polls it the same way (timeout, NCCL error,
 // aborts) and aborts the communicator on failure; that error is thrown by the next blocking wait
 // (which first lets the watchdog finish what it watches) or collective. The communicator handle is
-// used under one mutex, so that the watchdog's abort never races an enqueue. With NCCL >= 2.14 the communicator is non-blocking (init and enqueue can be
-// timed out too) unless TV_NCCL_BLOCKING=1 asks for the lower per-call latency of a blocking one;
-// older NCCL inits with a blocking ncclCommInitRank. Never uses NVLS/multicast
-// (sets NCCL_NVLS_ENABLE=0 unless the environment already chose). Built only with TV_HAVE_CUDA.
+// used under one mutex, so that the watchdog's abort never races an enqueue. With NCCL >= 2.14 the
+// communicator is non-blocking (init and enqueue can be timed out too) unless TV_NCCL_BLOCKING=1
+// asks for the lower per-call latency of a blocking one; older NCCL inits with a blocking
+// ncclCommInitRank. Never uses NVLS/multicast (sets NCCL_NVLS_ENABLE=0 unless the environment
+// already chose). Built only with TV_HAVE_CUDA.
 #ifdef TV_HAVE_CUDA
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -261,6 +262,27 @@ class NcclComm : public CommBase {
 
   int device() const { return device_; }
 
+  // Waits on the host until the collective whose completion event is `done` finished: NCCL's async
+  // error and the event polled through await() (timeout, aborts), the communicator aborted on failure.
+  void await_event(const Op& op, cudaEvent_t done) {
+    await(
+        op,
+        [&] {
+          ready();
+          cudaError_t e = cudaEventQuery(done);
+          if (e == cudaSuccess) return true;
+          if (e == cudaErrorNotReady) return false;
+          throw std::runtime_error("CUDA error while waiting: " + cuda_msg(e));
+        },
+        [this] { abort_comm(); });
+  }
+
+  // Makes the caller's current stream on this communicator's device wait for `done`.
+  cudaError_t order_current_stream_after(cudaEvent_t done) {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+    return cudaStreamWaitEvent(c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_)).stream(), done, 0);
+  }
+
   // Hands a collective's completion event to the watchdog, which destroys it once the collective
   // finished (or failed: then it keeps the error and aborts the communicator).
   void watch(const Op& op, cudaEvent_t done) {
@@ -298,16 +320,7 @@ class NcclComm : public CommBase {
       lock.unlock();
       std::exception_ptr error;
       try {
-        await(
-            w.op,
-            [&] {
-              ready();
-              cudaError_t e = cudaEventQuery(w.done);
-              if (e == cudaSuccess) return true;
-              if (e == cudaErrorNotReady) return false;
-              throw std::runtime_error("CUDA error while waiting: " + cuda_msg(e));
-            },
-            [this] { abort_comm(); });
+        await_event(w.op, w.done);
       } catch (...) {
         error = std::current_exception();
       }
@@ -480,19 +493,8 @@ void NcclWork::wait() {
   if (state_ == 2) std::rethrow_exception(error_);
   try {
     comm_->drain_watchdog();  // an earlier collective's failure is reported as itself
-    comm_->await(
-        op_,
-        [this] {
-          comm_->ready();
-          cudaError_t e = cudaEventQuery(done_);
-          if (e == cudaSuccess) return true;
-          if (e == cudaErrorNotReady) return false;
-          throw std::runtime_error("CUDA error while waiting: " + cuda_msg(e));
-        },
-        [this] { comm_->abort_comm(); });
-    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm_->device()));
-    cudaStreamWaitEvent(c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(comm_->device())).stream(),
-                        done_, 0);
+    comm_->await_event(op_, done_);
+    comm_->order_current_stream_after(done_);  // the event has completed: this cannot hold the stream
     result_ = finish_();
     finish_ = nullptr;
     keep_.clear();
@@ -508,9 +510,7 @@ void NcclWork::wait_on_stream() {
   if (state_ != 0) return wait();
   try {
     comm_->rethrow_watchdog_error();
-    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm_->device()));
-    cudaError_t e = cudaStreamWaitEvent(
-        c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(comm_->device())).stream(), done_, 0);
+    cudaError_t e = comm_->order_current_stream_after(done_);
     if (e != cudaSuccess) {
       comm_->abort_comm();
       comm_->fail(op_, "making the stream wait for the collective: " + cuda_msg(e));
