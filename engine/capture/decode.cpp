@@ -58,6 +58,14 @@ void check_one_of(const Cursor& c, std::initializer_list<std::string_view> names
   c.fail("expected " + std::string(what) + " (" + list + "), found \"" + s.substr(0, 40) + "\"");
 }
 
+// A parameter's layout, by the name distribution_name() writes (only the two a transform sets).
+Distribution distribution(const Cursor& c) {
+  auto s = c.string();
+  for (Distribution d : {Distribution::replicated, Distribution::fully_sharded})
+    if (s == distribution_name(d)) return d;
+  c.fail("expected a parameter layout (replicated, fully_sharded), found \"" + s.substr(0, 40) + "\"");
+}
+
 // The structure is derived from the text (which is what a load uses) but is part of the format:
 // check it all, without recursion, so a deeply nested hand edit cannot exhaust the stack.
 void check_structure(const Cursor& s) {
@@ -68,7 +76,7 @@ void check_structure(const Cursor& s) {
     string_field(p, "name");
     string_field(p, "type");
     check_one_of(p.field("kind"), {"positional", "varargs", "varkw"}, "a parameter kind");
-    if (auto d = p.optional_field("distribution")) check_one_of(*d, {"replicated", "fully_sharded"}, "a parameter layout");
+    if (auto d = p.optional_field("distribution")) distribution(*d);
   }
   std::vector<Cursor> pending{s.field("bound_symbols")};
   while (!pending.empty()) {
@@ -104,9 +112,7 @@ void restore_distributions(const Cursor& structure, const Trace& trace) {
     if (!d) continue;
     std::string name = string_field(p, "name");
     for (const auto& param : trace.params)
-      if (param.proxy->name == name)
-        const_cast<Proxy&>(*param.proxy).distribution =
-            d->string() == "replicated" ? Distribution::replicated : Distribution::fully_sharded;
+      if (param.proxy->name == name) const_cast<Proxy&>(*param.proxy).distribution = distribution(*d);
   }
 }
 
