@@ -54,6 +54,9 @@ struct CaptureOutputs {
   void write(const Capture& c) const;
 };
 
+// --no-generated-kernels of the commands that replay (run, compare): RunRequest::generated_kernels off.
+void add_no_generated_kernels_flag(CLI::App& cmd, bool& off);
+
 // run_pipelines with model errors (unknown model or parameter) turned into BadInput.
 Capture run_pipelines_checked(const RunRequest& request, const ProgressFn& progress = {});
 

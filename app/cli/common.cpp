@@ -41,6 +41,12 @@ void save_capture_checked(const Capture& capture, const std::string& path) {
   }
 }
 
+void add_no_generated_kernels_flag(CLI::App& cmd, bool& off) {
+  cmd.add_flag("--no-generated-kernels", off,
+               "run every member of a fusion region on its own on CUDA instead of one generated kernel per run of "
+               "pointwise ops (to tell a kernel's numbers from the members')");
+}
+
 void CaptureOutputs::add_to(CLI::App& cmd) {
   cmd.add_option("--chrome-trace", chrome_trace,
                  "also write the replay's per-bound-symbol times as a Chrome trace (FILE.json; open in ui.perfetto.dev)");

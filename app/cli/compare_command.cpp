@@ -58,8 +58,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_flag("--capture-at-jit", o->capture_at_jit,
                 "read transform state when jit() is called (Thunder's old behaviour) instead of at the first call");
-  cmd->add_flag("--no-generated-kernels", o->no_generated_kernels,
-                "run every member of a fusion region on its own on CUDA instead of one generated kernel per run of pointwise ops (to tell a kernel's numbers from the members')");
+  add_no_generated_kernels_flag(*cmd, o->no_generated_kernels);
   o->outputs.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {

@@ -34,8 +34,7 @@ void add_run_command(CLI::App& app, Runner& run) {
   cmd->add_option("--graph-steps", o->graph_steps, "with --cuda-graph: calls each time is the mean of")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
-  cmd->add_flag("--no-generated-kernels", o->no_generated_kernels,
-                "run every member of a fusion region on its own on CUDA instead of one generated kernel per run of pointwise ops (to tell a kernel's numbers from the members')");
+  add_no_generated_kernels_flag(*cmd, o->no_generated_kernels);
   o->outputs.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {
