@@ -134,13 +134,9 @@ std::string expression(const BoundSymbol& m, const std::vector<std::string>& x) 
 }
 
 bool reads(const BoundSymbol& m, const std::string& name) {
-  bool found = false;
-  auto visit = [&](const Value& v) {
-    for_each_proxy(v, [&](const ProxyPtr& p) { found = found || p->name == name; });
-  };
-  for (const auto& a : m.args) visit(a);
-  for (const auto& [k, v] : m.kwargs) visit(v);
-  return found;
+  for (const auto& p : m.inputs())
+    if (p->name == name) return true;
+  return false;
 }
 
 // The kernel for members [first, last] of `region`; nullopt when it would exceed the jiterator's
