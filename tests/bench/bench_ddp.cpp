@@ -86,25 +86,21 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
       std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
                 << ", \"engine_ms\": " << median(ms) << "}" << std::endl;
     if (kineto) {  // every rank steps; the main thread records both devices
-      // Starting the profiler waits for the devices: no collective may be in flight meanwhile, so
-      // the other ranks wait on the host until it runs.
-      bench::synchronize_cuda(rank);
-      comm.barrier();
-      bench::synchronize_cuda(rank);
-      if (rank == 0) {
-        kineto->start();
-        recording = true;
-      }
-      while (!recording) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // Starting or stopping the profiler waits for the devices: no collective may be in flight
+      // meanwhile, so every device goes idle and the other ranks wait on the host until it is done.
+      auto switch_profiler = [&](bool on) {
+        bench::synchronize_cuda(rank);
+        comm.barrier();
+        bench::synchronize_cuda(rank);
+        if (rank == 0) {
+          on ? kineto->start() : kineto->stop();
+          recording = on;
+        }
+        while (recording != on) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      };
+      switch_profiler(true);
       step();
-      bench::synchronize_cuda(rank);
-      comm.barrier();
-      bench::synchronize_cuda(rank);
-      if (rank == 0) {
-        kineto->stop();
-        recording = false;
-      }
-      while (recording) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      switch_profiler(false);
     }
   });
 }
