@@ -5,9 +5,9 @@
 // output and every parameter gradient with `eager_reference` on the same weights, inputs and
 // cotangents (check_against_reference). Per-proxy statistics and per-bound-symbol times are
 // recorded; the first bound symbol that produced NaN/Inf is named. A failure is reported in
-// RankResult::error, never thrown. With `cuda_graph_steps` the step is then also replayed as a CUDA graph. Tolerances are relative to the largest magnitude of the
-// reference (see tolerance()), with an absolute floor of a tenth of the tolerance for references
-// that are zero up to noise.
+// RankResult::error, never thrown. With `cuda_graph_steps` the step is then also replayed as a CUDA
+// graph. Tolerances are relative to the largest magnitude of the reference (see tolerance()), with
+// an absolute floor of a tenth of the tolerance for references that are zero up to noise.
 #pragma once
 #include <cstdint>
 #include <any>
