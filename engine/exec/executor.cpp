@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -33,21 +35,80 @@ struct Executor::RegionPlans {
 
 namespace {
 
-// Names defined at one level: the trace body, or the subsymbols of one bound symbol.
+// An id for each name a trace uses, so that a run finds values by index instead of hashing
+// names. A proxy's id is found by its address; holding the proxy keeps that address from being
+// reused by another one while the id is known.
+class NameIds {
+ public:
+  uint32_t of(const ProxyPtr& p) {
+    auto it = by_proxy_.find(p.get());
+    if (it != by_proxy_.end()) return it->second.id;
+    uint32_t id = of(p->name);
+    by_proxy_.emplace(p.get(), Known{p, id});
+    return id;
+  }
+  uint32_t of(const std::string& name) {
+    auto [it, added] = by_name_.try_emplace(name, static_cast<uint32_t>(by_name_.size()));
+    return it->second;
+  }
+  size_t size() const { return by_name_.size(); }
+  size_t proxies() const { return by_proxy_.size(); }
+
+ private:
+  struct Known {
+    ProxyPtr proxy;
+    uint32_t id;
+  };
+  std::unordered_map<const Proxy*, Known> by_proxy_;
+  std::unordered_map<std::string, uint32_t> by_name_;
+};
+
+// Names defined at one level: the trace body (a slot per id), or the subsymbols of one bound
+// symbol (a short list).
 struct Scope {
-  std::unordered_map<std::string, RValue> vars;
+  std::vector<std::optional<RValue>>* slots = nullptr;  // the body's level
+  std::vector<std::pair<uint32_t, RValue>> locals;      // a subsymbol level
   Scope* parent = nullptr;
 
-  const RValue* find(const std::string& name) const {
+  const RValue* find(uint32_t id) const {
     for (const Scope* s = this; s; s = s->parent) {
-      auto it = s->vars.find(name);
-      if (it != s->vars.end()) return &it->second;
+      if (s->slots) {
+        if (id < s->slots->size() && (*s->slots)[id]) return &*(*s->slots)[id];
+        continue;
+      }
+      for (const auto& [k, v] : s->locals)
+        if (k == id) return &v;
     }
     return nullptr;
   }
-  void erase(const std::string& name) {
-    for (Scope* s = this; s; s = s->parent)
-      if (s->vars.erase(name)) return;
+  void set(uint32_t id, RValue v) {
+    if (slots) {
+      if (id >= slots->size()) slots->resize(id + 1);
+      (*slots)[id] = std::move(v);
+      return;
+    }
+    for (auto& [k, old] : locals)
+      if (k == id) {
+        old = std::move(v);
+        return;
+      }
+    locals.emplace_back(id, std::move(v));
+  }
+  void erase(uint32_t id) {
+    for (Scope* s = this; s; s = s->parent) {
+      if (s->slots) {
+        if (id < s->slots->size() && (*s->slots)[id]) {
+          (*s->slots)[id].reset();
+          return;
+        }
+        continue;
+      }
+      for (auto it = s->locals.begin(); it != s->locals.end(); ++it)
+        if (it->first == id) {
+          s->locals.erase(it);
+          return;
+        }
+    }
   }
 };
 
@@ -61,8 +122,9 @@ std::string statement_text(const BoundSymbol& b) {
 
 class Run {
  public:
-  Run(const ExecOptions& options, Executor::RegionPlans* plans)
+  Run(const ExecOptions& options, Executor::RegionPlans* plans, NameIds& ids)
       : options_(options),
+        ids_(ids),
         plans_(options.generated_kernels && options.device.kind == Device::Kind::cuda && generated_kernels_available()
                    ? plans
                    : nullptr) {}
@@ -95,7 +157,7 @@ class Run {
           if (auto d = dtype_from_torch(v.s.substr(7))) return RValue::of(*d);
         return RValue::name(v.s);
       case Value::Kind::proxy: {
-        if (const RValue* r = scope.find(v.proxy->name)) return *r;
+        if (const RValue* r = scope.find(ids_.of(v.proxy))) return *r;
         throw ExecError("'" + v.proxy->name + "' has no value when executing '" + statement_text(b) +
                             "' (never computed, or deleted before this use)",
                         b.name());
@@ -123,7 +185,7 @@ class Run {
       const Proxy& p = *outs[0];
       bool leaf = p.is_tensor() || p.kind == ProxyKind::number || p.kind == ProxyKind::string;
       if (leaf && result.is_sequence() && result.items.size() == 1) result = RValue(result.items[0]);
-      scope.vars[p.name] = std::move(result);
+      scope.set(ids_.of(outs[0]), std::move(result));
       return;
     }
     std::vector<RValue> leaves;
@@ -138,7 +200,7 @@ class Run {
       throw ExecError(b.name() + " returned " + std::to_string(leaves.size()) + " values for " +
                           std::to_string(outs.size()) + " outputs in '" + statement_text(b) + "'",
                       b.name());
-    for (size_t k = 0; k < outs.size(); ++k) scope.vars[outs[k]->name] = std::move(leaves[k]);
+    for (size_t k = 0; k < outs.size(); ++k) scope.set(ids_.of(outs[k]), std::move(leaves[k]));
   }
 
   // A fusion region by its plan: generated kernels for its pointwise runs, its other members as
@@ -152,7 +214,7 @@ class Run {
       const auto& k = step.kernel;
       std::vector<at::Tensor> inputs;
       for (const auto& name : k.inputs) {
-        const RValue* v = inner.find(name);
+        const RValue* v = inner.find(ids_.of(name));
         inputs.push_back(v && v->is_tensor() ? v->t : at::Tensor());
       }
       if (!inputs_match(k, inputs)) {
@@ -170,7 +232,7 @@ class Run {
                         region.name());
       }
       ++plans_->launches;
-      for (size_t o = 0; o < k.outputs.size(); ++o) inner.vars[k.outputs[o]] = RValue::of(std::move(outputs[o]));
+      for (size_t o = 0; o < k.outputs.size(); ++o) inner.set(ids_.of(k.outputs[o]), RValue::of(std::move(outputs[o])));
     }
   }
 
@@ -178,7 +240,7 @@ class Run {
     switch (b.symbol->form) {
       case PrintForm::unpack_trivial:
         for (const auto& p : b.outputs)
-          if (!scope.find(p->name)) throw ExecError("input '" + p->name + "' was not given", b.name());
+          if (!scope.find(ids_.of(p))) throw ExecError("input '" + p->name + "' was not given", b.name());
         return;
       case PrintForm::unpack_sequence: {
         RValue v = eval(b.args.at(0), scope, b);
@@ -190,11 +252,11 @@ class Run {
           throw ExecError("'" + statement_text(b) + "': expected " + std::to_string(b.outputs.size()) +
                               " values to unpack, got " + std::to_string(v.items.size()),
                           b.name());
-        for (size_t k = 0; k < b.outputs.size(); ++k) scope.vars[b.outputs[k]->name] = v.items[k];
+        for (size_t k = 0; k < b.outputs.size(); ++k) scope.set(ids_.of(b.outputs[k]), v.items[k]);
         return;
       }
       case PrintForm::del:
-        for (const auto& a : b.args) for_each_proxy(a, [&](const ProxyPtr& p) { scope.erase(p->name); });
+        for (const auto& a : b.args) for_each_proxy(a, [&](const ProxyPtr& p) { scope.erase(ids_.of(p)); });
         return;
       case PrintForm::ret:
         return;  // handled by the body loop
@@ -206,16 +268,17 @@ class Run {
     if (subsymbols) {
       Scope inner;
       inner.parent = &scope;
+      inner.locals.reserve(b.subsymbols.size());
       if (plans_ && b.symbol->has("fusion"))
         run_region(b, inner);
       else
         for (const auto& s : b.subsymbols) exec(s, inner);
       for (const auto& p : b.outputs) {
-        const RValue* v = inner.find(p->name);
+        const RValue* v = inner.find(ids_.of(p));
         if (!v)
           throw ExecError("the subsymbols of " + b.name() + " did not compute its output '" + p->name + "'", b.name());
         RValue copy = *v;
-        scope.vars[p->name] = std::move(copy);
+        scope.set(ids_.of(p), std::move(copy));
       }
       return;
     }
@@ -257,6 +320,7 @@ class Run {
   }
 
   const ExecOptions& options_;
+  NameIds& ids_;
   Executor::RegionPlans* plans_;  // null: regions run member by member
   mutable std::unordered_map<const Symbol*, std::shared_ptr<const ExecRule>> rules_;
 };
@@ -273,6 +337,24 @@ int line_of(const Trace& trace, const BoundSymbol& b) {
 
 }  // namespace
 
+// Per trace run by this executor: its name ids and the body's slots, kept between runs (the slots
+// empty) so that a run allocates neither.
+struct Executor::NameTables {
+  struct Entry {
+    NameIds ids;
+    std::vector<std::optional<RValue>> slots;
+  };
+  std::unordered_map<const Trace*, Entry> by_trace;
+
+  // Bounded: traces long gone (or rebuilt at the same address) hold their proxies until cleared.
+  Entry& of(const Trace& trace) {
+    if (by_trace.size() >= 64 && !by_trace.count(&trace)) by_trace.clear();
+    Entry& e = by_trace[&trace];
+    if (e.ids.proxies() > (1u << 20)) e = Entry{};
+    return e;
+  }
+};
+
 Device ExecOptions::default_device() {
 #ifdef TV_HAVE_CUDA
   if (at::hasCUDA()) return Device{Device::Kind::cuda, 0};
@@ -285,7 +367,8 @@ std::string NonFiniteReport::describe() const {
          std::to_string(inf_count) + " Inf in " + proxy;
 }
 
-Executor::Executor(ExecOptions options) : options_(std::move(options)), plans_(std::make_shared<RegionPlans>()) {}
+Executor::Executor(ExecOptions options)
+    : options_(std::move(options)), plans_(std::make_shared<RegionPlans>()), names_(std::make_shared<NameTables>()) {}
 
 size_t Executor::generated_kernel_launches() const { return plans_->launches; }
 
@@ -308,9 +391,27 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
   else
     timer_->reset();  // a previous run may have stopped half-way
   std::optional<c10::NoGradGuard> no_grad;
-  if (options_.no_grad) no_grad.emplace();
-  Run run(options_, plans_.get());
+  std::optional<at::AutoDispatchBelowADInplaceOrView> below_autograd;
+  if (options_.no_grad) {
+    no_grad.emplace();
+    below_autograd.emplace();
+  }
+  NameTables::Entry& names = names_->of(trace);
+  NameIds& ids = names.ids;
+  Run run(options_, plans_.get(), ids);
+  // The body's values live in the slots until the run ends (a run inside a rule gets its own).
+  std::vector<std::optional<RValue>> slots = std::move(names.slots);
+  slots.resize(std::max(slots.size(), ids.size()));
+  struct Release {  // empties the slots, however the run ends, and hands them back for the next run
+    std::vector<std::optional<RValue>>& slots;
+    NameTables::Entry& names;
+    ~Release() {
+      for (auto& v : slots) v.reset();
+      names.slots = std::move(slots);
+    }
+  } release{slots, names};
   Scope scope;
+  scope.slots = &slots;
 
   // Bind the signature.
   size_t next = 0;
@@ -327,19 +428,19 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
           throw ExecError(trace.function_name + "(" + names + ") expects " + std::to_string(positional.size()) +
                           " inputs, got " + std::to_string(inputs.size()));
         }
-        scope.vars[p.proxy->name] = run.map_input(inputs[next++]);
+        scope.set(ids.of(p.proxy), run.map_input(inputs[next++]));
         break;
       case ParamKind::varargs: {
         has_varargs = true;
         std::vector<RValue> rest;
         while (next < inputs.size()) rest.push_back(run.map_input(inputs[next++]));
-        scope.vars[p.proxy->name] = RValue::tuple(std::move(rest));
+        scope.set(ids.of(p.proxy), RValue::tuple(std::move(rest)));
         break;
       }
       case ParamKind::varkw: {
         std::vector<std::pair<RValue, RValue>> entries;
         for (const auto& [k, v] : kwargs) entries.emplace_back(RValue::string(k), run.map_input(v));
-        scope.vars[p.proxy->name] = RValue::dict(std::move(entries));
+        scope.set(ids.of(p.proxy), RValue::dict(std::move(entries)));
         break;
       }
     }
@@ -361,7 +462,7 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
     if (b.symbol->form == PrintForm::del) continue;
     if (!options_.on_output && !(options_.detect_non_finite && !first_non_finite_)) continue;
     for (const auto& p : b.outputs) {
-      const RValue* v = scope.find(p->name);
+      const RValue* v = scope.find(ids.of(p));
       if (!v || !v->is_tensor() || !v->t.defined()) continue;
       if (options_.on_output) options_.on_output(b, p, v->t);
       if (options_.detect_non_finite && !first_non_finite_ && at::isFloatingType(v->t.scalar_type()) &&

@@ -86,12 +86,15 @@ class Executor {
   // Each fusion region's plan, made on its first run (keyed by the bound symbol, checked against
   // its shape so that a trace freed and another allocated at the same address is planned anew).
   struct RegionPlans;
+  // Each trace's name ids and value slots (see executor.cpp).
+  struct NameTables;
 
  private:
   ExecOptions options_;
   std::optional<NonFiniteReport> first_non_finite_;
   std::unique_ptr<SymbolTimer> timer_;  // made on the first timed run, reused after
   std::shared_ptr<RegionPlans> plans_;
+  std::shared_ptr<NameTables> names_;
 };
 
 // Wraps a tensor list into runtime values (positional inputs).

@@ -140,12 +140,12 @@ void register_torch_rules() {
     at::ScalarType compute = at::promote_types(ga_type, bias.scalar_type());
     if (compute == at::kHalf || compute == at::kBFloat16) compute = at::kFloat;
     g = g.to(compute), x = x.to(compute), w = w.to(compute), bias = bias.to(compute);
-    std::vector<int64_t> dims;
-    for (int64_t d = x.dim() - static_cast<int64_t>(normalized.size()); d < x.dim(); ++d) dims.push_back(d);
-    auto [var, mean] = at::var_mean(x, at::IntArrayRef(dims), /*unbiased=*/false, /*keepdim=*/true);
-    at::Tensor rstd = var.add_(number_at(a, 5, "eps")).rsqrt_();
-    auto [ga, gw, gb] = at::native_layer_norm_backward(g.contiguous(), x.contiguous(), normalized, mean, rstd, w, bias,
-                                                       {true, true, true});
+    x = x.contiguous();
+    // The statistics as the forward kernel computes them: one launch, where var_mean, add and
+    // rsqrt took three.
+    auto stats = at::native_layer_norm(x, normalized, {}, {}, number_at(a, 5, "eps"));
+    auto [ga, gw, gb] = at::native_layer_norm_backward(g.contiguous(), x, normalized, std::get<1>(stats),
+                                                       std::get<2>(stats), w, bias, {true, true, true});
     return RValue::tuple({RValue::of(ga.to(ga_type)), RValue::of(gw.to(gw_type)), RValue::of(gb.to(gb_type))});
   });
   def("ltorch.embedding_backward", [](Args a, Kw) {
