@@ -5,8 +5,9 @@
 // removes it from the table and returns the tensor. While other collectives of the same
 // communicator are pending the wait is on the device stream (Work::wait_on_stream: the host runs
 // on and queues more work, as torch's DDP does); the last one waits on the host, so a failure of
-// any of them is thrown by the trace that started them. The tensor a collective works on is a copy:
-// rules never modify their arguments. Without a communicator the collectives compute what a group
+// any of them is thrown by the trace that started them. The tensor a collective works on is a copy
+// (rules never modify their arguments), except all_reduce's when its skip_clone is True: the trace
+// then says that nothing else reads it. Without a communicator the collectives compute what a group
 // of one rank computes (all_reduce, all_gather and reduce_scatter are the identity), so Thunder's
 // DDP printouts run on one rank. A process group that is None fails as Thunder does.
 #include <ATen/ATen.h>
@@ -74,7 +75,9 @@ RValue all_reduce(const ExecContext& c, const std::vector<RValue>& a, const RKwa
   check_sum(a, 1, collectives::kAllReduce);
   check_group(a, 2, collectives::kAllReduce);
   Pending p;
-  p.tensor = rules::tensor_at(a, 0, "tensor").clone();
+  const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
+  bool skip_clone = a.size() > 4 && a[4].is_number() && a[4].integer_value() != 0;
+  p.tensor = skip_clone ? t : t.clone();
   p.in_place = true;
   if (auto* comm = communicator(c)) {
     p.work = comm->all_reduce_async(p.tensor);

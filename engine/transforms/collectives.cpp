@@ -95,10 +95,10 @@ void register_collective_symbols() {
   });
 }
 
-ProxyPtr all_reduce(TraceBuilder& b, const ProxyPtr& t) {
+ProxyPtr all_reduce(TraceBuilder& b, const ProxyPtr& t, bool skip_clone) {
   register_collective_symbols();
   return record(b, kAllReduce,
-                {Value::of(t), Value::name(kSumOp), Value::name(kGroup), Value::boolean(true), Value::boolean(false)},
+                {Value::of(t), Value::name(kSumOp), Value::name(kGroup), Value::boolean(true), Value::boolean(skip_clone)},
                 future_like(b, *t, t->shape));
 }
 

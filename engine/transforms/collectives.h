@@ -33,7 +33,9 @@ inline constexpr const char* kGroup = "_torch_distributed_distributed_c10d_Proce
 // Registers the four symbols, their gradient rules and their execution rules. Idempotent.
 void register_collective_symbols();
 
-ProxyPtr all_reduce(TraceBuilder&, const ProxyPtr& t);
+// An asynchronous SUM all-reduce (do_async True). `skip_clone` (Thunder's last argument) lets it
+// reduce `t` in place: only for a tensor the caller made for it and that nothing else reads.
+ProxyPtr all_reduce(TraceBuilder&, const ProxyPtr& t, bool skip_clone = false);
 ProxyPtr all_gather(TraceBuilder&, const ProxyPtr& t, int world_size);
 ProxyPtr reduce_scatter(TraceBuilder&, const ProxyPtr& t, int world_size);
 ProxyPtr wait(TraceBuilder&, const ProxyPtr& future);

@@ -28,16 +28,18 @@ size_t return_index(const Trace& t) {
   throw std::runtime_error("trace '" + t.function_name + "' has no return statement");
 }
 
-// One all-reduce of the gradients of a bucket; returns the averaged tensor of each.
+// One all-reduce of the gradients of a bucket; returns the averaged tensor of each. A bucket of one
+// gradient is Thunder's plain form (the all-reduce clones the quotient). A bucket of several
+// reduces its packed quotient in place (skip_clone): it is made here for the all-reduce alone.
 std::vector<ProxyPtr> reduce_bucket(TraceBuilder& b, const std::vector<ProxyPtr>& grads, int world) {
-  auto average = [&](const ProxyPtr& g) {
+  auto average = [&](const ProxyPtr& g, bool skip_clone) {
     ProxyPtr d = ltorch::true_divide(b, Value::of(g), Value::integer(world));
-    return collectives::wait(b, collectives::all_reduce(b, d));
+    return collectives::wait(b, collectives::all_reduce(b, d, skip_clone));
   };
-  if (grads.size() == 1) return {average(grads[0])};
+  if (grads.size() == 1) return {average(grads[0], false)};
   std::vector<ProxyPtr> flats;
   for (const auto& g : grads) flats.push_back(ltorch::reshape(b, g, {g->numel()}));
-  ProxyPtr packed = average(ltorch::cat(b, flats, 0));
+  ProxyPtr packed = average(ltorch::cat(b, flats, 0), true);
   std::vector<ProxyPtr> out;
   int64_t offset = 0;
   for (const auto& g : grads) {

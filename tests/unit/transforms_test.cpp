@@ -249,6 +249,28 @@ TEST(TransformsDdp, BucketingReducesAllReduces) {
   EXPECT_EQ(count_calls(*small.stages.last(TraceKind::backward), collectives::kAllReduce), 2u);
   EXPECT_EQ(count_calls(*big.stages.last(TraceKind::backward), collectives::kAllReduce), 1u);  // 25 MB: one bucket
   EXPECT_GE(count_calls(*small.stages.last(TraceKind::backward), "ltorch.cat"), 1u);
+  // A packed bucket is reduced in place (skip_clone True). A bucket of one gradient keeps Thunder's
+  // plain form, which clones (LinearBackwardMatchesThunder).
+  std::string text = print_trace(*small.stages.last(TraceKind::backward));
+  EXPECT_NE(text.find("_torch_distributed_distributed_c10d_ProcessGroup_1, True, True)"), std::string::npos) << text;
+}
+
+TEST(TransformsDdp, SkipCloneReducesTheArgumentInPlace) {
+  auto run = [](const char* skip_clone) {
+    auto t = parse_trace(std::string("def f(x):\n  # x: \"cpu f32[2]\"\n") +
+                         "  ft1 = torch_all_reduce_prim_impl(x, _DistributedReduceOps_SUM_0, _pg_1, True, " + skip_clone +
+                         ")  # ft1: \"FUTURE thunder.devices.Device(type='cpu') f32[2]\"\n" +
+                         "  t2 = torch_wait_prim_impl(ft1)  # t2: \"cpu f32[2]\"\n  return t2");
+    if (!t.trace) ADD_FAILURE() << t.error->describe("trace");
+    if (!t.trace) return false;
+    at::Tensor x = at::ones({2});
+    exec::Executor ex;  // no communicator: a group of one rank, the sum is the tensor itself
+    at::Tensor out = ex.run(*t.trace, {x}).tensor();
+    EXPECT_TRUE(at::equal(out, x));
+    return out.data_ptr() == x.data_ptr();
+  };
+  EXPECT_FALSE(run("False"));
+  EXPECT_TRUE(run("True"));
 }
 
 TEST(TransformsDdp, AllReducesOverlapTheBackward) {
