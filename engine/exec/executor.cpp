@@ -63,6 +63,30 @@ class NameIds {
   std::unordered_map<std::string, uint32_t> by_name_;
 };
 
+// The ids one statement reads and writes, found once per trace instead of at every run.
+struct StatementIds {
+  std::vector<uint32_t> reads;     // the proxies of its args, then of its kwargs, in the order eval meets them
+  std::vector<uint32_t> writes;    // its outputs
+  std::vector<StatementIds> subs;  // its subsymbols'
+};
+
+StatementIds statement_ids(const BoundSymbol& b, NameIds& ids) {
+  StatementIds out;
+  auto read = [&](const ProxyPtr& p) { out.reads.push_back(ids.of(p)); };
+  for (const auto& a : b.args) for_each_proxy(a, read);
+  for (const auto& [k, v] : b.kwargs) for_each_proxy(v, read);
+  for (const auto& o : b.outputs) out.writes.push_back(ids.of(o));
+  out.subs.reserve(b.subsymbols.size());
+  for (const auto& sub : b.subsymbols) out.subs.push_back(statement_ids(sub, ids));
+  return out;
+}
+
+// Where eval takes the ids of the proxies it meets: the statement's reads in order, or (null) the
+// proxies' own lookups.
+struct Reads {
+  const uint32_t* next = nullptr;
+};
+
 // Names defined at one level: the trace body (a slot per id), or the subsymbols of one bound
 // symbol (a short list).
 struct Scope {
@@ -143,7 +167,7 @@ class Run {
     return v;
   }
 
-  RValue eval(const Value& v, const Scope& scope, const BoundSymbol& b) const {
+  RValue eval(const Value& v, const Scope& scope, const BoundSymbol& b, Reads& reads) const {
     switch (v.kind) {
       case Value::Kind::none: return RValue::none();
       case Value::Kind::boolean: return RValue::boolean(v.b);
@@ -157,7 +181,8 @@ class Run {
           if (auto d = dtype_from_torch(v.s.substr(7))) return RValue::of(*d);
         return RValue::name(v.s);
       case Value::Kind::proxy: {
-        if (const RValue* r = scope.find(ids_.of(v.proxy))) return *r;
+        uint32_t id = reads.next ? *reads.next++ : ids_.of(v.proxy);
+        if (const RValue* r = scope.find(id)) return *r;
         throw ExecError("'" + v.proxy->name + "' has no value when executing '" + statement_text(b) +
                             "' (never computed, or deleted before this use)",
                         b.name());
@@ -166,26 +191,45 @@ class Run {
       case Value::Kind::list: {
         std::vector<RValue> items;
         items.reserve(v.items.size());
-        for (const auto& i : v.items) items.push_back(eval(i, scope, b));
+        for (const auto& i : v.items) items.push_back(eval(i, scope, b, reads));
         return v.kind == Value::Kind::tuple ? RValue::tuple(std::move(items)) : RValue::list(std::move(items));
       }
       case Value::Kind::dict: {
         std::vector<std::pair<RValue, RValue>> entries;
-        for (const auto& [k, e] : v.entries) entries.emplace_back(eval(k, scope, b), eval(e, scope, b));
+        for (const auto& [k, e] : v.entries) {
+          RValue key = eval(k, scope, b, reads);  // key first, as for_each_proxy meets them
+          entries.emplace_back(std::move(key), eval(e, scope, b, reads));
+        }
         return RValue::dict(std::move(entries));
       }
     }
     return RValue::none();
   }
 
-  void bind_outputs(const BoundSymbol& b, RValue result, Scope& scope) const {
+  RValue eval(const Value& v, const Scope& scope, const BoundSymbol& b) const {
+    Reads by_proxy;
+    return eval(v, scope, b, by_proxy);
+  }
+
+  // The value a `return` statement returns.
+  RValue result(const BoundSymbol& ret, const Scope& scope, const StatementIds* known) const {
+    Reads reads{known ? known->reads.data() : nullptr};
+    return eval(ret.args.at(0), scope, ret, reads);
+  }
+
+  // The id of output k of `b`.
+  uint32_t written(const BoundSymbol& b, const StatementIds* known, size_t k) const {
+    return known ? known->writes[k] : ids_.of(b.outputs[k]);
+  }
+
+  void bind_outputs(const BoundSymbol& b, RValue result, Scope& scope, const StatementIds* known) const {
     const auto& outs = b.outputs;
     if (outs.empty()) return;
     if (outs.size() == 1) {
       const Proxy& p = *outs[0];
       bool leaf = p.is_tensor() || p.kind == ProxyKind::number || p.kind == ProxyKind::string;
       if (leaf && result.is_sequence() && result.items.size() == 1) result = RValue(result.items[0]);
-      scope.set(ids_.of(outs[0]), std::move(result));
+      scope.set(written(b, known, 0), std::move(result));
       return;
     }
     std::vector<RValue> leaves;
@@ -200,15 +244,16 @@ class Run {
       throw ExecError(b.name() + " returned " + std::to_string(leaves.size()) + " values for " +
                           std::to_string(outs.size()) + " outputs in '" + statement_text(b) + "'",
                       b.name());
-    for (size_t k = 0; k < outs.size(); ++k) scope.set(ids_.of(outs[k]), std::move(leaves[k]));
+    for (size_t k = 0; k < outs.size(); ++k) scope.set(written(b, known, k), std::move(leaves[k]));
   }
 
   // A fusion region by its plan: generated kernels for its pointwise runs, its other members as
   // usual. A kernel whose inputs are not what it was planned for runs its members instead.
-  void run_region(const BoundSymbol& region, Scope& inner) const {
+  void run_region(const BoundSymbol& region, Scope& inner, const StatementIds* known) const {
+    auto member = [&](size_t m) { exec(region.subsymbols[m], inner, known ? &known->subs[m] : nullptr); };
     for (const auto& step : plans_->of(region).steps) {
       if (!step.is_kernel) {
-        exec(region.subsymbols[step.member], inner);
+        member(step.member);
         continue;
       }
       const auto& k = step.kernel;
@@ -218,7 +263,7 @@ class Run {
         inputs.push_back(v && v->is_tensor() ? v->t : at::Tensor());
       }
       if (!inputs_match(k, inputs)) {
-        for (size_t m = k.first_member; m < k.first_member + k.members; ++m) exec(region.subsymbols[m], inner);
+        for (size_t m = k.first_member; m < k.first_member + k.members; ++m) member(m);
         continue;
       }
       std::vector<at::Tensor> outputs;
@@ -236,14 +281,17 @@ class Run {
     }
   }
 
-  void exec(const BoundSymbol& b, Scope& scope) const {
+  // `known`: the statement's ids when the trace has them (null: each proxy's id is looked up).
+  void exec(const BoundSymbol& b, Scope& scope, const StatementIds* known) const {
+    Reads reads{known ? known->reads.data() : nullptr};
     switch (b.symbol->form) {
       case PrintForm::unpack_trivial:
-        for (const auto& p : b.outputs)
-          if (!scope.find(ids_.of(p))) throw ExecError("input '" + p->name + "' was not given", b.name());
+        for (size_t k = 0; k < b.outputs.size(); ++k)
+          if (!scope.find(written(b, known, k)))
+            throw ExecError("input '" + b.outputs[k]->name + "' was not given", b.name());
         return;
       case PrintForm::unpack_sequence: {
-        RValue v = eval(b.args.at(0), scope, b);
+        RValue v = eval(b.args.at(0), scope, b, reads);
         if (!v.is_sequence())
           throw ExecError("cannot unpack " + describe(v) + " into " + std::to_string(b.outputs.size()) + " names in '" +
                               statement_text(b) + "'",
@@ -252,11 +300,14 @@ class Run {
           throw ExecError("'" + statement_text(b) + "': expected " + std::to_string(b.outputs.size()) +
                               " values to unpack, got " + std::to_string(v.items.size()),
                           b.name());
-        for (size_t k = 0; k < b.outputs.size(); ++k) scope.set(ids_.of(b.outputs[k]), v.items[k]);
+        for (size_t k = 0; k < b.outputs.size(); ++k) scope.set(written(b, known, k), v.items[k]);
         return;
       }
       case PrintForm::del:
-        for (const auto& a : b.args) for_each_proxy(a, [&](const ProxyPtr& p) { scope.erase(ids_.of(p)); });
+        if (known)
+          for (uint32_t id : known->reads) scope.erase(id);
+        else
+          for (const auto& a : b.args) for_each_proxy(a, [&](const ProxyPtr& p) { scope.erase(ids_.of(p)); });
         return;
       case PrintForm::ret:
         return;  // handled by the body loop
@@ -270,15 +321,17 @@ class Run {
       inner.parent = &scope;
       inner.locals.reserve(b.subsymbols.size());
       if (plans_ && b.symbol->has("fusion"))
-        run_region(b, inner);
+        run_region(b, inner, known);
       else
-        for (const auto& s : b.subsymbols) exec(s, inner);
-      for (const auto& p : b.outputs) {
-        const RValue* v = inner.find(ids_.of(p));
+        for (size_t m = 0; m < b.subsymbols.size(); ++m) exec(b.subsymbols[m], inner, known ? &known->subs[m] : nullptr);
+      for (size_t k = 0; k < b.outputs.size(); ++k) {
+        uint32_t id = written(b, known, k);
+        const RValue* v = inner.find(id);
         if (!v)
-          throw ExecError("the subsymbols of " + b.name() + " did not compute its output '" + p->name + "'", b.name());
+          throw ExecError("the subsymbols of " + b.name() + " did not compute its output '" + b.outputs[k]->name + "'",
+                          b.name());
         RValue copy = *v;
-        scope.set(ids_.of(p), std::move(copy));
+        scope.set(id, std::move(copy));
       }
       return;
     }
@@ -293,8 +346,8 @@ class Run {
     RKwargs kwargs;
     args.reserve(b.args.size());
     kwargs.reserve(b.kwargs.size());
-    for (const auto& a : b.args) args.push_back(eval(a, scope, b));
-    for (const auto& [k, v] : b.kwargs) kwargs.emplace_back(k, eval(v, scope, b));
+    for (const auto& a : b.args) args.push_back(eval(a, scope, b, reads));
+    for (const auto& [k, v] : b.kwargs) kwargs.emplace_back(k, eval(v, scope, b, reads));
     ExecContext ctx{b, options_};
     RValue result;
     try {
@@ -307,7 +360,7 @@ class Run {
     } catch (const std::exception& e) {
       throw ExecError(b.name() + " failed in '" + statement_text(b) + "': " + e.what(), b.name());
     }
-    bind_outputs(b, std::move(result), scope);
+    bind_outputs(b, std::move(result), scope, known);
   }
 
  private:
@@ -343,6 +396,10 @@ struct Executor::NameTables {
   struct Entry {
     NameIds ids;
     std::vector<std::optional<RValue>> slots;
+    // The ids of each statement of the body, for a trace owned by a shared pointer: it does not
+    // change while it lives (ir/trace.h), and `owner` tells whether it still does.
+    std::weak_ptr<const Trace> owner;
+    std::vector<StatementIds> statements;
   };
   std::unordered_map<const Trace*, Entry> by_trace;
 
@@ -351,6 +408,15 @@ struct Executor::NameTables {
     if (by_trace.size() >= 64 && !by_trace.count(&trace)) by_trace.clear();
     Entry& e = by_trace[&trace];
     if (e.ids.proxies() > (1u << 20)) e = Entry{};
+    std::weak_ptr<const Trace> owner = trace.weak_from_this();
+    if (owner.expired()) {
+      e.statements.clear();
+    } else if (e.owner.lock().get() != &trace || e.statements.size() != trace.body.size()) {
+      e.owner = owner;
+      e.statements.clear();
+      e.statements.reserve(trace.body.size());
+      for (const auto& b : trace.body) e.statements.push_back(statement_ids(b, e.ids));
+    }
     return e;
   }
 };
@@ -452,12 +518,13 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
   RValue result;
   for (size_t index = 0; index < trace.body.size(); ++index) {
     const BoundSymbol& b = trace.body[index];
+    const StatementIds* known = names.statements.empty() ? nullptr : &names.statements[index];
     if (b.symbol->form == PrintForm::ret) {
-      result = b.args.empty() ? RValue::none() : run.eval(b.args[0], scope, b);
+      result = b.args.empty() ? RValue::none() : run.result(b, scope, known);
       break;
     }
     if (timer_) timer_->begin(index);
-    run.exec(b, scope);
+    run.exec(b, scope, known);
     if (timer_) timer_->end(index);
     if (b.symbol->form == PrintForm::del) continue;
     if (!options_.on_output && !(options_.detect_non_finite && !first_non_finite_)) continue;

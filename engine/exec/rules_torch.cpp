@@ -70,7 +70,11 @@ void register_torch_rules() {
   def("ltorch.linear", [](Args a, Kw) {
     return RValue::of(at::linear(tensor_at(a, 0, "input"), tensor_at(a, 1, "weight"), optional_tensor_at(a, 2)));
   });
-  def("ltorch.matmul", [](Args a, Kw) { return RValue::of(at::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b"))); });
+  def("ltorch.matmul", [](Args a, Kw) {
+    const at::Tensor &x = tensor_at(a, 0, "a"), &y = tensor_at(a, 1, "b");
+    // Two matrices (most of a backward's): mm itself, one dispatch fewer than matmul's.
+    return RValue::of(x.dim() == 2 && y.dim() == 2 ? at::mm(x, y) : at::matmul(x, y));
+  });
 
   def("ltorch.add", [](Args a, Kw k) {
     at::Scalar alpha = alpha_of(k);

@@ -41,7 +41,9 @@ struct Provenance {
   std::optional<long long> milliseconds;  // Thunder omits it for some passes
 };
 
-struct Trace {
+// Shared traces know their owner (weak_from_this), so that the executor can keep tables of a trace
+// while it lives; a copy is a new trace.
+struct Trace : std::enable_shared_from_this<Trace> {
   std::string function_name = "computation";
   std::vector<std::string> imports;     // "import torch", printed in order
   std::vector<std::string> decorators;  // "@torch.no_grad()"

@@ -1,7 +1,10 @@
 #include "replay/step.h"
 
+#include <any>
 #include <stdexcept>
 #include <unordered_map>
+
+#include "dist/communicator.h"
 
 namespace tv {
 namespace {
@@ -22,6 +25,16 @@ std::vector<std::string> argument_names(const jit::Module& m, const Trace& compu
     out.push_back(it == qualified.end() ? p.proxy->name : it->second);
   }
   return out;
+}
+
+// Ranks that share an NCCL communicator meet on the device before their backward. A rank ahead
+// of the others would otherwise start each gradient all-reduce early, and its kernel would hold
+// SMs, waiting for the late ranks, while the rank's own backward runs beside it.
+void align_ranks(const exec::Executor& executor) {
+  const std::any& user = executor.options().user;
+  auto* comm = user.has_value() ? std::any_cast<dist::Communicator*>(&user) : nullptr;
+  if (!comm || !*comm || (*comm)->backend() != "nccl" || (*comm)->size() < 2) return;
+  (*comm)->barrier_async()->wait_on_stream();
 }
 
 }  // namespace
@@ -64,6 +77,7 @@ std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& ex
   std::vector<exec::RValue> cot;
   for (const auto& c : cotangents) cot.push_back(c.defined() ? exec::RValue::of(c) : exec::RValue::none());
   if (before) before(TraceKind::backward);
+  align_ranks(executor);
   auto grads = executor.run(*backward, {saved, exec::RValue::tuple(cot)});
   std::vector<std::pair<std::string, at::Tensor>> out;
   auto names = argument_names(module, *stages.forward.front().trace);

@@ -9,8 +9,11 @@
 // tensor is None) and returns one gradient per argument of the computation trace (stage 0 of the
 // forward), named by the parameter's qualified name ("fc1.weight") or else the argument's own name
 // (an input, "x"); the tensor is undefined where the backward returns no tensor. It throws
-// std::runtime_error when there is no backward trace. `before`, when set, is called with the kind
-// of each trace just before it runs. Nothing is caught: errors propagate to the caller.
+// std::runtime_error when there is no backward trace. With an NCCL communicator of two or more
+// ranks in the executor's options, the ranks first meet on the device (a barrier the stream waits
+// for), so that no rank starts its gradient all-reduces ahead of the others. `before`, when set,
+// is called with the kind of each trace just before it runs. Nothing is caught: errors propagate
+// to the caller.
 #pragma once
 #include <ATen/ATen.h>
 
