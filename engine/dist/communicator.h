@@ -8,7 +8,8 @@
 //    same order with tensors of the same shape and dtype. Tensors: CPU for gloo, the rank's CUDA
 //    device for NCCL; non-contiguous tensors are handled (copied).
 //  - Each collective has an async form returning a Work; `wait()` blocks, `done()` polls,
-//    `wait_on_stream()` makes the caller's CUDA stream wait instead of the host (NCCL). The
+//    `wait_on_stream()` makes the caller's CUDA stream wait instead of the host (NCCL); `settle()`
+//    later waits on the host for all of those and throws their failure. The
 //    blocking form is `*_async(...)->wait()`. A Work must be waited (or dropped) before its
 //    Communicator is destroyed; a Work is used by one thread.
 //  - Timeouts: every collective must finish within `timeout()` (default 60 s, settable) of its
@@ -106,6 +107,9 @@ class Communicator {
   virtual WorkPtr reduce_scatter_async(const at::Tensor& input) = 0;
   virtual WorkPtr broadcast_async(at::Tensor& tensor, int root) = 0;
   virtual WorkPtr barrier_async() = 0;
+  // Blocks until every collective whose wait went to the stream has finished and throws the first
+  // failure among them (bounded by the timeout). gloo's waits block already: it returns at once.
+  virtual void settle() {}
 
   void all_reduce(at::Tensor& tensor);
   at::Tensor all_gather(const at::Tensor& input);

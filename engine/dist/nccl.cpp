@@ -233,6 +233,8 @@ class NcclComm : public CommBase {
         });
   }
 
+  void settle() override { drain_watchdog(); }
+
   WorkPtr barrier_async() override {
     Op op = begin("barrier");
     return launch(

@@ -2,14 +2,15 @@
 // A collective starts asynchronously on the communicator found in ExecOptions::user
 // (`std::any_cast<dist::Communicator*>(options.user)`) and yields a handle: a runtime name
 // "FUTURE#<id>" keyed into a process-wide table of pending work. torch_wait_prim_impl waits on it,
-// removes it from the table and returns the tensor. While other collectives of the same
-// communicator are pending the wait is on the device stream (Work::wait_on_stream: the host runs
-// on and queues more work, as torch's DDP does); the last one waits on the host, so a failure of
-// any of them is thrown by the trace that started them. The tensor a collective works on is a copy
-// (rules never modify their arguments), except all_reduce's when its skip_clone is True: the trace
-// then says that nothing else reads it. Without a communicator the collectives compute what a group
-// of one rank computes (all_reduce, all_gather and reduce_scatter are the identity), so Thunder's
-// DDP printouts run on one rank. A process group that is None fails as Thunder does.
+// removes it from the table and returns the tensor. The wait is on the device stream
+// (Work::wait_on_stream; gloo's blocks): the host runs on and queues more work, as torch's DDP does.
+// A collective that fails or times out is thrown by the communicator's next collective or blocking
+// wait, or by Communicator::settle (which replay/step.h's step_backward calls unless told not to).
+// The tensor a collective works on is a copy (rules never modify their arguments), except
+// all_reduce's when its skip_clone is True: the trace then says that nothing else reads it.
+// Without a communicator the collectives compute what a group of one rank computes (all_reduce,
+// all_gather and reduce_scatter are the identity), so Thunder's DDP printouts run on one rank. A
+// process group that is None fails as Thunder does.
 #include <ATen/ATen.h>
 
 #include <atomic>
@@ -120,7 +121,6 @@ RValue wait(const ExecContext&, const std::vector<RValue>& a, const RKwargs&) {
     throw ExecError(std::string(collectives::kWait) + " expects a future, got " + describe(h), collectives::kWait);
   uint64_t id = std::stoull(h.s.substr(std::string(kPrefix).size()));
   Pending p;
-  bool last = true;  // no other collective of this communicator is pending
   {
     std::lock_guard lock(table_mutex());
     auto it = table().find(id);
@@ -129,14 +129,9 @@ RValue wait(const ExecContext&, const std::vector<RValue>& a, const RKwargs&) {
                       collectives::kWait);
     p = std::move(it->second);
     table().erase(it);
-    for (const auto& [other, q] : table())
-      if (q.work && q.comm == p.comm) last = false;
   }
   if (!p.work) return RValue::of(p.tensor);
-  if (last)
-    p.work->wait();
-  else
-    p.work->wait_on_stream();
+  p.work->wait_on_stream();
   return RValue::of(p.in_place ? p.tensor : p.work->result());
 }
 

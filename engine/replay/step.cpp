@@ -27,14 +27,24 @@ std::vector<std::string> argument_names(const jit::Module& m, const Trace& compu
   return out;
 }
 
+// The communicator a distributed step runs its collectives on (ExecOptions::user), or null.
+dist::Communicator* communicator(const exec::Executor& executor) {
+  const std::any& user = executor.options().user;
+  auto* comm = user.has_value() ? std::any_cast<dist::Communicator*>(&user) : nullptr;
+  return comm ? *comm : nullptr;
+}
+
+// Waits on the host for the collectives the step left on the device stream; throws their failure.
+void settle(const exec::Executor& executor) {
+  if (dist::Communicator* comm = communicator(executor)) comm->settle();
+}
+
 // Ranks that share an NCCL communicator meet on the device before their backward. A rank ahead
 // of the others would otherwise start each gradient all-reduce early, and its kernel would hold
 // SMs, waiting for the late ranks, while the rank's own backward runs beside it.
 void align_ranks(const exec::Executor& executor) {
-  const std::any& user = executor.options().user;
-  auto* comm = user.has_value() ? std::any_cast<dist::Communicator*>(&user) : nullptr;
-  if (!comm || !*comm || (*comm)->backend() != "nccl" || (*comm)->size() < 2) return;
-  (*comm)->barrier_async()->wait_on_stream();
+  dist::Communicator* comm = communicator(executor);
+  if (comm && comm->backend() == "nccl" && comm->size() >= 2) comm->barrier_async()->wait_on_stream();
 }
 
 }  // namespace
@@ -57,6 +67,7 @@ StepForward step_forward(exec::Executor& executor, const StageHistory& stages, c
   auto fwd = executor.run(final_trace(stages, TraceKind::forward), flat);
   StepForward out;
   if (!stages.last(TraceKind::backward)) {
+    settle(executor);
     out.outputs = exec::tensors_of(fwd);
     return out;
   }
@@ -71,7 +82,7 @@ StepForward step_forward(exec::Executor& executor, const StageHistory& stages, c
 std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
                                                               const StageHistory& stages, const exec::RValue& saved,
                                                               const std::vector<at::Tensor>& cotangents,
-                                                              const TraceHook& before) {
+                                                              const TraceHook& before, Settle when) {
   auto backward = stages.last(TraceKind::backward);
   if (!backward) throw std::runtime_error("this call has no backward trace (no parameter or input requires grad)");
   std::vector<exec::RValue> cot;
@@ -79,6 +90,7 @@ std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& ex
   if (before) before(TraceKind::backward);
   align_ranks(executor);
   auto grads = executor.run(*backward, {saved, exec::RValue::tuple(cot)});
+  if (when == Settle::now) settle(executor);
   std::vector<std::pair<std::string, at::Tensor>> out;
   auto names = argument_names(module, *stages.forward.front().trace);
   for (size_t i = 0; i < names.size(); ++i)

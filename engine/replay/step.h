@@ -4,16 +4,20 @@
 // executor's module view) and the final forward on the flat values it unpacked. When the stages
 // hold a backward trace the forward is the augmented one, ({'output': ...}, saved_for_backward):
 // the outputs are the tensors of 'output' and `saved` the saved values (ExecError when 'output' is
-// missing); otherwise the outputs are the tensors of the forward's return and `saved` is none.
+// missing); otherwise the outputs are the tensors of the forward's return and `saved` is none,
+// and the step ends there: its collectives are settled as step_backward's are (below).
 // `step_backward` runs the final backward on `saved` and one cotangent per output (an undefined
 // tensor is None) and returns one gradient per argument of the computation trace (stage 0 of the
 // forward), named by the parameter's qualified name ("fc1.weight") or else the argument's own name
 // (an input, "x"); the tensor is undefined where the backward returns no tensor. It throws
 // std::runtime_error when there is no backward trace. With an NCCL communicator of two or more
 // ranks in the executor's options, the ranks first meet on the device (a barrier the stream waits
-// for), so that no rank starts its gradient all-reduces ahead of the others. `before`, when set,
-// is called with the kind of each trace just before it runs. Nothing is caught: errors propagate
-// to the caller.
+// for), so that no rank starts its gradient all-reduces ahead of the others; and the collectives
+// the step waited for on the stream are settled before it returns (Communicator::settle: a rank
+// that failed or timed out is thrown here) unless `settle` is Settle::later (a training loop: the
+// host runs on into the next step, whose collectives throw such a failure). `before`, when set, is
+// called with the kind of each trace just before it runs. Nothing is caught: errors propagate to
+// the caller.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -46,9 +50,13 @@ StepForward step_forward(exec::Executor& executor, const StageHistory& stages, c
                          const TraceHook& before = {});
 
 // (name, gradient) per computation argument, in argument order.
+// When step_backward waits on the host for the collectives it left on the stream.
+enum class Settle { now, later };
+
 std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
                                                               const StageHistory& stages, const exec::RValue& saved,
                                                               const std::vector<at::Tensor>& cotangents,
-                                                              const TraceHook& before = {});
+                                                              const TraceHook& before = {},
+                                                              Settle settle = Settle::now);
 
 }  // namespace tv

@@ -32,7 +32,9 @@ class EngineStep {
   // One step: the outputs and the gradient of every computation argument.
   StepTensors operator()() {
     auto f = step_forward(executor_, stages_, inputs_);
-    return {f.outputs, step_backward(executor_, module_, stages_, f.saved, cotangents_)};
+    // Settle::later: like torch's DDP, the host does not wait for the last all-reduce; it queues
+    // the next step meanwhile (a failure is thrown by the next step's collectives).
+    return {f.outputs, step_backward(executor_, module_, stages_, f.saved, cotangents_, {}, Settle::later)};
   }
 
   const jit::Module& module() const { return module_; }

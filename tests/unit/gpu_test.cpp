@@ -5,11 +5,19 @@
 // the CPU answer to a CUDA graph (which run everywhere).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "capture/capture.h"
+#include "dist/world.h"
 #include "exec/device_check.h"
+#include "exec/executor.h"
+#include "jit/zoo.h"
+#include "pipeline/pipeline.h"
 #include "pipeline/run.h"
+#include "replay/eager.h"
+#include "replay/module_view.h"
+#include "replay/step.h"
 
 namespace tv {
 namespace {
@@ -52,6 +60,48 @@ TEST(GpuWorld, DdpAndFsdpOrdersAreEquivalentOnTwoGpus) {
       }
       EXPECT_EQ(c.comparisons.front().verdict, "equivalent");
     }
+}
+
+// A rank that fails between its forward and its backward: the other rank's backward leaves its
+// all-reduce on the device stream, and settling it reports the failure: no hang, and no gradients
+// that were never reduced.
+TEST(GpuWorld, RankFailingBeforeItsBackwardIsReportedByTheOther) {
+  if (auto why = exec::device_unavailable("cuda:0", 2); !why.empty()) GTEST_SKIP() << "needs 2 GPUs: " << why;
+  dist::CommOptions options;
+  options.timeout = std::chrono::seconds(20);
+  dist::World world(2, dist::Backend::nccl, options);
+  auto start = std::chrono::steady_clock::now();
+  auto results = world.run_all([](int rank, dist::Communicator& comm) {
+    std::string device = "cuda:" + std::to_string(rank);
+    auto module = jit::make_model("mlp", {{"device", device}});
+    PipelineSpec spec;
+    spec.order = {"jit", "ddp"};
+    spec.world_size = 2;
+    spec.device = device;
+    TransformContext context;
+    context.world_size = 2;
+    context.rank = rank;
+    context.communicator = &comm;
+    context.device = *Device::parse(device);
+    auto built = build_pipeline(module, spec, context);
+    JitModuleView view(module);
+    exec::ExecOptions o;
+    o.device = context.device;
+    o.module = &view;
+    o.user = &comm;
+    exec::Executor executor(o);
+    std::vector<at::Tensor> inputs;
+    for (const auto& i : module.inputs) inputs.push_back(*i.value);
+    auto f = step_forward(executor, built.stages, inputs);
+    if (rank == 1) throw std::runtime_error("rank 1 gives up before its backward");
+    step_backward(executor, module, built.stages, f.saved, make_cotangents(f.outputs, 1));
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_FALSE(results[1].ok);
+  EXPECT_TRUE(contains(results[1].error, "gives up")) << results[1].error;
+  EXPECT_FALSE(results[0].ok) << "rank 0's backward returned gradients that were never reduced";
+  EXPECT_TRUE(results[0].consequence) << results[0].error;
 }
 
 // A gpt whose logits alone take about 137 GB (batch 64 x seq 8192 x vocab 65536 floats): the replay
