@@ -456,6 +456,9 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
     timer_ = make_symbol_timer(options_.device);
   else
     timer_->reset();  // a previous run may have stopped half-way
+  // Below the Autograd and ADInplaceOrView keys every op skips two dispatch layers that would only
+  // record nothing. Not c10::InferenceMode: its outputs would be inference tensors, which callers
+  // could not update in place or use in autograd afterwards.
   std::optional<c10::NoGradGuard> no_grad;
   std::optional<at::AutoDispatchBelowADInplaceOrView> below_autograd;
   if (options_.no_grad) {

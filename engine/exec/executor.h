@@ -10,7 +10,8 @@
 // moved there. Hooks: per top-level bound symbol timing (CUDA events on a CUDA device, the host
 // clock elsewhere: exec/symbol_timer.h), reported once the run has finished so that timing does not
 // synchronise the device mid-run; a per output tensor observer; and first_non_finite() after a run
-// with `detect_non_finite`. Runs under no-grad by default. On a CUDA device a fusion region's runs of
+// with `detect_non_finite`. Runs under no-grad by default, and then below LibTorch's autograd
+// dispatch keys (the traces are already differentiated). On a CUDA device a fusion region's runs of
 // pointwise members execute as generated kernels (codegen/elementwise.h, exec/generated_kernels.h;
 // `generated_kernels` turns it off), each planned once per region and reused by later runs.
 // An Executor is not thread-safe; use one per thread (rank).
@@ -33,7 +34,7 @@ struct ExecOptions {
   Device device;                  // where tensors live during the run (default cpu)
   bool map_devices = true;        // trace devices (cuda:0 in a printout) mean `device`
   bool move_inputs = true;        // move input tensors and module parameters to `device`
-  bool no_grad = true;            // run under c10::NoGradGuard, as Thunder's traces do
+  bool no_grad = true;            // run under c10::NoGradGuard, as Thunder's traces do (and below autograd)
   bool decompose = false;         // prefer subsymbols over a composite's rule (tests decompositions)
   bool generated_kernels = true;  // CUDA: fusion regions' pointwise runs as one generated kernel each
   const ModuleView* module = nullptr;  // what globals()['__function_obj'] resolves to
