@@ -8,9 +8,9 @@
 //    same order with tensors of the same shape and dtype. Tensors: CPU for gloo, the rank's CUDA
 //    device for NCCL; non-contiguous tensors are handled (copied).
 //  - Each collective has an async form returning a Work; `wait()` blocks, `done()` polls,
-//    `wait_on_stream()` makes the caller's CUDA stream wait instead of the host (NCCL); `settle()`
-//    later waits on the host for all of those and throws their failure. The
-//    blocking form is `*_async(...)->wait()`. A Work must be waited (or dropped) before its
+//    `wait_on_stream()` makes the caller's CUDA stream wait instead of the host (NCCL), and the
+//    communicator's `settle()` later waits on the host for all of those and throws their failure.
+//    The blocking form is `*_async(...)->wait()`. A Work must be waited (or dropped) before its
 //    Communicator is destroyed; a Work is used by one thread.
 //  - Timeouts: every collective must finish within `timeout()` (default 60 s, settable) of its
 //    start. A rank that dies, throws or never arrives gives every other rank a DistError naming

@@ -277,7 +277,8 @@ class Run {
                         region.name());
       }
       ++plans_->launches;
-      for (size_t o = 0; o < k.outputs.size(); ++o) inner.set(ids_.of(k.outputs[o]), RValue::of(std::move(outputs[o])));
+      for (size_t o = 0; o < k.outputs.size(); ++o)
+        inner.set(ids_.of(k.outputs[o]), RValue::of(std::move(outputs[o])));
     }
   }
 
@@ -323,7 +324,8 @@ class Run {
       if (plans_ && b.symbol->has("fusion"))
         run_region(b, inner, known);
       else
-        for (size_t m = 0; m < b.subsymbols.size(); ++m) exec(b.subsymbols[m], inner, known ? &known->subs[m] : nullptr);
+        for (size_t m = 0; m < b.subsymbols.size(); ++m)
+          exec(b.subsymbols[m], inner, known ? &known->subs[m] : nullptr);
       for (size_t k = 0; k < b.outputs.size(); ++k) {
         uint32_t id = written(b, known, k);
         const RValue* v = inner.find(id);
