@@ -27,7 +27,6 @@ namespace {
 
 struct Pending {
   dist::WorkPtr work;  // null when the result is already there
-  const dist::Communicator* comm = nullptr;
   at::Tensor tensor;   // all_reduce: the tensor reduced in place; otherwise the result once known
   bool in_place = false;
 };
@@ -51,11 +50,6 @@ RValue handle(Pending p) {
   return RValue::name(kPrefix + std::to_string(id));
 }
 
-dist::Communicator* communicator(const ExecContext& c) {
-  if (!c.options.user.has_value()) return nullptr;
-  if (auto* p = std::any_cast<dist::Communicator*>(&c.options.user)) return *p;
-  return nullptr;
-}
 
 void check_group(const std::vector<RValue>& a, size_t i, const char* symbol) {
   const RValue& g = rarg(a, i, "group");
@@ -80,10 +74,7 @@ RValue all_reduce(const ExecContext& c, const std::vector<RValue>& a, const RKwa
   bool skip_clone = a.size() > 4 && a[4].is_number() && a[4].integer_value() != 0;
   p.tensor = skip_clone ? t : t.clone();
   p.in_place = true;
-  if (auto* comm = communicator(c)) {
-    p.work = comm->all_reduce_async(p.tensor);
-    p.comm = comm;
-  }
+  if (auto* comm = communicator(c.options)) p.work = comm->all_reduce_async(p.tensor);
   return handle(std::move(p));
 }
 
@@ -93,10 +84,9 @@ RValue all_gather(const ExecContext& c, const std::vector<RValue>& a, const RKwa
   const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
   if (a.size() > 3 && a[3].is_number() && a[3].integer_value() != 0)
     throw ExecError(std::string(collectives::kAllGather) + ": only dim 0 is supported", collectives::kAllGather);
-  if (auto* comm = communicator(c)) {
+  if (auto* comm = communicator(c.options))
     p.work = comm->all_gather_async(t.contiguous());
-    p.comm = comm;
-  } else
+  else
     p.tensor = t.dim() == 0 ? t.reshape({1}).clone() : t.clone();
   return handle(std::move(p));
 }
@@ -106,10 +96,9 @@ RValue reduce_scatter(const ExecContext& c, const std::vector<RValue>& a, const 
   check_group(a, 2, collectives::kReduceScatter);
   Pending p;
   const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
-  if (auto* comm = communicator(c)) {
+  if (auto* comm = communicator(c.options))
     p.work = comm->reduce_scatter_async(t.contiguous());
-    p.comm = comm;
-  } else
+  else
     p.tensor = t.clone();
   return handle(std::move(p));
 }
@@ -145,6 +134,12 @@ void register_collective_rules() {
     register_exec_rule(collectives::kReduceScatter, ExecRule(reduce_scatter));
     register_exec_rule(collectives::kWait, ExecRule(wait));
   });
+}
+
+dist::Communicator* communicator(const ExecOptions& options) {
+  if (!options.user.has_value()) return nullptr;
+  if (auto* p = std::any_cast<dist::Communicator*>(&options.user)) return *p;
+  return nullptr;
 }
 
 size_t pending_collectives() {

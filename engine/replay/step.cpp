@@ -1,10 +1,10 @@
 #include "replay/step.h"
 
-#include <any>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "dist/communicator.h"
+#include "transforms/collectives.h"
 
 namespace tv {
 namespace {
@@ -27,23 +27,16 @@ std::vector<std::string> argument_names(const jit::Module& m, const Trace& compu
   return out;
 }
 
-// The communicator a distributed step runs its collectives on (ExecOptions::user), or null.
-dist::Communicator* communicator(const exec::Executor& executor) {
-  const std::any& user = executor.options().user;
-  auto* comm = user.has_value() ? std::any_cast<dist::Communicator*>(&user) : nullptr;
-  return comm ? *comm : nullptr;
-}
-
 // Waits on the host for the collectives the step left on the device stream; throws their failure.
 void settle(const exec::Executor& executor) {
-  if (dist::Communicator* comm = communicator(executor)) comm->settle();
+  if (dist::Communicator* comm = exec::communicator(executor.options())) comm->settle();
 }
 
 // Ranks that share an NCCL communicator meet on the device before their backward. A rank ahead
 // of the others would otherwise start each gradient all-reduce early, and its kernel would hold
 // SMs, waiting for the late ranks, while the rank's own backward runs beside it.
 void align_ranks(const exec::Executor& executor) {
-  dist::Communicator* comm = communicator(executor);
+  dist::Communicator* comm = exec::communicator(executor.options());
   if (comm && comm->backend() == "nccl" && comm->size() >= 2) comm->barrier_async()->wait_on_stream();
 }
 

@@ -46,9 +46,16 @@ void reserve_names(TraceBuilder&, const Trace& t);
 
 }  // namespace tv::collectives
 
+namespace tv::dist {
+class Communicator;
+}
+
 namespace tv::exec {
+struct ExecOptions;
 // Execution rules of the collectives (engine/exec/rules_collectives.cpp). Idempotent.
 void register_collective_rules();
+// The communicator in `options.user`, which the collective rules run on; null when there is none.
+dist::Communicator* communicator(const ExecOptions& options);
 // Collectives started and not yet waited, over all executors (a leak check for tests).
 size_t pending_collectives();
 }  // namespace tv::exec
