@@ -7,10 +7,12 @@
 #include <optional>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/elementwise.h"
 #include "exec/aten_util.h"
 #include "exec/generated_kernels.h"
+#include "exec/rule_util.h"
 #include "format/printer.h"
 
 namespace tv::exec {
@@ -63,12 +65,32 @@ class NameIds {
   std::unordered_map<std::string, uint32_t> by_name_;
 };
 
+// The arguments of one statement's rule, kept between runs: those without proxies (shapes, dims,
+// dtypes, eps) are evaluated once, the others are set for each run and released after it. A
+// host-bound step runs thousands of statements, and building their arguments anew took a large
+// part of the executor's own time.
+struct StatementArguments {
+  bool ready = false;
+  bool busy = false;  // a rule running this very statement again (a nested run) builds its own
+  std::vector<RValue> args;
+  RKwargs kwargs;
+  std::vector<size_t> variable_args, variable_kwargs;  // the indexes that hold proxies
+};
+
 // The ids one statement reads and writes, found once per trace instead of at every run.
 struct StatementIds {
   std::vector<uint32_t> reads;     // the proxies of its args, then of its kwargs, in the order eval meets them
   std::vector<uint32_t> writes;    // its outputs
   std::vector<StatementIds> subs;  // its subsymbols'
+  std::vector<uint32_t> matmul_operands;  // those of its outputs that a later batched matmul reads
+  mutable StatementArguments arguments;
 };
+
+bool has_proxy(const Value& v) {
+  bool found = false;
+  for_each_proxy(v, [&](const ProxyPtr&) { found = true; });
+  return found;
+}
 
 StatementIds statement_ids(const BoundSymbol& b, NameIds& ids) {
   StatementIds out;
@@ -79,6 +101,26 @@ StatementIds statement_ids(const BoundSymbol& b, NameIds& ids) {
   out.subs.reserve(b.subsymbols.size());
   for (const auto& sub : b.subsymbols) out.subs.push_back(statement_ids(sub, ids));
   return out;
+}
+
+bool is_matmul(const BoundSymbol& b) {
+  static const std::unordered_set<std::string> names{"ltorch.matmul", "prims.matmul", "torch.matmul",
+                                                     "ltorch.scaled_dot_product_attention",
+                                                     "torch.nn.functional.scaled_dot_product_attention"};
+  return names.count(b.name()) > 0;
+}
+
+// Marks the outputs that a later top-level matmul reads. A batched matmul copies an operand whose
+// batch dims do not flatten (attention's q, k and v, split from one projection and transposed);
+// an output made contiguous once when it is written is not copied again by each matmul that reads
+// it, nor by the backward's matmuls that read its transpose. The values are the same.
+void mark_matmul_operands(const Trace& trace, std::vector<StatementIds>& statements) {
+  std::unordered_set<uint32_t> operands;
+  for (size_t i = 0; i < statements.size(); ++i)
+    if (is_matmul(trace.body[i])) operands.insert(statements[i].reads.begin(), statements[i].reads.end());
+  for (auto& st : statements)
+    for (uint32_t id : st.writes)
+      if (operands.count(id)) st.matmul_operands.push_back(id);
 }
 
 // Where eval takes the ids of the proxies it meets: the statement's reads in order, or (null) the
@@ -344,16 +386,20 @@ class Run {
       throw ExecError("symbol '" + b.name() + "' is not executable: " + why + " (in '" + statement_text(b) + "')",
                       b.name());
     }
-    std::vector<RValue> args;
-    RKwargs kwargs;
-    args.reserve(b.args.size());
-    kwargs.reserve(b.kwargs.size());
-    for (const auto& a : b.args) args.push_back(eval(a, scope, b, reads));
-    for (const auto& [k, v] : b.kwargs) kwargs.emplace_back(k, eval(v, scope, b, reads));
     ExecContext ctx{b, options_};
     RValue result;
     try {
-      result = (*rule)(ctx, args, kwargs);
+      if (known && !known->arguments.busy) {
+        result = call_with_kept_arguments(*rule, ctx, known->arguments, scope, reads);
+      } else {
+        std::vector<RValue> args;
+        RKwargs kwargs;
+        args.reserve(b.args.size());
+        kwargs.reserve(b.kwargs.size());
+        for (const auto& a : b.args) args.push_back(eval(a, scope, b, reads));
+        for (const auto& [k, v] : b.kwargs) kwargs.emplace_back(k, eval(v, scope, b, reads));
+        result = (*rule)(ctx, args, kwargs);
+      }
     } catch (const ExecError& e) {
       if (!e.symbol().empty()) throw;
       throw ExecError(e.what(), b.name());
@@ -366,6 +412,42 @@ class Run {
   }
 
  private:
+  // Runs `rule` on the statement's kept arguments (StatementArguments), its proxies' values set
+  // from `scope` for this call and released after it, however the rule ends.
+  RValue call_with_kept_arguments(const ExecRule& rule, const ExecContext& ctx, StatementArguments& kept,
+                                  const Scope& scope, Reads& reads) const {
+    const BoundSymbol& b = ctx.bsym;
+    if (!kept.ready) {
+      Reads none;
+      kept.args.assign(b.args.size(), RValue());
+      for (size_t k = 0; k < b.args.size(); ++k) {
+        if (has_proxy(b.args[k]))
+          kept.variable_args.push_back(k);
+        else
+          kept.args[k] = eval(b.args[k], scope, b, none);
+      }
+      for (size_t k = 0; k < b.kwargs.size(); ++k) {
+        bool variable = has_proxy(b.kwargs[k].second);
+        kept.kwargs.emplace_back(b.kwargs[k].first, variable ? RValue() : eval(b.kwargs[k].second, scope, b, none));
+        if (variable) kept.variable_kwargs.push_back(k);
+      }
+      kept.ready = true;
+    }
+    struct Release {  // a statement's tensors must not outlive its `del`
+      StatementArguments& kept;
+      ~Release() {
+        for (size_t k : kept.variable_args) kept.args[k] = RValue();
+        for (size_t k : kept.variable_kwargs) kept.kwargs[k].second = RValue();
+        kept.busy = false;
+      }
+    } release{kept};
+    kept.busy = true;
+    // In the order eval meets them: args first, then kwargs (the statement's reads are in it).
+    for (size_t k : kept.variable_args) kept.args[k] = eval(b.args[k], scope, b, reads);
+    for (size_t k : kept.variable_kwargs) kept.kwargs[k].second = eval(b.kwargs[k].second, scope, b, reads);
+    return rule(ctx, kept.args, kept.kwargs);
+  }
+
   // The rule of a symbol, looked up in the table once per run (a run does not see rules registered
   // while it executes).
   const ExecRule* rule_of(const Symbol& symbol) const {
@@ -418,6 +500,7 @@ struct Executor::NameTables {
       e.statements.clear();
       e.statements.reserve(trace.body.size());
       for (const auto& b : trace.body) e.statements.push_back(statement_ids(b, e.ids));
+      mark_matmul_operands(trace, e.statements);
     }
     return e;
   }
@@ -530,6 +613,11 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
     }
     if (timer_) timer_->begin(index);
     run.exec(b, scope, known);
+    if (known)
+      for (uint32_t id : known->matmul_operands) {
+        if (id >= slots.size() || !slots[id] || !slots[id]->is_tensor()) continue;
+        if (rules::batched_matmul_copies(slots[id]->t)) slots[id] = RValue::of(slots[id]->t.contiguous());
+      }
     if (timer_) timer_->end(index);
     if (b.symbol->form == PrintForm::del) continue;
     if (!options_.on_output && !(options_.detect_non_finite && !first_non_finite_)) continue;

@@ -14,6 +14,9 @@
 // dispatch keys (the traces are already differentiated). On a CUDA device a fusion region's runs of
 // pointwise members execute as generated kernels (codegen/elementwise.h, exec/generated_kernels.h;
 // `generated_kernels` turns it off), each planned once per region and reused by later runs.
+// For a trace owned by a shared pointer, each statement's constant arguments are evaluated once,
+// and an output that a later batched matmul reads is made contiguous once when its batch dims do
+// not flatten (the same values; the matmuls then copy nothing).
 // An Executor is not thread-safe; use one per thread (rank).
 #pragma once
 #include <any>

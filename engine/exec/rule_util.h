@@ -39,6 +39,17 @@ at::Tensor broadcast_in_dim(const at::Tensor& a, const std::vector<int64_t>& sha
 std::pair<at::Tensor, at::Tensor> var_mean(const at::Tensor& a, const std::vector<int64_t>& dims, int64_t correction,
                                            bool keepdim);
 at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b);
+// t.reshape(shape), as a plain view when t is contiguous: one dispatch where reshape takes two or
+// three (a host-bound step runs about a thousand reshapes).
+inline at::Tensor reshaped(const at::Tensor& t, at::IntArrayRef shape) {
+  return t.is_contiguous() ? t.view(shape) : t.reshape(shape);
+}
+// a @ b, as at::matmul computes it. Two matrices run as mm, and operands with the same batch
+// dims as one bmm: fewer dispatches than matmul's expand and reshape chain.
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
+// Whether a batched matmul has to copy `t` (rank 3 or more) first: its batch dims cannot be
+// flattened into one stride, or its matrices are neither row- nor column-major.
+bool batched_matmul_copies(const at::Tensor& t);
 // Registers `alias` with the rule already registered as `name`.
 void alias(const std::string& alias, const std::string& name);
 

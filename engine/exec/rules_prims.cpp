@@ -65,7 +65,7 @@ at::Tensor broadcast_in_dim(const at::Tensor& a, const std::vector<int64_t>& sha
                     std::to_string(a.dim()));
   std::vector<int64_t> view(shape.size(), 1);
   for (size_t k = 0; k < dims.size(); ++k) view.at(dims[k]) = a.size(static_cast<int64_t>(k));
-  return a.reshape(view).expand(shape);
+  return reshaped(a, view).expand(shape);
 }
 
 std::pair<at::Tensor, at::Tensor> var_mean(const at::Tensor& a, const std::vector<int64_t>& dims_in, int64_t correction,
@@ -102,6 +102,36 @@ at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b) {
   at::Tensor x = operand(a), y = operand(b);
   at::ScalarType dt = at::result_type(x, y);
   return at::where(cond, placed(a, x, cond.device(), dt), placed(b, y, cond.device(), dt));
+}
+
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
+  if (a.dim() == 2 && b.dim() == 2) return at::mm(a, b);
+  if (a.dim() < 3 || a.dim() != b.dim() || a.sizes().slice(0, a.dim() - 2) != b.sizes().slice(0, b.dim() - 2))
+    return at::matmul(a, b);
+  auto batch = a.sizes().slice(0, a.dim() - 2);
+  int64_t count = 1;
+  for (int64_t n : batch) count *= n;
+  int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  at::Tensor out = at::bmm(reshaped(a, {count, m, k}), reshaped(b, {count, b.size(-2), n}));
+  std::vector<int64_t> shape(batch.begin(), batch.end());
+  shape.push_back(m);
+  shape.push_back(n);
+  return out.view(shape);
+}
+
+bool batched_matmul_copies(const at::Tensor& t) {
+  if (t.dim() < 3) return false;
+  int64_t rows = t.size(-2), cols = t.size(-1);
+  bool row_major = t.stride(-1) == 1 || cols == 1, column_major = t.stride(-2) == 1 || rows == 1;
+  if (!row_major && !column_major) return true;
+  // Batch dims flatten into one stride when each (of size > 1) steps over the next one whole.
+  int64_t inner_size = 1, inner_stride = 0;
+  for (int64_t d = t.dim() - 3; d >= 0; --d) {
+    if (t.size(d) == 1) continue;
+    if (inner_size > 1 && t.stride(d) != inner_stride * inner_size) return true;
+    inner_size = t.size(d), inner_stride = t.stride(d);
+  }
+  return false;
 }
 
 void alias(const std::string& alias, const std::string& name) {
@@ -176,7 +206,7 @@ void register_prim_rules() {
     return convert(rarg(a, 0, "a"), d.dtype);
   });
 
-  def("prims.reshape", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").reshape(ints_at(a, 1, "shape"))); });
+  def("prims.reshape", [](Args a, Kw) { return RValue::of(reshaped(tensor_at(a, 0, "a"), ints_at(a, 1, "shape"))); });
   def("prims.transpose", [](Args a, Kw) {
     return RValue::of(tensor_at(a, 0, "a").permute(ints_at(a, 1, "permutation")));
   });
@@ -220,7 +250,9 @@ void register_prim_rules() {
   def("prims.linear", [](Args a, Kw) {
     return RValue::of(at::linear(tensor_at(a, 0, "a"), tensor_at(a, 1, "w"), optional_tensor_at(a, 2)));
   });
-  def("prims.matmul", [](Args a, Kw) { return RValue::of(at::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b"))); });
+  def("prims.matmul", [](Args a, Kw) {
+    return RValue::of(rules::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b")));
+  });
 
   def("prims.take", [](Args a, Kw) {
     const at::Tensor& t = tensor_at(a, 0, "a");

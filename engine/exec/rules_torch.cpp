@@ -3,8 +3,13 @@
 // `torch.nn.functional.linear`, `torch.sum(t, (0,), False, dtype=None)`, ...), which share them.
 // ltorch.dropout has no rule on purpose: it runs its decomposition (uniform_philox), so the same
 // seed gives the same mask whichever way it runs.
+#include <c10/util/intrusive_ptr.h>
+
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <unordered_map>
+#include <utility>
 
 #include "exec/rule_util.h"
 
@@ -53,7 +58,7 @@ at::TensorOptions creation_options(Args a, size_t from, Kw k) {
 
 at::Tensor sdpa(TT q, TT k, TT v, const at::Tensor& mask, bool causal) {
   int64_t L = q.size(-2), S = k.size(-2);
-  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  at::Tensor scores = rules::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   double minus_inf = -std::numeric_limits<double>::infinity();
   if (causal) {
     at::Tensor keep = at::ones({L, S}, q.options().dtype(at::kBool)).tril();
@@ -61,7 +66,54 @@ at::Tensor sdpa(TT q, TT k, TT v, const at::Tensor& mask, bool causal) {
   }
   if (mask.defined())
     scores = mask.scalar_type() == at::kBool ? scores.masked_fill(mask.logical_not(), minus_inf) : scores + mask;
-  return at::matmul(at::softmax(scores, -1), v);
+  return rules::matmul(at::softmax(scores, -1), v);
+}
+
+// The statistics (mean and rstd) of the layer norms that forwards computed, by input tensor, so
+// that layer_norm_backward on the same input takes them instead of computing them again (a kernel
+// launch per norm saved in a host-bound step). Per thread: a rank's forward and backward run on
+// its thread, and a miss only costs the recomputation. An entry serves while its input lives
+// unchanged (same tensor, same version); entries of freed inputs are dropped as others come.
+class LayerNormStats {
+ public:
+  void remember(const at::Tensor& x, const std::vector<int64_t>& normalized, double eps, at::Tensor mean,
+                at::Tensor rstd) {
+    if (by_input_.size() >= 256) forget_freed();
+    if (by_input_.size() >= 4096) by_input_.clear();
+    Entry e{c10::weak_intrusive_ptr<c10::TensorImpl>(x.getIntrusivePtr()), x._version(), normalized, eps,
+            std::move(mean), std::move(rstd)};
+    by_input_.insert_or_assign(x.unsafeGetTensorImpl(), std::move(e));
+  }
+  // The forward's (mean, rstd) for exactly this input, or nothing.
+  std::optional<std::pair<at::Tensor, at::Tensor>> recall(const at::Tensor& x, const std::vector<int64_t>& normalized,
+                                                          double eps) const {
+    auto it = by_input_.find(x.unsafeGetTensorImpl());
+    if (it == by_input_.end()) return std::nullopt;
+    const Entry& e = it->second;
+    if (e.input.lock().get() != x.unsafeGetTensorImpl() || e.version != x._version() || e.normalized != normalized ||
+        e.eps != eps)
+      return std::nullopt;
+    return std::make_pair(e.mean, e.rstd);
+  }
+
+ private:
+  struct Entry {
+    c10::weak_intrusive_ptr<c10::TensorImpl> input;
+    int64_t version;
+    std::vector<int64_t> normalized;
+    double eps;
+    at::Tensor mean, rstd;
+  };
+  void forget_freed() {
+    for (auto it = by_input_.begin(); it != by_input_.end();)
+      it = it->second.input.expired() ? by_input_.erase(it) : std::next(it);
+  }
+  std::unordered_map<const c10::TensorImpl*, Entry> by_input_;
+};
+
+LayerNormStats& layer_norm_stats() {
+  thread_local LayerNormStats stats;
+  return stats;
 }
 
 }  // namespace
@@ -71,9 +123,7 @@ void register_torch_rules() {
     return RValue::of(at::linear(tensor_at(a, 0, "input"), tensor_at(a, 1, "weight"), optional_tensor_at(a, 2)));
   });
   def("ltorch.matmul", [](Args a, Kw) {
-    const at::Tensor &x = tensor_at(a, 0, "a"), &y = tensor_at(a, 1, "b");
-    // Two matrices (most of a backward's): mm itself, one dispatch fewer than matmul's.
-    return RValue::of(x.dim() == 2 && y.dim() == 2 ? at::mm(x, y) : at::matmul(x, y));
+    return RValue::of(rules::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b")));
   });
 
   def("ltorch.add", [](Args a, Kw k) {
@@ -112,8 +162,13 @@ void register_torch_rules() {
   alias("ltorch.convert_element_type", "prims.convert_element_type");
 
   def("ltorch.layer_norm", [](Args a, Kw) {
-    return RValue::of(at::layer_norm(tensor_at(a, 0, "a"), ints_at(a, 1, "normalized_shape"), optional_tensor_at(a, 2),
-                                     optional_tensor_at(a, 3), a.size() > 4 ? number_at(a, 4, "eps") : 1e-5));
+    const at::Tensor& x = tensor_at(a, 0, "a");
+    auto normalized = ints_at(a, 1, "normalized_shape");
+    double eps = a.size() > 4 ? number_at(a, 4, "eps") : 1e-5;
+    auto [out, mean, rstd] =
+        at::native_layer_norm(x, normalized, optional_tensor_at(a, 2), optional_tensor_at(a, 3), eps);
+    layer_norm_stats().remember(x, normalized, eps, std::move(mean), std::move(rstd));
+    return RValue::of(out);
   });
   def("ltorch.softmax", [](Args a, Kw) { return RValue::of(at::softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))); });
   def("ltorch.log_softmax", [](Args a, Kw) {
@@ -137,19 +192,25 @@ void register_torch_rules() {
     at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");
     at::Tensor w = tensor_at(a, 3, "weight"), bias = tensor_at(a, 4, "bias");
     auto normalized = ints_at(a, 2, "normalized_shape");
+    double eps = number_at(a, 5, "eps");
     // The decomposition's result dtypes (with autocast the input can be bf16 and the weight f32).
     at::ScalarType ga_type = at::promote_types(at::promote_types(g.scalar_type(), x.scalar_type()), w.scalar_type());
     at::ScalarType gw_type = at::promote_types(g.scalar_type(), x.scalar_type()), gb_type = g.scalar_type();
     // One compute dtype; float for half and bfloat16 (the kernel takes the statistics in float).
     at::ScalarType compute = at::promote_types(ga_type, bias.scalar_type());
     if (compute == at::kHalf || compute == at::kBFloat16) compute = at::kFloat;
+    // The forward's statistics when it normalised this very tensor in the compute dtype; else
+    // computed as the forward kernel computes them (one launch, where var_mean, add and rsqrt took
+    // three).
+    auto stats = x.scalar_type() == compute ? layer_norm_stats().recall(x, normalized, eps) : std::nullopt;
     g = g.to(compute), x = x.to(compute), w = w.to(compute), bias = bias.to(compute);
     x = x.contiguous();
-    // The statistics as the forward kernel computes them: one launch, where var_mean, add and
-    // rsqrt took three.
-    auto stats = at::native_layer_norm(x, normalized, {}, {}, number_at(a, 5, "eps"));
-    auto [ga, gw, gb] = at::native_layer_norm_backward(g.contiguous(), x, normalized, std::get<1>(stats),
-                                                       std::get<2>(stats), w, bias, {true, true, true});
+    if (!stats) {
+      auto [unused, mean, rstd] = at::native_layer_norm(x, normalized, {}, {}, eps);
+      stats.emplace(mean, rstd);
+    }
+    auto [ga, gw, gb] = at::native_layer_norm_backward(g.contiguous(), x, normalized, stats->first, stats->second, w,
+                                                       bias, {true, true, true});
     return RValue::tuple({RValue::of(ga.to(ga_type)), RValue::of(gw.to(gw_type)), RValue::of(gb.to(gb_type))});
   });
   def("ltorch.embedding_backward", [](Args a, Kw) {
@@ -168,7 +229,9 @@ void register_torch_rules() {
     return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));
   });
 
-  def("ltorch.reshape", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").reshape(ints_at(a, 1, "shape"))); });
+  def("ltorch.reshape", [](Args a, Kw) {
+    return RValue::of(reshaped(tensor_at(a, 0, "a"), ints_at(a, 1, "shape")));
+  });
   alias("ltorch.view", "ltorch.reshape");
   def("ltorch.transpose", [](Args a, Kw) {
     return RValue::of(tensor_at(a, 0, "a").transpose(int_at(a, 1, "dim0"), int_at(a, 2, "dim1")));

@@ -7,14 +7,19 @@
 //  - engine_cuda_graph (CUDA device): the engine's step captured once as a CUDA graph and replayed
 //    (replay/cuda_graph.h, as `thunder-viz run --cuda-graph`); its numbers are checked against the
 //    uncaptured step's; the mean of steps x repeats replays.
-// Each is the median over --repeats of the mean of --steps steps, synchronised at both ends.
+// Each is the median over --repeats of the mean of --steps steps, synchronised at both ends. The
+// engine first warms up for --warmup steps and at least --warmup-seconds (3 and 5): on a freshly
+// started GPU machine the first seconds of a host-bound step ran up to 1.7x slower, on both sides
+// (bench_torch.py warms up the same way). stderr lists every repeat, and the engine's step timed
+// once more after the eager reference, so a process that gets faster as it runs shows there.
+// --generated-kernels off: the executor runs fusion regions member by member (ExecOptions).
 // --profile N: after the timing, one more engine step with per-bound-symbol times (CUDA events on
 // CUDA) prints its N costliest statements and the totals per symbol to stderr, so a ratio above
 // target can be traced to the statements behind it.
 // --kineto FILE: then one more engine step recorded by LibTorch's profiler, saved as a Chrome trace
 // (tests/bench/kineto.h; summarise it with tests/bench/timeline.py).
 // Usage: tv_bench_step --model gpt --param layers=32 [--param ...] [--device cuda] [--steps 20] [--repeats 5]
-//        [--profile 25] [--kineto step.json]
+//        [--warmup 3] [--warmup-seconds 5] [--generated-kernels on|off] [--profile 25] [--kineto step.json]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -38,9 +43,9 @@
 namespace tv {
 namespace {
 
-// Median over `repeats` of the mean milliseconds of `steps` calls.
+// Median over `repeats` of the mean milliseconds of `steps` calls; every repeat goes to stderr.
 template <typename Fn>
-double median_step_ms(bool cuda, int steps, int repeats, Fn&& fn) {
+double median_step_ms(const std::string& label, bool cuda, int steps, int repeats, Fn&& fn) {
   std::vector<double> ms;
   for (int r = 0; r < repeats; ++r) {
     if (cuda) bench::synchronize_cuda(0);
@@ -49,6 +54,9 @@ double median_step_ms(bool cuda, int steps, int repeats, Fn&& fn) {
     if (cuda) bench::synchronize_cuda(0);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps);
   }
+  std::cerr << label << " ms per step, by repeat:";
+  for (double m : ms) std::cerr << " " << m;
+  std::cerr << "\n";
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
@@ -60,15 +68,21 @@ std::string json_params(const std::map<std::string, std::string>& params) {
 }
 
 int run(int argc, char** argv) {
-  bench::BenchArgs args(argc, argv, {"model", "device", "steps", "repeats", "profile", "kineto"});
+  bench::BenchArgs args(argc, argv,
+                        {"model", "device", "steps", "repeats", "warmup", "warmup-seconds", "generated-kernels",
+                         "profile", "kineto"});
   if (args.help) {
     std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
-                 "[--steps 20] [--repeats 5] [--profile N] [--kineto FILE.json]\n";
+                 "[--steps 20] [--repeats 5] [--warmup 3] [--warmup-seconds 5]\n"
+                 "                     [--generated-kernels on|off] [--profile N] [--kineto FILE.json]\n";
     return 0;
   }
   std::string model = args.get("model", "gpt"), device = args.get("device", "cpu");
   const auto& params = args.params;
-  int steps = args.get_int("steps", 20), repeats = args.get_int("repeats", 5);
+  int steps = args.get_int("steps", 20), repeats = args.get_int("repeats", 5), warmup = args.get_int("warmup", 3);
+  std::string generated = args.get("generated-kernels", "on");
+  if (generated != "on" && generated != "off")
+    throw std::invalid_argument("--generated-kernels " + generated + ": write on or off");
   bool cuda = device.rfind("cuda", 0) == 0;
   if (cuda) device = "cuda:0";
   if (auto why = exec::device_unavailable(device); !why.empty()) throw std::invalid_argument(why);
@@ -84,11 +98,21 @@ int run(int argc, char** argv) {
 
   exec::ExecOptions options;
   options.device = context.device;
+  options.generated_kernels = generated == "on";
   bench::EngineStep engine_step(module, built.stages, options);
-  for (int w = 0; w < 3; ++w) engine_step();  // warm up (allocator, cuBLAS handles)
-  double engine_ms = median_step_ms(cuda, steps, repeats, engine_step);
-  double eager_ms = median_step_ms(cuda, steps, repeats,
+  // Allocator, cuBLAS handles, generated kernels' compiles; then the machine's own warm-up.
+  double warmup_seconds = args.get_double("warmup-seconds", 5);
+  auto warmup_start = std::chrono::steady_clock::now();
+  for (int w = 0; w < warmup || std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_start).count() <
+                                    warmup_seconds;
+       ++w) {
+    engine_step();
+    if (cuda) bench::synchronize_cuda(0);
+  }
+  double engine_ms = median_step_ms("engine", cuda, steps, repeats, engine_step);
+  double eager_ms = median_step_ms("libtorch eager", cuda, steps, repeats,
                                    [&] { eager_reference(module, engine_step.inputs(), engine_step.cotangents()); });
+  median_step_ms("engine again", cuda, steps, repeats, engine_step);
 
   double graph_ms = -1;
   std::string graph_note = cuda ? "" : "CPU device";

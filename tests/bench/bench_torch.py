@@ -98,7 +98,7 @@ def print_profile(fn, device, rows, show=True, kineto=None):
         print("kineto trace of one step: " + kineto, file=sys.stderr)
 
 
-def median_step_ms(fn, steps, repeats, sync):
+def median_step_ms(fn, steps, repeats, sync, label=None):
     times = []
     for _ in range(repeats):
         sync()
@@ -107,7 +107,18 @@ def median_step_ms(fn, steps, repeats, sync):
             fn()
         sync()
         times.append((time.perf_counter() - start) * 1e3 / steps)
+    if label:
+        print(label + " ms per step, by repeat: " + " ".join(f"{t:.3f}" for t in times), file=sys.stderr)
     return statistics.median(times)
+
+
+def warm_up(fn, sync, steps, seconds):
+    """At least `steps` calls and `seconds` of them, as tv_bench_step warms up the engine."""
+    start, done = time.perf_counter(), 0
+    while done < steps or time.perf_counter() - start < seconds:
+        fn()
+        sync()
+        done += 1
 
 
 def config(args):
@@ -119,9 +130,8 @@ def eager_step(args):
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     model, idx, targets, cot = make(args, device)
-    for _ in range(3):
-        step(model, idx, targets, cot)
-    ms = median_step_ms(lambda: step(model, idx, targets, cot), args.steps, args.repeats, sync)
+    warm_up(lambda: step(model, idx, targets, cot), sync, 3, args.warmup_seconds)
+    ms = median_step_ms(lambda: step(model, idx, targets, cot), args.steps, args.repeats, sync, "pytorch eager")
     print(json.dumps({"bench": "step", "params": config(args), "device": args.device, "pytorch_eager_ms": ms}), flush=True)
     if args.profile or args.kineto:
         print_profile(lambda: (step(model, idx, targets, cot), sync()), device, args.profile, kineto=args.kineto)
@@ -196,6 +206,8 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warmup-seconds", type=float, default=5,
+                    help="step: warm up for at least this long before timing (as tv_bench_step)")
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--bucket-mb", type=float, default=25)
     ap.add_argument("--iterations", type=int, default=20)

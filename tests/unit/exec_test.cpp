@@ -10,6 +10,7 @@
 #include "exec/aten_util.h"
 #include "exec/device_check.h"
 #include "exec/executor.h"
+#include "exec/rule_util.h"
 #include "format/parser.h"
 #include "ops/ltorch.h"
 #include "test_util.h"
@@ -137,6 +138,13 @@ TEST_P(ExecOps, ExecLinearAlgebra) {
            [](TraceBuilder& b, const P& p) { return V(ltorch::linear(b, p[0], p[1], nullptr)); },
            [](const Ts& x) { return Ts{at::linear(x[0], x[1])}; });
   check_op("matmul batched broadcast", {randn({2, 1, 3, 4}), randn({5, 4, 2})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::matmul(b, p[0], p[1])); },
+           [](const Ts& x) { return Ts{at::matmul(x[0], x[1])}; });
+  // Equal batch dims run as one bmm; attention's operands are strided views like these.
+  check_op("matmul batched, same batch dims, strided", {randn({2, 4, 3, 5}).transpose(1, 2), randn({2, 3, 5, 6})},
+           [](TraceBuilder& b, const P& p) { return V(ltorch::matmul(b, p[0], p[1])); },
+           [](const Ts& x) { return Ts{at::matmul(x[0], x[1])}; });
+  check_op("matmul batched, empty batch", {randn({0, 3, 4}), randn({0, 4, 2})},
            [](TraceBuilder& b, const P& p) { return V(ltorch::matmul(b, p[0], p[1])); },
            [](const Ts& x) { return Ts{at::matmul(x[0], x[1])}; });
   check_op("matmul 1-D", {randn({4}), randn_t({4, 3})},
@@ -555,6 +563,81 @@ TEST_F(ExecTest, ExecHooksAndFirstNonFinite) {
   EXPECT_NE(nf.describe().find("ltorch.log"), std::string::npos) << nf.describe();
   ex.run(*t, Ts{at::tensor({1.0f, 2.0f, 4.0f})});
   EXPECT_FALSE(ex.first_non_finite());
+}
+
+// A strided view that a batched matmul reads is made contiguous once, when it is written: the
+// trace's later readers (here a second matmul and the return) get that copy, with the same values.
+TEST_F(ExecTest, ExecMatmulOperandIsMadeContiguousOnce) {
+  at::Tensor x = randn({2, 3, 4, 5});
+  TracePtr t = trace_of({x}, [](TraceBuilder& b, const P& p) {
+    T q = ltorch::transpose(b, p[0], 1, 2);  // [2, 4, 3, 5]: its batch dims do not flatten
+    T scores = ltorch::matmul(b, q, ltorch::transpose(b, q, -2, -1));
+    T out = ltorch::matmul(b, scores, q);
+    return Value::tuple({V(out), V(q)});
+  });
+  std::map<std::string, bool> contiguous;
+  ExecOptions o;
+  o.on_output = [&](const BoundSymbol&, const ProxyPtr& p, const at::Tensor& v) {
+    contiguous[p->name] = v.is_contiguous();
+  };
+  Executor ex(o);
+  Ts got = exec::tensors_of(ex.run(*t, Ts{x}));
+  ASSERT_EQ(got.size(), 2u);
+  at::Tensor q = x.transpose(1, 2);
+  expect_close(got[0], at::matmul(at::matmul(q, q.transpose(-2, -1)), q), "attention-like product");
+  EXPECT_TRUE(at::equal(got[1], q));
+  EXPECT_TRUE(got[1].is_contiguous());
+  EXPECT_TRUE(contiguous.at(t->body[1].outputs[0]->name)) << "the transpose feeding the matmuls";
+  EXPECT_FALSE(exec::rules::batched_matmul_copies(got[1]));
+  EXPECT_TRUE(exec::rules::batched_matmul_copies(q));
+  EXPECT_FALSE(exec::rules::batched_matmul_copies(got[1].transpose(-2, -1)));
+}
+
+// The executor keeps each statement's constant arguments between runs, but no tensor: after a run
+// the caller's tensors are referenced by the caller alone.
+TEST_F(ExecTest, ExecKeepsNoTensorOfARunAfterIt) {
+  at::Tensor x = randn({4, 6});
+  TracePtr t = trace_of({x}, [](TraceBuilder& b, const P& p) {
+    T y = ltorch::reshape(b, p[0], {6, 4});
+    return V(ltorch::sum(b, ltorch::exp(b, y), {0}, false));
+  });
+  Executor ex;
+  for (int run = 0; run < 2; ++run) {
+    Ts got = exec::tensors_of(ex.run(*t, Ts{x}));
+    expect_close(got.at(0), x.reshape({6, 4}).exp().sum(0), "run " + std::to_string(run));
+    got.clear();
+    EXPECT_EQ(x.use_count(), 1) << "run " << run;
+  }
+}
+
+// layer_norm_backward takes the statistics its forward computed on the same input, and only while
+// that input is unchanged: after an in-place update it computes them again.
+TEST_F(ExecTest, ExecLayerNormBackwardTakesTheForwardsStatistics) {
+  at::Tensor x = randn({2, 3, 8}), w = randn({8}), bias = randn({8}), g = randn({2, 3, 8});
+  TracePtr forward = trace_of({x, w, bias}, [](TraceBuilder& b, const P& p) {
+    return V(ltorch::layer_norm(b, p[0], {8}, p[1], p[2], 1e-5));
+  });
+  TracePtr backward = trace_of({g, x, w, bias}, [](TraceBuilder& b, const P& p) {
+    auto [ga, gw, gb] = ltorch::layer_norm_backward(b, p[0], p[1], {8}, p[2], p[3], 1e-5);
+    return Value::tuple({V(ga), V(gw), V(gb)});
+  });
+  auto reference = [&](const at::Tensor& input) {
+    at::Tensor xr = input.clone().requires_grad_(true), wr = w.clone().requires_grad_(true),
+               br = bias.clone().requires_grad_(true);
+    at::layer_norm(xr, {8}, wr, br, 1e-5).backward(g);
+    return Ts{xr.grad(), wr.grad(), br.grad()};
+  };
+  Executor ex;
+  ex.run(*forward, Ts{x, w, bias});
+  Ts got = exec::tensors_of(ex.run(*backward, Ts{g, x, w, bias}));
+  Ts want = reference(x);
+  for (size_t k = 0; k < 3; ++k) expect_close(got[k], want[k], "gradient " + std::to_string(k) + " after the forward");
+
+  ex.run(*forward, Ts{x, w, bias});
+  x.mul_(3.0).add_(1.0);  // the forward's statistics no longer describe x
+  got = exec::tensors_of(ex.run(*backward, Ts{g, x, w, bias}));
+  want = reference(x);
+  for (size_t k = 0; k < 3; ++k) expect_close(got[k], want[k], "gradient " + std::to_string(k) + " after x changed");
 }
 
 TEST_F(ExecTest, ExecWrongInputCount) {
