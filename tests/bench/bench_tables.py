@@ -1,6 +1,9 @@
 """Turns the JSON lines of run_gpu_benchmarks.sh into the Markdown tables of BENCHMARKS.md, pairing each
-engine measure with PyTorch's of the same configuration. Usage: bench_tables.py bench.jsonl"""
+engine measure with PyTorch's of the same configuration. A step measured by several processes (the
+overhead-bound one alternates engine and PyTorch three times) gets the median of their numbers.
+Usage: bench_tables.py bench.jsonl"""
 import json
+import statistics
 import sys
 
 
@@ -13,7 +16,10 @@ def main(path):
     steps, ddp, reduce = {}, {}, {}
     for r in rows:
         if r["bench"] == "step":
-            steps.setdefault(key(r["params"]), {}).update(r)
+            measures = steps.setdefault(key(r["params"]), {})
+            for name, value in r.items():
+                if name.endswith("_ms"):
+                    measures.setdefault(name, []).append(value)
         elif r["bench"] == "ddp_step":
             ddp.update(r)
         elif r["bench"] == "all_reduce":
@@ -21,12 +27,16 @@ def main(path):
 
     print("| gpt | engine step ms | PyTorch eager (Python) ms | LibTorch eager (C++) ms | engine / PyTorch | engine / LibTorch | engine as CUDA graph ms | graph / PyTorch |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for k, r in steps.items():
+    for k, measures in steps.items():
+        r = {name: statistics.median(values) for name, values in measures.items()}
         p = dict(k)
         name = f"layers {p.get('layers')}, d_model {p.get('d_model')}, seq {p.get('seq')}, batch {p.get('batch')}, vocab {p.get('vocab')}"
         e, py, lt, g = r.get("engine_ms"), r.get("pytorch_eager_ms"), r.get("libtorch_eager_ms"), r.get("engine_cuda_graph_ms")
         ratio = lambda a, b: f"{a / b:.3f}" if a and b and a > 0 and b > 0 else "n/a"  # noqa: E731
         fmt = lambda v: f"{v:.3f}" if v is not None and v > 0 else "n/a"  # noqa: E731
+        processes = max(len(values) for values in measures.values())
+        if processes > 1:
+            name += f" (median of {processes} processes each)"
         print(f"| {name} | {fmt(e)} | {fmt(py)} | {fmt(lt)} | {ratio(e, py)} | {ratio(e, lt)} | {fmt(g)} | {ratio(g, py)} |")
     if ddp:
         print()
