@@ -8,10 +8,10 @@
 //    (replay/cuda_graph.h, as `thunder-viz run --cuda-graph`); its numbers are checked against the
 //    uncaptured step's; the mean of steps x repeats replays.
 // Each is the median over --repeats of the mean of --steps steps, synchronised at both ends. The
-// engine first warms up for --warmup steps and at least --warmup-seconds (3 and 5): on a freshly
-// started GPU machine the first seconds of a host-bound step ran up to 1.7x slower, on both sides
-// (bench_torch.py warms up the same way). stderr lists every repeat, and the engine's step timed
-// once more after the eager reference, so a process that gets faster as it runs shows there.
+// engine first warms up for --warmup steps and at least --warmup-seconds (3 and 5), as
+// bench_torch.py does: a host-bound step's time drifts on the GPU machines, most in a process's
+// first seconds. stderr lists every repeat, and the engine's step timed once more after the eager
+// reference, so a process that gets faster as it runs shows there.
 // --generated-kernels off: the executor runs fusion regions member by member (ExecOptions).
 // --profile N: after the timing, one more engine step with per-bound-symbol times (CUDA events on
 // CUDA) prints its N costliest statements and the totals per symbol to stderr, so a ratio above
