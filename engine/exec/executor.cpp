@@ -615,7 +615,7 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
     run.exec(b, scope, known);
     if (known)
       for (uint32_t id : known->matmul_operands) {
-        if (id >= slots.size() || !slots[id] || !slots[id]->is_tensor()) continue;
+        if (id >= slots.size() || !slots[id] || !slots[id]->is_tensor() || !slots[id]->t.defined()) continue;
         if (rules::batched_matmul_copies(slots[id]->t)) slots[id] = RValue::of(slots[id]->t.contiguous());
       }
     if (timer_) timer_->end(index);
