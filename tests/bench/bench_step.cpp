@@ -13,17 +13,24 @@
 // first seconds. stderr lists every repeat, and the engine's step timed once more after the eager
 // reference, so a process that gets faster as it runs shows there.
 // --generated-kernels off: the executor runs fusion regions member by member (ExecOptions).
+// --cpu N: pins the process to CPU N first (sched_setaffinity), to tell a slow process's placement
+// from the engine; stderr says which CPU the step ran on at the start and at the end.
 // --profile N: after the timing, one more engine step with per-bound-symbol times (CUDA events on
 // CUDA) prints its N costliest statements and the totals per symbol to stderr, so a ratio above
 // target can be traced to the statements behind it.
 // --kineto FILE: then one more engine step recorded by LibTorch's profiler, saved as a Chrome trace
 // (tests/bench/kineto.h; summarise it with tests/bench/timeline.py).
 // Usage: tv_bench_step --model gpt --param layers=32 [--param ...] [--device cuda] [--steps 20] [--repeats 5]
-//        [--warmup 3] [--warmup-seconds 5] [--generated-kernels on|off] [--profile 25] [--kineto step.json]
+//        [--warmup 3] [--warmup-seconds 5] [--generated-kernels on|off] [--cpu N] [--profile 25]
+//        [--kineto step.json]
 #include <ATen/ATen.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <string>
@@ -70,11 +77,11 @@ std::string json_params(const std::map<std::string, std::string>& params) {
 int run(int argc, char** argv) {
   bench::BenchArgs args(argc, argv,
                         {"model", "device", "steps", "repeats", "warmup", "warmup-seconds", "generated-kernels",
-                         "profile", "kineto"});
+                         "cpu", "profile", "kineto"});
   if (args.help) {
     std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
                  "[--steps 20] [--repeats 5] [--warmup 3] [--warmup-seconds 5]\n"
-                 "                     [--generated-kernels on|off] [--profile N] [--kineto FILE.json]\n";
+                 "                     [--generated-kernels on|off] [--cpu N] [--profile N] [--kineto FILE.json]\n";
     return 0;
   }
   std::string model = args.get("model", "gpt"), device = args.get("device", "cpu");
@@ -83,6 +90,15 @@ int run(int argc, char** argv) {
   std::string generated = args.get("generated-kernels", "on");
   if (generated != "on" && generated != "off")
     throw std::invalid_argument("--generated-kernels " + generated + ": write on or off");
+  if (int cpu = args.get_int("cpu", -1); cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0)
+      throw std::invalid_argument("--cpu " + std::to_string(cpu) + ": cannot pin the process there (" +
+                                  std::strerror(errno) + "); give one of the CPUs `nproc` counts");
+  }
+  std::cerr << "on CPU " << sched_getcpu() << " at the start\n";
   bool cuda = device.rfind("cuda", 0) == 0;
   if (cuda) device = "cuda:0";
   if (auto why = exec::device_unavailable(device); !why.empty()) throw std::invalid_argument(why);
@@ -133,6 +149,7 @@ int run(int argc, char** argv) {
     });
     std::cerr << "kineto trace of one engine step: " << path << "\n";
   }
+  std::cerr << "on CPU " << sched_getcpu() << " at the end\n";
   std::string config = model + " " + json_params(params);
   std::cout << "{\"bench\": \"step\", \"model\": \"" << model << "\", \"params\": " << json_params(params)
             << ", \"device\": \"" << device << "\", \"engine_ms\": " << engine_ms << ", \"libtorch_eager_ms\": " << eager_ms

@@ -127,6 +127,12 @@ def config(args):
 
 
 def eager_step(args):
+    if args.cpu is not None:
+        try:
+            os.sched_setaffinity(0, {args.cpu})
+        except OSError as e:
+            sys.exit(f"error: --cpu {args.cpu}: cannot pin the process there ({e}); give one of the CPUs nproc counts")
+    print(f"CPUs the process may run on: {sorted(os.sched_getaffinity(0))}", file=sys.stderr)
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     model, idx, targets, cot = make(args, device)
@@ -206,6 +212,7 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--cpu", type=int, help="step: pin the process to this CPU first (as tv_bench_step --cpu)")
     ap.add_argument("--warmup-seconds", type=float, default=5,
                     help="step: warm up for at least this long before timing (as tv_bench_step)")
     ap.add_argument("--world", type=int, default=2)
