@@ -248,6 +248,7 @@ class Run {
     return RValue::none();
   }
 
+  // A value whose proxies (if any) are looked up by their own ids, not the statement's reads.
   RValue eval(const Value& v, const Scope& scope, const BoundSymbol& b) const {
     Reads by_proxy;
     return eval(v, scope, b, by_proxy);
@@ -418,17 +419,16 @@ class Run {
                                   const Scope& scope, Reads& reads) const {
     const BoundSymbol& b = ctx.bsym;
     if (!kept.ready) {
-      Reads none;
       kept.args.assign(b.args.size(), RValue());
       for (size_t k = 0; k < b.args.size(); ++k) {
         if (has_proxy(b.args[k]))
           kept.variable_args.push_back(k);
         else
-          kept.args[k] = eval(b.args[k], scope, b, none);
+          kept.args[k] = eval(b.args[k], scope, b);
       }
       for (size_t k = 0; k < b.kwargs.size(); ++k) {
         bool variable = has_proxy(b.kwargs[k].second);
-        kept.kwargs.emplace_back(b.kwargs[k].first, variable ? RValue() : eval(b.kwargs[k].second, scope, b, none));
+        kept.kwargs.emplace_back(b.kwargs[k].first, variable ? RValue() : eval(b.kwargs[k].second, scope, b));
         if (variable) kept.variable_kwargs.push_back(k);
       }
       kept.ready = true;

@@ -50,7 +50,6 @@ RValue handle(Pending p) {
   return RValue::name(kPrefix + std::to_string(id));
 }
 
-
 void check_group(const std::vector<RValue>& a, size_t i, const char* symbol) {
   const RValue& g = rarg(a, i, "group");
   if (g.is_none())

@@ -122,9 +122,7 @@ void register_torch_rules() {
   def("ltorch.linear", [](Args a, Kw) {
     return RValue::of(at::linear(tensor_at(a, 0, "input"), tensor_at(a, 1, "weight"), optional_tensor_at(a, 2)));
   });
-  def("ltorch.matmul", [](Args a, Kw) {
-    return RValue::of(rules::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b")));
-  });
+  alias("ltorch.matmul", "prims.matmul");
 
   def("ltorch.add", [](Args a, Kw k) {
     at::Scalar alpha = alpha_of(k);
@@ -229,9 +227,7 @@ void register_torch_rules() {
     return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));
   });
 
-  def("ltorch.reshape", [](Args a, Kw) {
-    return RValue::of(reshaped(tensor_at(a, 0, "a"), ints_at(a, 1, "shape")));
-  });
+  alias("ltorch.reshape", "prims.reshape");
   alias("ltorch.view", "ltorch.reshape");
   def("ltorch.transpose", [](Args a, Kw) {
     return RValue::of(tensor_at(a, 0, "a").transpose(int_at(a, 1, "dim0"), int_at(a, 2, "dim1")));

@@ -49,10 +49,10 @@ struct StepForward {
 StepForward step_forward(exec::Executor& executor, const StageHistory& stages, const std::vector<at::Tensor>& inputs,
                          const TraceHook& before = {});
 
-// (name, gradient) per computation argument, in argument order.
 // When step_backward waits on the host for the collectives it left on the stream.
 enum class Settle { now, later };
 
+// (name, gradient) per computation argument, in argument order.
 std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
                                                               const StageHistory& stages, const exec::RValue& saved,
                                                               const std::vector<at::Tensor>& cotangents,

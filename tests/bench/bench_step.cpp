@@ -117,11 +117,10 @@ int run(int argc, char** argv) {
   options.generated_kernels = generated == "on";
   bench::EngineStep engine_step(module, built.stages, options);
   // Allocator, cuBLAS handles, generated kernels' compiles; then the machine's own warm-up.
-  double warmup_seconds = args.get_double("warmup-seconds", 5);
-  auto warmup_start = std::chrono::steady_clock::now();
-  for (int w = 0; w < warmup || std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_start).count() <
-                                    warmup_seconds;
-       ++w) {
+  using Clock = std::chrono::steady_clock;
+  auto warmup_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(args.get_double("warmup-seconds", 5)));
+  for (int w = 0; w < warmup || Clock::now() < warmup_end; ++w) {
     engine_step();
     if (cuda) bench::synchronize_cuda(0);
   }
