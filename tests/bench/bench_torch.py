@@ -131,7 +131,9 @@ def eager_step(args):
         try:
             os.sched_setaffinity(0, {args.cpu})
         except OSError as e:
-            sys.exit(f"error: --cpu {args.cpu}: cannot pin the process there ({e}); give one of the CPUs nproc counts")
+            print(f"error: --cpu {args.cpu}: cannot pin the process there ({e}); give one of the CPUs nproc counts",
+                  file=sys.stderr)
+            sys.exit(2)  # bad input, as argparse's own errors
     print(f"CPUs the process may run on: {sorted(os.sched_getaffinity(0))}", file=sys.stderr)
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
