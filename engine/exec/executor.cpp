@@ -103,21 +103,23 @@ StatementIds statement_ids(const BoundSymbol& b, NameIds& ids) {
   return out;
 }
 
-bool is_matmul(const BoundSymbol& b) {
-  static const std::unordered_set<std::string> names{"ltorch.matmul", "prims.matmul", "torch.matmul",
-                                                     "ltorch.scaled_dot_product_attention",
-                                                     "torch.nn.functional.scaled_dot_product_attention"};
-  return names.count(b.name()) > 0;
+bool is_matmul(const BoundSymbol& b, bool fused_attention) {
+  static const std::unordered_set<std::string> matmuls{"ltorch.matmul", "prims.matmul", "torch.matmul"};
+  static const std::unordered_set<std::string> attentions{"ltorch.scaled_dot_product_attention",
+                                                          "torch.nn.functional.scaled_dot_product_attention"};
+  return matmuls.count(b.name()) > 0 || (!fused_attention && attentions.count(b.name()) > 0);
 }
 
 // Marks the outputs that a later top-level matmul reads. A batched matmul copies an operand whose
 // batch dims do not flatten (attention's q, k and v, split from one projection and transposed);
 // an output made contiguous once when it is written is not copied again by each matmul that reads
-// it, nor by the backward's matmuls that read its transpose. The values are the same.
-void mark_matmul_operands(const Trace& trace, std::vector<StatementIds>& statements) {
+// it, nor by the backward's matmuls that read its transpose. The values are the same. Attention's
+// fused kernels (`fused_attention`) read such operands as they are.
+void mark_matmul_operands(const Trace& trace, std::vector<StatementIds>& statements, bool fused_attention) {
   std::unordered_set<uint32_t> operands;
   for (size_t i = 0; i < statements.size(); ++i)
-    if (is_matmul(trace.body[i])) operands.insert(statements[i].reads.begin(), statements[i].reads.end());
+    if (is_matmul(trace.body[i], fused_attention))
+      operands.insert(statements[i].reads.begin(), statements[i].reads.end());
   for (auto& st : statements)
     for (uint32_t id : st.writes)
       if (operands.count(id)) st.matmul_operands.push_back(id);
@@ -486,6 +488,7 @@ struct Executor::NameTables {
     std::vector<StatementIds> statements;
   };
   std::unordered_map<const Trace*, Entry> by_trace;
+  bool fused_attention = false;  // rules::fused_attention_on(the executor's device)
 
   // Bounded: traces long gone (or rebuilt at the same address) hold their proxies until cleared.
   Entry& of(const Trace& trace) {
@@ -500,7 +503,7 @@ struct Executor::NameTables {
       e.statements.clear();
       e.statements.reserve(trace.body.size());
       for (const auto& b : trace.body) e.statements.push_back(statement_ids(b, e.ids));
-      mark_matmul_operands(trace, e.statements);
+      mark_matmul_operands(trace, e.statements, fused_attention);
     }
     return e;
   }
@@ -519,7 +522,9 @@ std::string NonFiniteReport::describe() const {
 }
 
 Executor::Executor(ExecOptions options)
-    : options_(std::move(options)), plans_(std::make_shared<RegionPlans>()), names_(std::make_shared<NameTables>()) {}
+    : options_(std::move(options)), plans_(std::make_shared<RegionPlans>()), names_(std::make_shared<NameTables>()) {
+  names_->fused_attention = rules::fused_attention_on(options_.device);
+}
 
 size_t Executor::generated_kernel_launches() const { return plans_->launches; }
 

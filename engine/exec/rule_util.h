@@ -47,9 +47,16 @@ inline at::Tensor reshaped(const at::Tensor& t, at::IntArrayRef shape) {
 // a @ b, as at::matmul computes it. Two matrices run as mm, and operands with the same batch
 // dims as one bmm: fewer dispatches than matmul's expand and reshape chain.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
+// at::linear(x, w, bias). On CUDA, a small output with a bias runs as one gemm over the broadcast
+// bias: cuBLASLt's bias epilogue takes four launches there (memset, scale, split-K gemm, epilogue)
+// where the plain gemm takes two (the bias copy and the gemm), at about two thirds of the host time.
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias);
 // Whether a batched matmul has to copy `t` (rank 3 or more) first: its batch dims cannot be
 // flattened into one stride, or its matrices are neither row- nor column-major.
 bool batched_matmul_copies(const at::Tensor& t);
+// Whether attention on `device` runs LibTorch's fused kernels when its operands allow (CUDA, LibTorch
+// 2.1 or later; rules_attention.cpp): its q, k and v are then read as they are, not copied.
+bool fused_attention_on(const Device& device);
 // Registers `alias` with the rule already registered as `name`.
 void alias(const std::string& alias, const std::string& name);
 

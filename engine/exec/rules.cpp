@@ -29,6 +29,7 @@ Table& table() {
   std::call_once(once, [] {
     detail::register_prim_rules();
     detail::register_torch_rules();
+    detail::register_attention_rules();
     detail::register_prologue_rules();
   });
   return raw_table();

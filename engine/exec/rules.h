@@ -47,6 +47,7 @@ namespace detail {
 // Built-in rule families (rules_*.cpp), installed once by the table.
 void register_prim_rules();
 void register_torch_rules();
+void register_attention_rules();
 void register_prologue_rules();
 // Registration used by those families (does not trigger the table's initialisation).
 void add_builtin(std::string name, ExecRule rule);

@@ -119,6 +119,20 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
   return out.view(shape);
 }
 
+at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+  // Large outputs keep the fused epilogue: there the bias copy costs memory traffic, not launches.
+  constexpr int64_t kSmallOutput = 1 << 18;
+  if (!x.is_cuda() || !bias.defined() || bias.dim() != 1 || x.dim() < 2 || w.dim() != 2 ||
+      (x.dim() > 2 && !x.is_contiguous()))
+    return at::linear(x, w, bias);
+  int64_t rows = x.numel() / std::max<int64_t>(x.size(-1), 1), cols = w.size(0);
+  if (rows * cols > kSmallOutput) return at::linear(x, w, bias);
+  at::Tensor out = at::addmm(bias.expand({rows, cols}), reshaped(x, {rows, x.size(-1)}), w.t());
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
+  shape.push_back(cols);
+  return out.view(shape);
+}
+
 bool batched_matmul_copies(const at::Tensor& t) {
   if (t.dim() < 3) return false;
   int64_t rows = t.size(-2), cols = t.size(-1);
@@ -250,7 +264,7 @@ void register_prim_rules() {
   });
 
   def("prims.linear", [](Args a, Kw) {
-    return RValue::of(at::linear(tensor_at(a, 0, "a"), tensor_at(a, 1, "w"), optional_tensor_at(a, 2)));
+    return RValue::of(rules::linear(tensor_at(a, 0, "a"), tensor_at(a, 1, "w"), optional_tensor_at(a, 2)));
   });
   def("prims.matmul", [](Args a, Kw) {
     return RValue::of(rules::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b")));

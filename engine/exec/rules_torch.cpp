@@ -3,14 +3,11 @@
 // `torch.nn.functional.linear`, `torch.sum(t, (0,), False, dtype=None)`, ...), which share them.
 // ltorch.dropout has no rule on purpose: it runs its decomposition (uniform_philox), so the same
 // seed gives the same mask whichever way it runs.
-#include <c10/util/intrusive_ptr.h>
-
-#include <cmath>
-#include <limits>
 #include <optional>
-#include <unordered_map>
+#include <tuple>
 #include <utility>
 
+#include "exec/forward_residues.h"
 #include "exec/rule_util.h"
 
 namespace tv::exec::detail {
@@ -56,72 +53,25 @@ at::TensorOptions creation_options(Args a, size_t from, Kw k) {
   return options_of(d ? d->dtype : DType::f32, dev ? dev->device : Device{});
 }
 
-at::Tensor sdpa(TT q, TT k, TT v, const at::Tensor& mask, bool causal) {
-  int64_t L = q.size(-2), S = k.size(-2);
-  at::Tensor scores = rules::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  double minus_inf = -std::numeric_limits<double>::infinity();
-  if (causal) {
-    at::Tensor keep = at::ones({L, S}, q.options().dtype(at::kBool)).tril();
-    scores = scores.masked_fill(keep.logical_not(), minus_inf);
-  }
-  if (mask.defined())
-    scores = mask.scalar_type() == at::kBool ? scores.masked_fill(mask.logical_not(), minus_inf) : scores + mask;
-  return rules::matmul(at::softmax(scores, -1), v);
-}
-
 // The statistics (mean and rstd) of the layer norms that forwards computed, by input tensor, so
 // that layer_norm_backward on the same input takes them instead of computing them again (a kernel
-// launch per norm saved in a host-bound step). Per thread: a rank's forward and backward run on
-// its thread, and a miss only costs the recomputation. An entry serves while its input lives
-// unchanged (same tensor, same version); entries of freed inputs are dropped as others come.
-class LayerNormStats {
- public:
-  void remember(const at::Tensor& x, const std::vector<int64_t>& normalized, double eps, at::Tensor mean,
-                at::Tensor rstd) {
-    if (by_input_.size() >= 256) forget_freed();
-    if (by_input_.size() >= 4096) by_input_.clear();
-    Entry e{c10::weak_intrusive_ptr<c10::TensorImpl>(x.getIntrusivePtr()), x._version(), normalized, eps,
-            std::move(mean), std::move(rstd)};
-    by_input_.insert_or_assign(x.unsafeGetTensorImpl(), std::move(e));
-  }
-  // The forward's (mean, rstd) for exactly this input, or nothing.
-  std::optional<std::pair<at::Tensor, at::Tensor>> recall(const at::Tensor& x, const std::vector<int64_t>& normalized,
-                                                          double eps) const {
-    auto it = by_input_.find(x.unsafeGetTensorImpl());
-    if (it == by_input_.end()) return std::nullopt;
-    const Entry& e = it->second;
-    if (e.input.lock().get() != x.unsafeGetTensorImpl() || e.version != x._version() || e.normalized != normalized ||
-        e.eps != eps)
-      return std::nullopt;
-    return std::make_pair(e.mean, e.rstd);
-  }
-
- private:
-  struct Entry {
-    c10::weak_intrusive_ptr<c10::TensorImpl> input;
-    int64_t version;
-    std::vector<int64_t> normalized;
-    double eps;
-    at::Tensor mean, rstd;
-  };
-  void forget_freed() {
-    for (auto it = by_input_.begin(); it != by_input_.end();)
-      it = it->second.input.expired() ? by_input_.erase(it) : std::next(it);
-  }
-  std::unordered_map<const c10::TensorImpl*, Entry> by_input_;
+// launch per norm saved in a host-bound step).
+struct LayerNormStats {
+  std::vector<int64_t> normalized;
+  double eps;
+  at::Tensor mean, rstd;
 };
 
-LayerNormStats& layer_norm_stats() {
-  thread_local LayerNormStats stats;
+ResiduesByTensor<LayerNormStats>& layer_norm_stats() {
+  thread_local ResiduesByTensor<LayerNormStats> stats;
   return stats;
 }
+
 
 }  // namespace
 
 void register_torch_rules() {
-  def("ltorch.linear", [](Args a, Kw) {
-    return RValue::of(at::linear(tensor_at(a, 0, "input"), tensor_at(a, 1, "weight"), optional_tensor_at(a, 2)));
-  });
+  alias("ltorch.linear", "prims.linear");
   alias("ltorch.matmul", "prims.matmul");
 
   def("ltorch.add", [](Args a, Kw k) {
@@ -165,7 +115,7 @@ void register_torch_rules() {
     double eps = a.size() > 4 ? number_at(a, 4, "eps") : 1e-5;
     auto [out, mean, rstd] =
         at::native_layer_norm(x, normalized, optional_tensor_at(a, 2), optional_tensor_at(a, 3), eps);
-    layer_norm_stats().remember(x, normalized, eps, std::move(mean), std::move(rstd));
+    layer_norm_stats().remember(x, {normalized, eps, std::move(mean), std::move(rstd)});
     return RValue::of(out);
   });
   def("ltorch.softmax", [](Args a, Kw) { return RValue::of(at::softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))); });
@@ -200,15 +150,14 @@ void register_torch_rules() {
     // The forward's statistics when it normalised this very tensor in the compute dtype; else
     // computed as the forward kernel computes them (one launch, where var_mean, add and rsqrt took
     // three).
-    auto stats = x.scalar_type() == compute ? layer_norm_stats().recall(x, normalized, eps) : std::nullopt;
+    const LayerNormStats* seen = x.scalar_type() == compute ? layer_norm_stats().recall(x) : nullptr;
+    at::Tensor mean, rstd;
+    if (seen && seen->normalized == normalized && seen->eps == eps) mean = seen->mean, rstd = seen->rstd;
     g = g.to(compute), x = x.to(compute), w = w.to(compute), bias = bias.to(compute);
     x = x.contiguous();
-    if (!stats) {
-      auto [unused, mean, rstd] = at::native_layer_norm(x, normalized, {}, {}, eps);
-      stats.emplace(mean, rstd);
-    }
-    auto [ga, gw, gb] = at::native_layer_norm_backward(g.contiguous(), x, normalized, stats->first, stats->second, w,
-                                                       bias, {true, true, true});
+    if (!mean.defined()) std::tie(std::ignore, mean, rstd) = at::native_layer_norm(x, normalized, {}, {}, eps);
+    auto [ga, gw, gb] =
+        at::native_layer_norm_backward(g.contiguous(), x, normalized, mean, rstd, w, bias, {true, true, true});
     return RValue::tuple({RValue::of(ga.to(ga_type)), RValue::of(gw.to(gw_type)), RValue::of(gb.to(gb_type))});
   });
   def("ltorch.embedding_backward", [](Args a, Kw) {
@@ -218,10 +167,6 @@ void register_torch_rules() {
   });
   def("ltorch.embedding", [](Args a, Kw) {
     return RValue::of(at::embedding(tensor_at(a, 1, "weight"), tensor_at(a, 0, "indices")));
-  });
-  def("ltorch.scaled_dot_product_attention", [](Args a, Kw) {
-    return RValue::of(sdpa(tensor_at(a, 0, "query"), tensor_at(a, 1, "key"), tensor_at(a, 2, "value"),
-                           optional_tensor_at(a, 3), a.size() > 4 && a[4].number() != 0));
   });
   def("ltorch.take_along_dim", [](Args a, Kw) {
     return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));
@@ -292,7 +237,7 @@ void register_torch_rules() {
   alias("torch.div", "ltorch.true_divide");
   alias("torch.Tensor.expand", "ltorch.expand");
   for (const char* n : {"linear", "gelu", "silu", "relu", "softmax", "log_softmax", "layer_norm", "cross_entropy",
-                        "embedding", "scaled_dot_product_attention"})
+                        "embedding"})
     alias(std::string("torch.nn.functional.") + n, std::string("ltorch.") + n);
 }
 

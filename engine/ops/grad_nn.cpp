@@ -4,8 +4,10 @@
 // (a one-hot matmul when decomposed; LibTorch's scatter when executed), take_along_dim with a
 // one-hot sum, since the op set has no scatter. layer_norm (with weight and bias), softmax and
 // cross_entropy record their backward ops (ltorch.*_backward: decomposed in the trace, one LibTorch
-// kernel when executed); those backward ops, and sdpa, are differentiated through their
-// decompositions. dropout's grad is dropout of g with the same seed (the same mask, nothing saved).
+// kernel when executed); so does scaled_dot_product_attention without a float mask (one fused
+// kernel each way on CUDA; with a float mask it is differentiated through its decomposition, which
+// gives the mask its grad). The backward ops are differentiated through their decompositions.
+// dropout's grad is dropout of g with the same seed (the same mask, nothing saved).
 #include "ops/ltorch.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
@@ -80,6 +82,18 @@ Out log_softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return {reduce_like(b, sub(b, V(g), V(mul(b, V(exp(b, out)), V(total)))), a), Value::none()};
 }
 
+bool sdpa_rule_applies(const BoundSymbol& f) {
+  T mask = tensor_at(f, 3);
+  return !mask || mask->dtype == DType::b8;
+}
+
+Out sdpa_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T q = tensor_at(f, 0), k = tensor_at(f, 1), v = tensor_at(f, 2), mask = tensor_at(f, 3), g = cts[0].proxy;
+  bool causal = grad::flag(f, 4, "is_causal", false);
+  auto [gq, gk, gv] = scaled_dot_product_attention_backward(b, g, q, k, v, mask, f.output(), causal);
+  return {reduce_like(b, gq, q), reduce_like(b, gk, k), reduce_like(b, gv, v), Value::none(), Value::none()};
+}
+
 Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T logits = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
   return {reduce_like(b, cross_entropy_backward(b, g, logits, target), logits), Value::none()};
@@ -141,8 +155,9 @@ void register_nn_grads() {
   register_grad_rule("prims.take", take_rule);
   for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(n, take_along_rule);
   register_grad_rule("ltorch.dropout", dropout_rule);
-  register_grad_through_decomposition("ltorch.scaled_dot_product_attention");
-  for (const char* n : {"ltorch.layer_norm_backward", "ltorch.softmax_backward", "ltorch.cross_entropy_backward"})
+  register_grad_rule("ltorch.scaled_dot_product_attention", sdpa_rule, sdpa_rule_applies);
+  for (const char* n : {"ltorch.layer_norm_backward", "ltorch.softmax_backward", "ltorch.cross_entropy_backward",
+                        "ltorch.scaled_dot_product_attention_backward"})
     register_grad_through_decomposition(n);
   for (const char* n : {"ltorch.arange", "ltorch.full", "ltorch.ones", "ltorch.zeros", "prims.full", "prims.iota",
                         "prims.uniform_philox"})

@@ -85,6 +85,13 @@ std::tuple<T, T, T> layer_norm_backward(TraceBuilder&, const T& grad, const T& a
 // loss's cotangent `grad` [].
 T softmax_backward(TraceBuilder&, const T& grad, const T& output, int64_t dim);
 T cross_entropy_backward(TraceBuilder&, const T& grad, const T& logits, const T& target);
+// (grad_q, grad_k, grad_v) of scaled_dot_product_attention(q, k, v, attn_mask, is_causal) for the
+// cotangent `grad` of its `output`; a bool or no mask (a float mask's grad is not computed). The
+// probabilities are recomputed from q and k; the output is an argument for the fused kernel, which
+// takes it with the forward's log-sum-exp.
+std::tuple<T, T, T> scaled_dot_product_attention_backward(TraceBuilder&, const T& grad, const T& q, const T& k,
+                                                          const T& v, const T& attn_mask, const T& output,
+                                                          bool is_causal);
 
 // Shapes
 T reshape(TraceBuilder&, const T& a, const Dims& shape);  // one -1 allowed

@@ -1,9 +1,9 @@
 // Neural-network ltorch ops: linear, matmul, layer_norm, softmax, log_softmax, cross_entropy,
 // embedding, dropout, scaled_dot_product_attention, take_along_dim, and the backward ops the
 // gradient rules record (layer_norm_backward, softmax_backward, cross_entropy_backward,
-// embedding_backward). linear and matmul map to one prim each; the others are compositions of
-// ltorch ops (nested subsymbols), e.g. layer_norm = (a - mean) * rsqrt(var + eps) with
-// var_mean(correction=0). A backward op is decomposed like any other op, so the trace shows what it
+// embedding_backward, scaled_dot_product_attention_backward). linear and matmul map to one prim
+// each; the others are compositions of ltorch ops (nested subsymbols), e.g. layer_norm =
+// (a - mean) * rsqrt(var + eps) with var_mean(correction=0). A backward op is decomposed like any other op, so the trace shows what it
 // computes, but the executor runs LibTorch's fused kernel for it: as a chain of single ops a
 // backward reads and writes its activations several times over.
 #include <algorithm>
@@ -179,18 +179,20 @@ Value dropout_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(mul(b, Value::of(kept), Value::floating(p == 1 ? 0.0 : 1.0 / (1.0 - p))));
 }
 
-Value sdpa_impl(TraceBuilder& b, Args args, Kw) {
-  T q = tensor_arg(args, 0, "query"), k = tensor_arg(args, 1, "key"), v = tensor_arg(args, 2, "value");
-  T mask = optional_tensor_arg(args, 3, "attn_mask");
-  bool causal = bool_arg(args, 4, "is_causal");
+void check_attention_inputs(const T& q, const T& k, const T& v) {
   for (const T& t : {q, k, v})
     if (rank(t) < 2) throw OpError("attention inputs need shape [..., L, E], got " + shape_text(t->shape));
   require_floating(q, "scaled_dot_product_attention");
+}
+
+// softmax(q k^T / sqrt(E), masked) [..., L, S]: causal keeps j <= i, a bool mask keeps where true, a
+// float mask is added.
+T attention_probabilities(TraceBuilder& b, const T& q, const T& k, const T& mask, bool causal) {
   int64_t L = q->shape[rank(q) - 2], S = k->shape[rank(k) - 2], E = q->shape.back();
-  T scores = matmul(b, q, transpose(b, k, -2, -1));  // [..., L, S]
+  T scores = matmul(b, q, transpose(b, k, -2, -1));
   scores = mul(b, Value::of(scores), Value::floating(1.0 / std::sqrt(static_cast<double>(E))));
   Value minus_inf = Value::floating(-std::numeric_limits<double>::infinity());
-  if (causal) {  // keep[i, j] = j <= i
+  if (causal) {
     T rows = unsqueeze(b, arange(b, L, q->device), 1), cols = unsqueeze(b, arange(b, S, q->device), 0);
     scores = where(b, ge(b, Value::of(rows), Value::of(cols)), Value::of(scores), minus_inf);
   }
@@ -198,7 +200,37 @@ Value sdpa_impl(TraceBuilder& b, Args args, Kw) {
     scores = mask->dtype == DType::b8 ? where(b, mask, Value::of(scores), minus_inf)
                                       : add(b, Value::of(scores), Value::of(mask));
   }
-  return Value::of(matmul(b, softmax(b, scores, -1), v));
+  return softmax(b, scores, -1);
+}
+
+Value sdpa_impl(TraceBuilder& b, Args args, Kw) {
+  T q = tensor_arg(args, 0, "query"), k = tensor_arg(args, 1, "key"), v = tensor_arg(args, 2, "value");
+  T mask = optional_tensor_arg(args, 3, "attn_mask");
+  check_attention_inputs(q, k, v);
+  return Value::of(matmul(b, attention_probabilities(b, q, k, mask, bool_arg(args, 4, "is_causal")), v));
+}
+
+// With P the probabilities and s = 1/sqrt(E): grad_v = P^T g, grad_scores = softmax_backward(g v^T,
+// P) * s, grad_q = grad_scores k, grad_k = grad_scores^T q.
+Value sdpa_backward_impl(TraceBuilder& b, Args args, Kw) {
+  T g = tensor_arg(args, 0, "grad"), q = tensor_arg(args, 1, "query"), k = tensor_arg(args, 2, "key");
+  T v = tensor_arg(args, 3, "value"), mask = optional_tensor_arg(args, 4, "attn_mask");
+  T out = tensor_arg(args, 5, "output");
+  check_attention_inputs(q, k, v);
+  if (g->shape != out->shape)
+    throw OpError("scaled_dot_product_attention_backward: grad " + shape_text(g->shape) + " and output " +
+                  shape_text(out->shape) + " differ in shape");
+  if (mask && mask->dtype != DType::b8)
+    throw OpError("scaled_dot_product_attention_backward takes a bool mask or none, got " +
+                  std::string(short_name(mask->dtype)) + " (differentiate a float mask through the decomposition)");
+  T p = attention_probabilities(b, q, k, mask, bool_arg(args, 6, "is_causal"));
+  T gv = matmul(b, transpose(b, p, -2, -1), g);
+  T gp = matmul(b, g, transpose(b, v, -2, -1));
+  double scale = 1.0 / std::sqrt(static_cast<double>(q->shape.back()));
+  T gs = mul(b, V(softmax_backward(b, gp, p, -1)), Value::floating(scale));
+  T gq = matmul(b, gs, k);
+  T gk = matmul(b, transpose(b, gs, -2, -1), q);
+  return Value::tuple({V(gq), V(gk), V(gv)});
 }
 
 Value take_along_dim_impl(TraceBuilder& b, Args args, Kw) {
@@ -247,6 +279,13 @@ T dropout(TraceBuilder& b, const T& a, double p, int64_t seed, bool training) {
 T scaled_dot_product_attention(TraceBuilder& b, const T& q, const T& k, const T& v, const T& attn_mask,
                                bool is_causal) {
   return call1(b, "ltorch.scaled_dot_product_attention", {V(q), V(k), V(v), V(attn_mask), Value::boolean(is_causal)});
+}
+std::tuple<T, T, T> scaled_dot_product_attention_backward(TraceBuilder& b, const T& grad, const T& q, const T& k,
+                                                          const T& v, const T& attn_mask, const T& output,
+                                                          bool is_causal) {
+  Value out = b.call("ltorch.scaled_dot_product_attention_backward",
+                     {V(grad), V(q), V(k), V(v), V(attn_mask), V(output), Value::boolean(is_causal)});
+  return {out.items.at(0).proxy, out.items.at(1).proxy, out.items.at(2).proxy};
 }
 T take_along_dim(TraceBuilder& b, const T& a, const T& indices, int64_t dim) {
   return call1(b, "ltorch.take_along_dim", {V(a), V(indices), Value::integer(dim)});
@@ -299,6 +338,7 @@ void register_nn() {
   define("ltorch.cross_entropy_backward", false, {}, cross_entropy_backward_impl);
   define("ltorch.dropout", false, {"random"}, dropout_impl);
   define("ltorch.scaled_dot_product_attention", false, {}, sdpa_impl);
+  define("ltorch.scaled_dot_product_attention_backward", false, {}, sdpa_backward_impl);
   define("ltorch.take_along_dim", false, {}, take_along_dim_impl);
 }
 

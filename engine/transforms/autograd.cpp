@@ -37,7 +37,7 @@ struct ForwardSweep {
     bool touches = false;
     for (const auto& p : b.inputs()) touches = touches || diff.count(p->name);
     const GradRule* rule = touches ? find_grad_rule(b.name()) : nullptr;
-    bool decompose = touches && (!rule || rule->through_decomposition);
+    bool decompose = touches && (!rule || rule->through_decomposition || (rule->applies && !rule->applies(b)));
     if (decompose && b.subsymbols.empty())
       throw std::runtime_error("autograd: no gradient rule for '" + b.name() + "' and no decomposition to differentiate");
     if (decompose) {

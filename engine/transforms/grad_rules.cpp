@@ -23,14 +23,14 @@ std::map<std::string, GradRule, std::less<>>& table() {
 
 }  // namespace
 
-void register_grad_rule(std::string symbol_name, GradFn fn) {
+void register_grad_rule(std::string symbol_name, GradFn fn, GradApplies applies) {
   std::lock_guard lock(table_mutex());
-  table()[std::move(symbol_name)] = GradRule{std::move(fn), false};
+  table()[std::move(symbol_name)] = GradRule{std::move(fn), false, std::move(applies)};
 }
 
 void register_grad_through_decomposition(std::string symbol_name) {
   std::lock_guard lock(table_mutex());
-  table()[std::move(symbol_name)] = GradRule{{}, true};
+  table()[std::move(symbol_name)] = GradRule{{}, true, {}};
 }
 
 void register_not_differentiable(std::string symbol_name) {

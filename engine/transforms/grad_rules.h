@@ -7,8 +7,10 @@
 // None for an output nobody differentiated (rules of multi-output ops fill in zeros). The forward
 // values a rule reads (its arguments, its outputs) become saved_for_backward automatically.
 // A symbol registered `through_decomposition` is differentiated by splicing its subsymbols into
-// the forward and differentiating those (what Thunder does for gelu). The rules themselves live
-// next to the ops in engine/ops/grad_*.cpp; register_grad_rules() installs them all once.
+// the forward and differentiating those (what Thunder does for gelu); so is one whose rule has an
+// `applies` test that the forward symbol fails (sdpa with a float mask, whose grad the rule omits).
+// The rules themselves live next to the ops in engine/ops/grad_*.cpp; register_grad_rules()
+// installs them all once.
 #pragma once
 #include <functional>
 #include <string>
@@ -22,12 +24,15 @@ namespace tv {
 using GradFn = std::function<std::vector<Value>(TraceBuilder& bwd, const BoundSymbol& fwd,
                                                 const std::vector<Value>& cotangents)>;
 
+using GradApplies = std::function<bool(const BoundSymbol& fwd)>;
+
 struct GradRule {
   GradFn fn;                           // empty: differentiate the subsymbols instead
   bool through_decomposition = false;
+  GradApplies applies;                 // empty: always; else where false, differentiate the subsymbols
 };
 
-void register_grad_rule(std::string symbol_name, GradFn fn);
+void register_grad_rule(std::string symbol_name, GradFn fn, GradApplies applies = {});
 void register_grad_through_decomposition(std::string symbol_name);
 // A rule that gives None for every argument (comparisons, creation, integer ops).
 void register_not_differentiable(std::string symbol_name);

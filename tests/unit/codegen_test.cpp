@@ -5,10 +5,14 @@
 
 #include <ATen/ATen.h>
 
+#include <limits>
+
 #include "codegen/elementwise.h"
 #include "exec/device_check.h"
 #include "exec/executor.h"
 #include "jit/zoo.h"
+#include "ops/ltorch.h"
+#include "passes/fusion.h"
 #include "pipeline/pipeline.h"
 #include "replay/eager.h"
 #include "replay/module_view.h"
@@ -97,11 +101,9 @@ TEST(Codegen, EveryLayerSharesTheSameKernels) {
   EXPECT_GE(per_layer, 2) << "the per-layer kernels (gelu forward and backward at least) should repeat";
 }
 
-// A `where` reads its bool condition as such; runs stop at a member that is not pointwise or has
-// another shape; a member alone stays itself.
+// Runs stop at a member that is not pointwise or has another shape; a member alone stays itself.
 TEST(Codegen, RunsStopAtOtherOpsAndShapes) {
   auto b = build_gpt({{"layers", "1"}});
-  bool saw_where = false;
   for (auto kind : {TraceKind::forward, TraceKind::backward})
     for (const auto& [r, plan] : plans_of(*b.pipeline.stages.last(kind))) {
       size_t covered = 0;
@@ -118,17 +120,32 @@ TEST(Codegen, RunsStopAtOtherOpsAndShapes) {
         for (size_t m = k.first_member; m < k.first_member + k.members; ++m) {
           EXPECT_TRUE(codegen::is_generated_pointwise(r->subsymbols[m].name())) << r->subsymbols[m].name();
           EXPECT_EQ(r->subsymbols[m].outputs[0]->shape, shape);
-          if (r->subsymbols[m].name() == "ltorch.where") {
-            saw_where = true;
-            EXPECT_TRUE(k.bool_inputs[0]);
-            EXPECT_TRUE(contains(k.source, "in0 != T(0) ?")) << k.source;
-          }
         }
         covered += k.members;
       }
       EXPECT_EQ(covered, r->subsymbols.size()) << "every member runs once";
     }
-  EXPECT_TRUE(saw_where) << "the attention's masked scaling should fuse";
+}
+
+// A `where` reads its bool condition as such: attention's masked scores, as its decomposition
+// writes them, become one kernel.
+TEST(Codegen, WhereReadsItsBoolCondition) {
+  ltorch::register_ops();
+  TraceBuilder b;
+  auto keep = b.input(make_tensor("keep", {16, 16}, DType::b8, Device{}));
+  auto scores = b.input(make_tensor("scores", {2, 4, 16, 16}, DType::f32, Device{}));
+  auto masked = ltorch::where(b, keep, Value::of(scores), Value::floating(-std::numeric_limits<double>::infinity()));
+  auto scaled = ltorch::mul(b, Value::of(masked), Value::floating(0.25));
+  auto fused = passes::fusion_grouping(*b.finish(Value::of(scaled)));
+  auto plans = plans_of(*fused);
+  ASSERT_EQ(plans.size(), 1u);
+  const auto& plan = plans.front().second;
+  ASSERT_EQ(plan.kernels(), 1u);
+  const auto& k = plan.steps.front().kernel;
+  EXPECT_EQ(k.members, 2u);
+  ASSERT_FALSE(k.bool_inputs.empty());
+  EXPECT_TRUE(k.bool_inputs[0]);
+  EXPECT_TRUE(contains(k.source, "in0 != T(0) ?")) << k.source;
 }
 
 // On a GPU: one step with generated kernels against the same step member by member, f32 and bf16.

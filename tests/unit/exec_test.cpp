@@ -284,6 +284,55 @@ TEST_P(ExecOps, ExecNormalisationAndLosses) {
              return V(ltorch::scaled_dot_product_attention(b, p[0], p[1], p[2], p[3], false));
            },
            [&](const Ts& x) { return sdpa_ref(x, false, true); });
+  // 4-d attention runs LibTorch's fused kernels on CUDA (rules_attention.cpp); its backward is
+  // checked against LibTorch autograd in double, 4-d causal and 3-d with a bool mask.
+  auto attention_double = [](const Ts& x, bool causal, const at::Tensor& keep) {
+    at::Tensor q = x[0], k = x[1];
+    at::Tensor s = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+    if (causal)
+      s = s.masked_fill(at::ones({q.size(-2), k.size(-2)}, s.options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
+    if (keep.defined()) s = s.masked_fill(keep.logical_not(), -INFINITY);
+    return at::matmul(at::softmax(s, -1), x[2]);
+  };
+  auto attention_grads = [attention_double](const Ts& x, bool causal, const at::Tensor& keep) {
+    Ts qkv;
+    for (size_t i = 1; i < 4; ++i) qkv.push_back(x[i].to(at::kDouble).detach().requires_grad_(true));
+    attention_double(qkv, causal, keep).backward(x[0].to(at::kDouble));
+    return Ts{qkv[0].grad().to(x[1].scalar_type()), qkv[1].grad().to(x[1].scalar_type()),
+              qkv[2].grad().to(x[1].scalar_type())};
+  };
+  check_op("sdpa causal 4-d", {randn({2, 2, 8, 16}), randn({2, 2, 8, 16}), randn({2, 2, 8, 16})},
+           [](TraceBuilder& b, const P& p) {
+             return V(ltorch::scaled_dot_product_attention(b, p[0], p[1], p[2], nullptr, true));
+           },
+           [&](const Ts& x) {
+             Ts d{x[0].to(at::kDouble), x[1].to(at::kDouble), x[2].to(at::kDouble)};
+             return Ts{attention_double(d, true, {}).to(x[0].scalar_type())};
+           });
+  {
+    at::Tensor q = randn({2, 2, 8, 16}), k = randn({2, 2, 8, 16}), v = randn({2, 2, 8, 16});
+    at::Tensor out = attention_double({q, k, v}, true, {});
+    check_op("sdpa_backward causal 4-d", {randn({2, 2, 8, 16}), q, k, v, out},
+             [](TraceBuilder& b, const P& p) {
+               auto [gq, gk, gv] =
+                   ltorch::scaled_dot_product_attention_backward(b, p[0], p[1], p[2], p[3], nullptr, p[4], true);
+               return Value::tuple({V(gq), V(gk), V(gv)});
+             },
+             [&](const Ts& x) { return attention_grads(x, true, {}); });
+  }
+  {
+    at::Tensor q = randn({2, 4, 8}), k = randn({2, 4, 8}), v = randn({2, 4, 8});
+    at::Tensor keep = at::rand({4, 4}) > 0.5;
+    keep.fill_diagonal_(true);  // no row without a key
+    at::Tensor out = attention_double({q, k, v}, false, keep);
+    check_op("sdpa_backward bool mask", {randn({2, 4, 8}), q, k, v, keep, out},
+             [](TraceBuilder& b, const P& p) {
+               auto [gq, gk, gv] =
+                   ltorch::scaled_dot_product_attention_backward(b, p[0], p[1], p[2], p[3], p[4], p[5], false);
+               return Value::tuple({V(gq), V(gk), V(gv)});
+             },
+             [&](const Ts& x) { return attention_grads(x, false, x[4]); });
+  }
   check_op("take_along_dim", {randn({4, 6}), at::randint(0, 6, {4, 3}, at::kLong)},
            [](TraceBuilder& b, const P& p) { return V(ltorch::take_along_dim(b, p[0], p[1], 1)); },
            [](const Ts& x) { return Ts{at::take_along_dim(x[0], x[1], 1)}; });
@@ -638,6 +687,44 @@ TEST_F(ExecTest, ExecLayerNormBackwardTakesTheForwardsStatistics) {
   got = exec::tensors_of(ex.run(*backward, Ts{g, x, w, bias}));
   want = reference(x);
   for (size_t k = 0; k < 3; ++k) expect_close(got[k], want[k], "gradient " + std::to_string(k) + " after x changed");
+}
+
+// On CUDA, attention's backward takes the log-sum-exp its fused forward computed for the same
+// output, and only while q, k and v are unchanged: after an in-place update it computes it again.
+TEST_F(ExecTest, ExecAttentionBackwardTakesTheForwardsLogSumExp) {
+  Device cuda{Device::Kind::cuda, 0};
+  if (auto why = exec::device_unavailable(cuda.str()); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  if (!exec::rules::fused_attention_on(cuda)) GTEST_SKIP() << "LibTorch before 2.1 has no fused attention kernels";
+  auto on_gpu = [](std::vector<int64_t> s) { return at::randn(s).cuda(); };
+  at::Tensor q = on_gpu({2, 4, 16, 8}), k = on_gpu({2, 4, 16, 8}), v = on_gpu({2, 4, 16, 8}), g = on_gpu({2, 4, 16, 8});
+  TracePtr forward = trace_of({q, k, v}, [](TraceBuilder& b, const P& p) {
+    return V(ltorch::scaled_dot_product_attention(b, p[0], p[1], p[2], nullptr, true));
+  });
+  TracePtr backward = trace_of({g, q, k, v, q}, [](TraceBuilder& b, const P& p) {
+    auto [gq, gk, gv] = ltorch::scaled_dot_product_attention_backward(b, p[0], p[1], p[2], p[3], nullptr, p[4], true);
+    return Value::tuple({V(gq), V(gk), V(gv)});
+  });
+  auto reference = [&] {
+    Ts in;
+    for (const auto& t : {q, k, v}) in.push_back(t.to(at::kDouble).detach().requires_grad_(true));
+    at::Tensor s = at::matmul(in[0], in[1].transpose(-2, -1)) / std::sqrt(8.0);
+    s = s.masked_fill(at::ones({16, 16}, s.options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
+    at::matmul(at::softmax(s, -1), in[2]).backward(g.to(at::kDouble));
+    return Ts{in[0].grad().to(at::kFloat), in[1].grad().to(at::kFloat), in[2].grad().to(at::kFloat)};
+  };
+  ExecOptions options;
+  options.device = cuda;
+  Executor ex(options);
+  at::Tensor out = ex.run(*forward, Ts{q, k, v}).tensor();
+  Ts got = exec::tensors_of(ex.run(*backward, Ts{g, q, k, v, out}));
+  Ts want = reference();
+  for (size_t i = 0; i < 3; ++i) expect_close(got[i], want[i], "gradient " + std::to_string(i) + " after the forward");
+
+  out = ex.run(*forward, Ts{q, k, v}).tensor();
+  k.mul_(3.0).add_(1.0);  // the forward's log-sum-exp no longer describes k
+  got = exec::tensors_of(ex.run(*backward, Ts{g, q, k, v, out}));
+  want = reference();
+  for (size_t i = 0; i < 3; ++i) expect_close(got[i], want[i], "gradient " + std::to_string(i) + " after k changed");
 }
 
 TEST_F(ExecTest, ExecWrongInputCount) {
