@@ -15,14 +15,16 @@
 // --generated-kernels off: the executor runs fusion regions member by member (ExecOptions).
 // --cpu N: pins the process to CPU N first (sched_setaffinity), to tell a slow process's placement
 // from the engine; stderr says which CPU the step ran on at the start and at the end.
+// --turns IN:OUT:first|second: the engine's repeats take turns with another process's (turns.h),
+// bench_torch.py's in run_gpu_benchmarks.sh; the JSON line lists every repeat (engine_repeats_ms).
 // --profile N: after the timing, one more engine step with per-bound-symbol times (CUDA events on
 // CUDA) prints its N costliest statements and the totals per symbol to stderr, so a ratio above
 // target can be traced to the statements behind it.
 // --kineto FILE: then one more engine step recorded by LibTorch's profiler, saved as a Chrome trace
 // (tests/bench/kineto.h; summarise it with tests/bench/timeline.py).
 // Usage: tv_bench_step --model gpt --param layers=32 [--param ...] [--device cuda] [--steps 20] [--repeats 5]
-//        [--warmup 3] [--warmup-seconds 5] [--generated-kernels on|off] [--cpu N] [--profile 25]
-//        [--kineto step.json]
+//        [--warmup 3] [--warmup-seconds 5] [--generated-kernels on|off] [--cpu N]
+//        [--turns IN:OUT:first|second] [--profile 25] [--kineto step.json]
 #include <ATen/ATen.h>
 
 #include <sched.h>
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "turns.h"
 #include "engine_step.h"
 #include "kineto.h"
 #include "profile.h"
@@ -50,22 +53,36 @@
 namespace tv {
 namespace {
 
-// Median over `repeats` of the mean milliseconds of `steps` calls; every repeat goes to stderr.
+// The mean milliseconds of `steps` calls, `repeats` times (each between the turns when they are
+// on); every repeat goes to stderr.
 template <typename Fn>
-double median_step_ms(const std::string& label, bool cuda, int steps, int repeats, Fn&& fn) {
+std::vector<double> step_ms(const std::string& label, bool cuda, int steps, int repeats, Fn&& fn,
+                            bench::Turns* turns = nullptr) {
   std::vector<double> ms;
   for (int r = 0; r < repeats; ++r) {
+    if (turns) turns->before_repeat();
     if (cuda) bench::synchronize_cuda(0);
     auto start = std::chrono::steady_clock::now();
     for (int s = 0; s < steps; ++s) fn();
     if (cuda) bench::synchronize_cuda(0);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps);
+    if (turns) turns->after_repeat();
   }
   std::cerr << label << " ms per step, by repeat:";
   for (double m : ms) std::cerr << " " << m;
   std::cerr << "\n";
+  return ms;
+}
+
+double median(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+std::string json_list(const std::vector<double>& values) {
+  std::string out = "[";
+  for (double v : values) out += (out.size() > 1 ? ", " : "") + std::to_string(v);
+  return out + "]";
 }
 
 std::string json_params(const std::map<std::string, std::string>& params) {
@@ -77,11 +94,12 @@ std::string json_params(const std::map<std::string, std::string>& params) {
 int run(int argc, char** argv) {
   bench::BenchArgs args(argc, argv,
                         {"model", "device", "steps", "repeats", "warmup", "warmup-seconds", "generated-kernels",
-                         "cpu", "profile", "kineto"});
+                         "cpu", "turns", "profile", "kineto"});
   if (args.help) {
     std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
                  "[--steps 20] [--repeats 5] [--warmup 3] [--warmup-seconds 5]\n"
-                 "                     [--generated-kernels on|off] [--cpu N] [--profile N] [--kineto FILE.json]\n";
+                 "                     [--generated-kernels on|off] [--cpu N] [--turns IN:OUT:first|second] [--profile N]\n"
+                 "                     [--kineto FILE.json]\n";
     return 0;
   }
   std::string model = args.get("model", "gpt"), device = args.get("device", "cpu");
@@ -90,6 +108,7 @@ int run(int argc, char** argv) {
   std::string generated = args.get("generated-kernels", "on");
   if (generated != "on" && generated != "off")
     throw std::invalid_argument("--generated-kernels " + generated + ": write on or off");
+  bench::Turns turns(args.get("turns", ""));
   if (int cpu = args.get_int("cpu", -1); cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -124,10 +143,13 @@ int run(int argc, char** argv) {
     engine_step();
     if (cuda) bench::synchronize_cuda(0);
   }
-  double engine_ms = median_step_ms("engine", cuda, steps, repeats, engine_step);
-  double eager_ms = median_step_ms("libtorch eager", cuda, steps, repeats,
-                                   [&] { eager_reference(module, engine_step.inputs(), engine_step.cotangents()); });
-  median_step_ms("engine again", cuda, steps, repeats, engine_step);
+  std::vector<double> engine_repeats = step_ms("engine", cuda, steps, repeats, engine_step, &turns);
+  turns.done();
+  double engine_ms = median(engine_repeats);
+  double eager_ms = median(step_ms("libtorch eager", cuda, steps, repeats, [&] {
+    eager_reference(module, engine_step.inputs(), engine_step.cotangents());
+  }));
+  step_ms("engine again", cuda, steps, repeats, engine_step);
 
   double graph_ms = -1;
   std::string graph_note = cuda ? "" : "CPU device";
@@ -152,7 +174,9 @@ int run(int argc, char** argv) {
   std::string config = model + " " + json_params(params);
   std::cout << "{\"bench\": \"step\", \"model\": \"" << model << "\", \"params\": " << json_params(params)
             << ", \"device\": \"" << device << "\", \"engine_ms\": " << engine_ms << ", \"libtorch_eager_ms\": " << eager_ms
-            << ", \"engine_cuda_graph_ms\": " << graph_ms << ", \"steps\": " << steps << ", \"repeats\": " << repeats << "}\n";
+            << ", \"engine_cuda_graph_ms\": " << graph_ms << ", \"steps\": " << steps << ", \"repeats\": " << repeats
+            << ", \"engine_repeats_ms\": " << json_list(engine_repeats) << ", \"turns\": " << (turns.on() ? "true" : "false")
+            << "}\n";
   std::cerr << "| " << config << " | " << device << " | " << engine_ms << " | " << eager_ms << " | "
             << (graph_ms > 0 ? std::to_string(graph_ms) : graph_note) << " |\n";
   return 0;

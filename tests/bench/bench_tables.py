@@ -1,6 +1,8 @@
 """Turns the JSON lines of run_gpu_benchmarks.sh into the Markdown tables of BENCHMARKS.md, pairing each
-engine measure with PyTorch's of the same configuration. A step measured by several processes (the
-overhead-bound one alternates engine and PyTorch three times) gets the median of their numbers.
+engine measure with PyTorch's of the same configuration. A step measured by several processes gets the
+median of their numbers. Where the engine and PyTorch took turns repeat by repeat (--turns: the
+overhead-bound step), a second table gives the ratio of each engine repeat to the PyTorch repeat next to
+it: their median, and the lowest and highest.
 Usage: bench_tables.py bench.jsonl"""
 import json
 import statistics
@@ -13,9 +15,12 @@ def key(params):
 
 def main(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
-    steps, ddp, reduce = {}, {}, {}
+    steps, ddp, reduce, turns = {}, {}, {}, {}
     for r in rows:
         if r["bench"] == "step":
+            if r.get("turns"):  # the k-th engine process took turns with the k-th PyTorch process
+                side = "engine" if "engine_repeats_ms" in r else "pytorch"
+                turns.setdefault(key(r["params"]), {}).setdefault(side, []).append(r[side + "_repeats_ms"])
             measures = steps.setdefault(key(r["params"]), {})
             for name, value in r.items():
                 if name.endswith("_ms"):
@@ -38,6 +43,17 @@ def main(path):
         if processes > 1:
             name += f" (median of {processes} processes each)"
         print(f"| {name} | {fmt(e)} | {fmt(py)} | {fmt(lt)} | {ratio(e, py)} | {ratio(e, lt)} | {fmt(g)} | {ratio(g, py)} |")
+    if turns:
+        print()
+        print("| gpt, repeats taking turns | paired repeats | engine / PyTorch, median | lowest | highest |")
+        print("| --- | --- | --- | --- | --- |")
+        for k, sides in turns.items():
+            ratios = [e / t for es, ts in zip(sides.get("engine", []), sides.get("pytorch", []))
+                      for e, t in zip(es, ts) if e > 0 and t > 0]
+            p = dict(k)
+            name = f"layers {p.get('layers')}, d_model {p.get('d_model')}, seq {p.get('seq')}, batch {p.get('batch')}"
+            if ratios:
+                print(f"| {name} | {len(ratios)} | {statistics.median(ratios):.3f} | {min(ratios):.3f} | {max(ratios):.3f} |")
     if ddp:
         print()
         print("| DDP step, world | bucket MB | engine ms | torch DDP ms | engine / torch |")

@@ -3,12 +3,17 @@ PyTorch eager in Python, torch.nn.parallel.DistributedDataParallel and torch.dis
 Prints one JSON line per measure. Not a test; run by tests/bench/run_gpu_benchmarks.sh.
 
 The model is the engine's built-in `gpt` (engine/jit/zoo.cpp, engine/replay/eager.cpp): token and
-position embeddings, pre-norm blocks (causal attention by matmul + masked softmax, gelu MLP),
-ln_f, lm_head without bias, cross-entropy; a step is forward + backward of
-sum(logits * cotangent) + loss, as the engine's replay and eager reference do.
+position embeddings, pre-norm blocks (causal attention, gelu MLP), ln_f, lm_head without bias,
+cross-entropy; a step is forward + backward of sum(logits * cotangent) + loss, as the engine's
+replay and eager reference do. Attention is F.scaled_dot_product_attention(is_causal=True), as
+nanoGPT writes it and as the engine's trace calls it (matmul + masked softmax before PyTorch 2.0).
+
+step --turns IN:OUT:first|second takes turns with another process repeat by repeat (the protocol
+of tests/bench/turns.h), so that run_gpu_benchmarks.sh times each PyTorch repeat next to an engine
+repeat; the JSON line then lists every repeat (pytorch_repeats_ms).
 
 Usage: python3 bench_torch.py step --layers 32 --d-model 64 [--heads 4 --seq 16 --batch 2 --vocab 128] [--profile N]
-                                 [--kineto FILE.json]
+                                 [--kineto FILE.json] [--turns IN:OUT:second]
        python3 bench_torch.py ddp --world 2 --layers 12 ... [--bucket-mb 25]
        python3 bench_torch.py allreduce --world 2
 """
@@ -16,6 +21,7 @@ import argparse
 import json
 import math
 import os
+import select
 import statistics
 import sys
 import time
@@ -42,9 +48,12 @@ class Block(nn.Module):
         B, T, d = x.shape
         q, k, v = self.attn.c_attn(self.ln_1(x)).split(d, 2)
         q, k, v = (t.view(B, T, self.heads, d // self.heads).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
-        future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-        y = att.masked_fill(future, float("-inf")).softmax(-1) @ v
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            y = att.masked_fill(future, float("-inf")).softmax(-1) @ v
         x = x + self.attn.c_proj(y.transpose(1, 2).contiguous().view(B, T, d))
         return x + self.mlp.c_proj(F.gelu(self.mlp.c_fc(self.ln_2(x))))
 
@@ -98,18 +107,67 @@ def print_profile(fn, device, rows, show=True, kineto=None):
         print("kineto trace of one step: " + kineto, file=sys.stderr)
 
 
-def median_step_ms(fn, steps, repeats, sync, label=None):
+class Turns:
+    """Taking turns with another process, repeat by repeat (tests/bench/turns.h has the protocol)."""
+
+    def __init__(self, spec):
+        self.on = bool(spec)
+        if not self.on:
+            return
+        parts = spec.split(":")
+        if len(parts) != 3 or parts[2] not in ("first", "second"):
+            fail(f"--turns {spec}: give IN:OUT:first or IN:OUT:second (two FIFOs)")
+        try:  # read-write opens do not block on a FIFO whose other end is not open yet
+            self.fd_in, self.fd_out = os.open(parts[0], os.O_RDWR), os.open(parts[1], os.O_RDWR)
+        except OSError as e:
+            fail(f"--turns: cannot open {e.filename}: {e.strerror}")
+        self.first = parts[2] == "first"
+
+    def ready(self):
+        if self.on and not self.first:
+            os.write(self.fd_out, b"t")
+
+    def before_repeat(self):
+        if self.on:
+            if not select.select([self.fd_in], [], [], 600)[0]:
+                raise RuntimeError("--turns: the other process posted no turn in 10 minutes (did it fail?)")
+            os.read(self.fd_in, 1)
+
+    def after_repeat(self):
+        if self.on:
+            os.write(self.fd_out, b"t")
+
+    def done(self):
+        if self.on and self.first:
+            self.before_repeat()
+
+
+def fail(message):
+    print("error: " + message, file=sys.stderr)
+    sys.exit(2)  # bad input, as argparse's own errors
+
+
+def step_ms(fn, steps, repeats, sync, label=None, turns=None):
+    """The mean milliseconds of `steps` calls, `repeats` times (each between the turns when they are on)."""
     times = []
     for _ in range(repeats):
+        if turns:
+            turns.before_repeat()
         sync()
         start = time.perf_counter()
         for _ in range(steps):
             fn()
         sync()
         times.append((time.perf_counter() - start) * 1e3 / steps)
+        if turns:
+            turns.after_repeat()
     if label:
         print(label + " ms per step, by repeat: " + " ".join(f"{t:.3f}" for t in times), file=sys.stderr)
-    return statistics.median(times)
+    return times
+
+
+def median_step_ms(fn, steps, repeats, sync, label=None):
+    return statistics.median(step_ms(fn, steps, repeats, sync, label))
 
 
 def warm_up(fn, sync, steps, seconds):
@@ -127,22 +185,26 @@ def config(args):
 
 
 def eager_step(args):
+    turns = Turns(args.turns)
     if args.cpu is not None:
         try:
             os.sched_setaffinity(0, {args.cpu})
         except OSError as e:
-            print(f"error: --cpu {args.cpu}: cannot pin the process there ({e}); give one of the CPUs nproc counts",
-                  file=sys.stderr)
-            sys.exit(2)  # bad input, as argparse's own errors
+            fail(f"--cpu {args.cpu}: cannot pin the process there ({e}); give one of the CPUs nproc counts")
     print(f"CPUs the process may run on: {sorted(os.sched_getaffinity(0))}", file=sys.stderr)
     device = torch.device(args.device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     model, idx, targets, cot = make(args, device)
     warm_up(lambda: step(model, idx, targets, cot), sync, 3, args.warmup_seconds)
-    ms = median_step_ms(lambda: step(model, idx, targets, cot), args.steps, args.repeats, sync, "pytorch eager")
-    print(json.dumps({"bench": "step", "params": config(args), "device": args.device, "pytorch_eager_ms": ms}), flush=True)
+    # Before the timing: with --turns, nothing of this process runs after its last repeat.
     if args.profile or args.kineto:
         print_profile(lambda: (step(model, idx, targets, cot), sync()), device, args.profile, kineto=args.kineto)
+    turns.ready()
+    times = step_ms(lambda: step(model, idx, targets, cot), args.steps, args.repeats, sync, "pytorch eager", turns)
+    turns.done()
+    print(json.dumps({"bench": "step", "params": config(args), "device": args.device,
+                      "pytorch_eager_ms": statistics.median(times), "pytorch_repeats_ms": times, "turns": turns.on}),
+          flush=True)
 
 
 def ddp_worker(rank, args, results):
@@ -215,6 +277,8 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cpu", type=int, help="step: pin the process to this CPU first (as tv_bench_step --cpu)")
+    ap.add_argument("--turns", metavar="IN:OUT:first|second", default="",
+                    help="step: take turns with another process repeat by repeat (tests/bench/turns.h)")
     ap.add_argument("--warmup-seconds", type=float, default=5,
                     help="step: warm up for at least this long before timing (as tv_bench_step)")
     ap.add_argument("--world", type=int, default=2)

@@ -32,14 +32,20 @@ run() {  # run NAME COMMAND...: appends the JSON lines it prints, logs the rest
   grep '^{' "$out/$name.out" >> "$jsonl"
 }
 
-# The overhead-bound step is host-bound on both sides, and these machines' host speed drifts from
-# second to second: three processes of each, alternating, and the median of the three.
+# The overhead-bound step is host-bound on both sides, and these machines' host speed drifts over
+# seconds: the engine and PyTorch take turns repeat by repeat (tests/bench/turns.h), in three pairs
+# of processes; bench_tables.py gives the median of the 27 paired repeats' ratios.
 for i in 1 2 3; do
   kineto_engine=() kineto_torch=()
   [ $i = 1 ] && kineto_engine=(--kineto "$out/small_engine.json") kineto_torch=(--kineto "$out/small_torch.json")
+  fifos=$(mktemp -d)
+  mkfifo "$fifos/to_torch" "$fifos/to_engine"
+  run step_small_torch_$i "$py" "$here/bench_torch.py" step "${small[@]}" --steps 20 --repeats 9 \
+    --turns "$fifos/to_torch:$fifos/to_engine:second" "${kineto_torch[@]}" &
   run step_small_engine_$i "$build/bin/tv_bench_step" --model gpt "${small_tv[@]}" --device cuda --steps 20 --repeats 9 \
-    "${kineto_engine[@]}"
-  run step_small_torch_$i "$py" "$here/bench_torch.py" step "${small[@]}" --steps 20 --repeats 9 "${kineto_torch[@]}"
+    --turns "$fifos/to_engine:$fifos/to_torch:first" "${kineto_engine[@]}"
+  wait
+  rm -rf "$fifos"
 done
 "$py" "$here/timeline.py" "$out/small_engine.json" "$out/small_torch.json" > "$out/timeline_small.txt" 2>&1
 run step_large_engine "$build/bin/tv_bench_step" --model gpt "${large_tv[@]}" --device cuda --steps 5 --repeats 3 --profile 30
