@@ -15,8 +15,10 @@
 // pointwise members execute as generated kernels (codegen/elementwise.h, exec/generated_kernels.h;
 // `generated_kernels` turns it off), each planned once per region and reused by later runs.
 // For a trace owned by a shared pointer, each statement's constant arguments are evaluated once,
-// and an output that a later batched matmul reads is made contiguous once when its batch dims do
-// not flatten (the same values; the matmuls then copy nothing).
+// an output that a later batched matmul reads is made contiguous once when its batch dims do not
+// flatten (the same values; the matmuls then copy nothing), and same-shaped gradients that only
+// the return reads run as one batched op each (exec/gradient_batches.h), unless a timing, output
+// or non-finite hook asks for every statement in place.
 // An Executor is not thread-safe; use one per thread (rank).
 #pragma once
 #include <any>
