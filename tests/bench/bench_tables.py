@@ -23,7 +23,7 @@ def main(path):
                 turns.setdefault(key(r["params"]), {}).setdefault(side, []).append(r[side + "_repeats_ms"])
             measures = steps.setdefault(key(r["params"]), {})
             for name, value in r.items():
-                if name.endswith("_ms"):
+                if name.endswith("_ms") and not name.endswith("_repeats_ms"):
                     measures.setdefault(name, []).append(value)
         elif r["bench"] == "ddp_step":
             ddp.update(r)
