@@ -36,6 +36,12 @@ std::vector<RankResult> World::run_all(const RankFn& fn) {
       if (i != r && comms[i]) comms[i]->abort(reason);
   };
 
+  // Whether a rank's communicator was broken by another rank's failure before its own.
+  auto aborted_by_another = [&](const Communicator* comm) {
+    std::lock_guard<std::mutex> lock(mu);
+    return comm && comm->broken() && !first_reason.empty();
+  };
+
   std::vector<std::thread> threads;
   threads.reserve(size_);
   for (int r = 0; r < size_; ++r) {
@@ -54,9 +60,11 @@ std::vector<RankResult> World::run_all(const RankFn& fn) {
       } catch (const DistError& e) {
         on_fail(r, e.what(), e.kind() == DistError::Kind::aborted || e.kind() == DistError::Kind::broken);
       } catch (const std::exception& e) {
-        on_fail(r, e.what(), false);
+        // Another error type can still be the abort's consequence: an executor rule's ExecError
+        // that wraps the DistError of a collective run after another rank failed.
+        on_fail(r, e.what(), aborted_by_another(comm.get()));
       } catch (...) {
-        on_fail(r, "unknown exception", false);
+        on_fail(r, "unknown exception", aborted_by_another(comm.get()));
       }
       {
         std::lock_guard<std::mutex> lock(mu);

@@ -270,6 +270,25 @@ TEST(DistErrors, ThrowingRankIsReported) {
   EXPECT_LT(seconds_since(t0), 8.0);
 }
 
+// A rank whose error is not a DistError but comes after another rank's failure broke its
+// communicator (an executor rule wraps the collective's DistError in an ExecError) is reported as
+// a consequence, not as a second cause.
+TEST(DistErrors, WrappedAbortIsAConsequence) {
+  World world(2, Backend::gloo, with_timeout(20s));
+  auto results = world.run_all([](int rank, Communicator& comm) {
+    if (rank == 1) throw std::runtime_error("boom on rank 1");
+    auto t0 = std::chrono::steady_clock::now();
+    while (!comm.broken() && seconds_since(t0) < 10.0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::string why = comm.broken() ? "the communicator was aborted" : "no abort in 10 s";
+    throw std::runtime_error("a rule failed: " + why);
+  });
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_FALSE(results[1].consequence);
+  EXPECT_FALSE(results[0].ok);
+  EXPECT_TRUE(contains(results[0].error, "aborted")) << results[0].error;
+  EXPECT_TRUE(results[0].consequence) << results[0].error;
+}
+
 TEST(DistErrors, RunAllCollectsOutcomes) {
   World world(2, Backend::gloo, with_timeout(5s));
   auto results = world.run_all([](int rank, Communicator&) {
