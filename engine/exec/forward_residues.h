@@ -50,7 +50,9 @@ struct SeenTensor {
   c10::weak_intrusive_ptr<c10::TensorImpl> impl;
   int64_t version = 0;
 
-  static SeenTensor of(const at::Tensor& t) { return {c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), t._version()}; }
+  static SeenTensor of(const at::Tensor& t) {
+    return {c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), t._version()};
+  }
   bool is(const at::Tensor& t) const { return impl.lock().get() == t.unsafeGetTensorImpl() && version == t._version(); }
 };
 

@@ -36,8 +36,8 @@ std::string batch_key(const BoundSymbol& b, int64_t* bytes) {
     const ProxyPtr* x = tensor_arg(b, 0);
     const Value& dims = b.args[1];
     bool keepdim = b.args.size() > 2 && b.args[2].kind == Value::Kind::boolean && b.args[2].b;
-    if (!x || !is_floating((*x)->dtype) || keepdim || (dims.kind != Value::Kind::tuple && dims.kind != Value::Kind::list))
-      return "";
+    bool constant_dims = dims.kind == Value::Kind::tuple || dims.kind == Value::Kind::list;
+    if (!x || !is_floating((*x)->dtype) || keepdim || !constant_dims) return "";
     for (const auto& d : dims.items)
       if (d.kind != Value::Kind::integer) return "";
     for (const auto& [k, v] : b.kwargs)

@@ -1,11 +1,12 @@
 // Rules for scaled_dot_product_attention and its backward (ltorch.scaled_dot_product_attention_backward,
 // recorded by its gradient rule). On CUDA with LibTorch 2.1 or later, 4-d q, k and v of one dtype
 // (f32, f16, bf16), no mask, head dims a multiple of 8 and the last dim dense run LibTorch's
-// memory-efficient attention kernels: one launch forward, one backward, where the matmuls, scale,
-// mask, softmax and their backward took about twelve. The forward keeps the kernel's log-sum-exp
-// by its output (forward_residues.h) for the backward, which recomputes it on a miss. Anything
-// else runs softmax(q k^T / sqrt(E), masked) v as single at:: calls, the backward with the
-// probabilities recomputed.
+// memory-efficient attention kernels: one call each way (one kernel forward, four backward), where
+// the matmuls, scale, mask, softmax, their backward and the operands' copies took about fifteen
+// kernels. PyTorch documents that backward as not deterministic: two runs can differ in the last
+// bits. The forward keeps the kernel's log-sum-exp by its output (forward_residues.h) for the
+// backward, which recomputes it on a miss. Anything else runs softmax(q k^T / sqrt(E), masked) v as
+// single at:: calls, the backward with the probabilities recomputed.
 #include <torch/version.h>
 
 #include <array>

@@ -98,8 +98,8 @@ int run(int argc, char** argv) {
   if (args.help) {
     std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
                  "[--steps 20] [--repeats 5] [--warmup 3] [--warmup-seconds 5]\n"
-                 "                     [--generated-kernels on|off] [--cpu N] [--turns IN:OUT:first|second] [--profile N]\n"
-                 "                     [--kineto FILE.json]\n";
+                 "                     [--generated-kernels on|off] [--cpu N] [--turns IN:OUT:first|second]\n"
+                 "                     [--profile N] [--kineto FILE.json]\n";
     return 0;
   }
   std::string model = args.get("model", "gpt"), device = args.get("device", "cpu");
@@ -175,8 +175,8 @@ int run(int argc, char** argv) {
   std::cout << "{\"bench\": \"step\", \"model\": \"" << model << "\", \"params\": " << json_params(params)
             << ", \"device\": \"" << device << "\", \"engine_ms\": " << engine_ms << ", \"libtorch_eager_ms\": " << eager_ms
             << ", \"engine_cuda_graph_ms\": " << graph_ms << ", \"steps\": " << steps << ", \"repeats\": " << repeats
-            << ", \"engine_repeats_ms\": " << json_list(engine_repeats) << ", \"turns\": " << (turns.on() ? "true" : "false")
-            << "}\n";
+            << ", \"engine_repeats_ms\": " << json_list(engine_repeats)
+            << ", \"turns\": " << (turns.on() ? "true" : "false") << "}\n";
   std::cerr << "| " << config << " | " << device << " | " << engine_ms << " | " << eager_ms << " | "
             << (graph_ms > 0 ? std::to_string(graph_ms) : graph_note) << " |\n";
   return 0;
