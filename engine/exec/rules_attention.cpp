@@ -30,7 +30,21 @@ namespace {
 using namespace rules;
 using TT = const at::Tensor&;
 
-bool causal_at(Args a, size_t i) { return a.size() > i && !a[i].is_none() && a[i].number() != 0; }
+// An argument given by position or by keyword (Thunder's printouts pass attn_mask and is_causal so).
+const RValue* argument(Args a, size_t i, Kw k, const char* keyword) {
+  if (const RValue* v = rkwarg(k, keyword)) return v;
+  return i < a.size() ? &a[i] : nullptr;
+}
+
+bool causal_at(Args a, size_t i, Kw k) {
+  const RValue* v = argument(a, i, k, "is_causal");
+  return v && !v->is_none() && v->number() != 0;
+}
+
+at::Tensor mask_at(Args a, size_t i, Kw k) {
+  const RValue* v = argument(a, i, k, "attn_mask");
+  return v && v->is_tensor() ? v->t : at::Tensor();
+}
 
 // softmax(q k^T / sqrt(E)) with causal keeping j <= i, a bool mask keeping where true, a float mask
 // added.
@@ -78,10 +92,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_forward(TT q, T
 }
 #endif
 
-RValue attention(Args a, Kw) {
+RValue attention(Args a, Kw kw) {
   TT q = tensor_at(a, 0, "query"), k = tensor_at(a, 1, "key"), v = tensor_at(a, 2, "value");
-  at::Tensor mask = optional_tensor_at(a, 3);
-  bool causal = causal_at(a, 4);
+  at::Tensor mask = mask_at(a, 3, kw);
+  bool causal = causal_at(a, 4, kw);
 #if TV_FUSED_ATTENTION
   if (fused_kernel_applies(q, k, v, mask, causal)) {
     auto [out, lse, seed, offset] = fused_forward(q, k, v, causal);
@@ -93,11 +107,11 @@ RValue attention(Args a, Kw) {
   return RValue::of(rules::matmul(attention_probabilities(q, k, mask, causal), v));
 }
 
-RValue attention_backward(Args a, Kw) {
+RValue attention_backward(Args a, Kw kw) {
   at::Tensor g = tensor_at(a, 0, "grad");
   TT q = tensor_at(a, 1, "query"), k = tensor_at(a, 2, "key"), v = tensor_at(a, 3, "value");
-  at::Tensor mask = optional_tensor_at(a, 4);
-  bool causal = causal_at(a, 6);
+  at::Tensor mask = mask_at(a, 4, kw);
+  bool causal = causal_at(a, 6, kw);
 #if TV_FUSED_ATTENTION
   if (fused_kernel_applies(q, k, v, mask, causal)) {
     TT out = tensor_at(a, 5, "output");

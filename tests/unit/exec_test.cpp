@@ -578,6 +578,20 @@ TEST_F(ExecTest, ExecOpaqueSymbolIsRefused) {
   expect_close(Executor().run(*r.trace, Ts{x}).tensor(), x * 3, "registered rule");
 }
 
+// Thunder's printouts pass attention's is_causal (and attn_mask) by keyword.
+TEST_F(ExecTest, ExecAttentionTakesIsCausalByKeyword) {
+  auto r = parse_trace(
+      "def computation(q, k, v):\n"
+      "  # q: \"cpu f32[2, 4, 8]\"\n  # k: \"cpu f32[2, 4, 8]\"\n  # v: \"cpu f32[2, 4, 8]\"\n"
+      "  t0 = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)  # t0: \"cpu f32[2, 4, 8]\"\n"
+      "  return t0");
+  ASSERT_TRUE(r.trace) << r.error->message;
+  at::Tensor q = randn({2, 4, 8}), k = randn({2, 4, 8}), v = randn({2, 4, 8});
+  at::Tensor s = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(8.0);
+  s = s.masked_fill(at::ones({4, 4}, s.options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
+  expect_close(Executor().run(*r.trace, Ts{q, k, v}).tensor(), at::matmul(at::softmax(s, -1), v), "causal by keyword");
+}
+
 TEST_F(ExecTest, ExecHooksAndFirstNonFinite) {
   at::Tensor x = at::tensor({1.0f, -1.0f, 4.0f});
   TracePtr t = trace_of({x}, [](TraceBuilder& b, const P& p) {
