@@ -4,46 +4,41 @@
 #include <string>
 #include <unordered_map>
 
+#include "transforms/grad_rules.h"
+
 namespace tv::exec {
 
 namespace {
 
-const ProxyPtr* tensor_arg(const BoundSymbol& b, size_t i) {
-  if (i >= b.args.size() || b.args[i].kind != Value::Kind::proxy || !b.args[i].proxy->is_tensor()) return nullptr;
-  return &b.args[i].proxy;
-}
+using grad::tensor_at;
 
 std::string operand_key(const Proxy& p) {
   return shape_text(p.shape) + " " + std::string(short_name(p.dtype)) + " " + p.device.str();
 }
 
-int64_t bytes_of(const Proxy& p) {
-  int64_t n = element_size(p.dtype);
-  for (int64_t d : p.shape) n *= d;
-  return n;
-}
+int64_t bytes_of(const Proxy& p) { return p.numel() * element_size(p.dtype); }
 
 // The batch key of a statement that can join a batch ("" when it cannot), with its operands' bytes.
 std::string batch_key(const BoundSymbol& b, int64_t* bytes) {
   const std::string& name = b.name();
   if ((name == "ltorch.matmul" || name == "prims.matmul") && b.args.size() == 2 && b.kwargs.empty()) {
-    const ProxyPtr *x = tensor_arg(b, 0), *y = tensor_arg(b, 1);
-    if (!x || !y || (*x)->shape.size() != 2 || (*y)->shape.size() != 2 || !is_floating((*x)->dtype)) return "";
-    *bytes = bytes_of(**x) + bytes_of(**y);
-    return "matmul " + operand_key(**x) + " @ " + operand_key(**y);
+    ProxyPtr x = tensor_at(b, 0), y = tensor_at(b, 1);
+    if (!x || !y || x->shape.size() != 2 || y->shape.size() != 2 || !is_floating(x->dtype)) return "";
+    *bytes = bytes_of(*x) + bytes_of(*y);
+    return "matmul " + operand_key(*x) + " @ " + operand_key(*y);
   }
   if (name == "ltorch.sum" && b.args.size() >= 2) {
-    const ProxyPtr* x = tensor_arg(b, 0);
+    ProxyPtr x = tensor_at(b, 0);
     const Value& dims = b.args[1];
     bool keepdim = b.args.size() > 2 && b.args[2].kind == Value::Kind::boolean && b.args[2].b;
     bool constant_dims = dims.kind == Value::Kind::tuple || dims.kind == Value::Kind::list;
-    if (!x || !is_floating((*x)->dtype) || keepdim || !constant_dims) return "";
+    if (!x || !is_floating(x->dtype) || keepdim || !constant_dims) return "";
     for (const auto& d : dims.items)
       if (d.kind != Value::Kind::integer) return "";
     for (const auto& [k, v] : b.kwargs)
       if (k != "dtype" || v.kind != Value::Kind::none) return "";
-    *bytes = bytes_of(**x);
-    return "sum " + operand_key(**x) + " dims " + shape_text(dims.as_ints());
+    *bytes = bytes_of(*x);
+    return "sum " + operand_key(*x) + " dims " + shape_text(dims.as_ints());
   }
   return "";
 }

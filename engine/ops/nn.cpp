@@ -3,9 +3,9 @@
 // gradient rules record (layer_norm_backward, softmax_backward, cross_entropy_backward,
 // embedding_backward, scaled_dot_product_attention_backward). linear and matmul map to one prim
 // each; the others are compositions of ltorch ops (nested subsymbols), e.g. layer_norm =
-// (a - mean) * rsqrt(var + eps) with var_mean(correction=0). A backward op is decomposed like any other op, so the trace shows what it
-// computes, but the executor runs LibTorch's fused kernel for it: as a chain of single ops a
-// backward reads and writes its activations several times over.
+// (a - mean) * rsqrt(var + eps) with var_mean(correction=0). A backward op is decomposed like any
+// other op, so the trace shows what it computes, but the executor runs LibTorch's fused kernel for
+// it: as a chain of single ops a backward reads and writes its activations several times over.
 #include <algorithm>
 #include <cmath>
 #include <limits>

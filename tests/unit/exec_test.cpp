@@ -130,6 +130,25 @@ at::Tensor randn_t(std::vector<int64_t> s) {
   return at::randn(s).transpose(0, 1);
 }
 
+// softmax(q k^T / sqrt(E), causal: j <= i, keep: where true) v, as LibTorch ops (with autograd).
+at::Tensor reference_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                               const at::Tensor& keep = {}) {
+  at::Tensor s = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (causal)
+    s = s.masked_fill(at::ones({q.size(-2), k.size(-2)}, s.options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
+  if (keep.defined()) s = s.masked_fill(keep.logical_not(), -INFINITY);
+  return at::matmul(at::softmax(s, -1), v);
+}
+
+// The gradients of q, k and v for the cotangent g, by LibTorch autograd in double, in q's dtype.
+Ts reference_attention_grads(const at::Tensor& g, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             bool causal, const at::Tensor& keep = {}) {
+  Ts in;
+  for (const auto& t : {q, k, v}) in.push_back(t.to(at::kDouble).detach().requires_grad_(true));
+  reference_attention(in[0], in[1], in[2], causal, keep).backward(g.to(at::kDouble));
+  return Ts{in[0].grad().to(q.scalar_type()), in[1].grad().to(q.scalar_type()), in[2].grad().to(q.scalar_type())};
+}
+
 TEST_P(ExecOps, ExecLinearAlgebra) {
   check_op("linear", {randn({2, 5}), randn({10, 5}), randn({10})},
            [](TraceBuilder& b, const P& p) { return V(ltorch::linear(b, p[0], p[1], p[2])); },
@@ -286,52 +305,37 @@ TEST_P(ExecOps, ExecNormalisationAndLosses) {
            [&](const Ts& x) { return sdpa_ref(x, false, true); });
   // 4-d attention runs LibTorch's fused kernels on CUDA (rules_attention.cpp); its backward is
   // checked against LibTorch autograd in double, 4-d causal and 3-d with a bool mask.
-  auto attention_double = [](const Ts& x, bool causal, const at::Tensor& keep) {
-    at::Tensor q = x[0], k = x[1];
-    at::Tensor s = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
-    if (causal)
-      s = s.masked_fill(at::ones({q.size(-2), k.size(-2)}, s.options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
-    if (keep.defined()) s = s.masked_fill(keep.logical_not(), -INFINITY);
-    return at::matmul(at::softmax(s, -1), x[2]);
-  };
-  auto attention_grads = [attention_double](const Ts& x, bool causal, const at::Tensor& keep) {
-    Ts qkv;
-    for (size_t i = 1; i < 4; ++i) qkv.push_back(x[i].to(at::kDouble).detach().requires_grad_(true));
-    attention_double(qkv, causal, keep).backward(x[0].to(at::kDouble));
-    return Ts{qkv[0].grad().to(x[1].scalar_type()), qkv[1].grad().to(x[1].scalar_type()),
-              qkv[2].grad().to(x[1].scalar_type())};
-  };
   check_op("sdpa causal 4-d", {randn({2, 2, 8, 16}), randn({2, 2, 8, 16}), randn({2, 2, 8, 16})},
            [](TraceBuilder& b, const P& p) {
              return V(ltorch::scaled_dot_product_attention(b, p[0], p[1], p[2], nullptr, true));
            },
-           [&](const Ts& x) {
-             Ts d{x[0].to(at::kDouble), x[1].to(at::kDouble), x[2].to(at::kDouble)};
-             return Ts{attention_double(d, true, {}).to(x[0].scalar_type())};
+           [](const Ts& x) {
+             auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
+             return Ts{reference_attention(d(x[0]), d(x[1]), d(x[2]), true).to(x[0].scalar_type())};
            });
   {
     at::Tensor q = randn({2, 2, 8, 16}), k = randn({2, 2, 8, 16}), v = randn({2, 2, 8, 16});
-    at::Tensor out = attention_double({q, k, v}, true, {});
+    at::Tensor out = reference_attention(q, k, v, true);
     check_op("sdpa_backward causal 4-d", {randn({2, 2, 8, 16}), q, k, v, out},
              [](TraceBuilder& b, const P& p) {
                auto [gq, gk, gv] =
                    ltorch::scaled_dot_product_attention_backward(b, p[0], p[1], p[2], p[3], nullptr, p[4], true);
                return Value::tuple({V(gq), V(gk), V(gv)});
              },
-             [&](const Ts& x) { return attention_grads(x, true, {}); });
+             [](const Ts& x) { return reference_attention_grads(x[0], x[1], x[2], x[3], true); });
   }
   {
     at::Tensor q = randn({2, 4, 8}), k = randn({2, 4, 8}), v = randn({2, 4, 8});
     at::Tensor keep = at::rand({4, 4}) > 0.5;
     keep.fill_diagonal_(true);  // no row without a key
-    at::Tensor out = attention_double({q, k, v}, false, keep);
+    at::Tensor out = reference_attention(q, k, v, false, keep);
     check_op("sdpa_backward bool mask", {randn({2, 4, 8}), q, k, v, keep, out},
              [](TraceBuilder& b, const P& p) {
                auto [gq, gk, gv] =
                    ltorch::scaled_dot_product_attention_backward(b, p[0], p[1], p[2], p[3], p[4], p[5], false);
                return Value::tuple({V(gq), V(gk), V(gv)});
              },
-             [&](const Ts& x) { return attention_grads(x, false, x[4]); });
+             [](const Ts& x) { return reference_attention_grads(x[0], x[1], x[2], x[3], false, x[4]); });
   }
   check_op("take_along_dim", {randn({4, 6}), at::randint(0, 6, {4, 3}, at::kLong)},
            [](TraceBuilder& b, const P& p) { return V(ltorch::take_along_dim(b, p[0], p[1], 1)); },
@@ -587,9 +591,7 @@ TEST_F(ExecTest, ExecAttentionTakesIsCausalByKeyword) {
       "  return t0");
   ASSERT_TRUE(r.trace) << r.error->message;
   at::Tensor q = randn({2, 4, 8}), k = randn({2, 4, 8}), v = randn({2, 4, 8});
-  at::Tensor s = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(8.0);
-  s = s.masked_fill(at::ones({4, 4}, s.options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
-  expect_close(Executor().run(*r.trace, Ts{q, k, v}).tensor(), at::matmul(at::softmax(s, -1), v), "causal by keyword");
+  expect_close(Executor().run(*r.trace, Ts{q, k, v}).tensor(), reference_attention(q, k, v, true), "causal by keyword");
 }
 
 TEST_F(ExecTest, ExecHooksAndFirstNonFinite) {
@@ -714,7 +716,9 @@ TEST_F(ExecTest, ExecBatchesSameShapedGradientsOnlyTheReturnReads) {
     return Value::tuple({V(ltorch::matmul(b, p[0], p[1])), V(ltorch::matmul(b, p[2], p[3])), V(ltorch::exp(b, used)),
                          V(ltorch::sum(b, p[6], {0, 1}, false)), V(ltorch::sum(b, p[7], {0, 1}, false))});
   });
-  Ts want{at::mm(in[0], in[1]), at::mm(in[2], in[3]), at::mm(in[4], in[5]).exp(), in[6].sum(at::IntArrayRef{0, 1}), in[7].sum(at::IntArrayRef{0, 1})};
+  std::vector<int64_t> batch_dims{0, 1};
+  Ts want{at::mm(in[0], in[1]), at::mm(in[2], in[3]), at::mm(in[4], in[5]).exp(), in[6].sum(batch_dims),
+          in[7].sum(batch_dims)};
   std::map<std::string, int> calls;
   std::vector<std::pair<std::string, std::shared_ptr<const exec::ExecRule>>> originals;
   for (const char* name : {"ltorch.matmul", "ltorch.sum"}) {
@@ -761,14 +765,7 @@ TEST_F(ExecTest, ExecAttentionBackwardTakesTheForwardsLogSumExp) {
     auto [gq, gk, gv] = ltorch::scaled_dot_product_attention_backward(b, p[0], p[1], p[2], p[3], nullptr, p[4], true);
     return Value::tuple({V(gq), V(gk), V(gv)});
   });
-  auto reference = [&] {
-    Ts in;
-    for (const auto& t : {q, k, v}) in.push_back(t.to(at::kDouble).detach().requires_grad_(true));
-    at::Tensor s = at::matmul(in[0], in[1].transpose(-2, -1)) / std::sqrt(8.0);
-    s = s.masked_fill(at::ones({16, 16}, s.options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
-    at::matmul(at::softmax(s, -1), in[2]).backward(g.to(at::kDouble));
-    return Ts{in[0].grad().to(at::kFloat), in[1].grad().to(at::kFloat), in[2].grad().to(at::kFloat)};
-  };
+  auto reference = [&] { return reference_attention_grads(g, q, k, v, true); };
   ExecOptions options;
   options.device = cuda;
   Executor ex(options);
