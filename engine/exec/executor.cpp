@@ -23,16 +23,20 @@ struct Executor::RegionPlans {
     size_t members = 0;
     std::string first_output;
     codegen::RegionPlan plan;
+    // Per kernel step, the name ids of its inputs and outputs, in the ids of `ids_of` (a run
+    // of another trace at the same address gets its own).
+    const void* ids_of = nullptr;
+    std::vector<std::vector<uint32_t>> kernel_inputs, kernel_outputs;
   };
   std::unordered_map<const BoundSymbol*, Entry> by_region;
   size_t launches = 0;
 
-  const codegen::RegionPlan& of(const BoundSymbol& region) {
-    std::string first = region.outputs.empty() ? "" : region.outputs[0]->name;
+  Entry& of(const BoundSymbol& region) {
+    const std::string& first = region.outputs.empty() ? std::string() : region.outputs[0]->name;
     auto it = by_region.find(&region);
     if (it == by_region.end() || it->second.members != region.subsymbols.size() || it->second.first_output != first)
       it = by_region.insert_or_assign(&region, Entry{region.subsymbols.size(), first, codegen::plan_region(region)}).first;
-    return it->second.plan;
+    return it->second;
   }
 };
 
@@ -84,6 +88,7 @@ struct StatementIds {
   std::vector<uint32_t> writes;    // its outputs
   std::vector<StatementIds> subs;  // its subsymbols'
   std::vector<uint32_t> matmul_operands;  // those of its outputs that a later batched matmul reads
+  bool one_leaf_output = false;  // one output, a tensor, number or string (read here: a proxy is a cache miss away)
   mutable StatementArguments arguments;
 };
 
@@ -93,12 +98,18 @@ bool has_proxy(const Value& v) {
   return found;
 }
 
+// An output that takes a one-item sequence's item rather than the sequence.
+bool is_leaf(const Proxy& p) {
+  return p.is_tensor() || p.kind == ProxyKind::number || p.kind == ProxyKind::string;
+}
+
 StatementIds statement_ids(const BoundSymbol& b, NameIds& ids) {
   StatementIds out;
   auto read = [&](const ProxyPtr& p) { out.reads.push_back(ids.of(p)); };
   for (const auto& a : b.args) for_each_proxy(a, read);
   for (const auto& [k, v] : b.kwargs) for_each_proxy(v, read);
   for (const auto& o : b.outputs) out.writes.push_back(ids.of(o));
+  out.one_leaf_output = b.outputs.size() == 1 && is_leaf(*b.outputs[0]);
   out.subs.reserve(b.subsymbols.size());
   for (const auto& sub : b.subsymbols) out.subs.push_back(statement_ids(sub, ids));
   return out;
@@ -136,9 +147,16 @@ struct Reads {
 // symbol (a short list).
 struct Scope {
   std::vector<std::optional<RValue>>* slots = nullptr;  // the body's level
+  std::vector<uint32_t>* filled = nullptr;              // the slots set, for the run's end to empty
   std::vector<std::pair<uint32_t, RValue>> locals;      // a subsymbol level
   Scope* parent = nullptr;
 
+  // A value set at this subsymbol level, which the caller may move from.
+  RValue* find_local(uint32_t id) {
+    for (auto& [k, v] : locals)
+      if (k == id) return &v;
+    return nullptr;
+  }
   const RValue* find(uint32_t id) const {
     for (const Scope* s = this; s; s = s->parent) {
       if (s->slots) {
@@ -153,7 +171,9 @@ struct Scope {
   void set(uint32_t id, RValue v) {
     if (slots) {
       if (id >= slots->size()) slots->resize(id + 1);
-      (*slots)[id] = std::move(v);
+      auto& slot = (*slots)[id];
+      if (!slot && filled) filled->push_back(id);
+      slot = std::move(v);
       return;
     }
     for (auto& [k, old] : locals)
@@ -272,10 +292,14 @@ class Run {
     const auto& outs = b.outputs;
     if (outs.empty()) return;
     if (outs.size() == 1) {
-      const Proxy& p = *outs[0];
-      bool leaf = p.is_tensor() || p.kind == ProxyKind::number || p.kind == ProxyKind::string;
+      bool leaf = known ? known->one_leaf_output : is_leaf(*outs[0]);
       if (leaf && result.is_sequence() && result.items.size() == 1) result = RValue(result.items[0]);
       scope.set(written(b, known, 0), std::move(result));
+      return;
+    }
+    if (result.is_sequence() && result.items.size() == outs.size() &&
+        std::none_of(result.items.begin(), result.items.end(), [](const RValue& v) { return v.is_sequence(); })) {
+      for (size_t k = 0; k < outs.size(); ++k) scope.set(written(b, known, k), std::move(result.items[k]));
       return;
     }
     std::vector<RValue> leaves;
@@ -297,15 +321,32 @@ class Run {
   // usual. A kernel whose inputs are not what it was planned for runs its members instead.
   void run_region(const BoundSymbol& region, Scope& inner, const StatementIds* known) const {
     auto member = [&](size_t m) { exec(region.subsymbols[m], inner, known ? &known->subs[m] : nullptr); };
-    for (const auto& step : plans_->of(region).steps) {
+    Executor::RegionPlans::Entry& entry = plans_->of(region);
+    if (entry.ids_of != &ids_) {
+      entry.kernel_inputs.clear();
+      entry.kernel_outputs.clear();
+      for (const auto& step : entry.plan.steps) {
+        std::vector<uint32_t> in, out;
+        if (step.is_kernel) {
+          for (const auto& name : step.kernel.inputs) in.push_back(ids_.of(name));
+          for (const auto& name : step.kernel.outputs) out.push_back(ids_.of(name));
+        }
+        entry.kernel_inputs.push_back(std::move(in));
+        entry.kernel_outputs.push_back(std::move(out));
+      }
+      entry.ids_of = &ids_;
+    }
+    for (size_t s = 0; s < entry.plan.steps.size(); ++s) {
+      const auto& step = entry.plan.steps[s];
       if (!step.is_kernel) {
         member(step.member);
         continue;
       }
       const auto& k = step.kernel;
       std::vector<at::Tensor> inputs;
-      for (const auto& name : k.inputs) {
-        const RValue* v = inner.find(ids_.of(name));
+      inputs.reserve(k.inputs.size());
+      for (uint32_t id : entry.kernel_inputs[s]) {
+        const RValue* v = inner.find(id);
         inputs.push_back(v && v->is_tensor() ? v->t : at::Tensor());
       }
       if (!inputs_match(k, inputs)) {
@@ -323,8 +364,7 @@ class Run {
                         region.name());
       }
       ++plans_->launches;
-      for (size_t o = 0; o < k.outputs.size(); ++o)
-        inner.set(ids_.of(k.outputs[o]), RValue::of(std::move(outputs[o])));
+      for (size_t o = 0; o < k.outputs.size(); ++o) inner.set(entry.kernel_outputs[s][o], RValue::of(std::move(outputs[o])));
     }
   }
 
@@ -374,7 +414,15 @@ class Run {
           exec(b.subsymbols[m], inner, known ? &known->subs[m] : nullptr);
       for (size_t k = 0; k < b.outputs.size(); ++k) {
         uint32_t id = written(b, known, k);
-        const RValue* v = inner.find(id);
+        // Moved out of the inner level, unless it is an input passed through or a later output too.
+        RValue* local = inner.find_local(id);
+        bool again = false;
+        for (size_t later = k + 1; later < b.outputs.size(); ++later) again = again || written(b, known, later) == id;
+        if (local && !again) {
+          scope.set(id, std::move(*local));
+          continue;
+        }
+        const RValue* v = local ? local : inner.find(id);
         if (!v)
           throw ExecError("the subsymbols of " + b.name() + " did not compute its output '" + b.outputs[k]->name + "'",
                           b.name());
@@ -483,6 +531,7 @@ struct Executor::NameTables {
   struct Entry {
     NameIds ids;
     std::vector<std::optional<RValue>> slots;
+    std::vector<uint32_t> filled;  // Scope::filled
     // The ids of each statement of the body, for a trace owned by a shared pointer: it does not
     // change while it lives (ir/trace.h), and `owner` tells whether it still does.
     std::weak_ptr<const Trace> owner;
@@ -600,16 +649,21 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
   // The body's values live in the slots until the run ends (a run inside a rule gets its own).
   std::vector<std::optional<RValue>> slots = std::move(names.slots);
   slots.resize(std::max(slots.size(), ids.size()));
+  std::vector<uint32_t> filled = std::move(names.filled);
   struct Release {  // empties the slots, however the run ends, and hands them back for the next run
     std::vector<std::optional<RValue>>& slots;
+    std::vector<uint32_t>& filled;
     NameTables::Entry& names;
     ~Release() {
-      for (auto& v : slots) v.reset();
+      for (uint32_t id : filled) slots[id].reset();
+      filled.clear();
       names.slots = std::move(slots);
+      names.filled = std::move(filled);
     }
-  } release{slots, names};
+  } release{slots, filled, names};
   Scope scope;
   scope.slots = &slots;
+  scope.filled = &filled;
 
   // Bind the signature.
   size_t next = 0;

@@ -44,12 +44,14 @@ at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b);
 inline at::Tensor reshaped(const at::Tensor& t, at::IntArrayRef shape) {
   return t.is_contiguous() ? t.view(shape) : t.reshape(shape);
 }
-// a @ b, as at::matmul computes it. Two matrices run as mm, and operands with the same batch
-// dims as one bmm: fewer dispatches than matmul's expand and reshape chain.
+// a @ b, as at::matmul computes it. Two matrices run as small_gemm (exec/small_gemm.h) on CUDA
+// when it applies, else mm; operands with the same batch dims as one bmm: fewer dispatches than
+// matmul's expand and reshape chain.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
-// at::linear(x, w, bias). On CUDA, a small output with a bias runs as one gemm over the broadcast
-// bias: cuBLASLt's bias epilogue takes four launches there (memset, scale, split-K gemm, epilogue)
-// where the plain gemm takes two (the bias copy and the gemm), at about two thirds of the host time.
+// at::linear(x, w, bias). On CUDA, a small output runs as small_gemm with the bias in its
+// epilogue: one launch, where LibTorch's linear takes four (memset, scale, split-K gemm,
+// epilogue). Where small_gemm declines, a small output with a bias runs as one addmm over the
+// broadcast bias (the bias copy and the gemm).
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias);
 // Whether a batched matmul has to copy `t` (rank 3 or more) first: its batch dims cannot be
 // flattened into one stride, or its matrices are neither row- nor column-major.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "exec/rule_util.h"
+#include "exec/small_gemm.h"
 
 namespace tv::exec::rules {
 
@@ -105,7 +106,10 @@ at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b) {
 }
 
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
-  if (a.dim() == 2 && b.dim() == 2) return at::mm(a, b);
+  if (a.dim() == 2 && b.dim() == 2) {
+    if (at::Tensor out = small_gemm(a, b); out.defined()) return out;
+    return at::mm(a, b);
+  }
   if (a.dim() < 3 || a.dim() != b.dim() || a.sizes().slice(0, a.dim() - 2) != b.sizes().slice(0, b.dim() - 2))
     return at::matmul(a, b);
   auto batch = a.sizes().slice(0, a.dim() - 2);
@@ -120,17 +124,17 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
 }
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
-  // Large outputs keep the fused epilogue: there the bias copy costs memory traffic, not launches.
-  constexpr int64_t kSmallOutput = 1 << 18;
-  if (!x.is_cuda() || !bias.defined() || bias.dim() != 1 || x.dim() < 2 || w.dim() != 2 ||
-      (x.dim() > 2 && !x.is_contiguous()))
+  if (!x.is_cuda() || x.dim() < 2 || w.dim() != 2 || (x.dim() > 2 && !x.is_contiguous()) ||
+      (bias.defined() && bias.dim() != 1))
     return at::linear(x, w, bias);
   int64_t rows = x.numel() / std::max<int64_t>(x.size(-1), 1), cols = w.size(0);
-  if (rows * cols > kSmallOutput) return at::linear(x, w, bias);
-  at::Tensor out = at::addmm(bias.expand({rows, cols}), reshaped(x, {rows, x.size(-1)}), w.t());
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
   shape.push_back(cols);
-  return out.view(shape);
+  at::Tensor x2 = x.dim() == 2 ? x : reshaped(x, {rows, x.size(-1)});
+  if (at::Tensor out = small_gemm(x2, w.t(), bias); out.defined()) return out.view(shape);
+  // Large outputs keep LibTorch's fused epilogue: there the bias copy costs memory traffic, not launches.
+  if (!bias.defined() || rows * cols > kSmallGemmOutputs) return at::linear(x, w, bias);
+  return at::addmm(bias.expand({rows, cols}), x2, w.t()).view(shape);
 }
 
 bool batched_matmul_copies(const at::Tensor& t) {

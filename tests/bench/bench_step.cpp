@@ -13,6 +13,8 @@
 // first seconds. stderr lists every repeat, and the engine's step timed once more after the eager
 // reference, so a process that gets faster as it runs shows there.
 // --generated-kernels off: the executor runs fusion regions member by member (ExecOptions).
+// --engine-only on: times the engine's step alone (no eager reference, no CUDA graph), as a
+// profiler run of the engine wants it.
 // --cpu N: pins the process to CPU N first (sched_setaffinity), to tell a slow process's placement
 // from the engine; stderr says which CPU the step ran on at the start and at the end.
 // --turns IN:OUT:first|second: the engine's repeats take turns with another process's (turns.h),
@@ -24,7 +26,7 @@
 // (tests/bench/kineto.h; summarise it with tests/bench/timeline.py).
 // Usage: tv_bench_step --model gpt --param layers=32 [--param ...] [--device cuda] [--steps 20] [--repeats 5]
 //        [--warmup 3] [--warmup-seconds 5] [--generated-kernels on|off] [--cpu N]
-//        [--turns IN:OUT:first|second] [--profile 25] [--kineto step.json]
+//        [--turns IN:OUT:first|second] [--profile 25] [--kineto step.json] [--engine-only on]
 #include <ATen/ATen.h>
 
 #include <sched.h>
@@ -59,18 +61,26 @@ template <typename Fn>
 std::vector<double> step_ms(const std::string& label, bool cuda, int steps, int repeats, Fn&& fn,
                             bench::Turns* turns = nullptr) {
   std::vector<double> ms;
+  std::string spans;
+  auto seconds = [](std::chrono::steady_clock::time_point t) {
+    return std::to_string(std::chrono::duration<double>(t.time_since_epoch()).count());
+  };
   for (int r = 0; r < repeats; ++r) {
     if (turns) turns->before_repeat();
     if (cuda) bench::synchronize_cuda(0);
     auto start = std::chrono::steady_clock::now();
     for (int s = 0; s < steps; ++s) fn();
     if (cuda) bench::synchronize_cuda(0);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / steps);
+    auto end = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(end - start).count() / steps);
+    spans += " " + seconds(start) + "-" + seconds(end);
     if (turns) turns->after_repeat();
   }
   std::cerr << label << " ms per step, by repeat:";
   for (double m : ms) std::cerr << " " << m;
-  std::cerr << "\n";
+  // On the steady clock (CLOCK_MONOTONIC), to place a profiler's samples (`perf record -k
+  // CLOCK_MONOTONIC`) in the repeats they belong to.
+  std::cerr << "\n" << label << " repeats, steady clock seconds:" << spans << "\n";
   return ms;
 }
 
@@ -94,12 +104,12 @@ std::string json_params(const std::map<std::string, std::string>& params) {
 int run(int argc, char** argv) {
   bench::BenchArgs args(argc, argv,
                         {"model", "device", "steps", "repeats", "warmup", "warmup-seconds", "generated-kernels",
-                         "cpu", "turns", "profile", "kineto"});
+                         "cpu", "turns", "profile", "kineto", "engine-only"});
   if (args.help) {
     std::cout << "Usage: tv_bench_step --model gpt --param layers=32 [--param key=value ...] [--device cpu|cuda] "
                  "[--steps 20] [--repeats 5] [--warmup 3] [--warmup-seconds 5]\n"
                  "                     [--generated-kernels on|off] [--cpu N] [--turns IN:OUT:first|second]\n"
-                 "                     [--profile N] [--kineto FILE.json]\n";
+                 "                     [--profile N] [--kineto FILE.json] [--engine-only on]\n";
     return 0;
   }
   std::string model = args.get("model", "gpt"), device = args.get("device", "cpu");
@@ -108,6 +118,9 @@ int run(int argc, char** argv) {
   std::string generated = args.get("generated-kernels", "on");
   if (generated != "on" && generated != "off")
     throw std::invalid_argument("--generated-kernels " + generated + ": write on or off");
+  std::string engine_only = args.get("engine-only", "off");
+  if (engine_only != "on" && engine_only != "off")
+    throw std::invalid_argument("--engine-only " + engine_only + ": write on or off");
   bench::Turns turns(args.get("turns", ""));
   if (int cpu = args.get_int("cpu", -1); cpu >= 0) {
     cpu_set_t set;
@@ -146,14 +159,17 @@ int run(int argc, char** argv) {
   std::vector<double> engine_repeats = step_ms("engine", cuda, steps, repeats, engine_step, &turns);
   turns.done();
   double engine_ms = median(engine_repeats);
-  double eager_ms = median(step_ms("libtorch eager", cuda, steps, repeats, [&] {
-    eager_reference(module, engine_step.inputs(), engine_step.cotangents());
-  }));
-  step_ms("engine again", cuda, steps, repeats, engine_step);
+  double eager_ms = -1;
+  if (engine_only == "off") {
+    eager_ms = median(step_ms("libtorch eager", cuda, steps, repeats, [&] {
+      eager_reference(module, engine_step.inputs(), engine_step.cotangents());
+    }));
+    step_ms("engine again", cuda, steps, repeats, engine_step);
+  }
 
   double graph_ms = -1;
-  std::string graph_note = cuda ? "" : "CPU device";
-  if (cuda) {
+  std::string graph_note = !cuda ? "CPU device" : engine_only == "on" ? "not run (--engine-only)" : "";
+  if (cuda && engine_only == "off") {
     auto graph = run_step_as_cuda_graph([&] { return engine_step(); }, context.device, steps * repeats);
     if (graph.ran && graph.max_abs_difference > 1e-4)
       graph_note = "the replayed graph's numbers differ from the step's by " + std::to_string(graph.max_abs_difference);

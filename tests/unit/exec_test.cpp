@@ -11,6 +11,7 @@
 #include "exec/device_check.h"
 #include "exec/executor.h"
 #include "exec/rule_util.h"
+#include "exec/small_gemm.h"
 #include "format/parser.h"
 #include "ops/ltorch.h"
 #include "test_util.h"
@@ -779,6 +780,47 @@ TEST_F(ExecTest, ExecAttentionBackwardTakesTheForwardsLogSumExp) {
   got = exec::tensors_of(ex.run(*backward, Ts{g, q, k, v, out}));
   want = reference();
   for (size_t i = 0; i < 3; ++i) expect_close(got[i], want[i], "gradient " + std::to_string(i) + " after k changed");
+}
+
+// small_gemm against double-precision products, for each way the step's gemms lay out their
+// operands (row-major, transposed, a slice's leading dimension), with and without a bias, in f32
+// and bf16; and what it declines (the caller runs ATen then).
+TEST(SmallGemm, MatchesTheProductForEveryLayout) {
+  if (auto why = exec::device_unavailable("cuda:0"); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  ASSERT_TRUE(exec::small_gemm_available());
+  auto on = at::TensorOptions().device(at::kCUDA);
+  at::Tensor wide = at::randn({32, 200}, on);  // its slices have leading dimension 200
+  struct Case {
+    std::string name;
+    at::Tensor a, b;
+  };
+  std::vector<Case> cases{{"row-major a and b", at::randn({32, 64}, on), at::randn({64, 48}, on)},
+                          {"b transposed (a linear's weight)", at::randn({32, 64}, on), at::randn({48, 64}, on).t()},
+                          {"a transposed (a weight's gradient)", at::randn({64, 32}, on).t(), at::randn({64, 48}, on)},
+                          {"a a slice", wide.narrow(1, 8, 64), at::randn({64, 48}, on)},
+                          {"one row", at::randn({1, 64}, on), at::randn({64, 48}, on)},
+                          {"one column", at::randn({32, 64}, on), at::randn({64, 1}, on)}};
+  for (const auto& c : cases)
+    for (bool with_bias : {false, true})
+      for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+        std::string what = c.name + (with_bias ? ", bias" : "") + (dtype == at::kFloat ? ", f32" : ", bf16");
+        at::Tensor a = c.a.to(dtype), b = c.b.to(dtype);
+        at::Tensor bias = with_bias ? at::randn({b.size(1)}, on).to(dtype) : at::Tensor();
+        at::Tensor got = exec::small_gemm(a, b, bias);
+        ASSERT_TRUE(got.defined()) << what;
+        EXPECT_TRUE(got.is_contiguous()) << what;
+        at::Tensor want = at::mm(a.to(at::kDouble), b.to(at::kDouble));
+        if (with_bias) want = want + bias.to(at::kDouble);
+        double tolerance = dtype == at::kFloat ? 1e-4 : 5e-2;
+        double scale = std::max(1.0, want.abs().max().item<double>());
+        EXPECT_LE((got.to(at::kDouble) - want).abs().max().item<double>(), tolerance * scale) << what;
+      }
+  at::Tensor a = at::randn({32, 64}, on), b = at::randn({64, 48}, on);
+  EXPECT_FALSE(exec::small_gemm(a.cpu(), b.cpu()).defined()) << "CPU operands";
+  EXPECT_FALSE(exec::small_gemm(a.to(at::kDouble), b.to(at::kDouble)).defined()) << "f64";
+  EXPECT_FALSE(exec::small_gemm(a, b.to(at::kBFloat16)).defined()) << "mixed dtypes";
+  EXPECT_FALSE(exec::small_gemm(a, at::randn({64, 48, 2}, on).select(2, 0)).defined()) << "no unit stride";
+  EXPECT_FALSE(exec::small_gemm(at::randn({1024, 64}, on), at::randn({64, 1024}, on)).defined()) << "large output";
 }
 
 TEST_F(ExecTest, ExecWrongInputCount) {

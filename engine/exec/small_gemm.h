@@ -1,0 +1,27 @@
+// Small matrix products on CUDA as one cuBLASLt call each, with a plan kept per shape.
+// When a step is host-bound, a small gemm's cost is the host's: LibTorch's mm and addmm ask
+// cuBLAS(Lt) to choose an algorithm at every call, often choose split-K (a second kernel that sums
+// the parts), and addmm over a broadcast bias first copies the bias into the output (a third).
+// Here the algorithm is chosen once per shape, layout and alignment, with no workspace (so no
+// split-K), and the bias is added by the gemm's epilogue: one launch per product.
+// Contract: small_gemm(a, b, bias) returns a @ b (+ bias added to every row) as a new contiguous
+// [m, n] tensor, or an undefined tensor when it does not apply: not CUDA or not this build's,
+// a dtype other than f32/bf16/f16, operands on different devices or of different dtypes, more
+// than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read, or no
+// algorithm for the shape. The caller then runs ATen. Thread-safe; plans live for the process.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+namespace tv::exec {
+
+constexpr int64_t kSmallGemmOutputs = int64_t{1} << 18;  // m * n
+constexpr int64_t kSmallGemmDepth = 1 << 14;             // k
+
+at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias = {});
+
+// Whether small_gemm can run at all here (a build with CUDA and cuBLASLt).
+bool small_gemm_available();
+
+}  // namespace tv::exec
