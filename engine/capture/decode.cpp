@@ -228,6 +228,8 @@ RankResult rank_result(const Cursor& c) {
     run.step_ms = number_field(*g, "step_ms");
     run.graph_ms = number_field(*g, "graph_ms");
     run.max_abs_difference = number_field(*g, "max_abs_difference");
+    auto relative = g->optional_field("max_relative_difference");  // absent in older captures
+    run.max_relative_difference = relative ? number_field(*g, "max_relative_difference") : run.max_abs_difference;
     run.error = string_field(*g, "error");
     r.cuda_graph = run;
   }

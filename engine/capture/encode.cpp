@@ -67,6 +67,7 @@ Json encode_rank(const RankResult& r) {
                          {"step_ms", encode_number(g->step_ms)},
                          {"graph_ms", encode_number(g->graph_ms)},
                          {"max_abs_difference", encode_number(g->max_abs_difference)},
+                         {"max_relative_difference", encode_number(g->max_relative_difference)},
                          {"error", g->error}};
   return out;
 }

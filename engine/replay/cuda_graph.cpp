@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <tuple>
 
 
 #ifdef TV_HAVE_CUDA
@@ -16,18 +17,22 @@ namespace tv {
 #ifdef TV_HAVE_CUDA
 namespace {
 
-// Largest |a - b| over every output and gradient of two results of the same step.
-double max_difference(const StepTensors& a, const StepTensors& b) {
-  double worst = 0;
+// Largest |a - b| over every output and gradient of two results of the same step, absolute and
+// relative to each tensor's largest |b| (at least 1).
+std::pair<double, double> max_difference(const StepTensors& a, const StepTensors& b) {
+  double worst = 0, worst_relative = 0;
   auto compare = [&](const at::Tensor& x, const at::Tensor& y) {
     if (!x.defined() || !y.defined() || x.numel() == 0) return;
     if (x.sizes() != y.sizes()) throw std::runtime_error("the replayed graph returned a tensor of another shape");
-    worst = std::max(worst, (x.to(at::kDouble) - y.to(at::kDouble)).abs().max().item<double>());
+    at::Tensor yd = y.to(at::kDouble);
+    double difference = (x.to(at::kDouble) - yd).abs().max().item<double>();
+    worst = std::max(worst, difference);
+    worst_relative = std::max(worst_relative, difference / std::max(1.0, yd.abs().max().item<double>()));
   };
   for (size_t i = 0; i < a.outputs.size() && i < b.outputs.size(); ++i) compare(a.outputs[i], b.outputs[i]);
   for (size_t i = 0; i < a.gradients.size() && i < b.gradients.size(); ++i)
     compare(a.gradients[i].second, b.gradients[i].second);
-  return worst;
+  return {worst, worst_relative};
 }
 
 template <typename Fn>
@@ -66,7 +71,7 @@ CudaGraphRun run_step_as_cuda_graph(const std::function<StepTensors()>& step, co
     }
     graph.replay();
     c10::cuda::device_synchronize();
-    run.max_abs_difference = max_difference(captured, plain);
+    std::tie(run.max_abs_difference, run.max_relative_difference) = max_difference(captured, plain);
     run.graph_ms = milliseconds_per_call(run.steps, [&] { graph.replay(); });
     run.ran = true;
   } catch (const c10::Error& e) {

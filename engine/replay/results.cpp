@@ -4,16 +4,16 @@
 
 namespace tv {
 
-bool CudaGraphRun::matches() const { return ran && max_abs_difference <= 1e-3; }
+bool CudaGraphRun::matches() const { return ran && max_relative_difference <= 1e-3; }
 
 std::string CudaGraphRun::describe() const {
   if (!ran) return "not run: " + error;
   char line[320];
   std::snprintf(line, sizeof line,
                 "step %.3f ms, as one graph %.3f ms (%.3fx), mean of %d calls each; largest difference from the step's "
-                "outputs and gradients %.3g%s",
+                "outputs and gradients %.3g (relative %.3g)%s",
                 step_ms, graph_ms, step_ms > 0 ? graph_ms / step_ms : 0.0, steps, max_abs_difference,
-                matches() ? "" : " (above 1e-3)");
+                max_relative_difference, matches() ? "" : " (above 1e-3)");
   return line;
 }
 

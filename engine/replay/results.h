@@ -47,9 +47,13 @@ struct CudaGraphRun {
   double step_ms = 0;               // the executor's step, per call (0 when not measured)
   double graph_ms = 0;              // one replay of the captured graph, per call
   double max_abs_difference = 0;    // between the replay's outputs and gradients and the step's
+  // The largest of |replay - step| / max(1, largest |step|) over those tensors. A capture written
+  // before this field reads it as max_abs_difference (never smaller).
+  double max_relative_difference = 0;
   std::string error;                // why it did not run; "" when it ran
-  // Ran, and its numbers are the step's: a difference of at most 1e-3 (the graph replays the very
-  // kernels the step launched, so the difference is 0 or rounding).
+  // Ran, and its numbers are the step's: a relative difference of at most 1e-3. The graph replays
+  // the very kernels the step launched, but some (the memory-efficient attention backward) sum in
+  // an order that varies between calls, so a large model's gradients differ by rounding.
   bool matches() const;
   // One line: "step 46.868 ms, as one graph 6.674 ms (0.142x), mean of 20 calls each; largest
   // difference from the step's outputs and gradients 0", or "not run: <why>".

@@ -171,8 +171,9 @@ int run(int argc, char** argv) {
   std::string graph_note = !cuda ? "CPU device" : engine_only == "on" ? "not run (--engine-only)" : "";
   if (cuda && engine_only == "off") {
     auto graph = run_step_as_cuda_graph([&] { return engine_step(); }, context.device, steps * repeats);
-    if (graph.ran && graph.max_abs_difference > 1e-4)
-      graph_note = "the replayed graph's numbers differ from the step's by " + std::to_string(graph.max_abs_difference);
+    if (graph.ran && graph.max_relative_difference > 1e-4)
+      graph_note = "the replayed graph's numbers differ from the step's by " + std::to_string(graph.max_abs_difference) +
+                   " (relative " + std::to_string(graph.max_relative_difference) + ")";
     else if (graph.ran)
       graph_ms = graph.graph_ms;
     else

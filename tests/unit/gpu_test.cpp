@@ -156,6 +156,7 @@ TEST(GpuReplay, CudaGraphReplaysTheStepWithTheSameNumbers) {
   EXPECT_GT(g.step_ms, 0);
   EXPECT_GT(g.graph_ms, 0);
   EXPECT_LE(g.max_abs_difference, 1e-4);  // the same kernels, replayed
+  EXPECT_TRUE(g.matches()) << g.describe();
   auto path = std::filesystem::temp_directory_path() / "tv_gpu_graph.tvz.json";
   save_capture(c, path.string());
   auto back = load_capture(path.string()).pipelines.front().replay->ranks.front().cuda_graph;
