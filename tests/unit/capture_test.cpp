@@ -403,6 +403,35 @@ TEST(CaptureRoundTrip, EmptyCaptureAndNoRules) {
   EXPECT_EQ(capture_to_json(loaded), capture_to_json(c));
 }
 
+// A CUDA graph run keeps its relative difference; a capture written before that field reads it as
+// the absolute difference, never smaller.
+TEST(CaptureRoundTrip, CudaGraphRelativeDifference) {
+  Capture c;
+  c.pipelines.emplace_back();
+  c.pipelines[0].replay = replay_of(1);
+  CudaGraphRun g;
+  g.ran = true;
+  g.steps = 5;
+  g.step_ms = 159.86;
+  g.graph_ms = 159.14;
+  g.max_abs_difference = 0.0176;  // the large gpt's, run 5 of the eighth session
+  g.max_relative_difference = 8.6e-7;
+  c.pipelines[0].replay->ranks[0].cuda_graph = g;
+  Json doc = doc_of(c);
+  auto back = capture_from_json(doc.dump()).pipelines[0].replay->ranks[0].cuda_graph;
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->max_relative_difference, 8.6e-7);
+  EXPECT_TRUE(back->matches()) << back->describe();
+
+  Json& graph = doc["pipelines"][0]["replay"]["ranks"][0]["cuda_graph"];
+  ASSERT_TRUE(graph.contains("max_relative_difference")) << graph.dump();
+  graph.erase("max_relative_difference");
+  auto older = capture_from_json(doc.dump()).pipelines[0].replay->ranks[0].cuda_graph;
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->max_relative_difference, 0.0176);
+  EXPECT_FALSE(older->matches());
+}
+
 TEST(CaptureFormat, DocumentLayoutAndStructure) {
   Json doc = doc_of(realistic_capture());
   EXPECT_EQ(doc.begin().key(), "format");
