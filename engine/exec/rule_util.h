@@ -21,6 +21,17 @@ inline at::Tensor optional_tensor_at(Args a, size_t i) {
 inline std::vector<int64_t> ints_at(Args a, size_t i, const char* name) { return rarg(a, i, name).ints(); }
 inline int64_t int_at(Args a, size_t i, const char* name) { return rarg(a, i, name).integer_value(); }
 inline double number_at(Args a, size_t i, const char* name) { return rarg(a, i, name).number(); }
+// An argument given by keyword, else at position i; null when neither (Thunder's printouts pass
+// some arguments by keyword, e.g. keepdim, attn_mask, is_causal).
+inline const RValue* argument(Args a, size_t i, Kw k, const char* keyword) {
+  if (const RValue* v = rkwarg(k, keyword)) return v;
+  return i < a.size() ? &a[i] : nullptr;
+}
+// A boolean argument (by keyword or at position i): false when absent or None.
+inline bool flag_at(Args a, size_t i, Kw k, const char* keyword) {
+  const RValue* v = argument(a, i, k, keyword);
+  return v && !v->is_none() && v->number() != 0;
+}
 
 at::Scalar scalar_of(const RValue& v);
 // A tensor for a tensor or a number (wrapped number, CPU).

@@ -30,16 +30,7 @@ namespace {
 using namespace rules;
 using TT = const at::Tensor&;
 
-// An argument given by position or by keyword (Thunder's printouts pass attn_mask and is_causal so).
-const RValue* argument(Args a, size_t i, Kw k, const char* keyword) {
-  if (const RValue* v = rkwarg(k, keyword)) return v;
-  return i < a.size() ? &a[i] : nullptr;
-}
-
-bool causal_at(Args a, size_t i, Kw k) {
-  const RValue* v = argument(a, i, k, "is_causal");
-  return v && !v->is_none() && v->number() != 0;
-}
+bool causal_at(Args a, size_t i, Kw k) { return flag_at(a, i, k, "is_causal"); }
 
 at::Tensor mask_at(Args a, size_t i, Kw k) {
   const RValue* v = argument(a, i, k, "attn_mask");

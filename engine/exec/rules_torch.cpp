@@ -33,10 +33,7 @@ std::optional<DType> dtype_kw(Kw k) {
   return d->dtype;
 }
 
-bool keepdim_at(Args a, size_t i, Kw k) {
-  if (const RValue* v = rkwarg(k, "keepdim")) return v->number() != 0;
-  return i < a.size() && !a[i].is_none() && a[i].number() != 0;
-}
+bool keepdim_at(Args a, size_t i, Kw k) { return flag_at(a, i, k, "keepdim"); }
 
 // A dtype or device among the arguments, by kind (creation ops' argument order varies).
 const RValue* find_kind(Args a, size_t from, RValue::Kind kind) {
