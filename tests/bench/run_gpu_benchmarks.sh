@@ -47,7 +47,7 @@ for i in 1 2 3; do
   wait
   rm -rf "$fifos"
 done
-"$py" "$here/timeline.py" "$out/small_engine.json" "$out/small_torch.json" > "$out/timeline_small.txt" 2>&1
+"$py" "$here/timeline.py" "$out/small_engine.json" "$out/small_torch.json" --by-op > "$out/timeline_small.txt" 2>&1
 run step_large_engine "$build/bin/tv_bench_step" --model gpt "${large_tv[@]}" --device cuda --steps 5 --repeats 3 --profile 30
 run step_large_torch "$py" "$here/bench_torch.py" step "${large[@]}" --steps 5 --repeats 3 --profile 30
 if [ "$gpus" -ge 2 ]; then

@@ -1,11 +1,15 @@
 """Summarises a Chrome trace of one step (tv_bench_step/tv_bench_ddp --kineto, bench_torch.py
 --kineto): per device, the step's span on the GPU, and per stream the kernels, the busy time and
 the idle time inside that span; communication (NCCL kernels) and how much of it overlapped
-compute; the costliest kernels by name. Two files: the same summary side by side.
+compute; the costliest kernels by name. Two files: the same summary side by side. With --by-op,
+also the kernels each ATen call launched (the outermost CPU op around the launch, matched by its
+correlation id): where a host-bound step's launches come from. Launches outside any ATen op (the
+engine's generated kernels, its direct cuBLASLt calls) count under "(no ATen op)".
 
-Usage: /usr/bin/python3 timeline.py ENGINE.json [TORCH.json] [--top 12]
+Usage: /usr/bin/python3 timeline.py ENGINE.json [TORCH.json] [--top 12] [--by-op]
 """
 import argparse
+import bisect
 import collections
 import json
 import sys
@@ -108,13 +112,50 @@ def summarise(path, top):
     return out
 
 
+def kernels_by_op(path, top):
+    """Lines: per outermost ATen op, its calls and the kernels launched inside them; then the
+    commonest (op, kernel) pairs."""
+    with open(path) as f:
+        data = json.load(f)
+    events = [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
+    kernels = {e.get("args", {}).get("correlation"): e for e in events
+               if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+    launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
+    outermost = collections.defaultdict(list)  # thread -> its outermost ops, in time order
+    for e in sorted((e for e in events if e.get("cat") == "cpu_op"), key=lambda e: (e["tid"], e["ts"], -e["dur"])):
+        ops = outermost[e["tid"]]
+        if not ops or e["ts"] >= ops[-1]["ts"] + ops[-1]["dur"]:
+            ops.append(e)
+    starts = {tid: [e["ts"] for e in ops] for tid, ops in outermost.items()}
+    calls = collections.Counter(e["name"] for ops in outermost.values() for e in ops)
+    per_op, pairs = collections.Counter(), collections.Counter()
+    for launch in launches:
+        kernel = kernels.get(launch.get("args", {}).get("correlation"))
+        if kernel is None:
+            continue
+        ops = outermost.get(launch["tid"], [])
+        i = bisect.bisect_right(starts.get(launch["tid"], []), launch["ts"]) - 1
+        op = ops[i]["name"] if i >= 0 and ops[i]["ts"] + ops[i]["dur"] >= launch["ts"] else "(no ATen op)"
+        per_op[op] += 1
+        pairs[(op, kernel["name"][:70])] += 1
+    out = [f"{path}: kernels by the ATen call that launched them (calls, kernels)"]
+    out += [f"  {calls.get(op, 0):6d} {n:6d}  {op}" for op, n in per_op.most_common()]
+    out.append("  commonest (op, kernel) pairs:")
+    out += [f"  {n:6d}  {op:45s} {kernel}" for (op, kernel), n in pairs.most_common(top)]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="+", metavar="TRACE.json")
     ap.add_argument("--top", type=int, default=12, help="costliest kernels listed per device")
+    ap.add_argument("--by-op", action="store_true", help="also the kernels each ATen call launched")
     args = ap.parse_args()
     for path in args.traces:
         print("\n".join(summarise(path, args.top)))
+    if args.by_op:
+        for path in args.traces:
+            print("\n".join(kernels_by_op(path, args.top)))
 
 
 if __name__ == "__main__":
