@@ -32,7 +32,7 @@ struct Executor::RegionPlans {
   size_t launches = 0;
 
   Entry& of(const BoundSymbol& region) {
-    const std::string& first = region.outputs.empty() ? std::string() : region.outputs[0]->name;
+    std::string first = region.outputs.empty() ? "" : region.outputs[0]->name;
     auto it = by_region.find(&region);
     if (it == by_region.end() || it->second.members != region.subsymbols.size() || it->second.first_output != first)
       it = by_region.insert_or_assign(&region, Entry{region.subsymbols.size(), first, codegen::plan_region(region)}).first;

@@ -224,9 +224,7 @@ void register_prim_rules() {
     return convert(rarg(a, 0, "a"), d.dtype);
   });
 
-  def("prims.reshape", [](Args a, Kw) {
-    return RValue::of(reshaped(tensor_at(a, 0, "a"), ints_at(a, 1, "shape")));
-  });
+  def("prims.reshape", [](Args a, Kw) { return RValue::of(reshaped(tensor_at(a, 0, "a"), ints_at(a, 1, "shape"))); });
   def("prims.transpose", [](Args a, Kw) {
     return RValue::of(tensor_at(a, 0, "a").permute(ints_at(a, 1, "permutation")));
   });

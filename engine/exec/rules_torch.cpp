@@ -64,7 +64,6 @@ ResiduesByTensor<LayerNormStats>& layer_norm_stats() {
   return stats;
 }
 
-
 }  // namespace
 
 void register_torch_rules() {
