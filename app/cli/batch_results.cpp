@@ -20,7 +20,7 @@ std::string summary_text(const std::vector<BatchCase>& cases) {
   for (const auto& c : cases)
     for (size_t i = 0; i < c.orders.size(); ++i) {
       const auto& v = c.verdicts[i];
-      out += fmt::format("{:<24} {:<{}} {}", c.id, c.orders[i], width + 1, v.line());
+      out += fmt::format("{:<24} {:<{}} {}", c.id, c.orders[i], width + 1, v.line);
       for (size_t r = 0; r < v.reasons.size(); ++r) out += (r ? "; " : ": ") + v.reasons[r];
       out += "\n";
       ++pipelines;
@@ -50,7 +50,7 @@ std::string junit_xml(const std::vector<BatchCase>& cases, const std::string& su
       std::string reasons;
       for (const auto& r : v.reasons) reasons += r + "\n";
       testcases += fmt::format(">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                               escape_markup(v.verdict), escape_markup(v.line()), escape_markup(reasons));
+                               escape_markup(v.outcome), escape_markup(v.line), escape_markup(reasons));
     }
     body += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{:.3f}\">\n{}  </testsuite>\n",
                         escape_markup(c.id), c.orders.size(), case_failures, c.seconds, testcases);

@@ -1,45 +1,8 @@
 // Helpers shared by the commands.
-#include "capture/atomic_file.h"
 #include "capture/chrome_trace.h"
 #include "cli/command.h"
-#include "pipeline/pipeline.h"
 
 namespace tv::cli {
-
-std::vector<std::string> split_order(const std::string& order) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= order.size()) {
-    auto end = order.find(',', start);
-    if (end == std::string::npos) end = order.size();
-    auto name = order.substr(start, end - start);
-    if (name.empty()) throw BadInput("--order '" + order + "': empty transform name; write e.g. --order jit,ddp");
-    out.push_back(name);
-    start = end + 1;
-  }
-  try {
-    validate_order(out);  // unknown names and illegal orders are bad input, refused before any run
-  } catch (const std::invalid_argument& e) {
-    throw BadInput("--order " + order + ": " + e.what());
-  }
-  return out;
-}
-
-void write_output_file(const std::string& path, const std::string& contents) {
-  try {
-    capture_detail::write_file_atomically(path, contents);
-  } catch (const CaptureError& e) {
-    throw BadInput(std::string("cannot write ") + e.what());
-  }
-}
-
-void save_capture_checked(const Capture& capture, const std::string& path) {
-  try {
-    save_capture(capture, path);
-  } catch (const CaptureError& e) {
-    throw BadInput(std::string("cannot write ") + e.what());
-  }
-}
 
 void add_no_generated_kernels_flag(CLI::App& cmd, bool& off) {
   cmd.add_flag("--no-generated-kernels", off,
@@ -60,22 +23,6 @@ void CaptureOutputs::write(const Capture& c) const {
     save_chrome_trace(c, chrome_trace);
   } catch (const CaptureError& e) {
     throw BadInput(std::string("cannot write ") + e.what());
-  }
-}
-
-Capture load_capture_checked(const std::string& path) {
-  try {
-    return load_capture(path);
-  } catch (const CaptureError& e) {
-    throw BadInput(e.what());
-  }
-}
-
-Capture run_pipelines_checked(const RunRequest& request, const ProgressFn& progress) {
-  try {
-    return run_pipelines(request, progress);
-  } catch (const std::invalid_argument& e) {
-    throw BadInput(e.what());
   }
 }
 

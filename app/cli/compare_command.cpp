@@ -5,10 +5,11 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "cli/model_options.h"
+#include "common/model_options.h"
 #include "cli/report_text.h"
 #include "diff/diff.h"
 #include "exec/device_check.h"
+#include "session/assess.h"
 
 namespace tv::cli {
 
@@ -68,7 +69,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
       request.generated_kernels = !o->no_generated_kernels;
       for (const auto& order : o->orders) {
         PipelineSpec spec;
-        spec.order = split_order(order);
+        spec.order = parse_order(order);
         spec.world_size = o->world;
         spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
         spec.capture_at_jit = o->capture_at_jit;
@@ -76,21 +77,17 @@ void add_compare_command(CLI::App& app, Runner& run) {
       }
       auto capture = run_pipelines_checked(request);
       o->outputs.write(capture);
-      // A refused order is bad input (exit 2); capture-at-jit's reproduced failure is a failed run (exit 1).
-      bool illegal = false;
-      for (const auto& p : capture.pipelines)
-        if (!p.error.empty()) {
-          bool refused = !p.rule.empty() && !p.spec.capture_at_jit;
-          std::cout << "[" << p.spec.label() << "] " << (refused ? "REFUSED: " : "FAILED: ") << p.error << "\n";
-          illegal = illegal || refused;
-        }
+      // Orders were validated by parse_order: a refused order never gets here (exit 2 there), and
+      // capture-at-jit's reproduced failure is a failed run (exit 1).
+      for (int i = 0; i < static_cast<int>(capture.pipelines.size()); ++i)
+        std::cout << pipeline_name(capture, i) << ": " << capture.pipelines[i].outcome.line() << "\n";
       const auto& cmp = capture.comparisons.front();
-      if (cmp.verdict != "failed") print_comparison(std::cout, capture, cmp);
-      std::cout << "verdict: " << cmp.verdict << " (" << capture.model.name << ", world " << o->world << ", " << o->device
-                << (o->capture_at_jit ? ", capture-at-jit" : "") << ")\n";
-      if (illegal && cmp.verdict == "failed") return static_cast<int>(kBadInput);
+      if (cmp.verdict != Verdict::not_comparable) print_comparison(std::cout, capture, cmp);
+      std::cout << comparison_line(capture, cmp) << "\n";
+      std::cout << "verdict: " << verdict_name(cmp.verdict) << " (" << capture.model.name << ", world " << o->world << ", "
+                << o->device << (o->capture_at_jit ? ", capture-at-jit" : "") << ")\n";
       if (!exec::device_unavailable(capture.pipelines.front().spec.device, o->world).empty()) return static_cast<int>(kBadInput);
-      return cmp.verdict == "equivalent" ? static_cast<int>(kOk) : static_cast<int>(kDifference);
+      return cmp.verdict == Verdict::equivalent ? static_cast<int>(kOk) : static_cast<int>(kDifference);
     };
   });
 }

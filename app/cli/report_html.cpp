@@ -9,6 +9,7 @@
 #include "cli/markup.h"
 #include "cli/report.h"
 #include "cli/verdict.h"
+#include "session/assess.h"
 #include "diff/diff.h"
 #include "rules/compute.h"
 
@@ -29,7 +30,7 @@ th{background:#eef0f4}pre{margin:0;font:12px/1.35 ui-monospace,monospace;white-s
 .d-removed{background:#fde6e6}.d-gap td{color:#778;background:#f3f4f6;font-style:italic}
 details{margin:.3em 0}summary{cursor:pointer}body.hide-unchanged .unchanged{display:none}
 .bar{background:#6b8cce;height:.8em}.barcell{width:30em}
-.c-equivalent{background:#d8f3dc}.c-different{background:#fff4d6}.c-illegal{background:#fddede}.c-failed{background:#f2c9f2}
+.c-equivalent{background:#d8f3dc}.c-different{background:#fff4d6}.c-refused{background:#fddede}.c-failed{background:#f2c9f2}
 .note{color:#556}
 )";
 
@@ -42,7 +43,7 @@ document.getElementById('hide-unchanged').addEventListener('change', function (e
 std::string h(std::string_view s) { return escape_markup(s); }
 
 std::string verdict_cell(const PipelineVerdict& v) {
-  return fmt::format("<td class=\"{}\">{}</td>", v.ok ? "ok" : "bad", h(v.line()));
+  return fmt::format("<td class=\"{}\">{}</td>", v.ok ? "ok" : "bad", h(v.line));
 }
 
 char diff_mark(DiffKind k) {
@@ -156,8 +157,8 @@ std::string replay_section(const PipelineRecord& p) {
 std::string comparison_section(const Capture& c, const Comparison& cmp) {
   const auto& a = c.pipelines[cmp.left];
   const auto& b = c.pipelines[cmp.right];
-  std::string out = fmt::format("<h2>[{}] vs [{}]: <span class=\"{}\">{}</span></h2>\n", h(a.spec.label()), h(b.spec.label()),
-                                cmp.verdict == "equivalent" ? "ok" : "bad", h(cmp.verdict));
+  std::string out = fmt::format("<h2 class=\"{}\">{}</h2>\n", cmp.verdict == Verdict::equivalent ? "ok" : "bad",
+                                h(comparison_line(c, cmp)));
   out += "<table><tr><th>trace</th><th>stage</th><th>left pass</th><th>right pass</th><th>status</th></tr>\n";
   for (const auto& s : cmp.stages)
     out += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", s.equal ? "same" : "differs",
@@ -182,7 +183,7 @@ std::string rules_section(const RulesMatrix& m) {
   for (const auto& t : m.transforms) out += "<th>" + h(t) + "</th>";
   out += "</tr>\n";
   auto cell = [](const RuleCell& c) {
-    auto v = std::string(composition_name(c.verdict));
+    auto v = std::string(c.word());
     return fmt::format("<td class=\"c-{}\" title=\"{}\"><b>{}</b>{}</td>", v, h(c.detail), v, c.rule.empty() ? "" : "<br>" + h(c.rule));
   };
   for (const auto& a : m.transforms) {
@@ -197,7 +198,8 @@ std::string rules_section(const RulesMatrix& m) {
   for (const auto& c : m.cells)
     out += fmt::format("<tr><td>{}{}</td><td>{}</td>{}<td>{}</td><td>{}</td></tr>\n", h(fmt::format("{}", fmt::join(c.order, ","))),
                        c.capture_at_jit ? " (capture-at-jit)" : "", h(fmt::format("{}", fmt::join(c.versus, ","))),
-                       fmt::format("<td class=\"c-{0}\">{0}</td>", composition_name(c.verdict)), h(c.rule), h(c.detail));
+                       fmt::format("<td class=\"c-{}\">{}</td>", c.word(), h(c.label())),
+                       h(c.rule), h(c.detail));
   out += "</table>\n<h3>rules</h3>\n<dl>\n";
   for (const auto& [rule, text] : m.explanations) out += "<dt><b>" + h(rule) + "</b></dt><dd>" + h(text) + "</dd>\n";
   return out + "</dl>\n";
@@ -227,7 +229,7 @@ std::string html_report(const Capture& c, const std::string& name) {
   for (int i = 0; i < static_cast<int>(c.pipelines.size()); ++i) {
     const auto& p = c.pipelines[i];
     out += fmt::format("<h2 id=\"pipeline-{}\">Pipeline {} [{}], world {}, {}</h2>\n", i, i, h(p.spec.label()), p.spec.world_size, h(p.spec.device));
-    if (!p.error.empty()) out += fmt::format("<p class=\"bad\">{}</p>\n", h(error_with_rule(p)));
+    for (const auto& reason : p.outcome.reasons) out += fmt::format("<p class=\"bad\">{}</p>\n", h(reason));
     out += stages_section(p) + replay_section(p);
   }
   if (c.rules) out += rules_section(*c.rules);

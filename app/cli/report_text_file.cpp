@@ -3,7 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/report.h"
-#include "cli/verdict.h"
+#include "session/assess.h"
 #include "diff/diff.h"
 #include "rules/compute.h"
 
@@ -14,8 +14,8 @@ namespace {
 void pipeline_section(std::string& out, const Capture& c, int index) {
   const auto& p = c.pipelines[index];
   out += fmt::format("\n== pipeline {} [{}] world {} {}: {} ==\n", index, p.spec.label(), p.spec.world_size, p.spec.device,
-                     pipeline_verdict(c, index).line());
-  if (!p.error.empty()) out += "error: " + error_with_rule(p) + "\n";
+                     pipeline_line(c, index));
+  for (const auto& reason : p.outcome.reasons) out += "  " + reason + "\n";
   for (auto kind : kTraceKinds) {
     const auto& stages = p.stages.of(kind);
     for (size_t i = 0; i < stages.size(); ++i)
@@ -40,7 +40,7 @@ void pipeline_section(std::string& out, const Capture& c, int index) {
 void comparison_section(std::string& out, const Capture& c, const Comparison& cmp) {
   const auto& a = c.pipelines[cmp.left];
   const auto& b = c.pipelines[cmp.right];
-  out += fmt::format("\n== comparison [{}] vs [{}]: {} ==\n", a.spec.label(), b.spec.label(), cmp.verdict);
+  out += fmt::format("\n== comparison {} ==\n", comparison_line(c, cmp));
   for (const auto& s : cmp.stages)
     out += fmt::format("  {:<9} {:>2} {:<36} {:<36} {}\n", s.kind, s.stage, s.left_pass.empty() ? "-" : s.left_pass,
                        s.right_pass.empty() ? "-" : s.right_pass, s.equal ? "same program" : "DIFFERENT");
@@ -63,7 +63,7 @@ std::string text_report(const Capture& c, const std::string& name) {
   out += "pipelines:\n";
   for (int i = 0; i < static_cast<int>(c.pipelines.size()); ++i)
     out += fmt::format("  {} [{}] world {} {}: {}\n", i, c.pipelines[i].spec.label(), c.pipelines[i].spec.world_size,
-                       c.pipelines[i].spec.device, pipeline_verdict(c, i).line());
+                       c.pipelines[i].spec.device, pipeline_line(c, i));
   for (int i = 0; i < static_cast<int>(c.pipelines.size()); ++i) pipeline_section(out, c, i);
   for (const auto& cmp : c.comparisons) comparison_section(out, c, cmp);
   if (c.rules) out += "\n" + rules_text(*c.rules);

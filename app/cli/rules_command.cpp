@@ -2,7 +2,8 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "cli/model_options.h"
+#include "transforms/order.h"
+#include "common/model_options.h"
 #include "cli/progress.h"
 #include "jit/zoo.h"
 #include "rules/compute.h"
@@ -60,7 +61,9 @@ void add_rules_command(CLI::App& app, Runner& run) {
       }
       std::cout << (o->format == "markdown" ? rules_markdown(m) : o->format == "json" ? rules_json(m) + "\n" : rules_text(m));
       for (const auto& c : m.cells)
-        if (c.verdict == Composition::failed) return static_cast<int>(kDifference);
+        // A broken run is a failure of the tool's check; capture-at-jit's reproduced failure is the finding.
+        if (c.verdict == Verdict::not_comparable && c.outcome == Outcome::failed && c.rule == rule::kRunFailed)
+          return static_cast<int>(kDifference);
       return static_cast<int>(kOk);
     };
   });

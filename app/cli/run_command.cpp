@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "cli/model_options.h"
+#include "common/model_options.h"
 #include "cli/report_text.h"
-#include "pipeline/run.h"
+#include "session/run.h"
 
 namespace tv::cli {
 
@@ -44,7 +44,7 @@ void add_run_command(CLI::App& app, Runner& run) {
       request.model = o->model.model;
       request.params = o->model.param_map();
       PipelineSpec spec;
-      spec.order = split_order(o->order);
+      spec.order = parse_order(o->order);
       spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
       request.pipelines = {spec};
       if (o->cuda_graph) request.cuda_graph_steps = o->graph_steps;
@@ -56,10 +56,15 @@ void add_run_command(CLI::App& app, Runner& run) {
       PrintOptions options;
       options.depth = o->depth;
       print_stages(std::cout, p, o->stages, options);
-      bool pass = print_verdicts(std::cout, p);
+      print_verdicts(std::cout, p);
+      bool pass = p.outcome.ok();
       if (o->cuda_graph && p.replay)
-        for (const auto& r : p.replay->ranks) pass = pass && r.cuda_graph && r.cuda_graph->matches();
-      std::cout << (pass ? "PASS" : "FAIL") << ": " << request.model << " [" << spec.label() << "] against LibTorch eager autograd\n";
+        for (const auto& r : p.replay->ranks)
+          if (!r.cuda_graph || !r.cuda_graph->matches()) {
+            std::cout << "rank " << r.rank << ": the CUDA graph's numbers are not the step's\n";
+            pass = false;
+          }
+      std::cout << p.outcome.line() << ": " << request.model << " [" << spec.label() << "] against LibTorch eager autograd\n";
       return pass ? kOk : kDifference;
     };
   });

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "cli/model_options.h"
-#include "cli/verdict.h"
+#include "common/model_options.h"
+#include "session/assess.h"
 #include "format/printer.h"
 #include "jit/acquire.h"
 #include "rules/compute.h"
@@ -75,8 +75,8 @@ void print_stage(const Stage& s, TraceKind kind, size_t index, size_t count, con
 void show_pipeline(const Capture& c, int index, const Options& o) {
   const auto& p = c.pipelines[index];
   std::cout << fmt::format("##### pipeline {} [{}] world {} {}: {}\n", index, p.spec.label(), p.spec.world_size,
-                           p.spec.device, pipeline_verdict(c, index).line());
-  if (!p.error.empty()) std::cout << "error: " << p.error << "\n";
+                           p.spec.device, pipeline_line(c, index));
+  for (const auto& reason : p.outcome.reasons) std::cout << "  " << reason << "\n";
   PrintOptions options;
   options.depth = o.depth;
   bool shown = false;
@@ -121,6 +121,8 @@ int show_capture(const Options& o) {
                            c.pipelines.size(), c.comparisons.size(), c.rules ? ", rules matrix" : "");
   for (int i = 0; i < static_cast<int>(c.pipelines.size()); ++i)
     if (only < 0 || only == i) show_pipeline(c, i, o);
+  for (const auto& cmp : c.comparisons)
+    if (only < 0 || only == cmp.left || only == cmp.right) std::cout << comparison_line(c, cmp) << "\n";
   if (c.rules && only < 0) std::cout << rules_text(*c.rules);
   return kOk;
 }

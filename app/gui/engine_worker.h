@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "capture/capture.h"
-#include "pipeline/run.h"
+#include "session/run.h"
 
 namespace tv::gui {
 

@@ -20,7 +20,7 @@ void add_source_options(CLI::App& cmd, GuiOptions& o) {
 
 }  // namespace
 
-void add_gui_commands(CLI::App& app, tv::cli::Runner& run) {
+void add_gui_commands(CLI::App& app, tv::app::Runner& run) {
   auto o = std::make_shared<GuiOptions>();
   auto* gui = app.add_subcommand("gui", "Open the desktop GUI on a capture, or run a built-in model live");
   add_source_options(*gui, *o);

@@ -7,10 +7,10 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
-#include "cli/command.h"
+#include "common/errors.h"
 
 namespace tv::gui {
 
-void add_gui_commands(CLI::App& app, tv::cli::Runner& run);
+void add_gui_commands(CLI::App& app, tv::app::Runner& run);
 
 }  // namespace tv::gui

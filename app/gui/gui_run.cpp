@@ -7,7 +7,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "cli/command.h"
+#include "common/checked.h"
 #include "gui/app.h"
 #include "gui/script.h"
 #include "gui/state_dump.h"
@@ -17,18 +17,7 @@
 namespace tv::gui {
 namespace {
 
-using tv::cli::BadInput;
-
-std::vector<std::string> split_order(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
+using tv::app::BadInput;
 
 void check_model(const std::string& name, const std::map<std::string, std::string>& params) {
   std::string names;
@@ -78,11 +67,7 @@ RunRequest make_request(const GuiOptions& o) {
   check_model(r.model, r.params);
   for (const auto& text : o.orders) {
     PipelineSpec spec;
-    spec.order = split_order(text);
-    if (spec.order.empty()) throw BadInput("--order '" + text + "': expected transforms separated by commas, e.g. jit,ddp");
-    for (const auto& t : spec.order)
-      if (!is_known_transform(t))
-        throw BadInput("--order " + text + ": unknown transform '" + t + "' (known: jit, ddp, fsdp, autocast, remat)");
+    spec.order = tv::app::split_order(text);
     spec.world_size = o.world_size;
     spec.device = o.device;
     spec.capture_at_jit = o.capture_at_jit;
@@ -98,7 +83,7 @@ int run_gui(const GuiOptions& o) {
   ScriptDriver script;
   if (!o.script.empty()) script.load(o.script);
   Window window;
-  if (!open_window(window, o, true)) return tv::cli::kBadInput;
+  if (!open_window(window, o, true)) return tv::app::kBadInput;
   App app;
   app.font_warning = window.font_warning();
   start(app, o);
@@ -114,7 +99,7 @@ int run_gui(const GuiOptions& o) {
   app.session.worker.join();
   app.session.poll();
   if (!o.dump_state.empty()) write_state(app, o.dump_state, script.log());
-  return tv::cli::kOk;
+  return tv::app::kOk;
 }
 
 int run_screenshot(const GuiOptions& o) {
@@ -123,7 +108,7 @@ int run_screenshot(const GuiOptions& o) {
   if (!parse_panel(o.panel, &panel)) throw BadInput("--panel " + o.panel + ": unknown panel");
   if (o.file.empty()) make_request(o);
   Window window;
-  if (!open_window(window, o, false)) return tv::cli::kBadInput;
+  if (!open_window(window, o, false)) return tv::app::kBadInput;
   App app;
   app.font_warning = window.font_warning();
   start(app, o);
@@ -150,9 +135,9 @@ int run_screenshot(const GuiOptions& o) {
   std::cout << "wrote " << o.out << " (" << width << "x" << height << ", panel " << o.panel << ")\n";
   if (!app.session.error.empty()) {
     std::cerr << "error: " << app.session.error << "\n";
-    return tv::cli::kBadInput;
+    return tv::app::kBadInput;
   }
-  return tv::cli::kOk;
+  return tv::app::kOk;
 }
 
 }  // namespace tv::gui

@@ -3,15 +3,15 @@
 #include <string>
 #include <vector>
 
-#include "cli/model_options.h"
-#include "pipeline/run.h"
+#include "common/model_options.h"
+#include "session/run.h"
 
 namespace tv::gui {
 
 struct GuiOptions {
   std::string file;                 // a capture (*.tvz.json) or a folder of Thunder printouts
   bool model_given = false;         // --model was on the command line
-  tv::cli::ModelOptions model;
+  tv::app::ModelOptions model;
   std::vector<std::string> orders;  // "jit,ddp" per pipeline
   int world_size = 1;
   std::string device = "cpu";
@@ -23,7 +23,7 @@ struct GuiOptions {
   int settle_frames = 8;            // screenshot: frames drawn after loading, before the capture
 };
 
-// Validates flags (throws tv::cli::BadInput) and builds the live run request.
+// Validates flags (throws tv::app::BadInput) and builds the live run request.
 RunRequest make_request(const GuiOptions&);
 void parse_size(const std::string& text, int* width, int* height);  // "1600x1000"
 

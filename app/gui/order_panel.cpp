@@ -7,6 +7,8 @@
 #include <string>
 
 #include "gui/theme.h"
+#include "session/assess.h"
+#include "transforms/transform.h"
 
 namespace tv::gui {
 
@@ -117,9 +119,9 @@ void OrderPanel::draw_list(UiTargets& targets) {
   if (move_from >= 0) move(move_from, move_to);
   if (remove_at >= 0) remove(remove_at);
   ImGui::TextUnformatted("add:");
-  for (const char* name : kTransforms) {
+  for (const auto& name : transform_names()) {
     ImGui::SameLine();
-    if (ImGui::SmallButton(name)) add(name);
+    if (ImGui::SmallButton(name.c_str())) add(name);
   }
   // What the order means, in Thunder's words: the last transform is the outermost call.
   std::string call = "m";
@@ -175,7 +177,7 @@ void OrderPanel::draw_results(Session& s) {
     ImGui::TableHeadersRow();
     for (int p = 0; p < static_cast<int>(c.pipelines.size()); ++p) {
       const auto& rec = c.pipelines[p];
-      std::string verdict = pipeline_verdict(c, p);
+      std::string verdict = pipeline_outcome(c, p);
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       std::string label = "P" + std::to_string(p) + " " + rec.spec.label();
@@ -185,8 +187,8 @@ void OrderPanel::draw_results(Session& s) {
       ImGui::TableNextColumn();
       ImGui::Text("%d / %s", rec.spec.world_size, rec.spec.device.c_str());
       ImGui::TableNextColumn();
-      if (!rec.error.empty()) {
-        std::string why = (rec.rule.empty() ? "" : "rule " + rec.rule + ": ") + rec.error;
+      for (const auto& reason : rec.outcome.reasons) {
+        std::string why = (rec.outcome.rule.empty() ? "" : "rule " + rec.outcome.rule + ": ") + reason;
         ImGui::TextWrapped("%s", why.c_str());
       }
     }
@@ -194,7 +196,10 @@ void OrderPanel::draw_results(Session& s) {
   }
   for (const auto& cmp : c.comparisons) {
     ImGui::Separator();
-    ImGui::TextColored(verdict_colour(cmp.verdict), "P%d vs P%d: %s", cmp.left, cmp.right, cmp.verdict.c_str());
+    const std::string verdict(verdict_name(cmp.verdict));
+    ImGui::PushStyleColor(ImGuiCol_Text, verdict_colour(verdict));
+    ImGui::TextWrapped("%s", comparison_line(c, cmp).c_str());
+    ImGui::PopStyleColor();
     ImGui::Text("traces %s, numbers %s", cmp.traces_equal ? "canonically equal" : "differ",
                 cmp.numbers_equal ? "equal" : "differ");
     int equal = static_cast<int>(std::count_if(cmp.stages.begin(), cmp.stages.end(),

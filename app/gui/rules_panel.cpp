@@ -159,7 +159,7 @@ void RulesPanel::draw_matrix(Session& s, const RulesMatrix& m) {
   // A click may start a run that replaces the capture (and this matrix): act after drawing.
   std::optional<RuleCell> clicked;
   auto record = [&](const RuleCell& cell, const std::string& label, const ImVec4& colour) {
-    drawn.push_back({cell.order, cell.capture_at_jit, std::string(composition_name(cell.verdict)), label,
+    drawn.push_back({cell.order, cell.capture_at_jit, std::string(cell.word()), label,
                      {colour.x, colour.y, colour.z, colour.w}, is_selected(cell)});
   };
   int n = static_cast<int>(m.transforms.size());
@@ -181,7 +181,7 @@ void RulesPanel::draw_matrix(Session& s, const RulesMatrix& m) {
           ImGui::TextDisabled("?");  // not computed
           continue;
         }
-        const std::string verdict(composition_name(cell->verdict));
+        const std::string verdict(cell->word());
         const ImVec4 colour = verdict_colour(verdict);
         const bool is_sel = is_selected(*cell);
         ImGui::PushStyleColor(ImGuiCol_Button, scaled(colour, 0.45f));
@@ -212,7 +212,7 @@ void RulesPanel::draw_matrix(Session& s, const RulesMatrix& m) {
       ImGui::Text("Longer orders and capture-at-jit (the old behaviour)");
     }
     listed = true;
-    const std::string verdict(composition_name(cell.verdict));
+    const std::string verdict(cell.word());
     const std::string label = cell_name(cell) + " vs " + PipelineSpec{compared_with(cell)}.label() + ": " + verdict;
     const ImVec4 colour = verdict_colour(verdict);
     ImGui::PushStyleColor(ImGuiCol_Text, colour);
@@ -231,7 +231,7 @@ void RulesPanel::draw_detail(const Session& s, const RulesMatrix& m) {
   if (!cell) {
     ImGui::TextColored(t.muted, "select a cell");
   } else {
-    std::string verdict(composition_name(cell->verdict));
+    std::string verdict = cell->label();
     ImGui::Text("%s vs %s", cell_name(*cell).c_str(), PipelineSpec{compared_with(*cell)}.label().c_str());
     ImGui::TextColored(verdict_colour(verdict), "%s", verdict.c_str());
     if (pending_open && s.worker.busy()) {

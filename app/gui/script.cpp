@@ -11,7 +11,7 @@
 #include <tuple>
 #include <sstream>
 
-#include "cli/command.h"
+#include "common/errors.h"
 #include "gui/app.h"
 #include "gui/state_dump.h"
 #include "gui/window.h"
@@ -52,17 +52,17 @@ StageRef stage_ref(const Session& s, const json& j) {
 
 void ScriptDriver::load(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw tv::cli::BadInput(path + ": cannot read the script");
+  if (!in) throw tv::app::BadInput(path + ": cannot read the script");
   json doc;
   try {
     in >> doc;
   } catch (const std::exception& e) {
-    throw tv::cli::BadInput(path + ": not JSON: " + e.what());
+    throw tv::app::BadInput(path + ": not JSON: " + e.what());
   }
-  if (!doc.is_array()) throw tv::cli::BadInput(path + ": expected a JSON list of actions, e.g. [{\"frames\": 5}]");
+  if (!doc.is_array()) throw tv::app::BadInput(path + ": expected a JSON list of actions, e.g. [{\"frames\": 5}]");
   for (auto& a : doc) {
     if (!a.is_object() || a.size() != 1)
-      throw tv::cli::BadInput(path + ": each action is an object with one member, got " + a.dump());
+      throw tv::app::BadInput(path + ": each action is an object with one member, got " + a.dump());
     actions_.push_back(a);
   }
 }

@@ -32,7 +32,7 @@ class App;
 
 class ScriptDriver {
  public:
-  // Throws tv::cli::BadInput when the file is missing or is not a JSON list of objects.
+  // Throws tv::app::BadInput when the file is missing or is not a JSON list of objects.
   void load(const std::string& path);
   bool active() const { return !actions_.empty(); }
   bool finished() const {

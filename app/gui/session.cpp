@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "gui/import_dir.h"
+#include "transforms/transform.h"
 
 namespace tv::gui {
 
@@ -29,7 +30,8 @@ bool parse_panel(const std::string& name, Panel* out) {
 }
 
 bool is_known_transform(const std::string& name) {
-  return std::any_of(std::begin(kTransforms), std::end(kTransforms), [&](const char* t) { return name == t; });
+  auto names = transform_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 void Session::load_file(const std::string& path) {
@@ -104,15 +106,9 @@ const Stage* Session::stage(const StageRef& ref) const {
   return &list[ref.stage];
 }
 
-std::string pipeline_verdict(const Capture& c, int index) {
+std::string pipeline_outcome(const Capture& c, int index) {
   if (index < 0 || index >= static_cast<int>(c.pipelines.size())) return "none";
-  const auto& p = c.pipelines[index];
-  if (!p.error.empty()) return p.rule.empty() ? "failed" : "illegal";
-  for (const auto& cmp : c.comparisons)
-    if (cmp.right == index && !cmp.verdict.empty()) return cmp.verdict;
-  for (const auto& cmp : c.comparisons)
-    if (cmp.left == index) return "reference";
-  return "not compared";
+  return std::string(outcome_name(c.pipelines[index].outcome.kind));
 }
 
 StageRef first_stage(const Capture& c, int pipeline) {

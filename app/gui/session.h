@@ -12,7 +12,7 @@
 #include "capture/capture.h"
 #include "gui/engine_worker.h"
 #include "gui/ui_targets.h"
-#include "pipeline/run.h"
+#include "session/run.h"
 
 namespace tv::gui {
 
@@ -22,8 +22,7 @@ inline constexpr Panel kPanels[] = {Panel::stages, Panel::trace, Panel::diff,
 const char* panel_name(Panel);                 // "stages", "trace", ...
 bool parse_panel(const std::string&, Panel*);
 
-// The transforms the order editor offers.
-inline constexpr const char* kTransforms[] = {"jit", "ddp", "fsdp", "autocast", "remat"};
+// Whether the engine has a transform of that name (transform_names(), jit included).
 bool is_known_transform(const std::string&);
 
 struct StageRef {
@@ -69,8 +68,8 @@ struct Session {
   void adopt(Capture capture);
 };
 
-// "reference", "equivalent", "different", "failed", "illegal", or "not compared".
-std::string pipeline_verdict(const Capture&, int pipeline);
+// The pipeline's own outcome: "passed", "failed" or "refused" (record/verdict.h); "none" for no pipeline.
+std::string pipeline_outcome(const Capture&, int pipeline);
 // The first stage of the first non-empty kind (forward preferred) of a pipeline.
 StageRef first_stage(const Capture&, int pipeline);
 

@@ -75,14 +75,14 @@ void StageBrowser::draw(Session& s) {
   }
   for (int p = 0; p < static_cast<int>(pipelines.size()); ++p) {
     const auto& rec = pipelines[p];
-    std::string verdict = pipeline_verdict(*s.capture, p);
+    std::string verdict = pipeline_outcome(*s.capture, p);
     std::string header = "P" + std::to_string(p) + "  " + rec.spec.label() + "  [" + verdict + "]###pipeline" +
                          std::to_string(p);
     ImGui::PushStyleColor(ImGuiCol_Text, verdict_colour(verdict));
     bool open = ImGui::TreeNodeEx(header.c_str(), ImGuiTreeNodeFlags_DefaultOpen);
     ImGui::PopStyleColor();
     if (!open) continue;
-    if (!rec.error.empty()) ImGui::TextColored(t.error, "error: %s", rec.error.c_str());
+    for (const auto& reason : rec.outcome.reasons) ImGui::TextColored(t.error, "%s", reason.c_str());
     for (TraceKind k : kTraceKinds) {
       const auto& list = rec.stages.of(k);
       if (list.empty()) continue;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "gui/app.h"
+#include "session/assess.h"
 
 namespace tv::gui {
 namespace {
@@ -141,7 +142,8 @@ json dump_state(const App& app) {
                          {"label", rec.spec.label()},
                          {"order", rec.spec.order},
                          {"world_size", rec.spec.world_size},
-                         {"verdict", pipeline_verdict(c, p)},
+                         {"verdict", pipeline_outcome(c, p)},
+                         {"line", pipeline_line(c, p)},
                          {"error", rec.error},
                          {"rule", rec.rule},
                          {"replayed", rec.replay.has_value()},
@@ -149,7 +151,10 @@ json dump_state(const App& app) {
   }
   json comparisons = json::array();
   for (const auto& cmp : c.comparisons)
-    comparisons.push_back({{"left", cmp.left}, {"right", cmp.right}, {"verdict", cmp.verdict}});
+    comparisons.push_back({{"left", cmp.left},
+                           {"right", cmp.right},
+                           {"verdict", verdict_name(cmp.verdict)},
+                           {"line", comparison_line(c, cmp)}});
   j["capture"] = {{"model", c.model.name}, {"pipelines", pipelines}, {"comparisons", comparisons},
                   {"rules", c.rules.has_value()}};
   j["selected"] = stage_json(s, s.selected);

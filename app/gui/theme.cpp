@@ -34,9 +34,11 @@ void apply_theme() {
 
 ImVec4 verdict_colour(const std::string& verdict) {
   const Theme& t = theme();
-  if (verdict == "equivalent" || verdict == "reference" || verdict == "pass" || verdict == "ok") return t.ok;
-  if (verdict == "different" || verdict == "changed") return t.changed;
-  if (verdict == "illegal" || verdict == "failed" || verdict == "FAIL") return t.error;
+  auto word = verdict.substr(0, verdict.find(':'));  // "refused: one-parameter-distribution"
+  if (word == "equivalent" || word == "passed") return t.ok;
+  if (word == "different" || word == "changed") return t.changed;
+  if (word == "failed") return t.error;
+  if (word == "refused") return t.refused;
   return t.muted;
 }
 

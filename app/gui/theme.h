@@ -19,6 +19,7 @@ struct Theme {
   ImVec4 changed{0.95f, 0.75f, 0.30f, 1.0f};
   ImVec4 muted{0.55f, 0.58f, 0.62f, 1.0f};
   ImVec4 error{0.95f, 0.40f, 0.35f, 1.0f};
+  ImVec4 refused{0.85f, 0.45f, 0.85f, 1.0f};  // an order a composition rule refused
   ImVec4 added{0.40f, 0.80f, 0.45f, 1.0f};
   ImVec4 removed{0.95f, 0.45f, 0.40f, 1.0f};
   ImVec4 renamed{0.55f, 0.70f, 0.95f, 1.0f};

@@ -7,7 +7,7 @@
 
 #include "capture/capture.h"
 #include "ir/trace.h"
-#include "pipeline/stages.h"
+#include "history/stages.h"
 
 namespace tv::py_bindings {
 

@@ -302,7 +302,7 @@ class Entry {
   Entry(jit::Module module, std::vector<std::string> bridge_names, RankContext rank)
       : module_(std::move(module)), bridge_names_(std::move(bridge_names)), rank_(rank), view_(module_) {}
 
-  void build(const PipelineSpec& spec, const TransformContext& context) { built_ = build_pipeline(module_, spec, context); }
+  void build(const ValidatedOrder& order, const TransformContext& context) { built_ = build_pipeline(module_, order, context); }
 
   py::tuple forward(const std::vector<at::Tensor>& inputs) {
     auto saved = std::make_shared<Saved>();
@@ -398,17 +398,15 @@ class JitCore {
     for (const auto& p : module_.parameters) bridge.push_back(p.name);
     RankContext rank = tl_rank;
     auto entry = std::make_shared<Entry>(std::move(m), bridge, rank);
-    PipelineSpec spec;
-    spec.order = order;
-    spec.capture_at_jit = capture_at_jit;
-    spec.world_size = rank.world;
+    ValidatedOrder validated(order);
+    check_capture_at_jit(validated, capture_at_jit);
     TransformContext context;
     context.world_size = rank.world;
     context.rank = rank.rank;
-    context.communicator = rank.comm;
+    if (rank.comm) context.broadcast_from_rank0 = [comm = rank.comm](at::Tensor& t) { comm->broadcast(t, 0); };
     {
       py::gil_scoped_release release;
-      entry->build(spec, context);
+      entry->build(validated, context);
     }
     return entry;
   }
@@ -427,13 +425,15 @@ PYBIND11_MODULE(_thunder_viz, m) {
   m.doc() = "thunder_viz engine bindings (use the package thunder_viz)";
   bind_traces(m);
 
-  auto base = py::register_exception<std::runtime_error>(m, "EngineError", PyExc_RuntimeError);
-  py::register_exception<OpError>(m, "OpError", base.ptr());
-  py::register_exception<exec::ExecError>(m, "ExecError", base.ptr());
-  py::register_exception<CaptureError>(m, "CaptureError", base.ptr());
-  py::register_exception<CapturedStateError>(m, "CapturedStateError", base.ptr());
-  py::register_exception<dist::DistError>(m, "DistError", base.ptr());
-  py::register_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError);
+  // Module-local: a process-wide translator would also turn other extensions' C++ exceptions
+  // (optree's, which Lightning Thunder's pytrees run on) into EngineError.
+  auto base = py::register_local_exception<std::runtime_error>(m, "EngineError", PyExc_RuntimeError);
+  py::register_local_exception<OpError>(m, "OpError", base.ptr());
+  py::register_local_exception<exec::ExecError>(m, "ExecError", base.ptr());
+  py::register_local_exception<CaptureError>(m, "CaptureError", base.ptr());
+  py::register_local_exception<CapturedStateError>(m, "CapturedStateError", base.ptr());
+  py::register_local_exception<dist::DistError>(m, "DistError", base.ptr());
+  py::register_local_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError);
 
   py::class_<Saved, std::shared_ptr<Saved>>(m, "SavedForBackward");
 
@@ -457,6 +457,16 @@ PYBIND11_MODULE(_thunder_viz, m) {
       .def("build", &JitCore::build, py::arg("program"), py::arg("inputs"), py::arg("order"),
            py::arg("capture_at_jit") = false);
 
+  // Orders as the engine validates them (transforms/order.h): the Python door checks each order once.
+  m.def("transform_names", &transform_names, "every transform name the engine knows, jit first");
+  m.def("validate_order", [](const std::vector<std::string>& order) { return ValidatedOrder(order).label(); },
+        py::arg("order"), "the order's label; raises IllegalOrder (a ValueError) naming the rule and the fix");
+  m.def("order_facts", [](const std::vector<std::string>& order) {
+    ValidatedOrder v(order);
+    auto lowered = v.computes_in(TransformContext{});
+    return py::make_tuple(lowered ? tolerance(*lowered) : 0.0, v.parameter_distributor() != nullptr);
+  }, py::arg("order"),
+     "(minimum relative tolerance, distributes parameters): what the replay reads of an order's transforms");
   m.def("tolerance", [](const std::string& dtype) {
     auto d = dtype_from_short(dtype);
     if (!d) throw py::value_error("unknown dtype " + dtype);

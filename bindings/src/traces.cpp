@@ -15,7 +15,8 @@
 #include "diff/diff.h"
 #include "format/parser.h"
 #include "format/printer.h"
-#include "pipeline/run.h"
+#include "session/assess.h"
+#include "session/run.h"
 
 namespace py = pybind11;
 
@@ -163,11 +164,26 @@ void bind_traces(py::module_& m) {
       .def("pipeline_error", [](const PyCapture& c, size_t i) { return c.c.pipelines.at(i).error; })
       .def("pipeline_order", [](const PyCapture& c, size_t i) { return c.c.pipelines.at(i).spec.order; })
       .def("stages", [](const PyCapture& c, size_t i) { return stages_dict(c.c.pipelines.at(i).stages); })
+      // The words of the session layer (session/assess.h), as the CLI and the GUI print them.
+      .def("pipeline_outcome", [](const PyCapture& c, size_t i) {
+        const auto& o = c.c.pipelines.at(i).outcome;
+        return py::make_tuple(std::string(outcome_name(o.kind)), o.rule, o.reasons);
+      }, "(outcome, rule, reasons) of pipeline i: outcome is 'passed', 'failed' or 'refused'")
+      .def("pipeline_line", [](const PyCapture& c, size_t i) {
+        if (i >= c.c.pipelines.size()) throw py::index_error("no pipeline " + std::to_string(i));
+        return pipeline_line(c.c, static_cast<int>(i));
+      })
       .def("verdicts", [](const PyCapture& c) {
         py::list l;
         for (const auto& cmp : c.c.comparisons)
-          l.append(py::make_tuple(cmp.left, cmp.right, cmp.verdict, cmp.traces_equal, cmp.numbers_equal));
+          l.append(py::make_tuple(cmp.left, cmp.right, std::string(verdict_name(cmp.verdict)), cmp.why, cmp.traces_equal,
+                                  cmp.numbers_equal));
         return l;
+      }, "[(left, right, verdict, why, traces_equal, numbers_equal), ...]")
+      .def("comparison_lines", [](const PyCapture& c) {
+        std::vector<std::string> out;
+        for (const auto& cmp : c.c.comparisons) out.push_back(comparison_line(c.c, cmp));
+        return out;
       })
       // Appends a pipeline from traces per kind: {"prologue": [(pass, Trace, ms), ...], ...}.
       .def("add_pipeline", [](PyCapture& c, const std::vector<std::string>& order, const py::dict& stages, int world_size,
@@ -184,6 +200,7 @@ void bind_traces(py::module_& m) {
                  p.stages.record(kind, py::cast<std::string>(t[0]), py::cast<PyTrace>(t[1]).t, py::cast<double>(t[2]));
                }
              }
+             p.outcome = assess_pipeline(p);
              c.c.pipelines.push_back(std::move(p));
              return c.c.pipelines.size() - 1;
            }, py::arg("order"), py::arg("stages"), py::arg("world_size") = 1, py::arg("device") = "cpu",
@@ -200,7 +217,9 @@ void bind_traces(py::module_& m) {
                rr.error = error;
                r.ranks.push_back(std::move(rr));
              }
-             c.c.pipelines.at(i).replay = std::move(r);
+             auto& rec = c.c.pipelines.at(i);
+             rec.replay = std::move(r);
+             rec.outcome = assess_pipeline(rec);
            })
       // Per-bound-symbol times of `rank` in pipeline i's replay (set_replay first):
       // [(trace, index, symbol, output, microseconds, device_timer, start_microseconds), ...].
@@ -226,17 +245,21 @@ void bind_traces(py::module_& m) {
         for (const auto& r : rec.replay->ranks) l.append(py::make_tuple(r.rank, r.outputs, r.gradients, r.error));
         return l;
       })
-      .def("add_comparison", [](PyCapture& c, int left, int right, bool traces_equal, bool numbers_equal,
-                                const std::string& verdict) {
-        Comparison cmp;
-        cmp.left = left;
-        cmp.right = right;
-        cmp.traces_equal = traces_equal;
-        cmp.numbers_equal = numbers_equal;
-        cmp.verdict = verdict;
-        cmp.stages = compare_stages(c.c.pipelines.at(left).stages, c.c.pipelines.at(right).stages);
-        c.c.comparisons.push_back(cmp);
-      });
+      // Compares pipeline `right` with `left` as run_pipelines does (session/assess.h).
+      .def("add_comparison", [](PyCapture& c, int left, int right) {
+        int n = static_cast<int>(c.c.pipelines.size());
+        if (left < 0 || right < 0 || left >= n || right >= n)
+          throw py::index_error("add_comparison(" + std::to_string(left) + ", " + std::to_string(right) + "): the capture has " +
+                                std::to_string(n) + " pipeline(s)");
+        c.c.comparisons.push_back(compare_pipelines(c.c, left, right));
+        return py::make_tuple(std::string(verdict_name(c.c.comparisons.back().verdict)), c.c.comparisons.back().why);
+      }, py::arg("left"), py::arg("right"));
+
+  m.def("conclude", [](const std::vector<std::string>& differs, const std::string& not_comparable_because) {
+    auto [verdict, why] = conclude(differs, not_comparable_because);
+    return py::make_tuple(std::string(verdict_name(verdict)), why);
+  }, py::arg("differs"), py::arg("not_comparable_because") = "",
+     "(verdict, why) from what a comparison found: the session layer's one rule (session/assess.h).");
 
   // The built-in models through run_pipelines (what `thunder-viz run` does).
   m.def("run_model", [](const std::string& model, const std::map<std::string, std::string>& params,

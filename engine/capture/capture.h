@@ -6,55 +6,13 @@
 // an older one upgraded. Traces are stored as their printed text (all levels) plus structure,
 // and are re-parsed on load, so a loaded capture holds real traces.
 #pragma once
-#include <map>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "pipeline/stages.h"
-#include "replay/results.h"
-#include "rules/matrix.h"
+#include "record/record.h"
 
 namespace tv {
-
-inline constexpr int kCaptureVersion = 1;
-// The oldest version load_capture still reads (and upgrades in memory); see docs/capture-format.md.
-inline constexpr int kOldestCaptureVersion = 0;
-// The value of the document's "format" member.
-inline constexpr const char* kCaptureFormat = "thunder-viz-capture";
-
-struct ParameterRecord {
-  std::string name;  // "fc1.weight"
-  std::vector<int64_t> shape;
-  DType dtype = DType::f32;
-};
-
-struct ModelRecord {
-  std::string name;                           // "gpt", or "imported" for Thunder printouts
-  std::map<std::string, std::string> params;  // --param values
-  std::vector<ParameterRecord> parameters;
-};
-
-struct PipelineRecord {
-  PipelineSpec spec;
-  StageHistory stages;
-  std::optional<Replay> replay;
-  std::string error;  // why the pipeline failed or was refused
-  std::string rule;   // the rule that refused it, when illegal
-};
-
-struct Capture {
-  int version = kCaptureVersion;
-  std::string tool_version;
-  ModelRecord model;
-  std::vector<PipelineRecord> pipelines;
-  std::vector<Comparison> comparisons;
-  std::optional<RulesMatrix> rules;
-  // The version of the document this capture was loaded from (older ones are upgraded in memory,
-  // so `version` is always kCaptureVersion after a load); kCaptureVersion for a new capture.
-  int loaded_from_version = kCaptureVersion;
-};
 
 class CaptureError : public std::runtime_error {
  public:

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "format/parser.h"
+#include "session/assess.h"
 
 namespace tv::capture_detail {
 namespace {
@@ -250,7 +251,43 @@ int pipeline_index(const Cursor& c, size_t pipelines) {
   return static_cast<int>(i);
 }
 
-Comparison comparison(const Cursor& c, size_t pipelines) {
+Verdict verdict(const Cursor& c) {
+  auto s = c.string();
+  Verdict v;
+  if (!parse_verdict(s, &v))
+    c.fail("expected a verdict (equivalent, different, not comparable), found \"" + s.substr(0, 40) + "\"");
+  return v;
+}
+
+Outcome outcome(const Cursor& c) {
+  auto s = c.string();
+  Outcome o;
+  if (!parse_outcome(s, &o)) c.fail("expected an outcome (passed, failed, refused), found \"" + s.substr(0, 40) + "\"");
+  return o;
+}
+
+// A rules cell's verdict before version 2: equivalent, different, illegal (refused) or failed.
+void cell_verdict_v1(const Cursor& c, RuleCell& cell) {
+  auto s = c.string();
+  if (s == "illegal" || s == "failed") {
+    cell.verdict = Verdict::not_comparable;
+    // capture-at-jit's reproduced failure was shown as illegal: it is a failed run.
+    cell.outcome = s == "illegal" && !cell.capture_at_jit ? Outcome::refused : Outcome::failed;
+    return;
+  }
+  if (!parse_verdict(s, &cell.verdict))
+    c.fail("expected a verdict (equivalent, different, illegal, failed), found \"" + s.substr(0, 40) + "\"");
+}
+
+PipelineOutcome pipeline_outcome(const Cursor& c) {
+  PipelineOutcome o;
+  o.kind = outcome(c.field("kind"));
+  o.rule = string_field(c, "rule");
+  o.reasons = strings(c.field("reasons"));
+  return o;
+}
+
+Comparison comparison(const Cursor& c, size_t pipelines, const Context& ctx) {
   Comparison out;
   out.left = pipeline_index(c.field("left"), pipelines);
   out.right = pipeline_index(c.field("right"), pipelines);
@@ -274,29 +311,31 @@ Comparison comparison(const Cursor& c, size_t pipelines) {
   });
   out.traces_equal = bool_field(c, "traces_equal");
   out.numbers_equal = bool_field(c, "numbers_equal");
-  out.verdict = string_field(c, "verdict");
+  // Before version 2 the verdict was recomputed on load (session/assess.h), so it is not read.
+  if (ctx.version >= 2) {
+    out.verdict = verdict(c.field("verdict"));
+    out.why = string_field(c, "why");
+  }
   return out;
 }
 
-Composition composition(const Cursor& c) {
-  auto s = c.string();
-  for (auto v : {Composition::equivalent, Composition::different, Composition::illegal, Composition::failed})
-    if (composition_name(v) == s) return v;
-  c.fail("expected a verdict (equivalent, different, illegal, failed), found \"" + s.substr(0, 40) + "\"");
-}
-
-RulesMatrix rules(const Cursor& c) {
+RulesMatrix rules(const Cursor& c, const Context& ctx) {
   RulesMatrix m;
   m.model = string_field(c, "model");
   m.world_size = int_field(c, "world_size");
   m.transforms = strings(c.field("transforms"));
-  m.cells = list_of<RuleCell>(c.field("cells"), [](const Cursor& e) {
+  m.cells = list_of<RuleCell>(c.field("cells"), [&](const Cursor& e) {
     RuleCell cell;
     cell.order = strings(e.field("order"));
     // Optional (added within version 1): the order it was compared with, and the mode.
     if (auto v = e.optional_field("versus")) cell.versus = strings(*v);
     if (auto m = e.optional_field("capture_at_jit")) cell.capture_at_jit = m->boolean();
-    cell.verdict = composition(e.field("verdict"));
+    if (ctx.version >= 2) {
+      cell.verdict = verdict(e.field("verdict"));
+      cell.outcome = outcome(e.field("outcome"));
+    } else {
+      cell_verdict_v1(e.field("verdict"), cell);
+    }
     cell.rule = string_field(e, "rule");
     cell.detail = string_field(e, "detail");
     return cell;
@@ -339,6 +378,7 @@ PipelineRecord pipeline(const Cursor& c, const Context& ctx) {
   auto stages = c.field("stages");
   p.stages = ctx.version == 0 ? stages_v0(stages, ctx) : stages_v1(stages, ctx);
   if (auto r = c.optional_field("replay")) p.replay = replay(*r);
+  if (ctx.version >= 2) p.outcome = pipeline_outcome(c.field("outcome"));
   return p;
 }
 
@@ -375,8 +415,9 @@ Capture decode_capture(const Json& document, const std::string& file) {
   c.model = model(root.field("model"));
   c.pipelines = list_of<PipelineRecord>(root.field("pipelines"), [&](const Cursor& e) { return pipeline(e, ctx); });
   c.comparisons = list_of<Comparison>(root.field("comparisons"),
-                                      [&](const Cursor& e) { return comparison(e, c.pipelines.size()); });
-  if (auto r = root.optional_field("rules")) c.rules = rules(*r);
+                                      [&](const Cursor& e) { return comparison(e, c.pipelines.size(), ctx); });
+  if (auto r = root.optional_field("rules")) c.rules = rules(*r, ctx);
+  if (ctx.version < 2) assess(c);  // outcomes and verdicts were not stored
   return c;
 }
 

@@ -151,7 +151,8 @@ Json encode_comparison(const Comparison& c) {
           {"numbers", std::move(numbers)},
           {"traces_equal", c.traces_equal},
           {"numbers_equal", c.numbers_equal},
-          {"verdict", c.verdict}};
+          {"verdict", verdict_name(c.verdict)},
+          {"why", c.why}};
 }
 
 Json encode_rules(const RulesMatrix& m) {
@@ -160,7 +161,8 @@ Json encode_rules(const RulesMatrix& m) {
     cells.push_back({{"order", c.order},
                      {"versus", c.versus},
                      {"capture_at_jit", c.capture_at_jit},
-                     {"verdict", composition_name(c.verdict)},
+                     {"verdict", verdict_name(c.verdict)},
+                     {"outcome", outcome_name(c.outcome)},
                      {"rule", c.rule},
                      {"detail", c.detail}});
   Json explanations = Json::object();
@@ -186,7 +188,12 @@ Json encode_pipeline(const PipelineRecord& p) {
                {"capture_at_jit", p.spec.capture_at_jit},
                {"world_size", p.spec.world_size},
                {"device", p.spec.device}};
-  Json j = {{"spec", std::move(spec)}, {"error", p.error}, {"rule", p.rule}, {"stages", encode_stage_history(p.stages)}};
+  Json outcome = {{"kind", outcome_name(p.outcome.kind)}, {"rule", p.outcome.rule}, {"reasons", p.outcome.reasons}};
+  Json j = {{"spec", std::move(spec)},
+            {"error", p.error},
+            {"rule", p.rule},
+            {"outcome", std::move(outcome)},
+            {"stages", encode_stage_history(p.stages)}};
   j["replay"] = p.replay ? encode_replay(*p.replay) : Json(nullptr);
   return j;
 }

@@ -4,7 +4,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 namespace tv::exec {
 

@@ -31,6 +31,7 @@ Table& table() {
     detail::register_torch_rules();
     detail::register_attention_rules();
     detail::register_prologue_rules();
+    detail::register_collective_rules();
   });
   return raw_table();
 }

@@ -49,6 +49,7 @@ void register_prim_rules();
 void register_torch_rules();
 void register_attention_rules();
 void register_prologue_rules();
+void register_collective_rules();
 // Registration used by those families (does not trigger the table's initialisation).
 void add_builtin(std::string name, ExecRule rule);
 std::shared_ptr<const ExecRule> find_builtin(std::string_view name);

@@ -18,9 +18,10 @@
 #include <mutex>
 
 #include "dist/communicator.h"
+#include "exec/collective_rules.h"
 #include "exec/executor.h"
 #include "exec/rule_util.h"
-#include "transforms/collectives.h"
+#include "ops/collectives.h"
 
 namespace tv::exec {
 namespace {
@@ -125,14 +126,11 @@ RValue wait(const ExecContext&, const std::vector<RValue>& a, const RKwargs&) {
 
 }  // namespace
 
-void register_collective_rules() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    register_exec_rule(collectives::kAllReduce, ExecRule(all_reduce));
-    register_exec_rule(collectives::kAllGather, ExecRule(all_gather));
-    register_exec_rule(collectives::kReduceScatter, ExecRule(reduce_scatter));
-    register_exec_rule(collectives::kWait, ExecRule(wait));
-  });
+void detail::register_collective_rules() {
+  detail::add_builtin(collectives::kAllReduce, ExecRule(all_reduce));
+  detail::add_builtin(collectives::kAllGather, ExecRule(all_gather));
+  detail::add_builtin(collectives::kReduceScatter, ExecRule(reduce_scatter));
+  detail::add_builtin(collectives::kWait, ExecRule(wait));
 }
 
 dist::Communicator* communicator(const ExecOptions& options) {

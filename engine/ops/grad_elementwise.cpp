@@ -6,7 +6,7 @@
 #include <numbers>
 
 #include "ops/ltorch.h"
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 namespace tv {
 

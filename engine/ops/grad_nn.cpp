@@ -11,7 +11,7 @@
 #include "ops/ltorch.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 namespace tv {
 

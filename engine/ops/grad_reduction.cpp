@@ -2,7 +2,7 @@
 // (ltorch.broadcast_in_dim), divided by the count for mean; amax splits the grad evenly among
 // the maxima (as torch does); var_mean combines 2 (a - mean) / (N - correction) and 1 / N.
 #include "ops/ltorch.h"
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 namespace tv {
 

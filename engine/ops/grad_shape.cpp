@@ -6,7 +6,7 @@
 
 #include "ops/ltorch.h"
 #include "ops/meta.h"
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 namespace tv {
 

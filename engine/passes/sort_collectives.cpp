@@ -5,7 +5,7 @@
 #include <set>
 
 #include "passes/pass_util.h"
-#include "transforms/collectives.h"
+#include "ops/collectives.h"
 
 namespace tv::passes {
 namespace {

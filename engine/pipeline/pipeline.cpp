@@ -9,43 +9,8 @@
 #include "passes/fusion.h"
 #include "passes/remat.h"
 #include "transforms/autograd.h"
-#include "transforms/distributed_state.h"
 
 namespace tv {
-
-IllegalOrder::IllegalOrder(std::string rule, const std::string& message, std::string fix)
-    : std::invalid_argument(message + " [rule: " + rule + "] Fix: " + fix), rule_(std::move(rule)), fix_(std::move(fix)) {}
-
-OrderedTransforms validate_order(const std::vector<std::string>& order) {
-  OrderedTransforms out;
-  int jits = 0;
-  std::vector<std::string> seen;
-  std::vector<std::pair<std::string, std::string>> claims;  // claim -> transform
-  for (const auto& name : order) {
-    if (name == "jit") {
-      ++jits;
-      if (jits > 1)
-        throw IllegalOrder("jit-once", "the order applies jit twice", "list jit once: a jitted module is jitted already");
-      continue;
-    }
-    for (const auto& s : seen)
-      if (s == name)
-        throw IllegalOrder("transform-once", "the order applies '" + name + "' twice",
-                           "list each transform once; applying " + name + " again would redo its work");
-    seen.push_back(name);
-    auto t = make_transform(name);
-    for (const auto& c : t->claims())
-      for (const auto& [claim, owner] : claims)
-        if (claim == c)
-          throw IllegalOrder("one-" + c, "'" + owner + "' and '" + name + "' both claim the " + c + " of the same parameters",
-                             "choose one of " + owner + " and " + name);
-    for (const auto& c : t->claims()) claims.emplace_back(c, name);
-    out.after_jit.push_back(jits == 1);
-    out.transforms.push_back(std::move(t));
-  }
-  if (jits == 0) throw IllegalOrder("jit-required", "the order has no jit", "add jit, e.g. --order jit,ddp");
-  return out;
-}
 
 namespace {
 
@@ -63,12 +28,11 @@ void run_pass(StageHistory& h, TraceKind kind, const char* name, Pass pass) {
 
 }  // namespace
 
-BuiltPipeline build_pipeline(jit::Module& module, const PipelineSpec& spec, const TransformContext& context) {
-  auto ordered = validate_order(spec.order);
-  check_capture_at_jit(ordered, spec);
+BuiltPipeline build_pipeline(jit::Module& module, const ValidatedOrder& order, const TransformContext& context) {
   BuiltPipeline out;
   auto& h = out.stages;
-  for (const auto& t : ordered.transforms) t->transform_module(module, context);
+  const auto transforms = order.instantiate();
+  for (const auto& t : transforms) t->transform_module(module, context);
 
   auto start = std::chrono::steady_clock::now();
   auto acquired = jit::acquire(module);
@@ -77,7 +41,7 @@ BuiltPipeline build_pipeline(jit::Module& module, const PipelineSpec& spec, cons
   h.record(TraceKind::forward, "acquisition", acquired.computation, ms);
   h.record(TraceKind::epilogue, "acquisition", acquired.epilogue, ms);
 
-  for (const auto& t : ordered.transforms) t->pre_prologue(h, context);
+  for (const auto& t : transforms) t->pre_prologue(h, context);
   run_pass(h, TraceKind::forward, "Dead Code Elimination", [](const Trace& t) { return passes::dead_code_elimination(t); });
 
   auto computation = h.last(TraceKind::forward);
@@ -89,7 +53,7 @@ BuiltPipeline build_pipeline(jit::Module& module, const PipelineSpec& spec, cons
     h.record(TraceKind::backward, kGradPassName, fb.backward, provenance_ms(*fb.backward));
     out.requires_grad = fb.requires_grad;
   }
-  for (const auto& t : ordered.transforms) t->post_optimization(h, context);
+  for (const auto& t : transforms) t->post_optimization(h, context);
 
   for (auto kind : {TraceKind::forward, TraceKind::backward}) {
     run_pass(h, kind, "Common Subexpression Elimination", [](const Trace& t) { return passes::common_subexpression_elimination(t); });

@@ -18,7 +18,7 @@
 #include <ATen/ATen.h>
 
 #include "ir/dtype.h"
-#include "replay/results.h"
+#include "record/results.h"
 
 namespace tv {
 

@@ -16,7 +16,7 @@
 
 #include "jit/module.h"
 #include "pipeline/pipeline.h"
-#include "replay/results.h"
+#include "record/results.h"
 
 namespace at {
 class Tensor;

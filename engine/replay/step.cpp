@@ -4,7 +4,8 @@
 #include <unordered_map>
 
 #include "dist/communicator.h"
-#include "transforms/collectives.h"
+#include "exec/collective_rules.h"
+#include "ops/collectives.h"
 
 namespace tv {
 namespace {

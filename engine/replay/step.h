@@ -28,8 +28,8 @@
 
 #include "exec/executor.h"
 #include "jit/module.h"
-#include "pipeline/stages.h"
-#include "replay/results.h"
+#include "history/stages.h"
+#include "record/results.h"
 
 namespace tv {
 

@@ -10,7 +10,6 @@
 #include "pipeline/pipeline.h"
 #include "replay/eager.h"
 #include "replay/replay.h"
-#include "transforms/fsdp.h"
 
 namespace tv {
 namespace {
@@ -58,31 +57,18 @@ std::map<std::string, at::Tensor> mean_eager_grads(const WorldReplayRequest& req
   return sum;
 }
 
-bool distributes_parameters(const PipelineSpec& spec, std::string* which) {
-  auto ordered = validate_order(spec.order);
-  for (const auto& t : ordered.transforms)
-    for (const auto& c : t->claims())
-      if (c == "parameter-distribution") {
-        *which = t->name();
-        return true;
-      }
-  return false;
-}
-
 }  // namespace
 
-WorldReplayResult run_world(const WorldReplayRequest& request) {
+WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOrder& order) {
   const auto& spec = request.spec;
   if (spec.world_size < 1) throw std::invalid_argument("world size must be at least 1");
   if (request.cuda_graph_steps > 0 && spec.world_size > 1)
     throw std::invalid_argument("a CUDA graph replays one rank's step: its collectives wait on the host, which a capture "
                                 "forbids (drop --cuda-graph or use --world 1)");
-  std::string distributor;
-  bool distributed = distributes_parameters(spec, &distributor);
-  bool sharded = distributed && distributor == "fsdp";
+  const Transform* distributor = order.parameter_distributor();
+  bool distributed = distributor != nullptr;
   ReplayOptions options;
-  const auto& order = spec.order;
-  if (std::find(order.begin(), order.end(), "autocast") != order.end()) options.min_tolerance = tolerance(DType::bf16);
+  if (auto lowered = order.computes_in(TransformContext{})) options.min_tolerance = tolerance(*lowered);
   std::map<std::string, at::Tensor> mean;
   if (request.replay && distributed) {
     mean = mean_eager_grads(request, model_for_rank(request, 0), options.cotangent_seed);
@@ -98,10 +84,10 @@ WorldReplayResult run_world(const WorldReplayRequest& request) {
     TransformContext context;
     context.world_size = spec.world_size;
     context.rank = rank;
-    context.communicator = comm;
+    if (comm) context.broadcast_from_rank0 = [comm](at::Tensor& t) { comm->broadcast(t, 0); };
     if (auto d = Device::parse(module.inputs.empty() ? "cpu" : jit::TensorMeta::of(*module.inputs[0].value).device.str()))
       context.device = *d;
-    auto built = build_pipeline(module, spec, context);
+    auto built = build_pipeline(module, order, context);
     RankResult r;
     if (request.replay) {
       ReplayOptions o = options;
@@ -114,8 +100,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request) {
         o.expected_grad = [&, rank](const std::string& name, const at::Tensor& own) {
           auto it = mean.find(name);
           if (it == mean.end()) return own;
-          auto want = it->second.to(own.device());
-          return sharded ? fsdp_shard(want, rank, spec.world_size) : want;
+          return distributor->local_gradient(it->second.to(own.device()), rank, spec.world_size);
         };
       r = replay_rank(module, built, rank, o);
     }

@@ -3,16 +3,18 @@
 // Contract: rank r's module is the zoo model with seed = base seed + r (its own inputs). When the
 // pipeline distributes parameters (a transform claims "parameter-distribution": ddp, fsdp) the
 // weights are rank 0's (the transform broadcasts them) and each rank's gradients must equal the
-// mean over ranks of the eager gradients on every rank's inputs (FSDP: this rank's shard of it);
+// mean over ranks of the eager gradients on every rank's inputs, as the transform maps it to the
+// rank (Transform::local_gradient: fsdp's shard); a transform that computes in a lower dtype
+// (autocast) sets the tolerance to that dtype's;
 // otherwise each rank is checked against its own eager run. W = 1 runs in this thread without a
 // communicator. Collectives go through gloo on CPU and NCCL on CUDA. Stage history comes from rank 0.
 #pragma once
 #include <map>
 #include <string>
 
-#include "pipeline/stages.h"
-#include "replay/results.h"
-
+#include "history/stages.h"
+#include "record/results.h"
+#include "transforms/order.h"
 
 namespace tv {
 
@@ -31,7 +33,7 @@ struct WorldReplayResult {
   Replay replay;
 };
 
-// Throws IllegalOrder for refused orders, std::invalid_argument for bad models or devices.
-WorldReplayResult run_world(const WorldReplayRequest&);
+// `order` is request.spec.order, validated. Throws std::invalid_argument for bad models or devices.
+WorldReplayResult run_world(const WorldReplayRequest&, const ValidatedOrder& order);
 
 }  // namespace tv

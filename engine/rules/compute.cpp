@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "transforms/order.h"
+
 namespace tv {
 namespace {
-
-constexpr const char* kHooks = "order-independent-hooks";
 
 std::vector<std::string> with_jit(std::vector<std::string> order) {
   if (std::find(order.begin(), order.end(), "jit") == order.end()) order.push_back("jit");
@@ -40,60 +40,37 @@ RuleCell classify(const RulesRequest& request, std::vector<std::string> order, s
     run.pipelines.push_back(spec);
   }
   auto capture = run_pipelines(run);
-  for (const auto& p : capture.pipelines) {
-    if (p.error.empty()) continue;
-    cell.verdict = p.rule.empty() ? Composition::failed : Composition::illegal;
-    cell.rule = p.rule.empty() ? "run-failed" : p.rule;
-    cell.detail = "[" + p.spec.label() + "] " + first_line(p.error);
-    return cell;
-  }
   const auto& cmp = capture.comparisons.front();
-  if (cmp.verdict == "failed") {
-    cell.verdict = Composition::failed;
-    cell.rule = "run-failed";
-    for (const auto& p : capture.pipelines)
-      if (p.replay)
-        for (const auto& r : p.replay->ranks)
-          if (!r.error.empty() && cell.detail.empty())
-            cell.detail = "[" + p.spec.label() + "] rank " + std::to_string(r.rank) + ": " + first_line(r.error);
-    return cell;
+  cell.verdict = cmp.verdict;
+  cell.detail = cmp.why;
+  switch (cmp.verdict) {
+    case Verdict::equivalent: cell.rule = rule::kOrderIndependentHooks; break;
+    case Verdict::different: {
+      cell.rule = rule::kOrderDependent;
+      std::string kinds;
+      for (const auto& s : cmp.stages)
+        if (!s.equal && kinds.find(s.kind) == std::string::npos) kinds += (kinds.empty() ? "" : ", ") + s.kind;
+      cell.detail = "traces differ in: " + (kinds.empty() ? std::string("none (numbers differ)") : kinds);
+      break;
+    }
+    case Verdict::not_comparable:
+      for (const auto& p : capture.pipelines)
+        if (!p.outcome.ok()) {
+          cell.outcome = p.outcome.kind;
+          cell.rule = p.rule.empty() ? std::string(rule::kRunFailed) : p.rule;
+          cell.detail = "[" + p.spec.label() + "] " + first_line(p.outcome.reasons.empty() ? p.error : p.outcome.reasons.front());
+          break;
+        }
+      break;
   }
-  if (cmp.verdict == "equivalent") {
-    cell.verdict = Composition::equivalent;
-    cell.rule = kHooks;
-    cell.detail = "canonically equal traces at every stage, equal numbers on every rank";
-    return cell;
-  }
-  cell.verdict = Composition::different;
-  cell.rule = "order-dependent";
-  std::string kinds;
-  for (const auto& s : cmp.stages)
-    if (!s.equal && kinds.find(s.kind) == std::string::npos) kinds += (kinds.empty() ? "" : ", ") + s.kind;
-  cell.detail = "traces differ in: " + (kinds.empty() ? std::string("none (numbers differ)") : kinds);
   return cell;
 }
 
 }  // namespace
 
-std::string rule_explanation(const std::string& rule) {
-  if (rule == kHooks)
-    return "Transforms are applied lazily at the first call, each at its hook point (transform_module, pre_prologue, "
-           "autograd, post_optimization), whatever order they were written in; so ddp(jit(m)) and jit(ddp(m)) are the "
-           "same program with the same numbers.";
-  if (rule == "state-read-at-call")
-    return "A transform that sets module state (ddp's process group) must run before that state is read. Thunder read "
-           "process_group_for_ddp when jit() was called, so ddp(jit(m)) traced None and failed. Reading state at the "
-           "first call makes both orders work; capture-at-jit mode reproduces the old failure.";
-  if (rule == "one-parameter-distribution")
-    return "ddp and fsdp both decide how parameters live on the ranks (replicated vs sharded): only one of them may own "
-           "the same parameters.";
-  if (rule == "transform-once")
-    return "Applying a transform twice would redo its work (divide gradients twice, shard shards): each appears once.";
-  if (rule == "jit-once") return "A jitted module is already jitted: jit appears once in an order.";
-  if (rule == "jit-required") return "Every order needs jit: without it there is no trace to transform.";
-  if (rule == "order-dependent") return "The two orders are legal but give different programs; the diff shows how.";
-  if (rule == "run-failed") return "A run failed for a reason other than a composition rule; the detail says why.";
-  return "";
+std::string rule_explanation(const std::string& name) {
+  const auto* r = find_composition_rule(name);
+  return r ? std::string(r->explanation) : std::string();
 }
 
 RulesMatrix compute_rules(const RulesRequest& request, const ProgressFn& progress) {
@@ -130,16 +107,6 @@ RulesMatrix compute_rules(const RulesRequest& request, const ProgressFn& progres
 
 namespace {
 
-std::string cell_label(const RuleCell& c) {
-  switch (c.verdict) {
-    case Composition::equivalent: return "equivalent";
-    case Composition::different: return "different";
-    case Composition::illegal: return "illegal: " + c.rule;
-    case Composition::failed: return "failed";
-  }
-  return "";
-}
-
 std::vector<const RuleCell*> extra_cells(const RulesMatrix& m) {
   std::vector<const RuleCell*> out;
   for (const auto& c : m.cells)
@@ -158,14 +125,14 @@ std::string rules_text(const RulesMatrix& m) {
     out += fmt::format("{:<10}", a);
     for (const auto& b : m.transforms) {
       auto* c = m.find({a, b});
-      out += fmt::format("{:<38}", c ? cell_label(*c) : "?");
+      out += fmt::format("{:<38}", c ? c->label() : "?");
     }
     out += "\n";
   }
   out += "\nLonger orders and capture-at-jit:\n";
   for (const auto* c : extra_cells(m))
     out += fmt::format("  {:<32} vs {:<24} {}{}\n", joined(c->order) + (c->capture_at_jit ? " capture-at-jit" : ""),
-                       joined(c->versus), cell_label(*c), c->detail.empty() ? "" : " — " + c->detail);
+                       joined(c->versus), c->label(), c->detail.empty() ? "" : " — " + c->detail);
   out += "\nRules:\n";
   for (const auto& [rule, text] : m.explanations) out += fmt::format("  {}: {}\n", rule, text);
   return out;
@@ -188,14 +155,14 @@ std::string rules_markdown(const RulesMatrix& m) {
     out += "| **" + a + "** |";
     for (const auto& b : m.transforms) {
       auto* c = m.find({a, b});
-      out += " " + (c ? cell_label(*c) : std::string("?")) + " |";
+      out += " " + (c ? c->label() : std::string("?")) + " |";
     }
     out += "\n";
   }
   out += "\n## Longer orders and capture-at-jit\n\n| order | compared with | verdict | detail |\n| --- | --- | --- | --- |\n";
   for (const auto* c : extra_cells(m))
     out += fmt::format("| {}{} | {} | {} | {} |\n", joined(c->order), c->capture_at_jit ? " (capture-at-jit)" : "",
-                       joined(c->versus), cell_label(*c), c->detail);
+                       joined(c->versus), c->label(), c->detail);
   out += "\n## Rules\n\n";
   for (const auto& [rule, text] : m.explanations) out += "- **" + rule + "**: " + text + "\n";
   return out;
@@ -208,7 +175,7 @@ std::string rules_json(const RulesMatrix& m) {
   j["transforms"] = m.transforms;
   for (const auto& c : m.cells)
     j["cells"].push_back({{"order", c.order}, {"versus", c.versus}, {"capture_at_jit", c.capture_at_jit},
-                          {"verdict", std::string(composition_name(c.verdict))}, {"rule", c.rule}, {"detail", c.detail}});
+                          {"verdict", std::string(verdict_name(c.verdict))}, {"outcome", std::string(outcome_name(c.outcome))}, {"rule", c.rule}, {"detail", c.detail}});
   j["explanations"] = m.explanations;
   return j.dump(2);
 }

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/run.h"
-#include "rules/matrix.h"
+#include "session/run.h"
+#include "record/rules_matrix.h"
 
 namespace tv {
 

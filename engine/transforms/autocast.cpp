@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "ops/ltorch.h"
-#include "transforms/collectives.h"
+#include "ops/collectives.h"
 
 namespace tv {
 namespace {
@@ -23,6 +23,7 @@ void rename_output(BoundSymbol& b, const std::string& from, const ProxyPtr& to) 
 class Autocast : public Transform {
  public:
   std::string name() const override { return "autocast"; }
+  std::optional<DType> computes_in(const TransformContext& c) const override { return c.autocast_dtype; }
   void pre_prologue(StageHistory& h, const TransformContext& c) const override {
     auto computation = h.last(TraceKind::forward);
     if (!computation) return;

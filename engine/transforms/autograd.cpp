@@ -15,7 +15,7 @@
 #include "format/printer.h"
 #include "ir/builder.h"
 #include "ops/ltorch.h"
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 namespace tv {
 

@@ -5,11 +5,10 @@
 #include <map>
 #include <sstream>
 
-#include "dist/communicator.h"
 #include "jit/module.h"
 #include "ops/ltorch.h"
 #include "passes/sort_collectives.h"
-#include "transforms/collectives.h"
+#include "ops/collectives.h"
 #include "transforms/distributed_state.h"
 
 namespace tv {
@@ -54,12 +53,12 @@ std::vector<ProxyPtr> reduce_bucket(TraceBuilder& b, const std::vector<ProxyPtr>
 class Ddp : public Transform {
  public:
   std::string name() const override { return "ddp"; }
-  std::vector<std::string> claims() const override { return {"parameter-distribution"}; }
+  std::vector<std::string> claims() const override { return {kParameterDistribution}; }
 
   void transform_module(jit::Module& m, const TransformContext& c) const override {
     m.set_attribute("use_ddp", true);
     m.set_attribute("bucket_size_in_mb", c.bucket_size_mb);
-    if (c.communicator) broadcast_module(m, *c.communicator);
+    if (c.broadcast_from_rank0) broadcast_module(m, c.broadcast_from_rank0);
   }
 
   void post_optimization(StageHistory& h, const TransformContext& c) const override {
@@ -88,14 +87,6 @@ class Ddp : public Transform {
 std::unique_ptr<Transform> make_ddp_transform() {
   collectives::register_collective_symbols();
   return std::make_unique<Ddp>();
-}
-
-void broadcast_module(jit::Module& m, dist::Communicator& comm) {
-  for (auto* list : {&m.parameters, &m.buffers})
-    for (auto& p : *list) {
-      at::Tensor t = p.value->detach();  // shares storage; in place on a leaf that requires grad
-      comm.broadcast(t, 0);
-    }
 }
 
 std::vector<std::string> parameter_proxies(const Trace& prologue) {

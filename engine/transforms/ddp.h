@@ -2,7 +2,7 @@
 // Contract:
 //  - claims "parameter-distribution" (ddp and fsdp exclude each other).
 //  - transform_module: sets the module attributes use_ddp=True and bucket_size_in_mb=<MB> (the
-//    acquired prologue checks them, as Thunder's does) and, with a communicator, broadcasts every
+//    acquired prologue checks them, as Thunder's does) and, when replayed, broadcasts every
 //    parameter from rank 0 (real collective), so every rank starts from rank 0's weights.
 //  - post_optimization: stage "ddp pass": each parameter gradient g of the backward becomes
 //    `ltorch.true_divide(g, W)` -> torch_all_reduce_prim_impl (FUTURE) -> torch_wait_prim_impl, and
@@ -24,9 +24,6 @@
 namespace tv {
 
 std::unique_ptr<Transform> make_ddp_transform();
-
-// Broadcasts every parameter and buffer of `m` from rank 0, in place (shared by ddp and fsdp).
-void broadcast_module(jit::Module& m, dist::Communicator& comm);
 
 // Names of the proxies the prologue unpacks with get_parameter (the module's parameters).
 std::vector<std::string> parameter_proxies(const Trace& prologue);

@@ -3,15 +3,15 @@
 // applied after jit (ddp(jit(m))) then found None and the first call failed with
 // "ValueError: None had an unexpected type <class 'NoneType'>. ...". The engine applies
 // transforms lazily (state read at the first call), so both orders work and give canonically
-// equal traces. In capture-at-jit mode (PipelineSpec::capture_at_jit) it reproduces the old
-// behaviour: check_capture_at_jit throws CapturedStateError, a std::runtime_error whose text is
-// Thunder's ValueError followed by what was captured when, the rule (state-read-at-call) and the
-// fix, for any transform that claims "parameter-distribution" and comes after jit in the order.
+// equal traces. In capture-at-jit mode it reproduces the old behaviour: check_capture_at_jit
+// throws CapturedStateError, a std::runtime_error whose text is Thunder's ValueError followed by
+// what was captured when, the rule (state-read-at-call) and the fix, for any transform that
+// distributes parameters and comes after jit in the order.
 #pragma once
 #include <stdexcept>
 #include <string>
 
-#include "pipeline/pipeline.h"
+#include "transforms/order.h"
 
 namespace tv {
 
@@ -26,11 +26,7 @@ class CapturedStateError : public std::runtime_error {
   std::string rule_, fix_;
 };
 
-inline constexpr const char* kStateReadAtCall = "state-read-at-call";
-
-// Throws CapturedStateError when spec.capture_at_jit and a distributed transform comes after jit.
-void check_capture_at_jit(const OrderedTransforms& ordered, const PipelineSpec& spec);
-
-// Registers ddp, fsdp and autocast (idempotent).
+// Throws CapturedStateError when `capture_at_jit` and a distributed transform comes after jit.
+void check_capture_at_jit(const ValidatedOrder& order, bool capture_at_jit);
 
 }  // namespace tv

@@ -8,7 +8,7 @@
 
 #include "jit/module.h"
 #include "ops/ltorch.h"
-#include "transforms/collectives.h"
+#include "ops/collectives.h"
 #include "transforms/ddp.h"
 
 namespace tv {
@@ -32,10 +32,13 @@ struct Gather {
 class Fsdp : public Transform {
  public:
   std::string name() const override { return "fsdp"; }
-  std::vector<std::string> claims() const override { return {"parameter-distribution"}; }
+  std::vector<std::string> claims() const override { return {kParameterDistribution}; }
+  at::Tensor local_gradient(const at::Tensor& mean, int rank, int world) const override {
+    return fsdp_shard(mean, rank, world);
+  }
 
   void transform_module(jit::Module& m, const TransformContext& c) const override {
-    if (c.communicator) broadcast_module(m, *c.communicator);
+    if (c.broadcast_from_rank0) broadcast_module(m, c.broadcast_from_rank0);
     int world = std::max(c.world_size, 1);
     std::vector<std::pair<std::string, std::vector<int64_t>>> full;  // qualified name, full shape
     for (auto& p : m.parameters) {

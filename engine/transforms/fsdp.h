@@ -1,8 +1,8 @@
 // The `fsdp` transform: fully sharded data parallelism (ZeRO-3 by default, ZeRO-2 when
 // TransformContext::zero3 is false).
 // Contract:
-//  - claims "parameter-distribution".
-//  - transform_module: broadcasts the parameters from rank 0 (with a communicator), then shards
+//  - claims "parameter-distribution"; a rank holds its shard of the mean gradient (local_gradient).
+//  - transform_module: broadcasts the parameters from rank 0 (when replayed), then shards
 //    every parameter on dim 0: dim 0 padded with zeros to a multiple of W, rank r keeps rows
 //    [r*S, (r+1)*S), S = ceil(N/W) (fsdp_shard); sets use_fsdp=True. The acquired prologue then
 //    checks the sharded shapes and the computation takes the shards.

@@ -1,11 +1,13 @@
 #include "transforms/transform.h"
 
-#include <map>
+#include <ATen/ATen.h>
+
 #include <mutex>
 #include <stdexcept>
 
 #include "transforms/autocast.h"
-#include "transforms/collectives.h"
+#include "jit/module.h"
+#include "ops/collectives.h"
 #include "transforms/ddp.h"
 #include "transforms/fsdp.h"
 #include "transforms/remat.h"
@@ -17,9 +19,16 @@ std::mutex& factories_mutex() {
   static std::mutex m;
   return m;
 }
-std::map<std::string, TransformFactory>& factories() {
-  static std::map<std::string, TransformFactory> f;
+// In registration order, which is the order transform_names() lists them in.
+std::vector<std::pair<std::string, TransformFactory>>& factories() {
+  static std::vector<std::pair<std::string, TransformFactory>> f;
   return f;
+}
+
+TransformFactory find_factory(const std::string& name) {
+  for (const auto& [n, f] : factories())
+    if (n == name) return f;
+  return nullptr;
 }
 
 // The built-in transforms and the symbols they record, registered once on first use (not by
@@ -27,19 +36,40 @@ std::map<std::string, TransformFactory>& factories() {
 void register_builtins() {
   static std::once_flag once;
   std::call_once(once, [] {
-    register_transform("remat", [] { return make_remat_transform(); });
     register_transform("ddp", [] { return make_ddp_transform(); });
     register_transform("fsdp", [] { return make_fsdp_transform(); });
     register_transform("autocast", [] { return make_autocast_transform(); });
+    register_transform("remat", [] { return make_remat_transform(); });
     collectives::register_collective_symbols();
   });
 }
 
 }  // namespace
 
+bool Transform::distributes_parameters() const {
+  for (const auto& c : claims())
+    if (c == kParameterDistribution) return true;
+  return false;
+}
+
+at::Tensor Transform::local_gradient(const at::Tensor& mean, int, int) const { return mean; }
+
+void broadcast_module(jit::Module& m, const std::function<void(at::Tensor&)>& broadcast) {
+  for (auto* list : {&m.parameters, &m.buffers})
+    for (auto& p : *list) {
+      at::Tensor t = p.value->detach();  // shares storage; in place on a leaf that requires grad
+      broadcast(t);
+    }
+}
+
 void register_transform(const std::string& name, TransformFactory factory) {
   std::lock_guard lock(factories_mutex());
-  factories()[name] = factory;
+  for (auto& [n, f] : factories())
+    if (n == name) {
+      f = factory;
+      return;
+    }
+  factories().emplace_back(name, factory);
 }
 
 std::vector<std::string> transform_names() {
@@ -55,8 +85,7 @@ std::unique_ptr<Transform> make_transform(const std::string& name) {
   TransformFactory factory = nullptr;
   {
     std::lock_guard lock(factories_mutex());
-    auto it = factories().find(name);
-    if (it != factories().end()) factory = it->second;
+    factory = find_factory(name);
   }
   if (!factory) {
     std::string known;

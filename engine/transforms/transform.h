@@ -2,23 +2,31 @@
 // user wrote them in: transform_module (touch the module), pre_prologue (rewrite prologue and
 // computation before autograd), autograd itself, post_optimization (rewrite the final forward and
 // backward). Each transform declares what it claims (e.g. "parameter-distribution"), which the
-// composition rules are made of. A hook records every trace it makes as a named stage.
+// composition rules are made of, and what the replay must know of it: whether it distributes the
+// parameters, which gradient a rank should hold, in which dtype it computes. A hook records every
+// trace it makes as a named stage.
 // Contract: hooks never mutate a trace they were given; they return new ones through the history.
 #pragma once
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "history/stages.h"
 #include "ir/trace.h"
-#include "pipeline/stages.h"
+
+namespace at {
+class Tensor;
+}
 
 namespace tv {
 namespace jit {
 struct Module;
 }
-namespace dist {
-class Communicator;
-}
+
+// The claim of ddp and fsdp: how the parameters live on the ranks.
+inline constexpr const char* kParameterDistribution = "parameter-distribution";
 
 // The state a transform reads. In the default (lazy) mode it is read at the first call; in
 // capture-at-jit mode, what a transform applied after `jit` reads was frozen when jit() was called.
@@ -26,7 +34,9 @@ struct TransformContext {
   int world_size = 1;
   int rank = 0;
   Device device;
-  dist::Communicator* communicator = nullptr;  // null when nothing is replayed (trace only)
+  // Broadcasts a tensor from rank 0 in place over the world's communicator; empty when nothing is
+  // replayed (trace only). Transforms that distribute parameters start every rank from rank 0's.
+  std::function<void(at::Tensor&)> broadcast_from_rank0;
   double bucket_size_mb = 25.0;                 // ddp gradient buckets
   bool zero3 = true;                            // fsdp: reshard after forward (zero-3) or not (zero-2)
   DType autocast_dtype = DType::bf16;
@@ -38,6 +48,14 @@ class Transform {
   virtual std::string name() const = 0;
   // What this transform takes ownership of; two transforms claiming the same thing conflict.
   virtual std::vector<std::string> claims() const { return {}; }
+  bool distributes_parameters() const;  // claims kParameterDistribution
+
+  // The gradient this rank holds of a parameter whose gradient averaged over the ranks is `mean`
+  // (for a transform that distributes parameters): the mean itself, or fsdp's shard of it.
+  virtual at::Tensor local_gradient(const at::Tensor& mean, int rank, int world) const;
+  // The dtype the transform computes in where it lowers precision (autocast), so the replay
+  // checks the numbers within that dtype's tolerance.
+  virtual std::optional<DType> computes_in(const TransformContext&) const { return std::nullopt; }
 
   virtual void transform_module(jit::Module&, const TransformContext&) const {}
   virtual void pre_prologue(StageHistory&, const TransformContext&) const {}
@@ -47,7 +65,9 @@ class Transform {
 // A transform by name ("ddp", "fsdp", "autocast", "remat"); throws std::invalid_argument listing
 // the known names. "jit" is not a transform but the point where the module is jitted.
 std::unique_ptr<Transform> make_transform(const std::string& name);
-std::vector<std::string> transform_names();  // every name make_transform accepts, plus "jit"
+std::vector<std::string> transform_names();  // every name make_transform accepts, "jit" first
+// Broadcasts every parameter and buffer of `m` in place with `broadcast` (ddp, fsdp).
+void broadcast_module(jit::Module& m, const std::function<void(at::Tensor&)>& broadcast);
 
 // Lets other modules (distributed) add transforms: the factory is called by make_transform.
 using TransformFactory = std::unique_ptr<Transform> (*)();

@@ -33,6 +33,7 @@
 #include "exec/device_check.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
+#include "record/results.h"
 
 
 namespace tv {
@@ -62,10 +63,10 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
     TransformContext context;
     context.world_size = world;
     context.rank = rank;
-    context.communicator = &comm;
+    context.broadcast_from_rank0 = [&comm](at::Tensor& t) { comm.broadcast(t, 0); };
     context.device = *Device::parse(p["device"]);
     context.bucket_size_mb = bucket_mb;
-    auto built = build_pipeline(module, spec, context);
+    auto built = build_pipeline(module, ValidatedOrder(spec.order), context);
     exec::ExecOptions options;
     options.device = context.device;
     options.user = &comm;

@@ -26,9 +26,7 @@ std::map<std::string, std::string> gpt(int layers) {
 BuiltPipeline build(const std::string& model, const std::map<std::string, std::string>& params,
                     std::vector<std::string> order) {
   auto m = jit::make_model(model, params);
-  PipelineSpec spec;
-  spec.order = std::move(order);
-  return build_pipeline(m, spec, TransformContext{});
+  return build_pipeline(m, ValidatedOrder(std::move(order)), TransformContext{});
 }
 
 void pipeline_table() {
@@ -49,7 +47,7 @@ void step_table() {
   std::cout << "\n| model | executor step ms | LibTorch eager step ms | ratio |\n| --- | --- | --- | --- |\n";
   for (auto [model, params] : {std::pair<std::string, std::map<std::string, std::string>>{"mlp", {}}, {"gpt", gpt(2)}}) {
     auto m = jit::make_model(model, params);
-    auto b = build_pipeline(m, PipelineSpec{{"jit"}}, TransformContext{});
+    auto b = build_pipeline(m, ValidatedOrder({"jit"}), TransformContext{});
     ReplayOptions o;
     o.record_proxy_stats = false;
     o.record_timings = false;

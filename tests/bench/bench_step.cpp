@@ -48,6 +48,7 @@
 #include "exec/device_check.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
+#include "record/results.h"
 #include "replay/cuda_graph.h"
 #include "replay/eager.h"
 
@@ -142,7 +143,7 @@ int run(int argc, char** argv) {
   spec.device = device;
   TransformContext context;
   context.device = *Device::parse(device);
-  auto built = build_pipeline(module, spec, context);
+  auto built = build_pipeline(module, ValidatedOrder(spec.order), context);
 
   exec::ExecOptions options;
   options.device = context.device;

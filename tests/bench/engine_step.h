@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "jit/module.h"
-#include "pipeline/stages.h"
+#include "history/stages.h"
 #include "replay/cuda_graph.h"
 #include "replay/eager.h"
 #include "replay/module_view.h"

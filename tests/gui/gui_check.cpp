@@ -154,7 +154,8 @@ int rules_drawn(const char* state_file, const char* capture_file) {
   std::map<std::string, nlohmann::json> colour_of;  // verdict -> colour
   for (const auto& cell : *cells) {
     std::string name = cell["order"].dump() + (cell["capture_at_jit"].get<bool>() ? " capture-at-jit" : "");
-    std::string verdict = cell["verdict"];
+    // The word a cell shows: its verdict, or the outcome that made it not comparable.
+    std::string verdict = cell["verdict"] == "not comparable" ? cell["outcome"] : cell["verdict"];
     int found = 0;
     for (const auto& d : *drawn) {
       if (d["order"] != cell["order"] || d["capture_at_jit"] != cell["capture_at_jit"]) continue;

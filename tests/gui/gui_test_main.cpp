@@ -2,13 +2,13 @@
 // not register them yet (the tests prefer `thunder-viz gui` when it exists).
 #include <iostream>
 
-#include "cli/command.h"
+#include "common/errors.h"
 #include "gui/gui_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Thunder Viz GUI (test driver)"};
   app.require_subcommand(1, 1);
-  tv::cli::Runner run;
+  tv::app::Runner run;
   tv::gui::add_gui_commands(app, run);
   try {
     app.parse(argc, argv);
@@ -16,15 +16,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
-    return tv::cli::kBadInput;
+    return tv::app::kBadInput;
   }
   try {
-    return run ? run() : tv::cli::kOk;
-  } catch (const tv::cli::BadInput& e) {
+    return run ? run() : tv::app::kOk;
+  } catch (const tv::app::BadInput& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return tv::cli::kBadInput;
+    return tv::app::kBadInput;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return tv::cli::kDifference;
+    return tv::app::kDifference;
   }
 }

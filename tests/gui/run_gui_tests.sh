@@ -96,8 +96,10 @@ check "order: exit 0" test $? -eq 0
 check "order: edited order is ddp,jit" json "$s.state.json" /order eq '["ddp","jit"]'
 check "order: two pipelines after the run" json "$s.state.json" /capture/pipelines/1/order eq '["ddp","jit"]'
 check "order: previous order ran first" json "$s.state.json" /capture/pipelines/0/order eq '["jit","ddp"]'
-check "order: verdict text present" json "$s.state.json" /capture/pipelines/1/verdict oneof \
-  '["equivalent","different","failed","illegal","not compared"]'
+check "order: outcome text present" json "$s.state.json" /capture/pipelines/1/verdict oneof \
+  '["passed","failed","refused"]'
+check "order: the comparison's verdict in the engine's words" json "$s.state.json" /capture/comparisons/0/line contains \
+  "P1 [ddp,jit] vs P0 [jit,ddp]: equivalent"
 check "order: exactly two pipelines" bash -c "! '$CHECK' json '$s.state.json' /capture/pipelines/2 nonempty"
 check "order: Down key moved to the next stage" json "$s.state.json" /selected/pipeline eq 1
 check "order: Down key moved within the pipeline" bash -c \
@@ -194,7 +196,7 @@ rule=$(get "$s.tvz.json" /rules/cells/1/rule)
 check "rules: the explanation is the matrix's text" same "$s.back.json" /rules/shown_explanation/text "$s.tvz.json" "/rules/explanations/$rule"
 check "rules: illegal cell ran both orders" json "$s.illegal.json" /capture/pipelines/0/order eq '["ddp","fsdp"]'
 check "rules: ddp,fsdp refused by the rule" json "$s.illegal.json" /capture/pipelines/0/rule eq '"one-parameter-distribution"'
-check "rules: refused order shown as illegal" json "$s.illegal.json" /capture/pipelines/0/verdict eq '"illegal"'
+check "rules: refused order shown as refused" json "$s.illegal.json" /capture/pipelines/0/verdict eq '"refused"'
 check "rules: illegal cell's rule explained" json "$s.illegal-rules.json" /rules/shown_explanation/rule eq '"one-parameter-distribution"'
 check "rules: capture-at-jit cell runs the old behaviour" json "$s.state.json" /capture/pipelines/0/label eq '"jit,ddp capture-at-jit"'
 check "rules: capture-at-jit fails the seed's way" json "$s.state.json" /capture/pipelines/0/rule eq '"state-read-at-call"'

@@ -147,6 +147,29 @@ def test_unsupported_getitem_suggests_alternatives():
     assert "split" in str(e.value)
 
 
+def test_recording_leaves_tensor_indexing_as_it_was():
+    original = torch.Tensor.__getitem__
+    tv.jit(mlp(4, 8))(torch.randn(2, 4))
+    with pytest.raises(tv.UnsupportedOp):
+        tv.jit(_Indexing())(torch.randn(3, 2))
+    assert torch.Tensor.__getitem__ is original  # nothing global stays patched after a call
+    assert torch.arange(4)[1:3].tolist() == [1, 2]
+
+
+def test_illegal_orders_are_refused_at_the_door_with_the_rule():
+    with pytest.raises(tv.IllegalOrder) as e:
+        tv.ddp(tv.fsdp(tv.jit(mlp(4, 8))))
+    assert "one-parameter-distribution" in str(e.value) and "Fix:" in str(e.value)
+    with pytest.raises(ValueError, match="unknown transform 'dpp'"):
+        tv.jit(mlp(4, 8), transforms=["dpp"])
+    assert tv.transform_names()[0] == "jit" and "fsdp" in tv.transform_names()
+
+
+class _Indexing(torch.nn.Module):
+    def forward(self, x):
+        return x[0]
+
+
 def test_example_inputs_acquire_eagerly():
     tm = tv.jit(mlp(8, 16), example_inputs=(torch.randn(2, 8),))
     assert tv.cache_misses(tm) == 1

@@ -40,7 +40,7 @@ for f in linear_w1_cpu linear_w2_cpu; do
   [[ -f $tmp/a/$f.tvz.json ]] && ok || fail "missing capture $f.tvz.json"
   expect 0 "model linear, 3 pipeline\(s\)" -- show "$tmp/a/$f.tvz.json"
 done
-grep -qE '^linear_w2_cpu +ddp,jit +equivalent \(vs jit,ddp\)$' "$tmp/a/summary.txt" && ok || fail "summary.txt lacks the ddp,jit verdict"
+grep -qE '^linear_w2_cpu +ddp,jit +passed; vs P1 \[jit,ddp\]: equivalent$' "$tmp/a/summary.txt" && ok || fail "summary.txt lacks the ddp,jit verdict"
 [[ $(grep -c '^linear_w' "$tmp/a/summary.txt") -eq 6 ]] && ok || fail "summary.txt should have 6 pipeline lines"
 $py -c "
 import sys, xml.etree.ElementTree as ET
@@ -105,7 +105,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 [[ $(cat "$tmp/keep.tvz.json") == "keep me" ]] && ok || fail "--out changed an existing file"
 [[ -z $(find "$tmp" -maxdepth 1 -name '.keep.tvz.json.tmp-*') ]] && ok || fail "--out left a temporary file behind"
-expect 0 "PASS" -- run --model linear --out "$tmp/run.tvz.json"
+expect 0 "passed" -- run --model linear --out "$tmp/run.tvz.json"
 expect 0 "model linear, 1 pipeline" -- show "$tmp/run.tvz.json"
 
 echo "$passes passed, $failures failed"

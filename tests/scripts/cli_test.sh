@@ -34,16 +34,20 @@ expect 0 "round trip OK" -- import "$fixtures/mlp__bwd__00.python.txt" --depth 0
 printf 'def f(x):\n  t0 = ltorch.neg(x\n' > "$tmp/bad.txt"
 expect 2 "bad.txt:2:[0-9]+: " -- import "$tmp/bad.txt"
 expect 2 "cannot open" -- import "$tmp/missing.txt"
-expect 0 "PASS: mlp" -- run --model mlp
+expect 0 "passed: mlp" -- run --model mlp
 expect 0 "verdict: equivalent" -- compare --model linear --order jit,ddp --order ddp,jit --world 2
 expect 0 "verdict: equivalent" -- compare --model mlp --order jit,fsdp --order fsdp,jit --world 3
 expect 0 "verdict: equivalent" -- compare --model gpt --order jit,fsdp --order fsdp,jit --world 3
 expect 0 "verdict: equivalent" -- compare --model gpt --order jit,ddp --order ddp,jit --world 3
 expect 1 "ValueError: None had an unexpected type.*|Fix:" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --capture-at-jit
 expect 2 "one-parameter-distribution" -- compare --model linear --order jit,ddp,fsdp --order ddp,jit --world 2
+# A pipeline's own outcome stands apart from its comparison's verdict: the order that passed is not
+# labelled failed because the other side failed.
+expect 1 "P1 \[ddp,jit capture-at-jit\] vs P0 \[jit,ddp capture-at-jit\]: not comparable: P0 \[jit,ddp capture-at-jit\] failed" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --capture-at-jit --out "$tmp/seed.tvz.json"
+expect 0 "pipeline 1 \[ddp,jit capture-at-jit\] world 2 cpu: passed; vs P0 \[jit,ddp capture-at-jit\]: not comparable" -- show "$tmp/seed.tvz.json"
 expect 2 "unknown transform 'dpp'" -- compare --model linear --order jit,dpp --order jit --world 2
 # Replay timings as a Chrome trace (Perfetto): one complete event per timed bound symbol, prologue, forward, backward in turn.
-expect 0 "PASS: mlp" -- run --model mlp --chrome-trace "$tmp/mlp.chrome.json"
+expect 0 "passed: mlp" -- run --model mlp --chrome-trace "$tmp/mlp.chrome.json"
 if /usr/bin/python3 - "$tmp/mlp.chrome.json" <<'PY'; then passes=$((passes + 1)); else echo "FAIL: chrome trace check"; failures=$((failures + 1)); fi
 import json, sys
 doc = json.load(open(sys.argv[1]))
@@ -58,10 +62,10 @@ PY
 expect 2 "cannot write" -- run --model linear --chrome-trace "$tmp/no/such/dir/t.json"
 expect 2 "add --device cuda" -- run --model mlp --cuda-graph
 # Turning the generated kernels off is accepted everywhere (it changes nothing on the CPU).
-expect 0 "PASS: mlp" -- run --model mlp --no-generated-kernels
+expect 0 "passed: mlp" -- run --model mlp --no-generated-kernels
 expect 0 "verdict: equivalent" -- compare --model mlp --order jit,ddp --order ddp,jit --world 2 --no-generated-kernels
 # A capture holding a CUDA graph run (as `run --cuda-graph --device cuda` writes it) shows it in the reports.
-expect 0 "PASS: mlp" -- run --model mlp --out "$tmp/graph.tvz.json"
+expect 0 "passed: mlp" -- run --model mlp --out "$tmp/graph.tvz.json"
 /usr/bin/python3 - "$tmp/graph.tvz.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))

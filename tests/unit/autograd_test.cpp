@@ -14,7 +14,7 @@
 #include "ops/ltorch.h"
 #include "test_util.h"
 #include "transforms/autograd.h"
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 using namespace tv;
 namespace lt = tv::ltorch;

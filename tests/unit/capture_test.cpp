@@ -25,7 +25,8 @@
 #include "capture/capture.h"
 #include "format/parser.h"
 #include "format/printer.h"
-#include "pipeline/run.h"
+#include "session/assess.h"
+#include "session/run.h"
 #include "test_util.h"
 
 using namespace tv;
@@ -114,25 +115,27 @@ RulesMatrix rules_matrix() {
   m.model = "linear";
   m.world_size = 2;
   m.transforms = {"jit", "ddp", "fsdp"};
-  auto cell = [](std::vector<std::string> order, std::vector<std::string> versus, bool at_jit, Composition verdict,
-                 std::string rule, std::string detail) {
+  auto cell = [](std::vector<std::string> order, std::vector<std::string> versus, bool at_jit, Verdict verdict,
+                 Outcome outcome, std::string rule, std::string detail) {
     RuleCell c;
     c.order = std::move(order);
     c.versus = std::move(versus);
     c.capture_at_jit = at_jit;
     c.verdict = verdict;
+    c.outcome = outcome;
     c.rule = std::move(rule);
     c.detail = std::move(detail);
     return c;
   };
-  m.cells.push_back(cell({"jit", "ddp"}, {"ddp", "jit"}, false, Composition::equivalent, "",
+  m.cells.push_back(cell({"jit", "ddp"}, {"ddp", "jit"}, false, Verdict::equivalent, Outcome::passed, "",
                          "canonically equal traces, equal numbers"));
-  m.cells.push_back(cell({"jit", "ddp"}, {"ddp", "jit"}, true, Composition::illegal, "state-read-at-jit",
-                         "ValueError: None had an unexpected type <class 'NoneType'>"));
-  m.cells.push_back(cell({"ddp", "fsdp"}, {"fsdp", "ddp"}, false, Composition::illegal, "one-parameter-distribution",
-                         "ddp and fsdp both claim the parameters; apply one of them"));
-  m.cells.push_back(cell({"fsdp", "jit", "ddp"}, {}, false, Composition::failed, "", "rank 1 died"));
-  m.cells.push_back(cell({"jit", "fsdp"}, {"fsdp", "jit"}, false, Composition::different, "", "2 statements differ"));
+  m.cells.push_back(cell({"jit", "ddp"}, {"ddp", "jit"}, true, Verdict::not_comparable, Outcome::failed,
+                         "state-read-at-jit", "ValueError: None had an unexpected type <class 'NoneType'>"));
+  m.cells.push_back(cell({"ddp", "fsdp"}, {"fsdp", "ddp"}, false, Verdict::not_comparable, Outcome::refused,
+                         "one-parameter-distribution", "ddp and fsdp both claim the parameters; apply one of them"));
+  m.cells.push_back(cell({"fsdp", "jit", "ddp"}, {}, false, Verdict::not_comparable, Outcome::failed, "", "rank 1 died"));
+  m.cells.push_back(cell({"jit", "fsdp"}, {"fsdp", "jit"}, false, Verdict::different, Outcome::passed, "",
+                         "2 statements differ"));
   m.explanations["one-parameter-distribution"] = "A parameter is laid out by one transform only.";
   return m;
 }
@@ -166,6 +169,7 @@ Capture realistic_capture() {
   refused.spec.world_size = 2;
   refused.error = "ValueError: None had an unexpected type <class 'NoneType'>.\nSupported types: \"ProcessGroup\"";
   refused.rule = "state-read-at-jit";
+  refused.outcome = {Outcome::failed, "state-read-at-jit", {"ValueError: None had an unexpected type"}};
   c.pipelines.push_back(std::move(refused));
 
   Comparison cmp;
@@ -174,7 +178,8 @@ Capture realistic_capture() {
   cmp.stages.push_back({"forward", 6, "Delete Last Used", "Delete Last Used", false});
   cmp.numbers.push_back({0, "output[0]", 0.0, 1e-7, true});
   cmp.numbers.push_back({1, "grad[weight]", kInf, kNaN, false});
-  cmp.verdict = "different";
+  cmp.verdict = Verdict::different;
+  cmp.why = "numbers differ";
   c.comparisons.push_back(cmp);
   c.rules = rules_matrix();
   return c;
@@ -318,7 +323,11 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
   EXPECT_EQ(loaded.pipelines[0].replay->ranks[0].outputs[0].stats.mean, 1e-300);
 
   ASSERT_EQ(loaded.comparisons.size(), 1u);
-  EXPECT_EQ(loaded.comparisons[0].verdict, "different");
+  EXPECT_EQ(loaded.comparisons[0].verdict, Verdict::different);
+  EXPECT_EQ(loaded.comparisons[0].why, "numbers differ");
+  EXPECT_EQ(loaded.pipelines[2].outcome.kind, Outcome::failed);
+  EXPECT_EQ(loaded.pipelines[2].outcome.rule, "state-read-at-jit");
+  EXPECT_EQ(loaded.pipelines[2].outcome.reasons, original.pipelines[2].outcome.reasons);
   EXPECT_TRUE(std::isinf(loaded.comparisons[0].numbers[1].max_abs));
   EXPECT_TRUE(std::isnan(loaded.comparisons[0].numbers[1].max_rel));
   EXPECT_EQ(loaded.comparisons[0].stages[0].left_pass, "Delete Last Used");
@@ -333,12 +342,13 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
     EXPECT_EQ(loaded.rules->cells[i].versus, original.rules->cells[i].versus);
     EXPECT_EQ(loaded.rules->cells[i].capture_at_jit, original.rules->cells[i].capture_at_jit);
     EXPECT_EQ(loaded.rules->cells[i].verdict, original.rules->cells[i].verdict);
+    EXPECT_EQ(loaded.rules->cells[i].outcome, original.rules->cells[i].outcome);
     EXPECT_EQ(loaded.rules->cells[i].rule, original.rules->cells[i].rule);
     EXPECT_EQ(loaded.rules->cells[i].detail, original.rules->cells[i].detail);
   }
   EXPECT_EQ(loaded.rules->explanations, original.rules->explanations);
   ASSERT_TRUE(loaded.rules->find({"ddp", "fsdp"}));
-  EXPECT_EQ(loaded.rules->find({"ddp", "fsdp"})->verdict, Composition::illegal);
+  EXPECT_EQ(loaded.rules->find({"ddp", "fsdp"})->label(), "refused: one-parameter-distribution");
   ASSERT_TRUE(loaded.rules->find({"jit", "ddp"}, true));
   EXPECT_EQ(loaded.rules->find({"jit", "ddp"}, true)->rule, "state-read-at-jit");
 
@@ -635,16 +645,27 @@ TEST(CaptureErrors, NewerVersionIsRefused) {
   d["pipelines"] = "whatever a future version keeps here";
   auto e = error_of(d.dump(), "future.tvz.json");
   EXPECT_EQ(e.json_path(), "/version");
-  EXPECT_NE(e.message().find("this capture was written by a newer thunder-viz (version 7 > 1); upgrade the tool"),
+  EXPECT_NE(e.message().find("this capture was written by a newer thunder-viz (version 7 > 2); upgrade the tool"),
             std::string::npos)
       << e.what();
 }
 
 // Version 0 (docs/capture-format.md): "stages" was one flat list whose entries named their
-// "kind", and stages had no "structure".
-Json as_version_0(const Json& v1) {
-  Json d = v1;
+// "kind", and stages had no "structure". Before version 2 pipelines had no "outcome", comparisons
+// no "why", a comparison's verdict was "equivalent", "different" or "failed", and a rules cell's
+// "equivalent", "different", "illegal" (refused) or "failed", with no "outcome".
+Json as_version_0(const Json& current) {
+  Json d = current;
   d["version"] = 0;
+  for (auto& p : d["pipelines"]) p.erase("outcome");
+  for (auto& c : d["comparisons"]) {
+    if (c["verdict"] == "not comparable") c["verdict"] = "failed";
+    c.erase("why");
+  }
+  for (auto& cell : d["rules"]["cells"]) {
+    if (cell["verdict"] == "not comparable") cell["verdict"] = cell["outcome"] == "refused" ? "illegal" : "failed";
+    cell.erase("outcome");
+  }
   for (auto& p : d["pipelines"]) {
     Json flat = Json::array();
     for (auto& [kind, list] : p["stages"].items())
@@ -661,6 +682,7 @@ Json as_version_0(const Json& v1) {
 
 TEST(CaptureErrors, OlderVersionIsUpgraded) {
   Capture original = realistic_capture();
+  assess(original);  // an old document's outcomes and verdicts are recomputed on load
   Json old = as_version_0(doc_of(original));
   ASSERT_TRUE(old["pipelines"][0]["stages"].is_array());
   Capture loaded = capture_from_json(old.dump(), "old.tvz.json");

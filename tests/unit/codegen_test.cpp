@@ -14,6 +14,7 @@
 #include "ops/ltorch.h"
 #include "passes/fusion.h"
 #include "pipeline/pipeline.h"
+#include "record/results.h"
 #include "replay/eager.h"
 #include "replay/module_view.h"
 #include "replay/step.h"
@@ -35,7 +36,7 @@ Built build_gpt(std::map<std::string, std::string> params, std::vector<std::stri
   spec.device = params.count("device") ? params["device"] : "cpu";
   TransformContext context;
   context.device = *Device::parse(spec.device);
-  b.pipeline = build_pipeline(b.module, spec, context);
+  b.pipeline = build_pipeline(b.module, ValidatedOrder(spec.order), context);
   return b;
 }
 

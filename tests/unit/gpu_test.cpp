@@ -14,7 +14,7 @@
 #include "exec/executor.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
-#include "pipeline/run.h"
+#include "session/run.h"
 #include "replay/eager.h"
 #include "replay/module_view.h"
 #include "replay/step.h"
@@ -58,7 +58,7 @@ TEST(GpuWorld, DdpAndFsdpOrdersAreEquivalentOnTwoGpus) {
           }
         }
       }
-      EXPECT_EQ(c.comparisons.front().verdict, "equivalent");
+      EXPECT_EQ(c.comparisons.front().verdict, Verdict::equivalent) << c.comparisons.front().why;
     }
 }
 
@@ -81,9 +81,9 @@ TEST(GpuWorld, RankFailingBeforeItsBackwardIsReportedByTheOther) {
     TransformContext context;
     context.world_size = 2;
     context.rank = rank;
-    context.communicator = &comm;
+    context.broadcast_from_rank0 = [&comm](at::Tensor& t) { comm.broadcast(t, 0); };
     context.device = *Device::parse(device);
-    auto built = build_pipeline(module, spec, context);
+    auto built = build_pipeline(module, ValidatedOrder(spec.order), context);
     JitModuleView view(module);
     exec::ExecOptions o;
     o.device = context.device;
@@ -190,7 +190,7 @@ TEST(GpuDevices, UnavailableDeviceIsAClearErrorBeforeAnyWork) {
                   contains(p.error, std::to_string(gpus) + " GPU"))
           << p.error;
   }
-  EXPECT_EQ(c.comparisons.front().verdict, "failed");
+  EXPECT_EQ(c.comparisons.front().verdict, Verdict::not_comparable);
   EXPECT_EQ(exec::device_unavailable("cpu", 8), "");
   EXPECT_TRUE(contains(exec::device_unavailable("tpu", 1), "use cpu or cuda"));
   EXPECT_TRUE(exec::is_out_of_memory("CUDA out of memory. Tried to allocate 2.00 GiB"));

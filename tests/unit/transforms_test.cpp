@@ -14,16 +14,18 @@
 #include "replay/module_view.h"
 #include "canonical/canonical.h"
 #include "dist/world.h"
+#include "exec/collective_rules.h"
 #include "exec/executor.h"
 #include "format/parser.h"
 #include "format/printer.h"
 #include "jit/zoo.h"
 #include "passes/pass_util.h"
 #include "pipeline/pipeline.h"
+#include "record/results.h"
 #include "replay/eager.h"
 #include "test_util.h"
 #include "transforms/autocast.h"
-#include "transforms/collectives.h"
+#include "ops/collectives.h"
 #include "transforms/distributed_state.h"
 #include "transforms/fsdp.h"
 
@@ -101,10 +103,11 @@ PipelineSpec spec_of(std::vector<std::string> order, int world, bool capture = f
   return s;
 }
 
-// What build_pipeline will do once the check is wired in (see distributed_state.h).
+// What a run does: the order validated once, the capture-at-jit check, then the build.
 BuiltPipeline build(jit::Module& m, const PipelineSpec& spec, const TransformContext& c) {
-  check_capture_at_jit(validate_order(spec.order), spec);
-  return build_pipeline(m, spec, c);
+  ValidatedOrder order(spec.order);
+  check_capture_at_jit(order, spec.capture_at_jit);
+  return build_pipeline(m, order, c);
 }
 
 BuiltPipeline trace_only(const std::string& model, std::vector<std::string> order, int world,
@@ -133,7 +136,7 @@ RankRun run_rank(const std::string& model, const std::vector<std::string>& order
   TransformContext c;
   c.world_size = comm.size();
   c.rank = rank;
-  c.communicator = &comm;
+  c.broadcast_from_rank0 = [&comm](at::Tensor& t) { comm.broadcast(t, 0); };
   c.zero3 = zero3;
   c.bucket_size_mb = bucket_mb;
   auto built = build(m, spec_of(order, comm.size()), c);
@@ -362,7 +365,7 @@ TEST(TransformsOrder, CaptureAtJitFailsTheSeedWay) {
               std::string::npos);
     EXPECT_NE(w.find("drop --capture-at-jit (lazy application), or apply ddp before jit: --order ddp,jit"),
               std::string::npos);
-    EXPECT_EQ(e.rule(), kStateReadAtCall);
+    EXPECT_EQ(e.rule(), rule::kStateReadAtCall);
     const std::runtime_error& base = e;
     (void)base;
   }

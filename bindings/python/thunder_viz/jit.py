@@ -13,8 +13,6 @@ import torch
 from . import _thunder_viz as _C
 from .recorder import record
 
-_KNOWN_TRANSFORMS = ("ddp", "fsdp", "autocast", "remat")
-
 
 def _meta(t):
     return (tuple(t.shape), t.dtype, t.device, t.requires_grad)
@@ -105,6 +103,7 @@ class JittedModule:
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"thunder_viz.jit expects a torch.nn.Module, got {type(module).__name__}")
         self._module = module
+        _C.validate_order(list(order))  # the one check of the order: IllegalOrder names the rule and the fix
         self._order = list(order)
         self._capture_at_jit = capture_at_jit
         self._name = name or type(module).__name__
@@ -226,17 +225,16 @@ class _DistributedMarker(torch.nn.Module):
 
 
 def jit(module, example_inputs=None, transforms=(), capture_at_jit=False):
-    """Records `module`'s forward into the engine; transforms (names: ddp, fsdp, autocast, remat)
-    are applied lazily at the first call. With example_inputs, the traces are acquired now."""
+    """Records `module`'s forward into the engine; transforms (the engine's names:
+    thunder_viz.transform_names()) are applied lazily at the first call. An order that breaks a
+    composition rule raises IllegalOrder (a ValueError) naming the rule and the fix. With
+    example_inputs, the traces are acquired now."""
     before = []
     while isinstance(module, _DistributedMarker):
         before = module.tv_transforms + before
         module = module.module
     if isinstance(module, JittedModule):
         raise TypeError("the module is jitted already (jit applies once)")
-    for t in transforms:
-        if t not in _KNOWN_TRANSFORMS:
-            raise ValueError(f"unknown transform {t!r}; known: {', '.join(_KNOWN_TRANSFORMS)}")
     tm = JittedModule(module, before + ["jit"] + list(transforms), capture_at_jit)
     if example_inputs is not None:
         if isinstance(example_inputs, torch.Tensor):

@@ -129,16 +129,44 @@ class Program:
 
 
 _active = threading.local()  # the recorder of this thread (World ranks record concurrently)
-_original_getitem = torch.Tensor.__getitem__
+
+
+class _GetitemPatch:
+    """torch 1.13 does not route Tensor.__getitem__ through TorchFunctionMode, so while any thread
+    records, Tensor.__getitem__ is replaced by one that reports it; the last recorder to finish
+    puts back what was there."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved = None
+
+    def enter(self):
+        with self._lock:
+            if self._users == 0:
+                self._saved = torch.Tensor.__getitem__
+                torch.Tensor.__getitem__ = _getitem
+            self._users += 1
+
+    def exit(self):
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                torch.Tensor.__getitem__ = self._saved
+
+    def original(self):
+        return self._saved
+
+
+_getitem_patch = _GetitemPatch()
 
 
 def _getitem(self, idx):
-    # torch 1.13 does not route Tensor.__getitem__ through TorchFunctionMode: catch it here.
     rec = getattr(_active, "recorder", None)
     if rec is not None:
         rec.location = user_frame()
         raise rec.unsupported("Tensor.__getitem__ (indexing/slicing)", key="__getitem__")
-    return _original_getitem(self, idx)
+    return _getitem_patch.original()(self, idx)
 
 
 class Recorder(TorchFunctionMode):
@@ -204,12 +232,12 @@ class Recorder(TorchFunctionMode):
     # -- the mode
     def __enter__(self):
         _active.recorder = self
-        if torch.Tensor.__getitem__ is not _getitem:
-            torch.Tensor.__getitem__ = _getitem
+        _getitem_patch.enter()
         return super().__enter__()
 
     def __exit__(self, *exc):
         _active.recorder = None
+        _getitem_patch.exit()
         return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):

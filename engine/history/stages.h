@@ -45,7 +45,12 @@ struct StageHistory {
 double milliseconds_since(std::chrono::steady_clock::time_point start);
 
 // Stage by stage, by position, for every trace kind: whether two histories hold the same program.
-struct StageComparison;
+struct StageComparison {
+  std::string kind;        // trace kind
+  int stage = 0;           // index in both lists (aligned by position of the final stages)
+  std::string left_pass, right_pass;
+  bool equal = false;      // canonically equal
+};
 std::vector<StageComparison> compare_stages(const StageHistory& left, const StageHistory& right);
 
 }  // namespace tv

@@ -8,7 +8,7 @@
 
 #include "jit/module.h"
 
-namespace tv::cli {
+namespace tv::app {
 
 struct ModelOptions {
   std::string model = "linear";
@@ -20,4 +20,4 @@ struct ModelOptions {
   std::map<std::string, std::string> param_map() const;
 };
 
-}  // namespace tv::cli
+}  // namespace tv::app

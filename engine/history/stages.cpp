@@ -1,7 +1,6 @@
-#include "pipeline/stages.h"
+#include "history/stages.h"
 
 #include "canonical/canonical.h"
-#include "replay/results.h"
 
 namespace tv {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/capture.h"
+#include "record/record.h"
 
 namespace tv {
 

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "history/stages.h"
 #include "ir/dtype.h"
+#include "record/verdict.h"
 
 namespace tv {
 
@@ -85,13 +87,7 @@ struct Replay {
   bool pass() const;
 };
 
-// How two pipelines compare: stage by stage and numerically.
-struct StageComparison {
-  std::string kind;        // trace kind
-  int stage = 0;           // index in both lists (aligned by position of the final stages)
-  std::string left_pass, right_pass;
-  bool equal = false;      // canonically equal
-};
+// How two pipelines compare: stage by stage (StageComparison, history/stages.h) and numerically.
 
 struct NumericComparison {
   int rank = 0;
@@ -106,7 +102,8 @@ struct Comparison {
   std::vector<NumericComparison> numbers;
   bool traces_equal = false;   // final traces canonically equal for every kind
   bool numbers_equal = false;
-  std::string verdict;         // "equivalent", "different", "failed"
+  Verdict verdict = Verdict::not_comparable;
+  std::string why;             // one line: what differs, or which side stopped the comparison and why
 };
 
 }  // namespace tv

@@ -1,9 +1,9 @@
-#include "transforms/collectives.h"
+#include "ops/collectives.h"
 
 #include <mutex>
 
 #include "ops/ltorch.h"
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 namespace tv::collectives {
 namespace {
@@ -91,7 +91,6 @@ void register_collective_symbols() {
       });
     register_grad_rule(kAllGather, all_gather_grad);
     register_grad_rule(kWait, wait_grad);
-    exec::register_collective_rules();
   });
 }
 

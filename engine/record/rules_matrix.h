@@ -1,25 +1,32 @@
 // The composition-rules matrix: how ordered pairs (and chosen longer orders) of transforms compose.
 // Contract: plain data. A cell is computed by running both orders on a model, never written by
-// hand: `equivalent` (canonically equal traces and equal numbers), `different` (legal, with the
-// diff summary), `illegal` (refused, with the rule's name and the fix), or `failed` (a run broke).
+// hand, and holds the comparison's Verdict (record/verdict.h): `equivalent` (canonically equal
+// traces and equal numbers), `different` (legal, with the diff summary), or `not comparable`, with
+// the outcome of the side that stopped it: `refused` (with the rule's name and the fix) or
+// `failed` (a run broke).
 #pragma once
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace tv {
+#include "record/verdict.h"
 
-enum class Composition { equivalent, different, illegal, failed };
-std::string_view composition_name(Composition);
+namespace tv {
 
 struct RuleCell {
   std::vector<std::string> order;  // {"ddp", "jit"}: applied in this order
   std::vector<std::string> versus;  // the order it was compared with (the reverse of `order` for pairs)
   bool capture_at_jit = false;      // computed in capture-at-jit mode
-  Composition verdict = Composition::equivalent;
+  Verdict verdict = Verdict::equivalent;
+  Outcome outcome = Outcome::passed;  // not comparable: how the side that stopped it ended
   std::string rule;                // the rule's name, e.g. "one-parameter-distribution"
   std::string detail;              // the diff summary, the error, or why they are equivalent
+  // One word: the verdict, or the outcome that made it not comparable ("refused", "failed").
+  std::string_view word() const;
+  // The word, with the rule for a refusal or a reproduced failure: "equivalent", "refused:
+  // one-parameter-distribution", "failed: state-read-at-call", "failed" (a broken run).
+  std::string label() const;
 };
 
 struct RulesMatrix {

@@ -1,4 +1,4 @@
-#include "replay/results.h"
+#include "record/results.h"
 
 #include <cstdio>
 

@@ -12,10 +12,7 @@
 //  - Gradient rules (installed by register_collective_symbols): wait passes its cotangent through;
 //    all_gather's cotangent is divided by W and reduce-scattered, so differentiating a forward
 //    that gathers shards gives each rank the shard of the mean gradient (FSDP's backward).
-//  - Execution rules live in exec/rules_collectives.cpp (register_collective_rules); they read the
-//    communicator from ExecOptions::user as `std::any_cast<dist::Communicator*>(options.user)`.
-//    A collective starts asynchronously and yields a pending-work handle; wait completes it.
-//    Without a communicator they compute what one rank alone would (identity).
+//  - Execution rules live in exec/rules_collectives.cpp (exec/collective_rules.h).
 #pragma once
 #include <string>
 
@@ -30,7 +27,7 @@ inline constexpr const char* kWait = "torch_wait_prim_impl";
 inline constexpr const char* kSumOp = "_DistributedReduceOps_SUM_0";
 inline constexpr const char* kGroup = "_torch_distributed_distributed_c10d_ProcessGroup_1";
 
-// Registers the four symbols, their gradient rules and their execution rules. Idempotent.
+// Registers the four symbols and their gradient rules. Idempotent.
 void register_collective_symbols();
 
 // An asynchronous SUM all-reduce (do_async True). `skip_clone` (Thunder's last argument) lets it
@@ -45,17 +42,3 @@ ProxyPtr wait(TraceBuilder&, const ProxyPtr& future);
 void reserve_names(TraceBuilder&, const Trace& t);
 
 }  // namespace tv::collectives
-
-namespace tv::dist {
-class Communicator;
-}
-
-namespace tv::exec {
-struct ExecOptions;
-// Execution rules of the collectives (engine/exec/rules_collectives.cpp). Idempotent.
-void register_collective_rules();
-// The communicator in `options.user`, which the collective rules run on; null when there is none.
-dist::Communicator* communicator(const ExecOptions& options);
-// Collectives started and not yet waited, over all executors (a leak check for tests).
-size_t pending_collectives();
-}  // namespace tv::exec

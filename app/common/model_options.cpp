@@ -1,9 +1,9 @@
-#include "cli/model_options.h"
+#include "common/model_options.h"
 
-#include "cli/command.h"
+#include "common/errors.h"
 #include "jit/zoo.h"
 
-namespace tv::cli {
+namespace tv::app {
 
 void ModelOptions::add_to(CLI::App& cmd) {
   cmd.add_option("--model", model, "built-in model (see `thunder-viz models`)")->capture_default_str();
@@ -29,4 +29,4 @@ jit::Module ModelOptions::make() const {
   }
 }
 
-}  // namespace tv::cli
+}  // namespace tv::app

@@ -1,4 +1,4 @@
-#include "transforms/grad_rules.h"
+#include "ops/grad_rules.h"
 
 #include <algorithm>
 #include <map>

@@ -1,0 +1,29 @@
+// The engine's entry points as the CLI and the GUI call them: the user's mistakes (an illegal
+// order, an unknown model, a capture that does not load, a file that cannot be written) come out
+// as BadInput naming the file or flag.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "capture/capture.h"
+#include "common/errors.h"
+#include "session/run.h"
+
+namespace tv::app {
+
+// "jit, ddp" -> {"jit", "ddp"}; BadInput on an empty list or a name that is no transform. The
+// order may still break a composition rule (the GUI shows such an order refused).
+std::vector<std::string> split_order(const std::string& order);
+// split_order, then validated (transforms/order.h): BadInput on an illegal order too, with the
+// rule and the fix.
+std::vector<std::string> parse_order(const std::string& order);
+
+// Writes a file atomically (the old one stays whole on failure); BadInput naming the path and the reason.
+void write_output_file(const std::string& path, const std::string& contents);
+// save_capture / load_capture with CaptureError turned into BadInput (its text: file, JSON path, what).
+void save_capture_checked(const Capture& capture, const std::string& path);
+Capture load_capture_checked(const std::string& path);
+// run_pipelines with model errors (unknown model or parameter) turned into BadInput.
+Capture run_pipelines_checked(const RunRequest& request, const ProgressFn& progress = {});
+
+}  // namespace tv::app

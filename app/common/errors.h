@@ -1,0 +1,21 @@
+// What every door of the executable shares about failure: the exit codes and bad input.
+// Contract: 0 success or equivalent, 1 a difference or a failed check, 2 bad input. BadInput's
+// text says what was wrong, where, and how to fix it; nothing already saved is touched.
+#pragma once
+#include <functional>
+#include <stdexcept>
+
+namespace tv::app {
+
+enum ExitCode { kOk = 0, kDifference = 1, kBadInput = 2 };
+
+// A subcommand's code, set on the CLI11 app when the subcommand is chosen; returns the exit code.
+using Runner = std::function<int()>;
+
+// Bad input from the user (a file, a flag value, a model name, a script): exit code 2.
+class BadInput : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tv::app

@@ -1,0 +1,69 @@
+#include "session/run.h"
+
+#include "exec/device_check.h"
+#include "jit/zoo.h"
+#include "pipeline/pipeline.h"
+#include "replay/world_replay.h"
+#include "session/assess.h"
+#include "transforms/distributed_state.h"
+
+namespace tv {
+namespace {
+
+ModelRecord model_record(const jit::Module& m, const RunRequest& request) {
+  ModelRecord r;
+  r.name = request.model;
+  r.params = request.params;
+  for (const auto& p : m.parameters) {
+    auto meta = p.meta();
+    r.parameters.push_back({p.name, meta.shape, meta.dtype});
+  }
+  return r;
+}
+
+PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
+  PipelineRecord record;
+  record.spec = spec;
+  try {
+    ValidatedOrder order(spec.order);  // refused orders fail before any rank starts
+    check_capture_at_jit(order, spec.capture_at_jit);
+    if (auto why = exec::device_unavailable(spec.device, spec.world_size); !why.empty()) {
+      record.error = why;
+      return record;
+    }
+    auto result = run_world(
+        {request.model, request.params, spec, request.replay, 60, request.cuda_graph_steps, request.generated_kernels},
+        order);
+    record.stages = std::move(result.stages);
+    if (request.replay) record.replay = std::move(result.replay);
+  } catch (const IllegalOrder& e) {
+    record.error = e.what();
+    record.rule = e.rule();
+  } catch (const CapturedStateError& e) {
+    record.error = e.what();
+    record.rule = e.rule();
+  } catch (const std::exception& e) {
+    record.error = e.what();
+  }
+  return record;
+}
+
+}  // namespace
+
+Capture run_pipelines(const RunRequest& request, const ProgressFn& progress) {
+  Capture capture;
+  capture.tool_version = "0.1.0";
+  capture.model = model_record(jit::make_model(request.model, request.params), request);
+  auto specs = request.pipelines.empty() ? std::vector<PipelineSpec>{PipelineSpec{{"jit"}}} : request.pipelines;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (progress) progress(static_cast<double>(i) / specs.size(), "pipeline " + specs[i].label());
+    capture.pipelines.push_back(run_one(request, specs[i]));
+  }
+  for (auto& p : capture.pipelines) p.outcome = assess_pipeline(p);
+  for (size_t i = 1; i < capture.pipelines.size(); ++i)
+    capture.comparisons.push_back(compare_pipelines(capture, 0, static_cast<int>(i)));
+  if (progress) progress(1.0, "done");
+  return capture;
+}
+
+}  // namespace tv
