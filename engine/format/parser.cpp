@@ -567,8 +567,11 @@ class TraceParser {
 
   void require_return(const Trace& t) {
     if (!t.body.empty() && t.body.back().symbol == &structural::ret()) return;
-    line_number_ = static_cast<int>(lines_.size());
-    throw Failure{1, "expected a 'return' statement at the end of the function (is the printout cut off?)"};
+    size_t last = lines_.size() - 1;
+    while (last > 0 && lines_[last].find_first_not_of(' ') == std::string_view::npos) --last;
+    line_number_ = static_cast<int>(last) + 1;
+    throw Failure{static_cast<int>(lines_[last].size()) + 1,
+                  "expected a 'return' statement at the end of the function (is the printout cut off?)"};
   }
 
   void add_top_level(Trace& t, BoundSymbol b) {
