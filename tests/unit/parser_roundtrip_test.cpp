@@ -3,6 +3,8 @@
 // does not know, and input that is cut off or not a trace.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <random>
 
 #include "canonical/canonical.h"
