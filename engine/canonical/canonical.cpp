@@ -29,6 +29,7 @@ class Renamer {
     for (const auto& a : b.args) out.args.push_back(use(a));
     for (const auto& [k, v] : b.kwargs) out.kwargs.emplace_back(k, use(v));
     for (const auto& o : b.outputs) out.outputs.push_back(define(o));
+    out.output_target = b.output_target;  // its proxies stand for the outputs by position
     for (const auto& s : b.subsymbols) out.subsymbols.push_back(rename(s));
     return out;
   }

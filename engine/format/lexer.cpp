@@ -69,6 +69,9 @@ Tokens tokenize(std::string_view text, int first_column) {
         return out;
       }
       push(Kind::string, std::move(s), start);
+    } else if (text.substr(i, 3) == "...") {
+      i += 3;
+      push(Kind::op, "...", start);
     } else if (std::string_view("()[]{},:=.*-+").find(c) != std::string_view::npos) {
       ++i;
       push(Kind::op, std::string(1, c), start);

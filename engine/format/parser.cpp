@@ -1,5 +1,6 @@
 #include "format/parser.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -22,6 +23,7 @@ using lexer::Token;
 struct Failure {
   int column;
   std::string message;
+  int line = 0;  // 0: the line being read
 };
 
 bool untyped(const Proxy& p) { return p.kind == ProxyKind::other && p.other_text.empty(); }
@@ -36,14 +38,21 @@ ProxyPtr untyped_proxy(std::string name) {
 // Names in scope: every proxy defined so far (inputs, outputs, subsymbol outputs).
 class Scope {
  public:
+  int line = 1;  // the line being read, for names used before their definition
+
   ProxyPtr find(const std::string& name) const {
     auto it = proxies_.find(name);
     return it == proxies_.end() ? nullptr : it->second;
   }
+  // A name read that no statement has defined yet: a context object of Thunder's
+  // (`_DistributedReduceOps_SUM_0`) unless a later statement defines it.
+  void note_undefined_use(const std::string& name, int column) { undefined_uses_.try_emplace(name, line, column); }
+
   // Defines `name` with `type_text`; reuses the existing proxy when it has the same type, so a
   // subsymbol that redefines its parent's output shares the proxy.
   ProxyPtr define(const std::string& name, const std::string* type, int column) {
     auto existing = find(name);
+    if (!existing) refuse_if_used_before(name);
     if (!type) {
       if (existing) return existing;
       return proxies_[name] = untyped_proxy(name);
@@ -58,9 +67,24 @@ class Scope {
     }
     return proxies_[name] = std::make_shared<Proxy>(std::move(*parsed));
   }
+  // A new value of that name without a type yet (the target of an unpacking, typed by the
+  // comment lines after it, if any).
+  ProxyPtr define_untyped(const std::string& name) {
+    if (!find(name)) refuse_if_used_before(name);
+    return proxies_[name] = untyped_proxy(name);
+  }
 
  private:
+  void refuse_if_used_before(const std::string& name) const {
+    auto it = undefined_uses_.find(name);
+    if (it == undefined_uses_.end()) return;
+    auto [use_line, use_column] = it->second;
+    throw Failure{use_column,
+                  "'" + name + "' is used before it is defined (on line " + std::to_string(line) + ")", use_line};
+  }
+
   std::map<std::string, ProxyPtr> proxies_;
+  std::map<std::string, std::pair<int, int>> undefined_uses_;  // name -> line, column of its first use
 };
 
 // Recursive-descent parser over the tokens of one statement.
@@ -131,6 +155,47 @@ class StatementParser {
     return v;
   }
 
+  // True when the statement assigns: an '=' outside brackets.
+  bool assigns() const {
+    int depth = 0;
+    for (const auto& t : toks_) {
+      if (t.kind != Kind::op) continue;
+      if (t.text == "(" || t.text == "[" || t.text == "{") ++depth;
+      else if (t.text == ")" || t.text == "]" || t.text == "}") --depth;
+      else if (t.text == "=" && depth == 0) return true;
+    }
+    return false;
+  }
+
+  // One assignment target: a name, `_`, or a tuple or list of targets. The names are kept as
+  // Value::name leaves and listed in `names` with their columns, in order.
+  Value target(std::vector<std::pair<std::string, int>>& names) {
+    if (++depth_ > 64) fail("assignment target nested too deeply");
+    Value v;
+    if (at_op("(") || at_op("[")) {
+      bool is_list = next().text == "[";
+      const char* close = is_list ? "]" : ")";
+      std::vector<Value> items;
+      bool trailing_comma = false;
+      while (!at_op(close)) {
+        items.push_back(target(names));
+        trailing_comma = false;
+        if (!at_op(",")) break;
+        next();
+        trailing_comma = true;
+      }
+      expect(close, "to close the assigned names");
+      if (!is_list && items.size() == 1 && !trailing_comma) v = items[0];
+      else v = is_list ? Value::list(std::move(items)) : Value::tuple(std::move(items));
+    } else {
+      if (peek().kind != Kind::name) fail("expected a name to assign to");
+      if (peek().text != "_") names.emplace_back(peek().text, peek().column);
+      v = Value::name(next().text);
+    }
+    --depth_;
+    return v;
+  }
+
  private:
   Value expr_inner() {
     const Token& t = peek();
@@ -140,6 +205,16 @@ class StatementParser {
       next();
       int column = peek().column;
       return number(next().text, true, column);
+    }
+    if (at_op("-") && peek(1).kind == Kind::name) {  // -float('inf')
+      next();
+      Value v = expr();
+      if (v.kind == Value::Kind::floating) return Value::floating(-v.f);
+      fail("expected a number after '-'");
+    }
+    if (at_op("...")) {
+      next();
+      return Value::name("...");
     }
     if (at_op("(") || at_op("[")) return sequence();
     if (at_op("{")) return dict();
@@ -153,7 +228,7 @@ class StatementParser {
     if (!v) throw Failure{column, "bad number '" + text + "'"};
     if (is_float) return Value::floating(negative ? -*v : *v);
     try {
-      return Value::integer((negative ? -1 : 1) * std::stoll(text));
+      return Value::integer(std::stoll(negative ? "-" + text : text));
     } catch (const std::exception&) {
       throw Failure{column, "integer out of range '" + text + "'"};
     }
@@ -217,8 +292,22 @@ class StatementParser {
     if (name == "False") return Value::boolean(false);
     if (name.rfind("torch.", 0) == 0)
       if (auto d = dtype_from_torch(name)) return Value::of(*d);
+    if (auto d = thunder_dtype(name)) {
+      Value v = Value::of(*d);
+      v.s = name;
+      return v;
+    }
     if (auto p = scope_.find(name)) return Value::of(p);
+    if (name.find('.') == std::string::npos) scope_.note_undefined_use(name, start_column);
     return Value::name(name);
+  }
+
+  // `dtypes.float32`, `dtypes.bool8`: how Thunder prints its own dtypes.
+  static std::optional<DType> thunder_dtype(std::string_view name) {
+    if (name.rfind("dtypes.", 0) != 0) return std::nullopt;
+    name.remove_prefix(7);
+    if (name == "bool8") return DType::b8;
+    return dtype_from_torch(name);
   }
 
   // The raw text from `start_column` to the end of the previous token.
@@ -240,8 +329,8 @@ struct TypeAnnotation {
   std::string type;
 };
 
-// `t0: "cpu f32[2]", t1: "cpu f32[2]"` from a trailing comment; empty when it is something else.
-std::vector<TypeAnnotation> type_comment(const std::string& comment, int column) {
+// `t0: "cpu f32[2]", t1: "cpu f32[2]"` from a trailing comment; nullopt when it is something else.
+std::optional<std::vector<TypeAnnotation>> type_comment(const std::string& comment, int column) {
   auto toks = lexer::tokenize(comment, column + 1);
   std::vector<TypeAnnotation> out;
   const auto& t = toks.tokens;
@@ -253,8 +342,26 @@ std::vector<TypeAnnotation> type_comment(const std::string& comment, int column)
     if (t[i].kind == Kind::op && t[i].text == ",") ++i;
     else break;
   }
-  if (t[i].kind != Kind::end || !toks.comment.empty()) return {};
+  if (t[i].kind != Kind::end || toks.comment_column != 0) return std::nullopt;
   return out;
+}
+
+// Replaces each name leaf of a target but `_` by the next of `outputs`.
+Value bind_target(const Value& target, const std::vector<ProxyPtr>& outputs, size_t& next) {
+  if (target.kind == Value::Kind::name) return target.s == "_" ? target : Value::of(outputs.at(next++));
+  Value out = target;
+  for (auto& item : out.items) item = bind_target(item, outputs, next);
+  return out;
+}
+
+// True when `target` is written as the printer writes outputs by default: one name, or a tuple
+// of two or more names.
+bool default_target(const Value& target) {
+  if (target.kind == Value::Kind::name) return target.s != "_";
+  if (target.kind != Value::Kind::tuple || target.items.size() < 2) return false;
+  for (const auto& item : target.items)
+    if (item.kind != Value::Kind::name || item.s == "_") return false;
+  return true;
 }
 
 class TraceParser {
@@ -268,9 +375,10 @@ class TraceParser {
       auto trace = std::make_shared<Trace>();
       size_t i = preamble(*trace);
       body(*trace, i);
+      require_return(*trace);
       result.trace = std::move(trace);
     } catch (const Failure& f) {
-      result.error = ParseError{line_number_, f.column, f.message};
+      result.error = ParseError{f.line ? f.line : line_number_, f.column, f.message};
     } catch (const std::exception& e) {
       result.error = ParseError{line_number_, 1, std::string("internal parser error: ") + e.what()};
     }
@@ -290,7 +398,10 @@ class TraceParser {
     }
   }
 
-  void at_line(size_t i) { line_number_ = static_cast<int>(i) + 1; }
+  void at_line(size_t i) {
+    line_number_ = static_cast<int>(i) + 1;
+    scope_.line = line_number_;
+  }
 
   size_t preamble(Trace& t) {
     size_t i = 0;
@@ -337,6 +448,7 @@ class TraceParser {
   }
 
   void signature(Trace& t, std::string_view line) {
+    logical_line_ = std::string(line);
     auto toks = lexer::tokenize(line, 1);
     StatementParser p(toks, line, 1, scope_);
     p.next();  // def
@@ -355,7 +467,9 @@ class TraceParser {
       }
       if (p.peek().kind != Kind::name) p.fail("expected a parameter name");
       int column = p.peek().column;
-      t.params.push_back({scope_.define(p.next().text, nullptr, column), kind});
+      std::string name = p.next().text;
+      param_index_.try_emplace(name, t.params.size());
+      t.params.push_back({scope_.define(name, nullptr, column), kind});
       if (!p.at_op(",")) break;
       p.next();
     }
@@ -383,7 +497,9 @@ class TraceParser {
         continue;
       }
       if (indent == 2) {
-        BoundSymbol b = statement(content, column);
+        size_t first = i;
+        content = logical_line(i, indent).substr(indent);
+        BoundSymbol b = continued_statement(first, content, column);
         b.header = std::move(header);
         header.clear();
         add_top_level(t, std::move(b));
@@ -396,13 +512,66 @@ class TraceParser {
           throw Failure{column, "subsymbol comment is " + std::to_string(level) +
                                     " levels deep but the statement above it is only " +
                                     std::to_string(stack_.size() - (stack_.empty() ? 0 : 1)) + " deep"};
-        BoundSymbol b = statement(content.substr(2), column + 2);
+        size_t first = i;
+        content = logical_line(i, indent + 2).substr(indent + 2);
+        BoundSymbol b = continued_statement(first, content, column + 2);
         stack_.resize(level);
         auto& siblings = stack_.back()->subsymbols;
         siblings.push_back(std::move(b));
         stack_.push_back(&siblings.back());
       }
     }
+  }
+
+  // Line `i` joined with the lines its trailing backslashes continue onto (Thunder wraps long
+  // unpackings so); each continuation line starts with the same `prefix_length` characters of
+  // indentation (and "# " in a subsymbol comment), which are dropped. `i` moves to the last line.
+  std::string_view logical_line(size_t& i, size_t prefix_length) {
+    logical_line_ = std::string(lines_[i]);
+    continuations_.clear();
+    auto prefix = lines_[i].substr(0, prefix_length);
+    while (!logical_line_.empty() && logical_line_.back() == '\\') {
+      logical_line_.pop_back();
+      if (i + 1 >= lines_.size() || lines_[i + 1].substr(0, prefix_length) != prefix)
+        throw Failure{static_cast<int>(logical_line_.size()) + 1,
+                      "a line ending in '\\' must be continued on the next line, indented like this one"};
+      at_line(++i);
+      continuations_.push_back({logical_line_.size(), i, prefix_length});
+      logical_line_ += lines_[i].substr(prefix_length);
+    }
+    at_line(continuations_.empty() ? i : i - continuations_.size());
+    return logical_line_;
+  }
+
+  // The statement of the logical line that starts on line `first`; a failure's column in the
+  // joined text becomes a line and column of the file.
+  BoundSymbol continued_statement(size_t first, std::string_view content, int column) {
+    size_t last = first + continuations_.size();
+    try {
+      auto result = statement(content, column);
+      at_line(last);
+      return result;
+    } catch (Failure& f) {
+      if (f.line == 0 && !continuations_.empty()) {
+        size_t offset = static_cast<size_t>(std::max(f.column - 1, 0));
+        f.line = static_cast<int>(first) + 1;
+        for (const auto& c : continuations_) {
+          if (offset < c.joined_at) break;
+          f.line = static_cast<int>(c.line) + 1;
+          f.column = static_cast<int>(offset - c.joined_at + c.physical_at) + 1;
+        }
+      }
+      throw;
+    }
+  }
+
+  void require_return(const Trace& t) {
+    if (!t.body.empty() && t.body.back().symbol == &structural::ret()) return;
+    size_t last = lines_.size() - 1;
+    while (last > 0 && lines_[last].find_first_not_of(' ') == std::string_view::npos) --last;
+    line_number_ = static_cast<int>(last) + 1;
+    throw Failure{static_cast<int>(lines_[last].size()) + 1,
+                  "expected a 'return' statement at the end of the function (is the printout cut off?)"};
   }
 
   void add_top_level(Trace& t, BoundSymbol b) {
@@ -415,23 +584,27 @@ class TraceParser {
   // A top-level comment is an input (`# x: "T"`), the type of an unpacked value, or a header.
   void top_level_comment(Trace& t, std::string_view content, int column, std::string& header) {
     auto annotations = type_comment(std::string(content.substr(1)), column);
-    if (annotations.size() != 1) {
+    if (!annotations || annotations->size() != 1) {
       header = std::string(content.size() > 1 ? content.substr(content[1] == ' ' ? 2 : 1) : "");
       return;
     }
-    const auto& a = annotations[0];
-    if (pending_types_ && pending_index_ < t.body[pending_types_ - 1].outputs.size() &&
-        t.body[pending_types_ - 1].outputs[pending_index_]->name == a.name) {
+    const auto& a = annotations->front();
+    if (pending_types_ && pending_index_ < t.body[pending_types_ - 1].outputs.size()) {
       auto& outputs = t.body[pending_types_ - 1].outputs;
-      outputs[pending_index_] = scope_.define(a.name, &a.type, column);
-      ++pending_index_;
-      return;
+      // Type lines follow an unpacking in order; an output without one is skipped.
+      size_t k = pending_index_;
+      while (k < outputs.size() && outputs[k]->name != a.name) ++k;
+      if (k < outputs.size() && untyped(*outputs[k])) {
+        outputs[k] = scope_.define(a.name, &a.type, column);
+        pending_index_ = k + 1;
+        return;
+      }
     }
     BoundSymbol b;
     b.symbol = &structural::unpack_trivial();
     b.outputs = {scope_.define(a.name, &a.type, column)};
-    for (auto& p : t.params)
-      if (p.proxy->name == a.name) p.proxy = b.outputs[0];
+    if (auto param = param_index_.find(a.name); param != param_index_.end())
+      t.params[param->second].proxy = b.outputs[0];
     b.header = std::move(header);
     header.clear();
     add_top_level(t, std::move(b));
@@ -463,55 +636,67 @@ class TraceParser {
     if (first.kind == Kind::name && p.at_op(":", 1) && p.peek(2).kind == Kind::string) {
       return annotated(p);
     }
-    // Targets of an assignment, if any.
-    size_t start = p.position();
-    std::vector<std::pair<std::string, int>> targets;
-    bool parenthesised = false, trailing_comma = false;
-    if (p.at_op("(")) {
-      parenthesised = true;
-      p.next();
+    if (!p.assigns()) {
+      call(p, b);
+      if (toks.comment_column) throw Failure{toks.comment_column, "a call without outputs takes no comment"};
+      return b;
     }
-    while (p.peek().kind == Kind::name && (p.at_op(",", 1) || p.at_op("=", 1) || p.at_op(")", 1))) {
-      targets.emplace_back(p.peek().text, p.peek().column);
-      p.next();
-      trailing_comma = false;
-      if (p.at_op(",")) {
+    // `a, b, = c` unpacks; anything else assigned is the output of a call.
+    std::vector<std::pair<std::string, int>> names;
+    Value target = p.target(names);
+    bool bare_tuple = p.at_op(",");
+    if (bare_tuple) {
+      std::vector<Value> items{target};
+      while (p.at_op(",")) {
         p.next();
-        trailing_comma = true;
+        if (p.at_op("=")) break;
+        items.push_back(p.target(names));
       }
+      target = Value::tuple(std::move(items));
     }
-    if (parenthesised && !targets.empty()) p.expect(")", "to close the assigned names");
-    if (!targets.empty() && p.at_op("=")) {
-      p.next();
-    } else {
-      targets.clear();
-      p.rewind(start);  // not an assignment: start over
-    }
-    if (!targets.empty() && !parenthesised && (trailing_comma || targets.size() > 1) &&
-        p.peek().kind == Kind::name && p.peek(1).kind == Kind::end) {
+    p.expect("=", "after the assigned names");
+    if (bare_tuple && p.peek().kind == Kind::name && p.peek(1).kind == Kind::end) {
+      for (const auto& item : target.items)
+        if (item.kind != Value::Kind::name || item.s == "_")
+          throw Failure{column, "an unpacking assigns to names only"};
       b.symbol = &structural::unpack_sequence();
       b.args.push_back(p.expr());
       p.expect_end("the unpacked value");
-      for (const auto& [name, c] : targets) b.outputs.push_back(scope_.define(name, nullptr, c));
+      for (const auto& [name, c] : names) b.outputs.push_back(scope_.define_untyped(name));
       return b;
     }
+    call(p, b);
+    std::vector<TypeAnnotation> types;
+    if (toks.comment_column) {
+      auto parsed = type_comment(toks.comment, toks.comment_column);
+      if (!parsed)
+        throw Failure{toks.comment_column, "expected type comments after the call, such as '# t0: \"cpu f32[2]\"'"};
+      types = std::move(*parsed);
+    }
+    for (const auto& a : types)
+      if (std::none_of(names.begin(), names.end(), [&](const auto& n) { return n.first == a.name; }))
+        throw Failure{toks.comment_column, "the type comment names '" + a.name + "', which the call does not assign"};
+    for (const auto& [name, c] : names) {
+      const std::string* type = nullptr;
+      for (const auto& a : types)
+        if (a.name == name) type = &a.type;
+      b.outputs.push_back(scope_.define(name, type, c));
+    }
+    if (!default_target(target)) {
+      size_t next = 0;
+      b.output_target = bind_target(target, b.outputs, next);
+    }
+    return b;
+  }
+
+  // `name(args)` to the end of the statement.
+  void call(StatementParser& p, BoundSymbol& b) {
     std::string callee = p.dotted_name();
     p.expect("(", "after the called symbol's name");
     b.symbol = &SymbolRegistry::global().find_or_opaque(callee, PrintForm::call);
     p.call_args(b.args, b.kwargs);
     p.expect_end("the call");
-    if (!targets.empty()) {
-      auto types = type_comment(toks.comment, toks.comment_column);
-      for (size_t k = 0; k < targets.size(); ++k) {
-        const std::string* type = nullptr;
-        for (const auto& a : types)
-          if (a.name == targets[k].first) type = &a.type;
-        b.outputs.push_back(scope_.define(targets[k].first, type, targets[k].second));
-      }
-    }
-    return b;
   }
-
   // `name: "type" = right-hand side` (prologue unpacks and checks).
   BoundSymbol annotated(StatementParser& p) {
     BoundSymbol b;
@@ -573,12 +758,22 @@ class TraceParser {
     return Value::tuple(std::move(items));
   }
 
-  std::string_view line_text() const { return lines_[line_number_ - 1]; }
+  std::string_view line_text() const { return logical_line_; }
+
+  // Where a continuation line was appended to the logical line.
+  struct Continuation {
+    size_t joined_at;    // offset in logical_line_
+    size_t line;         // 0-based line index
+    size_t physical_at;  // offset in that line
+  };
 
   std::string_view text_;
   std::vector<std::string_view> lines_;
   int line_number_ = 1;
+  std::string logical_line_;  // the statement being read, continuation lines joined
+  std::vector<Continuation> continuations_;
   Scope scope_;
+  std::map<std::string, size_t> param_index_;  // parameter name -> index, for input comments
   std::vector<BoundSymbol*> stack_;
   size_t pending_types_ = 0;  // 1 + index of an unpack_sequence awaiting its type comments
   size_t pending_index_ = 0;

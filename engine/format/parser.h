@@ -1,8 +1,10 @@
 // Parser: reads Lightning Thunder's textual trace format back into a Trace.
 // Contract: never throws and never hangs on any input; a malformed text gives a ParseError with a
-// 1-based line and column and a message saying what was expected. Unknown symbols become opaque
-// symbols. What the printer writes parses back to a trace that prints identically; a Thunder
-// printout reprints identically except for the normalisations listed in docs/trace-format.md.
+// 1-based line and column and a message saying what was expected. A text without a final
+// `return` (a cut-off printout) and a name read before the statement that defines it are errors.
+// Unknown symbols become opaque symbols. What the printer writes parses back to a trace that
+// prints identically; a Thunder printout reprints identically except for the normalisations
+// listed in docs/trace-format.md.
 #pragma once
 #include <optional>
 #include <string>

@@ -5,7 +5,29 @@
 namespace tv {
 namespace {
 
-std::string quoted_type(const Proxy& p) { return "\"" + type_text(p) + "\""; }
+// Thunder writes type texts between double quotes as they are; a quote, a backslash or a control
+// character in a type text of ours is escaped so that the text reads back.
+std::string quoted_type(const Proxy& p) {
+  std::string out = "\"";
+  for (char c : type_text(p)) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char hex[8];
+          std::snprintf(hex, sizeof hex, "\\x%02x", c);
+          out += hex;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
 
 // A proxy the parser met without a type comment prints without one.
 bool has_type(const Proxy& p) { return !(p.kind == ProxyKind::other && p.other_text.empty()); }
@@ -39,6 +61,47 @@ std::string names_of(const std::vector<ProxyPtr>& ps) {
   return out;
 }
 
+size_t count_proxies(const Value& v) {
+  size_t n = 0;
+  for_each_proxy(v, [&](const ProxyPtr&) { ++n; });
+  return n;
+}
+
+// The left-hand side of a call: `t0`, `(t0, t1)`, or the target the outputs were written as.
+std::string assigned_text(const BoundSymbol& b) {
+  if (b.output_target && count_proxies(*b.output_target) == b.outputs.size()) {
+    size_t next = 0;
+    return python_text(map_proxies(*b.output_target, [&](const ProxyPtr&) { return b.outputs[next++]; }));
+  }
+  if (b.outputs.size() == 1) return b.outputs[0]->name;
+  return "(" + names_of(b.outputs) + ")";
+}
+
+// `  # t0: "T", t1: "T"` for the outputs that have a type; empty when none has.
+std::string type_comment(const std::vector<ProxyPtr>& outputs) {
+  std::string types;
+  for (const auto& o : outputs)
+    if (has_type(*o)) types += (types.empty() ? "" : ", ") + o->name + ": " + quoted_type(*o);
+  return types.empty() ? types : "  # " + types;
+}
+
+// `a, b, = c` as Thunder wraps it: parts `a, `, `b, `, `= c`, a backslash ending a line whenever
+// the next part would pass 80 characters (indentation not counted).
+std::vector<std::string> unpack_lines(const BoundSymbol& b) {
+  std::vector<std::string> parts;
+  for (const auto& o : b.outputs) parts.push_back(o->name + ", ");
+  parts.push_back("= " + arg_text(b, 0));
+  std::vector<std::string> lines(1);
+  for (const auto& part : parts) {
+    if (!lines.back().empty() && lines.back().size() + part.size() > 80) {
+      lines.back() += "\\";
+      lines.emplace_back();
+    }
+    lines.back() += part;
+  }
+  return lines;
+}
+
 // Emits `line` at top level, or as a comment `depth` levels down.
 void emit(std::string& out, int depth, const std::string& line) {
   out += "\n  ";
@@ -53,10 +116,13 @@ void print_body(std::string& out, const std::vector<BoundSymbol>& body, int dept
       out += "\n";
       emit(out, 0, "# " + b.header);
     }
-    emit(out, depth, print_statement(b));
-    if (b.symbol->form == PrintForm::unpack_sequence)
+    if (b.symbol->form == PrintForm::unpack_sequence && !b.outputs.empty()) {
+      for (const auto& line : unpack_lines(b)) emit(out, depth, line);
       for (const auto& o : b.outputs)
         if (has_type(*o)) emit(out, depth, "# " + o->name + ": " + quoted_type(*o));
+    } else {
+      emit(out, depth, print_statement(b));
+    }
     if (depth < max_depth) print_body(out, b.subsymbols, depth + 1, max_depth, headers);
   }
 }
@@ -68,15 +134,8 @@ std::string print_statement(const BoundSymbol& b) {
   switch (b.symbol->form) {
     case PrintForm::call: {
       std::string call = name + "(" + call_args(b.args, b.kwargs) + ")";
-      if (b.outputs.empty()) return call;
-      if (b.outputs.size() == 1) {
-        const auto& o = *b.outputs[0];
-        if (!has_type(o)) return o.name + " = " + call;
-        return o.name + " = " + call + "  # " + o.name + ": " + quoted_type(o);
-      }
-      std::string types;
-      for (const auto& o : b.outputs) types += (types.empty() ? "" : ", ") + o->name + ": " + quoted_type(*o);
-      return "(" + names_of(b.outputs) + ") = " + call + "  # " + types;
+      if (b.outputs.empty() && !b.output_target) return call;
+      return assigned_text(b) + " = " + call + type_comment(b.outputs);
     }
     case PrintForm::annotated_call: return annotated(b, name + "(" + call_args(b.args, b.kwargs) + ")");
     case PrintForm::method:

@@ -67,7 +67,7 @@ std::optional<double> parse_python_number(std::string_view s) {
   if (s == "False") return 0.0;
   if (s == "inf") return INFINITY;
   if (s == "-inf") return -INFINITY;
-  if (s == "nan") return NAN;
+  if (s == "nan" || s == "NaN") return NAN;
   if (s.empty()) return std::nullopt;
   double v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);

@@ -10,7 +10,7 @@ namespace tv {
 
 std::string python_float_repr(double);
 std::string python_string_repr(std::string_view);
-// Parses an int or float literal ("5", "-2", "25.0", "1e-05", "True", "False", "inf").
+// Parses an int or float literal ("5", "-2", "25.0", "1e-05", "True", "False", "inf", "nan", "NaN").
 std::optional<double> parse_python_number(std::string_view);
 
 }  // namespace tv

@@ -19,6 +19,10 @@ struct BoundSymbol {
   std::vector<Value> args;
   Kwargs kwargs;
   std::vector<ProxyPtr> outputs;          // the proxies this statement defines, in order
+  // How the outputs were written when that is not `t0` or `(t0, t1)`: `[q, k, v]`, `(t0,)`,
+  // `(_, _)`. Its proxies are placeholders, the k-th standing for outputs[k] (so renaming the
+  // outputs needs no change here); `_` is a name. Ignored when its proxy count differs from outputs.
+  std::optional<Value> output_target;
   std::vector<BoundSymbol> subsymbols;    // its decomposition, one level down
   std::string header;                     // source location printed as a comment above it
   std::vector<std::string> tags;

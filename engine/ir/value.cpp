@@ -1,5 +1,6 @@
 #include "ir/value.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "ir/python_literal.h"
@@ -38,12 +39,12 @@ std::string python_text(const Value& v) {
     case K::none: return "None";
     case K::boolean: return v.b ? "True" : "False";
     case K::integer: return std::to_string(v.i);
-    case K::floating: {
-      auto text = python_float_repr(v.f);
-      return text == "inf" || text == "-inf" || text == "nan" ? "float('" + text + "')" : text;
-    }
+    case K::floating:  // as Thunder prints floats: repr, except for the non-finite ones
+      if (std::isnan(v.f)) return "float('NaN')";
+      if (std::isinf(v.f)) return v.f > 0 ? "float('inf')" : "-float('inf')";
+      return python_float_repr(v.f);
     case K::string: return python_string_repr(v.s);
-    case K::dtype: return std::string(torch_name(v.dtype));
+    case K::dtype: return v.s.empty() ? std::string(torch_name(v.dtype)) : v.s;
     case K::device: return "torch.device(\"" + v.device.str() + "\")";
     case K::proxy: return v.proxy ? v.proxy->name : "None";
     case K::name: return v.s;

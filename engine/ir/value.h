@@ -20,7 +20,7 @@ struct Value {
   bool b = false;
   int64_t i = 0;
   double f = 0;
-  std::string s;  // string contents, opaque name text
+  std::string s;  // string contents, opaque name text, a dtype's spelling when not torch's (`dtypes.float32`)
   DType dtype = DType::f32;
   Device device;
   ProxyPtr proxy;

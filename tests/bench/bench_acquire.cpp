@@ -1,5 +1,6 @@
 // Benchmark: acquisition plus printing of `gpt` for several depths (microseconds per bound
-// symbol), and the parse time of the largest Thunder fixture. Results go to BENCHMARKS.md.
+// symbol), the parse time of the largest Thunder fixture, and of traces of 10 000 to 40 000
+// parameters. Results go to BENCHMARKS.md.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -37,8 +38,10 @@ int main(int argc, char** argv) {
     std::cout << "| " << l << " | " << top << " | " << all << " | " << us / 1000 << " | " << us / all << " |\n";
   }
   std::filesystem::path largest;
-  for (const auto& e : std::filesystem::directory_iterator(TV_FIXTURES_DIR))
-    if (largest.empty() || e.file_size() > std::filesystem::file_size(largest)) largest = e.path();
+  for (const char* dir : {TV_FIXTURES_DIR, TV_CPU_FIXTURES_DIR})
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".txt" && (largest.empty() || e.file_size() > std::filesystem::file_size(largest)))
+        largest = e.path();
   std::ifstream in(largest);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -46,5 +49,18 @@ int main(int argc, char** argv) {
   double us = bench::median_us(201, [&] { parse_trace(text); });
   std::cout << "\nparse of the largest fixture " << largest.filename().string() << " (" << text.size()
             << " bytes): " << us << " us (median of 201)\n";
+
+  // Parameters with one input comment each (a parameter-heavy prologue): parse time must grow
+  // linearly.
+  std::cout << "\n| parameters | parse ms | us per parameter |\n| --- | --- | --- |\n";
+  for (int n : {10000, 20000, 40000}) {
+    std::string trace = "\ndef computation(";
+    for (int i = 0; i < n; ++i) trace += (i ? ", p" : "p") + std::to_string(i);
+    trace += "):";
+    for (int i = 0; i < n; ++i) trace += "\n  # p" + std::to_string(i) + ": \"cpu f32[2, 5]\"";
+    trace += "\n  return p0";
+    double parse_us = bench::median_us(5, [&] { parse_trace(trace); });
+    std::cout << "| " << n << " | " << parse_us / 1000 << " | " << parse_us / n << " |\n";
+  }
   return 0;
 }

@@ -34,6 +34,11 @@ expect 0 "round trip OK" -- import "$fixtures/mlp__bwd__00.python.txt" --depth 0
 printf 'def f(x):\n  t0 = ltorch.neg(x\n' > "$tmp/bad.txt"
 expect 2 "bad.txt:2:[0-9]+: " -- import "$tmp/bad.txt"
 expect 2 "cannot open" -- import "$tmp/missing.txt"
+head -n 12 "$fixtures/mlp__fwd__00.txt" > "$tmp/cut.txt"
+expect 2 "cut.txt:12:[0-9]+: expected a 'return' statement" -- import "$tmp/cut.txt"
+printf 'def f(x):\n  t1 = ltorch.neg(t0)\n  t0 = ltorch.neg(x)\n  return t1\n' > "$tmp/order.txt"
+expect 2 "order.txt:2:19: 't0' is used before it is defined" -- import "$tmp/order.txt"
+expect 0 "round trip OK" -- import "$src/tests/fixtures/thunder_cpu/gpt_block__bwd__00.python.txt" --depth 0 --check
 expect 0 "passed: mlp" -- run --model mlp
 expect 0 "verdict: equivalent" -- compare --model linear --order jit,ddp --order ddp,jit --world 2
 expect 0 "verdict: equivalent" -- compare --model mlp --order jit,fsdp --order fsdp,jit --world 3

@@ -583,6 +583,17 @@ TEST_F(ExecTest, ExecOpaqueSymbolIsRefused) {
   expect_close(Executor().run(*r.trace, Ts{x}).tensor(), x * 3, "registered rule");
 }
 
+// A helper of Thunder's backward that the registry lacks, with a destructuring target.
+TEST_F(ExecTest, ExecOpaqueSymbolOfAThunderPrintoutIsNamed) {
+  auto r = parse_trace(
+      "def backward_fn(x, y):\n  # x: \"cpu f32[2]\"\n  # y: \"cpu f32[2]\"\n"
+      "  [t0, t1] = smooth_l1_loss_vjp(((x, y), {}), x)\n  return (t0, t1)");
+  ASSERT_TRUE(r.trace) << r.error->message;
+  std::string msg = error_of([&] { Executor().run(*r.trace, Ts{randn({2}), randn({2})}); });
+  EXPECT_NE(msg.find("'smooth_l1_loss_vjp'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[t0, t1] = smooth_l1_loss_vjp(((x, y), {}), x)"), std::string::npos) << msg;
+}
+
 // Thunder's printouts pass attention's is_causal (and attn_mask) by keyword.
 TEST_F(ExecTest, ExecAttentionTakesIsCausalByKeyword) {
   auto r = parse_trace(

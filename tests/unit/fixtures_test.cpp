@@ -1,4 +1,5 @@
-// Every real Thunder printout parses, reprints to the same text, and what the parser read matches.
+// Every real Thunder printout (tests/fixtures/thunder and thunder_cpu) parses, reprints to the same
+// text, and what the parser read matches.
 #include <gtest/gtest.h>
 
 #include "format/parser.h"
@@ -27,9 +28,9 @@ const BoundSymbol* find_output(const Trace& t, const std::string& name) {
 }  // namespace
 
 TEST(Fixtures, EveryFixtureParsesAndReprintsIdentically) {
-  auto files = fixture_files();
-  ASSERT_EQ(files.size(), 74u);  // 37 traces, each as str() and as python()
-  for (const auto& f : files) {
+  ASSERT_EQ(fixture_files(TV_FIXTURES_DIR).size(), 74u);       // 37 traces, each as str() and as python()
+  ASSERT_EQ(fixture_files(TV_CPU_FIXTURES_DIR).size(), 90u);   // 45 traces of the CPU model blocks
+  for (const auto& f : tv::testing::all_fixture_files()) {
     auto text = read_file(f);
     auto r = parse_trace(text);
     ASSERT_TRUE(r) << r.error->describe(f.string());
@@ -154,4 +155,45 @@ TEST(Fixtures, PythonPrintHasNoSubsymbols) {
   PrintOptions top;
   top.depth = 0;
   EXPECT_EQ(print_trace(*full, top), read_file(std::string(TV_FIXTURES_DIR) + "/mlp__bwd__00.python.txt"));
+}
+
+TEST(Fixtures, CpuBlocksTargetsContinuationsAndOpaqueSymbols) {
+  auto read = [](const std::string& name) {
+    auto r = parse_trace(read_file(std::string(TV_CPU_FIXTURES_DIR) + "/" + name));
+    if (!r) ADD_FAILURE() << r.error->describe(name);
+    return r.trace;
+  };
+  auto gpt = read("gpt_block__fwd__00.python.txt");
+  ASSERT_TRUE(gpt);
+  auto split = find_output(*gpt, "q");
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->name(), "ltorch.split");
+  ASSERT_EQ(split->outputs.size(), 3u);
+  EXPECT_EQ(split->outputs[2]->name, "v");
+  ASSERT_TRUE(split->output_target);
+  EXPECT_EQ(split->output_target->kind, Value::Kind::list);
+
+  auto backward = read("gpt_block__bwd__00.python.txt");
+  ASSERT_TRUE(backward);
+  auto unpack = find_output(*backward, "t_fc2_weight");  // written over three lines with '\'
+  ASSERT_TRUE(unpack);
+  EXPECT_EQ(unpack->symbol->form, PrintForm::unpack_sequence);
+  EXPECT_EQ(unpack->outputs.size(), 27u);
+  EXPECT_EQ(unpack->outputs[0]->shape, (std::vector<int64_t>{64, 256}));
+
+  auto convnet = read("convnet__fwd__03.python.txt");
+  ASSERT_TRUE(convnet);
+  auto aliases = find_output(*convnet, "t125");
+  ASSERT_TRUE(aliases);
+  EXPECT_EQ(aliases->outputs.size(), 1u);
+  EXPECT_EQ(python_text(*aliases->output_target), "(t125,)");
+
+  auto losses = read("losses__bwd__00.python.txt");
+  ASSERT_TRUE(losses);
+  auto vjp = find_output(*losses, "t455");
+  ASSERT_TRUE(vjp);
+  EXPECT_TRUE(vjp->symbol->opaque);
+  EXPECT_EQ(vjp->name(), "smooth_l1_loss_vjp");
+  EXPECT_EQ(vjp->outputs.size(), 2u);
+  EXPECT_EQ(python_text(vjp->args[0]), "((t383, y), {})");
 }

@@ -88,7 +88,7 @@ TEST(ParserErrors, OwnOutputRoundTrips) {
 }
 
 TEST(ParserErrors, TenThousandMutatedFixturesNeverCrash) {
-  auto files = tv::testing::fixture_files();
+  auto files = tv::testing::all_fixture_files();
   std::vector<std::string> texts;
   for (const auto& f : files) texts.push_back(tv::testing::read_file(f));
   std::mt19937 rng(20261129);
