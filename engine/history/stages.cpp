@@ -45,7 +45,15 @@ const std::vector<Stage>& StageHistory::of(TraceKind k) const { return const_cas
 
 void StageHistory::record(TraceKind k, std::string pass, TracePtr trace, double milliseconds) {
   auto& list = of(k);
-  bool changed = list.empty() || !canonically_equal(*list.back().trace, *trace);
+  auto& cached = canonical_of_last_[static_cast<size_t>(k)];
+  std::string text = trace ? canonical_text(*trace) : std::string();
+  bool changed = true;
+  if (!list.empty()) {
+    const Trace* previous = list.back().trace.get();
+    if (cached.trace != previous) cached = {previous, previous ? canonical_text(*previous) : std::string()};
+    changed = !previous || !trace || cached.text != text;
+  }
+  cached = {trace.get(), std::move(text)};
   list.push_back({std::move(pass), std::move(trace), milliseconds, changed});
 }
 

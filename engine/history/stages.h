@@ -5,6 +5,7 @@
 // one before it as a program (canonical equality), so a viewer can hide passes that did nothing.
 #pragma once
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,15 @@ struct StageHistory {
   // Runs `make`, records its trace with the time it took, and returns the trace.
   TracePtr record_timed(TraceKind, std::string pass, const std::function<TracePtr()>& make);
   TracePtr last(TraceKind) const;  // null when there is none
+
+ private:
+  // The canonical text of each kind's last stage, kept from the record that compared it, so each
+  // trace is put in canonical form once. Keyed by the trace, so a list changed directly is seen.
+  struct CanonicalOfLast {
+    const Trace* trace = nullptr;
+    std::string text;
+  };
+  CanonicalOfLast canonical_of_last_[4];
 };
 
 // Milliseconds since `start`: a stage's time when one pass makes several traces (record_timed
