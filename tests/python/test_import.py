@@ -85,3 +85,30 @@ def test_execute_names_the_op_it_does_not_know():
     trace = tv.parse(open(path).read())
     with pytest.raises(tv.ExecError, match="symbol 'torch_prims_reshape_impl' is not executable"):
         tv.execute_trace(trace, _arguments_of(trace))
+
+
+def test_thunders_program_lines_up_with_ours():
+    # Thunder's acquired GPT block (scaled_dot_product_attention, view) beside the engine's recording
+    # of the same block written with matmul and softmax.
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from models import Block
+
+    path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "thunder_cpu", "gpt_block__fwd__00.txt")
+    thunder_trace = tv.parse(open(path).read())
+    tm = tv.jit(Block(64, 4))
+    tm(torch.randn(2, 16, 64))
+    c = tv.compare_programs(thunder_trace, tv.last_traces(tm)[0], "Thunder", "thunder_viz")
+    print(c.summary())
+    assert not c.same_program
+    kinds = [k for k, _, _ in c.rows]
+    assert kinds.count("same") == 15
+    changed = [(l.split(" = ")[1].split("(")[0], r.split(" = ")[1].split("(")[0]) for k, l, r in c.rows if k == "changed"]
+    assert ("ltorch.view", "ltorch.reshape") in changed
+    assert ("ltorch.scaled_dot_product_attention", "ltorch.transpose") in changed
+    assert [r.split(" = ")[1].split("(")[0] for k, _, r in c.rows if k == "only right"] == [
+        "ltorch.matmul", "ltorch.mul", "ltorch.softmax", "ltorch.matmul"]
+    assert tv.programs.op_name("torch_prims_reshape_impl") == "prims.reshape"
+    assert tv.programs.op_name("torch.nn.functional.linear") == "ltorch.linear"
+    assert tv.programs.op_name("Tensor.expand") == "ltorch.expand"

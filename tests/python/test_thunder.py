@@ -243,3 +243,23 @@ def test_ddp_on_two_gloo_ranks_records(thunder_env, tmp_path):
 
     cap = tv.load(results[0]["path"])
     assert cap.num_pipelines == 1 and cap.stages(0)["backward"]
+
+
+def test_compare_thunders_call_with_ours(thunder):
+    import copy
+
+    import thunder_viz as tv
+
+    torch.manual_seed(0)
+    model = Block(32, 4)
+    ours = tv.attach(tv.jit(copy.deepcopy(model)))
+    theirs = tv.attach(thunder.jit(model))
+    x = torch.randn(2, 8, 32)
+    theirs(x)
+    ours(x)
+    verdict, details = tv.compare(theirs, ours)
+    print(details["program"])
+    print("verdict:", verdict, "|", details["why"], "| outputs equal:", details["output[0]"])
+    assert verdict == "different" and not details["program"].same_program
+    assert sum(1 for k, _, _ in details["program"].rows if k == "same") >= 15
+    assert details["output[0]"]  # the same numbers from both programs

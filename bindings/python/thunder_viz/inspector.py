@@ -11,6 +11,7 @@ import torch
 
 from . import _thunder_viz as _C
 from .jit import JittedModule
+from .programs import compare_programs
 from .thunder_calls import ThunderRecorder
 from .traces import KINDS
 
@@ -272,6 +273,10 @@ def _named_parameters(model):
         return []
 
 
+def _is_thunder_call(call):
+    return bool(call.order) and call.order[0].startswith("thunder.")
+
+
 def _order_min_tolerance(order):
     """The tolerance floor the engine reads off an order's transforms (autocast's dtype); a
     Lightning Thunder call (order ["thunder.jit"]) has no engine transforms."""
@@ -285,10 +290,21 @@ def compare(a, b):
     (session/assess.h, as `thunder-viz compare` prints them): the final traces of every kind
     canonically equal, and a's outputs and parameter gradients checked against b's with the engine's
     tolerance rule (replay's check_against_reference). details maps each trace kind and tensor to
-    whether it matched, and "why" to the verdict's reason."""
+    whether it matched, and "why" to the verdict's reason. When one side is a Lightning Thunder call,
+    the first forward traces (the acquired programs) are lined up op by op instead, Thunder's spellings
+    mapped to ours (programs.compare_programs): details["program"] holds the rows."""
     ca, cb = a.last, b.last
     details, differs = {}, []
-    for kind in KINDS:
+    if _is_thunder_call(ca) or _is_thunder_call(cb):
+        # Spelled differently: the acquired programs are lined up op by op (programs.py).
+        names = ["Thunder" if _is_thunder_call(c) else "thunder_viz" for c in (ca, cb)]
+        first = [(c.stages.get("forward") or [None])[0] for c in (ca, cb)]
+        if first[0] is not None and first[1] is not None:
+            details["program"] = compare_programs(first[0].trace, first[1].trace, *names)
+            details["forward"] = details["program"].same_program
+            if not details["forward"]:
+                differs.append(f"acquired program ({details['program'].summary()})")
+    for kind in KINDS if "program" not in details else ():
         ta, tb = ca.final(kind), cb.final(kind)
         if ta is None and tb is None:
             continue
