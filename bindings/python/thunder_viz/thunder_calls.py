@@ -8,9 +8,10 @@ stages' pass names and Thunder's own times. The hook returns nothing and catches
 (kept on the call), so Thunder's result and behaviour are those it would have without it.
 
 The replay runs the call's final traces on the engine's executor: the prologue on the live module
-and the call's arguments (Thunder's own prologue when ours cannot read an attribute), the
-computation on those inputs, and, when the user's backward reaches the call's output, the backward
-trace on the cotangent Thunder's backward received. Outputs are checked against Thunder's outputs,
+and the call's arguments (when it checks an attribute the engine cannot read, the inputs are
+unpacked as the prologue's statements say, without its checks), the computation on those inputs,
+and, when the user's backward reaches the call's output, the backward trace on the cotangent
+Thunder's backward received. Outputs are checked against Thunder's outputs,
 gradients against what Thunder's backward added to the inputs' `.grad` (the engine's tolerance
 rule). An op the executor does not know ends the replay with an error naming it.
 """
@@ -138,15 +139,38 @@ class ThunderRecorder:
 
     # -- replay on the engine
     def _computation_inputs(self, stages, args, kwargs, replay):
-        prologue = stages["prologue"][-1].trace
+        prologue, computation = stages["prologue"][-1].trace, stages["forward"][-1].trace
         try:
             inputs = _C.execute_trace(prologue, list(args), dict(kwargs), self.tmodel)
             replay.prologue = "engine"
+            return list(inputs[0])
         except _C.ExecError as e:
-            # e.g. an attribute that is a tuple (LayerNorm's normalized_shape): Thunder's own prologue.
-            inputs = self.thunder.compile_stats(self.tmodel).last_prologue(*args, **kwargs)
-            replay.prologue = f"thunder (the engine's prologue stopped: {e})"
-        return list(inputs[0]) if isinstance(inputs, (tuple, list)) and len(inputs) == 2 else list(inputs)
+            # e.g. a checked attribute that is a tuple (LayerNorm's normalized_shape): the inputs are
+            # unpacked as the prologue unpacks them, its checks left out.
+            replay.prologue = f"unpacked (the engine's prologue stopped: {e})"
+            return self._unpack_as_prologue(prologue, computation, args, kwargs)
+
+    def _unpack_as_prologue(self, prologue, computation, args, kwargs):
+        """The computation's inputs from the prologue's own statements: `x = args[0]`,
+        `t = module.get_parameter('fc.weight')` (or get_buffer), `k = kwargs['k']`."""
+        source = {}
+        for b in prologue.bound_symbols:
+            if len(b["outputs"]) == 1:
+                source[b["outputs"][0]] = (b["name"], [a.strip() for a in b["args"].split(",", 1)])
+        values = []
+        for name in computation.args:
+            op, (holder, key) = source.get(name, ("?", ["?", "?"]))
+            key = key.strip("'\"")
+            if op == "unpack_key" and holder == "args":
+                values.append(args[int(key)])
+            elif op == "unpack_key" and holder == "kwargs":
+                values.append(kwargs[key])
+            elif op in ("get_parameter", "get_buffer") and holder == "module":
+                values.append(getattr(self.tmodel, op)(key))
+            else:
+                raise ValueError(f"the computation's input {name!r} is not unpacked from the arguments or the module "
+                                 f"by the prologue ({op}({holder}, {key}))")
+        return values
 
     def _replay(self, stages, args, kwargs, out, replay):
         if "prologue" not in stages or "forward" not in stages:
