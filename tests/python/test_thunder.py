@@ -11,7 +11,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from models import Block  # noqa: E402
+from models import Block, mlp  # noqa: E402
 
 # A GPT block jitted by Thunder, compared with eager torch: outputs and every parameter's gradient.
 IMPORT_ORDER_SCRIPT = r"""
@@ -48,22 +48,17 @@ def test_importing_thunder_viz_changes_nothing_in_thunder(thunder_env, first, se
     assert len(got["grads"]) == 10 and max(got["grads"].values()) <= 1e-4
 
 
-def _gpt_block(thunder):
-    torch.manual_seed(0)
-    model = Block(32, 4)
-    return model, thunder.jit(model)
-
-
 def test_attach_records_every_call_with_thunders_stages(thunder):
     import thunder_viz as tv
 
-    model, tm = _gpt_block(thunder)
+    torch.manual_seed(0)
+    tm = thunder.jit(mlp(16, 32))
     insp = tv.attach(tm)
-    tm(torch.randn(2, 8, 32)).sum().backward()   # miss
-    tm(torch.randn(2, 8, 32)).sum().backward()   # hit
-    tm(torch.randn(3, 8, 32))                    # new shape: miss
+    tm(torch.randn(2, 16)).sum().backward()   # miss
+    tm(torch.randn(2, 16)).sum().backward()   # hit
+    tm(torch.randn(3, 16))                    # new shape: miss
     with torch.no_grad():
-        tm(torch.randn(3, 8, 32))                # grad mode is part of the cache key: miss
+        tm(torch.randn(3, 16))                # grad mode is part of the cache key: miss
     assert [c.hit for c in insp.calls] == [False, True, False, False]
     assert [c.thunder_stats["cache_misses"] for c in insp.calls] == [1, 1, 2, 3]
     first = insp.calls[0]
@@ -74,20 +69,20 @@ def test_attach_records_every_call_with_thunders_stages(thunder):
     forward_passes = [s.pass_name for s in first.stages["forward"]]
     print("forward stages:", forward_passes)
     print("Thunder's pass times (ms):", {s.pass_name: s.milliseconds for s in first.stages["forward"]})
-    assert forward_passes[0] == "acquisition" and "Transform for execution" in forward_passes
+    assert forward_passes[0] == "acquisition" and "Grad transform pass" in forward_passes
     assert sum(s.milliseconds for s in first.stages["forward"]) > 0
     # Same traces as Thunder's (imported once, reprinted the way Thunder prints them).
     assert str(insp.calls[-1].final("forward")) == str(thunder.last_traces(tm)[-1])
-    assert insp.calls[-1].stages.get("backward") is None
     assert insp.calls[1].final("forward").canonically_equal(first.final("forward"))
 
 
 def test_detach_restores_the_module(thunder):
     import thunder_viz as tv
 
-    model, tm = _gpt_block(thunder)
+    torch.manual_seed(0)
+    tm = thunder.jit(mlp(16, 32))
     hooks = {k: dict(v) for k, v in vars(tm).items() if k.startswith("_forward") and isinstance(v, dict)}
-    x = torch.randn(2, 8, 32)
+    x = torch.randn(2, 16)
     before = tm(x).detach()
     insp = tv.attach(tm)
     tm(x).sum().backward()
@@ -196,15 +191,15 @@ import os, sys, json
 import torch, torch.distributed as dist, thunder, thunder.distributed
 import thunder_viz as tv
 sys.path.insert(0, sys.argv[1])
-from models import Block
+from models import mlp
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)
-tm = thunder.distributed.ddp(thunder.jit(Block(32, 4)))
+tm = thunder.distributed.ddp(thunder.jit(mlp(16, 32)))
 insp = tv.attach(tm)
 torch.manual_seed(1 + rank)
-tm(torch.randn(2, 8, 32)).sum().backward()
-tm(torch.randn(2, 8, 32)).sum().backward()
+tm(torch.randn(2, 16)).sum().backward()
+tm(torch.randn(2, 16)).sum().backward()
 call = insp.last
 path = insp.save(os.path.join(sys.argv[2], f"rank{rank}.tvz.json"))
 print(json.dumps({"rank": rank, "order": call.order, "hits": [c.hit for c in insp.calls],
@@ -236,7 +231,7 @@ def test_ddp_on_two_gloo_ranks_records(thunder_env, tmp_path):
     for r in results:
         print(f"rank {r['rank']}: order {r['order']}, hits {r['hits']}, collectives {r['collectives']}, "
               f"replay: {r['replay'] or 'ran'}")
-        assert r["world"] == 2 and r["order"][0] == "thunder.jit" and len(r["order"]) == 2
+        assert r["world"] == 2 and r["order"][0] == "thunder.jit" and "DDPTransform" in r["order"]
         assert r["hits"] == [False, True]
         assert r["collectives"], "the backward trace holds the gradients' all_reduce"
     import thunder_viz as tv
