@@ -1,5 +1,6 @@
-// Shared declarations of the two binding files (traces.cpp: traces and captures, module.cpp: jit,
-// executor bridge, world). Plain structs holding engine values, so pybind11 needs no custom holders.
+// Shared declarations of the binding files (traces.cpp: traces and captures, module.cpp: jit,
+// executor bridge, world; execute.cpp: running one trace). Plain structs holding engine values, so
+// pybind11 needs no custom holders.
 #pragma once
 #include <pybind11/pybind11.h>
 
@@ -29,5 +30,7 @@ struct PyCapture {
 // {"prologue": [Stage, ...], "forward": [...], "backward": [...], "epilogue": [...]}
 pybind11::dict stages_dict(const StageHistory& h);
 void bind_traces(pybind11::module_& m);
+// execute_trace (execute.cpp): a trace on the engine's executor with Python values.
+void bind_execute(pybind11::module_& m);
 
 }  // namespace tv::py_bindings

@@ -424,6 +424,7 @@ using namespace tv::py_bindings;
 PYBIND11_MODULE(_thunder_viz, m) {
   m.doc() = "thunder_viz engine bindings (use the package thunder_viz)";
   bind_traces(m);
+  bind_execute(m);
 
   // Module-local: a process-wide translator would also turn other extensions' C++ exceptions
   // (optree's, which Lightning Thunder's pytrees run on) into EngineError.

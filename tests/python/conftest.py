@@ -68,3 +68,36 @@ def _thunder_viz():
     import thunder_viz  # imported when a test asks for the GUI, so collection needs no build
 
     return thunder_viz
+
+
+# Lightning Thunder, for the tests that run the real thing: THUNDER_PATH lists (os.pathsep) the
+# folders to import it from (a lightning-thunder checkout, lightning-utilities' src, optree's
+# install folder); without it, whatever `import thunder` finds. Absent: those tests skip, saying why.
+def thunder_path_entries():
+    return [p for p in os.environ.get("THUNDER_PATH", "").split(os.pathsep) if p]
+
+
+@pytest.fixture(scope="session")
+def thunder():
+    import sys
+
+    for p in reversed(thunder_path_entries()):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        import thunder as lightning_thunder
+    except Exception as e:  # noqa: BLE001 - any failure to import means: not here
+        where = os.environ.get("THUNDER_PATH") or "(THUNDER_PATH unset)"
+        _skip(f"Lightning Thunder is not importable from {where}: {type(e).__name__}: {e}")
+    return lightning_thunder
+
+
+@pytest.fixture
+def thunder_env(thunder):
+    """The environment of a subprocess that imports Thunder and thunder_viz."""
+    import sys
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(thunder_path_entries() + [p for p in sys.path if p])
+    env.setdefault("USE_LIBUV", "0")  # torch.distributed's TCP store without libuv (Debian's torch has none)
+    return env

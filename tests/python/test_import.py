@@ -1,7 +1,9 @@
 import glob
 import os
+import re
 
 import pytest
+import torch
 
 import thunder_viz as tv
 
@@ -53,3 +55,60 @@ def test_imported_capture_saves_and_loads(fixtures_dir, tmp_path):
     cap = tv.load(out)
     assert cap.num_pipelines == 1
     assert len(cap.stages(0)["forward"]) == 7
+
+
+def test_execute_an_imported_forward_and_backward(fixtures_dir):
+    # Thunder's final forward and backward of Linear(5, 10, bias=False), run as Thunder runs them.
+    fwd = tv.parse(open(os.path.join(fixtures_dir, "linear__fwd__06.txt")).read())
+    bwd = tv.parse(open(os.path.join(fixtures_dir, "linear__bwd__00.txt")).read())
+    torch.manual_seed(0)
+    x, w, g = torch.randn(2, 5), torch.randn(10, 5, requires_grad=True), torch.randn(2, 10)
+    data, saved = tv.execute_trace(fwd, [x, w])
+    want = torch.nn.functional.linear(x, w)
+    assert torch.allclose(data["output"][0], want)
+    grads = tv.execute_trace(bwd, [saved, (g,)])
+    want.backward(g)
+    assert grads[0] is None and torch.allclose(grads[1], w.grad)
+
+
+def _arguments_of(trace):
+    """Random tensors of the shapes a printout's argument comments give (`# x: "cpu f32[2, 5]"`)."""
+    shapes = {}
+    for m in re.finditer(r'^  # (\w+): "cpu \w+\[([\d, ]*)\]"', str(trace), re.MULTILINE):
+        shapes.setdefault(m.group(1), [int(d) for d in m.group(2).split(",") if d.strip()])
+    return [torch.randn(*shapes[a]) for a in trace.args]
+
+
+def test_execute_names_the_op_it_does_not_know():
+    # The final GPT block forward calls the torch executor's own functions, opaque to the engine.
+    path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "thunder_cpu", "gpt_block__fwd__06.txt")
+    trace = tv.parse(open(path).read())
+    with pytest.raises(tv.ExecError, match="symbol 'torch_prims_reshape_impl' is not executable"):
+        tv.execute_trace(trace, _arguments_of(trace))
+
+
+def test_thunders_program_lines_up_with_ours():
+    # Thunder's acquired GPT block (scaled_dot_product_attention, view) beside the engine's recording
+    # of the same block written with matmul and softmax.
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from models import Block
+
+    path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "thunder_cpu", "gpt_block__fwd__00.txt")
+    thunder_trace = tv.parse(open(path).read())
+    tm = tv.jit(Block(64, 4))
+    tm(torch.randn(2, 16, 64))
+    c = tv.compare_programs(thunder_trace, tv.last_traces(tm)[0], "Thunder", "thunder_viz")
+    print(c.summary())
+    assert not c.same_program
+    kinds = [k for k, _, _ in c.rows]
+    assert kinds.count("same") == 15
+    changed = [(l.split(" = ")[1].split("(")[0], r.split(" = ")[1].split("(")[0]) for k, l, r in c.rows if k == "changed"]
+    assert ("ltorch.view", "ltorch.reshape") in changed
+    assert ("ltorch.scaled_dot_product_attention", "ltorch.transpose") in changed
+    assert [r.split(" = ")[1].split("(")[0] for k, _, r in c.rows if k == "only right"] == [
+        "ltorch.matmul", "ltorch.mul", "ltorch.softmax", "ltorch.matmul"]
+    assert tv.programs.op_name("torch_prims_reshape_impl") == "prims.reshape"
+    assert tv.programs.op_name("torch.nn.functional.linear") == "ltorch.linear"
+    assert tv.programs.op_name("Tensor.expand") == "ltorch.expand"

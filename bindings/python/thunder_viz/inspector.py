@@ -11,7 +11,9 @@ import torch
 
 from . import _thunder_viz as _C
 from .jit import JittedModule
-from .traces import KINDS, import_traces
+from .programs import compare_programs
+from .thunder_calls import ThunderRecorder
+from .traces import KINDS
 
 
 # Calls whose eager reference is kept for their backward (older ones are dropped unchecked).
@@ -27,24 +29,23 @@ class RecordedCall:
     """One call seen by an Inspector: the order, the stages ({kind: [Stage-like]}), hit/miss, and
     for our jitted modules the checks against eager torch (`checks`, see Inspector)."""
 
-    def __init__(self, order, stages, hit=None, outputs=(), world_size=1):
+    def __init__(self, order, stages, hit=None, outputs=(), world_size=1, rank=0):
         self.order, self.stages, self.hit = list(order), stages, hit
         self.outputs = list(outputs)
-        self.world_size = world_size
+        self.world_size, self.rank = world_size, rank
         # {"rank", "outputs": [TensorCheck], "gradients": [TensorCheck], "gradients_checked"}; None
         # when the call was not checked; check_error says why an eager reference could not run.
         self.checks = None
         self.check_error = ""
         self.record = None  # our jitted module's CallRecord (its timings), None for Thunder calls
+        # Lightning Thunder calls: compile_stats after the call (calls, cache_hits, cache_misses, host_ms,
+        # cache_lookup_ms), the engine's replay of the call (thunder_calls.ThunderReplay, None with
+        # check=False) and why its traces could not be imported ("" when they were).
+        self.thunder_stats, self.replay, self.error = None, None, ""
 
     def final(self, kind):
         s = self.stages.get(kind) or []
         return s[-1].trace if s else None
-
-
-class _ImportedStage:
-    def __init__(self, pass_name, trace):
-        self.pass_name, self.trace, self.milliseconds, self.changed = pass_name, trace, 0.0, True
 
 
 class Inspector:
@@ -65,13 +66,13 @@ class Inspector:
         self.model = model
         self.calls = []
         self._thunder = _is_thunder_module(model)
-        self._hook = None
+        self._recorder = None
         self._check = bool(check) and isinstance(model, JittedModule)
         self._awaiting_backward = collections.deque()
         if isinstance(model, JittedModule):
             model._listeners.append(self._on_jit_call)
         elif self._thunder:
-            self._hook = model.register_forward_hook(lambda mod, args, out: self._on_thunder_call(out))
+            self._recorder = ThunderRecorder(model, self._on_thunder_call, replay=bool(check))
         else:
             raise TypeError(f"attach expects a thunder_viz jitted module or a Thunder ThunderModule, got {type(model).__name__}")
 
@@ -88,29 +89,11 @@ class Inspector:
                 while len(self._awaiting_backward) > _MAX_AWAITING_BACKWARD:
                     self._awaiting_backward.popleft().backward_listeners.clear()
 
-    def _on_thunder_call(self, out):
-        import thunder  # only when a ThunderModule is attached
-
-        texts = {
-            "prologue": [str(t) for t in thunder.last_prologue_traces(self.model)],
-            "forward": [str(t) for t in thunder.last_traces(self.model)],
-        }
-        try:
-            texts["backward"] = [str(t) for t in (thunder.last_backward_traces(self.model) or [])]
-        except Exception:  # no backward (inference) in this Thunder version
-            texts["backward"] = []
-        stages = {}
-        for kind, ts in texts.items():
-            lst = []
-            for i, text in enumerate(ts):
-                imp = import_traces([text])
-                tr = imp.traces[0]
-                p = tr.provenance
-                lst.append(_ImportedStage(p["pass"] if p else ("acquisition" if i == 0 else f"stage {i}"), tr))
-            if lst:
-                stages[kind] = lst
-        outs = [out] if isinstance(out, torch.Tensor) else [o for o in (out or ()) if isinstance(o, torch.Tensor)]
-        self.calls.append(RecordedCall(["thunder.jit"], stages, None, [o.detach() for o in outs]))
+    def _on_thunder_call(self, stages, outputs, hit, stats, replay, error):
+        rank, world = _torch_distributed_rank()
+        call = RecordedCall(_thunder_order(self.model), stages, hit, [o.detach() for o in outputs], world, rank)
+        call.thunder_stats, call.replay, call.error = stats, replay, error
+        self.calls.append(call)
 
     def __call__(self, *args, **kwargs):
         """Calls the model (the Thunder path records through a forward hook as well)."""
@@ -119,8 +102,8 @@ class Inspector:
     def detach(self):
         if isinstance(self.model, JittedModule) and self._on_jit_call in self.model._listeners:
             self.model._listeners.remove(self._on_jit_call)
-        if self._hook is not None:
-            self._hook.remove()
+        if self._recorder is not None:
+            self._recorder.remove()
 
     # -- views
     @property
@@ -149,14 +132,15 @@ class Inspector:
             key = tuple((k, tuple(s.trace.canonical_hash() for s in v)) for k, v in call.stages.items())
             if key not in index:
                 stages = {k: [(s.pass_name, s.trace, float(s.milliseconds)) for s in v] for k, v in call.stages.items()}
-                index[key] = cap.add_pipeline(call.order, stages, call.world_size, "cpu")
-            if call.checks is not None:
+                index[key] = cap.add_pipeline(call.order, stages, call.world_size, "cpu", call.error)
+            checks = _checks_of(call)
+            if checks is not None:
                 kept = checked.get(key)
-                if kept is None or call.checks["gradients_checked"] or not kept.checks["gradients_checked"]:
+                if kept is None or checks["gradients_checked"] or not _checks_of(kept)["gradients_checked"]:
                     checked[key] = call
         for key, call in checked.items():
-            c = call.checks
-            cap.set_replay(index[key], [(c["rank"], c["outputs"], c["gradients"], "")])
+            c = _checks_of(call)
+            cap.set_replay(index[key], [(c["rank"], c["outputs"], c["gradients"], c["error"])])
             if call.record is not None:
                 cap.set_timings(index[key], c["rank"], call.record.timings)
         return cap
@@ -190,6 +174,18 @@ class Inspector:
         """"equivalent" when the final traces of every kind are canonically equal and the last
         outputs match (float tolerance); otherwise "different" (like `thunder-viz compare`)."""
         return compare(self, other)[0]
+
+
+def _checks_of(call):
+    """A call's checks as the capture's replay stores them: ours against eager torch, a Thunder
+    call's engine replay against Thunder; None when the call was not checked."""
+    if call.checks is not None:
+        return dict(call.checks, error=call.check_error)
+    r = call.replay
+    if r is None:
+        return None
+    return {"rank": call.rank, "outputs": r.outputs, "gradients": r.gradients, "gradients_checked": r.gradients_checked,
+            "error": r.error}
 
 
 def _functional_call(module, tensors, args):
@@ -252,6 +248,19 @@ def _check_against_eager(tm, rec, inputs, call):
     rec.backward_listeners.append(on_backward)
 
 
+def _thunder_order(tmodel):
+    """["thunder.jit", then the transforms added to the ThunderModule (thunder.distributed.ddp's DDPTransform...)]."""
+    return ["thunder.jit"] + [type(t).__name__ for t in getattr(tmodel, "_lc_transforms", [])]
+
+
+def _torch_distributed_rank():
+    """(rank, world size) of torch.distributed's default process group, (0, 1) without one."""
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
 def _short(dtype):
     return {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
             torch.int64: "i64", torch.int32: "i32", torch.bool: "b8"}.get(dtype, "f32")
@@ -262,6 +271,10 @@ def _named_parameters(model):
         return list(model.named_parameters())
     except Exception:
         return []
+
+
+def _is_thunder_call(call):
+    return bool(call.order) and call.order[0].startswith("thunder.")
 
 
 def _order_min_tolerance(order):
@@ -277,10 +290,21 @@ def compare(a, b):
     (session/assess.h, as `thunder-viz compare` prints them): the final traces of every kind
     canonically equal, and a's outputs and parameter gradients checked against b's with the engine's
     tolerance rule (replay's check_against_reference). details maps each trace kind and tensor to
-    whether it matched, and "why" to the verdict's reason."""
+    whether it matched, and "why" to the verdict's reason. When one side is a Lightning Thunder call,
+    the first forward traces (the acquired programs) are lined up op by op instead, Thunder's spellings
+    mapped to ours (programs.compare_programs): details["program"] holds the rows."""
     ca, cb = a.last, b.last
     details, differs = {}, []
-    for kind in KINDS:
+    if _is_thunder_call(ca) or _is_thunder_call(cb):
+        # Spelled differently: the acquired programs are lined up op by op (programs.py).
+        names = ["Thunder" if _is_thunder_call(c) else "thunder_viz" for c in (ca, cb)]
+        first = [(c.stages.get("forward") or [None])[0] for c in (ca, cb)]
+        if first[0] is not None and first[1] is not None:
+            details["program"] = compare_programs(first[0].trace, first[1].trace, *names)
+            details["forward"] = details["program"].same_program
+            if not details["forward"]:
+                differs.append(f"acquired program ({details['program'].summary()})")
+    for kind in KINDS if "program" not in details else ():
         ta, tb = ca.final(kind), cb.final(kind)
         if ta is None and tb is None:
             continue
