@@ -21,6 +21,8 @@
 #include <cstdlib>
 #endif
 
+#include <system_error>
+
 #include "dist/detail.h"
 
 #ifdef TV_GLOO_HEADERS
@@ -72,6 +74,13 @@ class GlooComm : public CommBase {
       pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(native, rank, size, opts);
     } catch (const DistError&) {
       throw;
+    } catch (const std::system_error& e) {
+      fail(op,
+           std::string("could not start gloo's threads (") + e.what() +
+               "): the process reached its limit of threads (ulimit -u) or of memory for thread stacks",
+           DistError::Kind::init);
+    } catch (const std::bad_alloc&) {
+      fail(op, "out of memory while joining the group", DistError::Kind::init);
     } catch (const std::exception& e) {
       fail(op, first_line(e.what()), DistError::Kind::init);
     }
