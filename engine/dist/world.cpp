@@ -60,6 +60,7 @@ struct Shared {
     if (first_reason.empty()) first_reason = reason;
     for (size_t i = 0; i < comms.size(); ++i)
       if (static_cast<int>(i) != r && comms[i]) comms[i]->abort(reason);
+    store->abort(reason);  // ranks still joining the group stop waiting for this one
   }
 
   // Whether a rank's communicator was broken by another rank's failure before its own.
@@ -87,7 +88,10 @@ void rank_main(Shared* s, const World::RankFn& fn, int r) {
     }
     fn(r, *comm);
   } catch (const DistError& e) {
-    s->fail(r, e.what(), e.kind() == DistError::Kind::aborted || e.kind() == DistError::Kind::broken);
+    // Joining the group fails as a consequence when another rank failed first (the store was aborted).
+    s->fail(r, e.what(),
+            e.kind() == DistError::Kind::aborted || e.kind() == DistError::Kind::broken ||
+                (!comm && s->store->aborted()));
   } catch (const std::exception& e) {
     // Another error type can still be the abort's consequence: an executor rule's ExecError
     // that wraps the DistError of a collective run after another rank failed.
