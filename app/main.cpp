@@ -1,11 +1,43 @@
 // thunder-viz: the command line (batch mode) and the GUI of Thunder Viz.
+#include <cstdio>
 #include <iostream>
+#include <new>
+#include <string>
+#include <system_error>
 
 #include "cli/command.h"
 #include "ir/builder.h"
 #ifdef TV_HAVE_GUI
 #include "gui/gui_commands.h"
 #endif
+
+namespace {
+
+// An error message as the terminal may show it: without LibTorch's backtrace, and with control
+// bytes of the input (ESC sequences, ...) escaped as \xNN instead of sent to the terminal.
+std::string printable_error(const std::string& what) {
+  std::string text = what;
+  if (auto at = text.find("Exception raised from "); at != std::string::npos) text.erase(at);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::string out;
+  for (unsigned char c : text) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+int report(const std::string& what, int code) {
+  std::cerr << "error: " << printable_error(what) << "\n";
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Thunder Viz: inspect, compare and replay the traces of a Thunder-style JIT"};
@@ -39,13 +71,18 @@ int main(int argc, char** argv) {
   try {
     return run();
   } catch (const tv::cli::BadInput& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return tv::cli::kBadInput;
+    return report(e.what(), tv::cli::kBadInput);
   } catch (const tv::OpError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return tv::cli::kBadInput;
+    return report(e.what(), tv::cli::kBadInput);
+  } catch (const std::bad_alloc&) {
+    return report("out of memory; try a smaller model (--param) or fewer ranks (--world)", tv::cli::kDifference);
+  } catch (const std::system_error& e) {
+    if (e.code() == std::errc::resource_unavailable_try_again)
+      return report(std::string("could not start a thread (") + e.what() +
+                        "): the process reached its limit of threads (ulimit -u) or of memory; use fewer ranks (--world)",
+                    tv::cli::kDifference);
+    return report(e.what(), tv::cli::kDifference);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return tv::cli::kDifference;
+    return report(e.what(), tv::cli::kDifference);
   }
 }

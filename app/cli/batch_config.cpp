@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "capture/json_text.h"
 #include "cli/command.h"
 #include "jit/zoo.h"
 #include "transforms/transform.h"
@@ -104,7 +105,9 @@ BatchConfig load_batch_config(const std::string& file) {
   auto text = read_text_file(file);
   Json doc;
   try {
-    doc = Json::parse(text);
+    doc = capture_detail::parse_json_strict<Json>(text);
+  } catch (const capture_detail::JsonTextError& e) {
+    fail(file, e.path(), e.what());
   } catch (const Json::parse_error& e) {
     fail(file, "", fmt::format("not valid JSON at {}: {}", position(text, e.byte ? e.byte - 1 : 0), e.what()));
   }

@@ -1,10 +1,9 @@
 // thunder-viz import FILE: parse a Thunder printout and print it back.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "capture/atomic_file.h"
+#include "capture/capture.h"
 #include "cli/command.h"
 #include "format/parser.h"
 #include "format/printer.h"
@@ -12,11 +11,11 @@
 namespace tv::cli {
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw BadInput(path + ": cannot open the file (" + std::strerror(errno) + "); check the path");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return capture_detail::read_whole_file(path);
+  } catch (const CaptureError& e) {
+    throw BadInput(std::string(e.what()) + "; check the path");
+  }
 }
 
 void add_import_command(CLI::App& app, Runner& run) {

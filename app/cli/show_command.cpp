@@ -58,6 +58,8 @@ std::string valid_stages(const std::vector<Stage>& stages) {
 // The index of --stage in `stages` (a number or a pass name), or -1.
 int find_stage(const std::vector<Stage>& stages, const std::string& stage) {
   if (!stage.empty() && stage.find_first_not_of("0123456789") == std::string::npos) {
+    // Digits beyond what any list holds (99999999999999999999) are simply no such stage.
+    if (stage.size() > 9) return -1;
     auto i = std::stoul(stage);
     return i < stages.size() ? static_cast<int>(i) : -1;
   }

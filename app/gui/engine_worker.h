@@ -1,7 +1,8 @@
 // The engine worker: runs one engine job (load a capture, run pipelines) off the UI thread.
 // Contract: `start` launches a job on a std::thread (waiting for a previous one to end first);
 // the UI polls `busy`, `progress` and `status` every frame and `take`s the result once. A job that
-// throws leaves its message as the error; nothing escapes the thread. The destructor joins.
+// throws leaves its message as the error; nothing escapes the thread. A thread that cannot start
+// (thread or memory limit) is that job's error, said so. The destructor joins.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -29,6 +30,9 @@ class EngineWorker {
   void join();
 
  private:
+  void run(const std::string& what, const Job& job);  // on the worker thread
+  void finish(std::optional<Capture> result, std::string error);
+
   std::thread thread_;
   std::atomic<bool> busy_{false};
   std::atomic<double> progress_{0};

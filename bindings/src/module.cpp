@@ -484,18 +484,32 @@ PYBIND11_MODULE(_thunder_viz, m) {
         "(rank, world size, has a communicator) of the calling thread");
 
   // Runs fn(rank) on `size` threads, one gloo rank each; raises DistError naming the failed rank.
+  // A rank still running timeout_seconds after another one ended is reported and abandoned, so
+  // what its thread uses is owned by the rank function (Python objects released under the GIL).
   m.def("run_world", [](int size, const py::function& fn, int timeout_seconds) {
+    if (size < 1) throw py::value_error("run_world: size must be at least 1, got " + std::to_string(size));
+    if (timeout_seconds < 1)
+      throw py::value_error("run_world: timeout_seconds must be at least 1, got " + std::to_string(timeout_seconds));
+    struct PyState {
+      py::function fn;
+      std::vector<py::object> results;
+    };
+    std::shared_ptr<PyState> state(new PyState{fn, std::vector<py::object>(size)}, [](PyState* p) {
+      py::gil_scoped_acquire acquire;
+      delete p;
+    });
     dist::CommOptions options;
     options.timeout = std::chrono::seconds(timeout_seconds);
     dist::World world(size, dist::Backend::gloo, options);
-    std::vector<py::object> results(size);
+    world.abandon_hung_ranks();
     {
       py::gil_scoped_release release;
-      world.run([&](int rank, dist::Communicator& comm) {
+      world.run([state, size](int rank, dist::Communicator& comm) {
         tl_rank = RankContext{&comm, rank, size};
         py::gil_scoped_acquire acquire;
         try {
-          results[rank] = fn(rank);
+          py::object result = state->fn(rank);
+          state->results[rank] = std::move(result);
         } catch (py::error_already_set& e) {
           std::string what = e.what();
           tl_rank = RankContext{};
@@ -505,7 +519,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
       });
     }
     py::list out;
-    for (auto& r : results) out.append(r ? r : py::none());
+    for (auto& r : state->results) out.append(r ? r : py::none());
     return out;
   }, py::arg("size"), py::arg("fn"), py::arg("timeout_seconds") = 60);
 }

@@ -56,6 +56,13 @@ py::object provenance_of(const Trace& t) {
 
 PyStage stage_of(const Stage& s) { return PyStage{s.pass, PyTrace{s.trace}, s.milliseconds, s.changed}; }
 
+// The loader's range for a world size (engine/capture/decode.cpp): nothing saves what cannot load.
+void check_world_size(const char* where, int world_size) {
+  if (world_size < 1 || world_size > (1 << 20))
+    throw py::value_error(std::string(where) + ": world_size must be from 1 to " + std::to_string(1 << 20) + ", got " +
+                          std::to_string(world_size));
+}
+
 TraceKind kind_of(const std::string& name) {
   TraceKind k;
   if (!parse_trace_kind(name, &k)) throw py::value_error("unknown trace kind '" + name + "' (prologue, forward, backward, epilogue)");
@@ -152,12 +159,15 @@ void bind_traces(py::module_& m) {
                            const std::vector<std::tuple<std::string, std::vector<int64_t>, std::string>>& parameters) {
              c.c.model.name = name;
              c.c.model.params = params;
-             c.c.model.parameters.clear();
+             std::vector<ParameterRecord> records;
              for (const auto& [n, shape, dtype] : parameters) {
-               ParameterRecord r{n, shape, DType::f32};
-               if (auto d = dtype_from_short(dtype)) r.dtype = *d;
-               c.c.model.parameters.push_back(r);
+               for (auto d : shape)
+                 if (d < 0) throw py::value_error("set_model: parameter '" + n + "' has a negative dimension " + std::to_string(d));
+               auto d = dtype_from_short(dtype);
+               if (!d) throw py::value_error("set_model: parameter '" + n + "' has an unknown dtype '" + dtype + "' (f32, bf16, ...)");
+               records.push_back(ParameterRecord{n, shape, *d});
              }
+             c.c.model.parameters = std::move(records);
            })
       .def_property_readonly("num_pipelines", [](const PyCapture& c) { return c.c.pipelines.size(); })
       .def("pipeline_label", [](const PyCapture& c, size_t i) { return c.c.pipelines.at(i).spec.label(); })
@@ -188,6 +198,7 @@ void bind_traces(py::module_& m) {
       // Appends a pipeline from traces per kind: {"prologue": [(pass, Trace, ms), ...], ...}.
       .def("add_pipeline", [](PyCapture& c, const std::vector<std::string>& order, const py::dict& stages, int world_size,
                               const std::string& device, const std::string& error) {
+             check_world_size("add_pipeline", world_size);
              PipelineRecord p;
              p.spec.order = order;
              p.spec.world_size = world_size;
@@ -230,9 +241,13 @@ void bind_traces(py::module_& m) {
              if (!rec.replay) throw py::value_error("pipeline " + std::to_string(i) + " has no replay: call set_replay first");
              for (auto& r : rec.replay->ranks)
                if (r.rank == rank) {
-                 r.timings.clear();
-                 for (const auto& [trace, index, symbol, output, us, device, start] : timings)
-                   r.timings.push_back({trace, index, symbol, output, us, device, start});
+                 std::vector<SymbolTiming> checked;
+                 for (const auto& [trace, index, symbol, output, us, device, start] : timings) {
+                   if (index < 0)
+                     throw py::value_error("set_timings: the index of a bound symbol is at least 0, got " + std::to_string(index));
+                   checked.push_back({trace, index, symbol, output, us, device, start});
+                 }
+                 r.timings = std::move(checked);
                  return;
                }
              throw py::value_error("pipeline " + std::to_string(i) + "'s replay has no rank " + std::to_string(rank));
@@ -264,6 +279,7 @@ void bind_traces(py::module_& m) {
   // The built-in models through run_pipelines (what `thunder-viz run` does).
   m.def("run_model", [](const std::string& model, const std::map<std::string, std::string>& params,
                         const std::vector<std::vector<std::string>>& orders, int world_size, bool replay) {
+    check_world_size("run_model", world_size);
     RunRequest r;
     r.model = model;
     r.params = params;

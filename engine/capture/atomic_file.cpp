@@ -1,11 +1,13 @@
 #include "capture/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -36,6 +38,59 @@ struct TempFile {
   }
 };
 
+// Where a save of `path` writes: the final target when `path` is a symbolic link (a chain of them
+// is followed; a dangling link names the file to create), else `path` itself.
+std::string write_target(const std::string& path) {
+  fs::path p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec)) || ec) return p.string();
+    fs::path next = fs::read_symlink(p, ec);
+    if (ec) fail(path, "cannot read the symbolic link " + p.string(), ec.value());
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+  fail(path, "cannot follow the symbolic link", ELOOP);
+}
+
+// Refuses to replace an existing file the user cannot write (rename would replace it silently).
+void check_replaceable(const std::string& path, const std::string& target) {
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  if ((st.st_mode & 0222) == 0 || ::access(target.c_str(), W_OK) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    throw CaptureError(path, "",
+                       std::string("cannot write: ") + (target == path ? "the file" : target) + " is read-only (mode " +
+                           mode + "); make it writable (chmod u+w) or save under another name");
+  }
+}
+
+// Removes temporaries of earlier saves of `target` whose process no longer runs (killed mid-save).
+void remove_stale_temporaries(const std::string& target) {
+  const fs::path prefix = temporary_prefix(target);
+  const std::string start = prefix.filename().string();
+  std::error_code ec;
+  fs::directory_iterator it(folder_of(target), ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(start, 0) != 0) continue;
+    // The rest is "<pid>-<n>".
+    const std::string rest = name.substr(start.size());
+    size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.find_first_not_of("0123456789-") != std::string::npos) continue;
+    long pid = 0;
+    try {
+      pid = std::stol(rest.substr(0, dash));
+    } catch (...) {
+      continue;
+    }
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running (or not ours to ask)
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
+
 void write_all(int fd, std::string_view data, const std::string& path) {
   // Chunks of 1 MiB: progress on a large capture is visible and a short write is retried.
   constexpr size_t kChunk = 1 << 20;
@@ -63,28 +118,32 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   if (path.empty()) throw CaptureError(path, "", "cannot write: the path is empty");
   if (fs::path(path).filename().empty()) throw CaptureError(path, "", "cannot write: the path names a folder");
 
+  const std::string target = write_target(path);
+  check_replaceable(path, target);
+  remove_stale_temporaries(target);
+
   TempFile tmp;
-  tmp.name = temporary_prefix(path) + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  tmp.name = temporary_prefix(target) + std::to_string(::getpid()) + "-" + std::to_string(counter++);
   tmp.fd = ::open(tmp.name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (tmp.fd < 0) {
     int err = errno;
     tmp.name.clear();  // nothing was created
-    fail(path, "cannot create a temporary file in " + folder_of(path), err);
+    fail(path, "cannot create a temporary file in " + folder_of(target), err);
   }
   // Keep the permissions of the file being replaced.
   struct stat old {};
-  if (::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode)) ::fchmod(tmp.fd, old.st_mode & 07777);
+  if (::stat(target.c_str(), &old) == 0 && S_ISREG(old.st_mode)) ::fchmod(tmp.fd, old.st_mode & 07777);
 
   write_all(tmp.fd, contents, path);
   if (::fsync(tmp.fd) != 0) fail(path, "cannot flush the temporary file to disk", errno);
   int fd = tmp.fd;
   tmp.fd = -1;
   if (::close(fd) != 0) fail(path, "cannot close the temporary file", errno);
-  if (::rename(tmp.name.c_str(), path.c_str()) != 0) fail(path, "cannot replace the file", errno);
+  if (::rename(tmp.name.c_str(), target.c_str()) != 0) fail(path, "cannot replace the file", errno);
   tmp.renamed = true;
 
   // Make the rename itself durable; a folder that cannot be opened or synced is not an error.
-  int dir = ::open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dir = ::open(folder_of(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
@@ -110,6 +169,11 @@ std::string read_whole_file(const std::string& path) {
       fail(path, "cannot read", err);
     }
     if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > kMaxInputBytes) {
+      ::close(fd);
+      throw CaptureError(path, "", "cannot read: the input is larger than " + std::to_string(kMaxInputBytes >> 20) +
+                                       " MiB, the most this tool reads (is it the right file?)");
+    }
     out.append(buffer, static_cast<size_t>(n));
   }
   ::close(fd);

@@ -3,6 +3,7 @@
 #include "capture/atomic_file.h"
 #include "capture/decode.h"
 #include "capture/encode.h"
+#include "capture/json_text.h"
 
 namespace tv {
 namespace {
@@ -27,7 +28,9 @@ Json parse_document(const std::string& text, const std::string& file) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw CaptureError(file, "", "the file is empty (expected a thunder-viz capture, a JSON object)");
   try {
-    return Json::parse(text);
+    return capture_detail::parse_json_strict<Json>(text);
+  } catch (const capture_detail::JsonTextError& e) {
+    throw CaptureError(file, e.path(), e.what());
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     auto pos = what.find("] ");

@@ -364,8 +364,12 @@ PipelineSpec spec(const Cursor& c) {
   PipelineSpec s;
   s.order = strings(c.field("order"));
   s.capture_at_jit = bool_field(c, "capture_at_jit");
-  s.world_size = static_cast<int>(c.field("world_size").integer_at_least(1));
-  if (s.world_size > (1 << 20)) c.field("world_size").fail("world size " + std::to_string(s.world_size) + " is out of range");
+  // Range-checked before it is narrowed: 4294967298 must not become 2.
+  const int64_t world = c.field("world_size").integer_at_least(1);
+  if (world > (1 << 20))
+    c.field("world_size").fail("world size " + std::to_string(world) + " is out of range (at most " +
+                               std::to_string(1 << 20) + ")");
+  s.world_size = static_cast<int>(world);
   s.device = string_field(c, "device");
   return s;
 }

@@ -21,6 +21,8 @@
 #include <cstdlib>
 #endif
 
+#include <system_error>
+
 #include "dist/detail.h"
 
 #ifdef TV_GLOO_HEADERS
@@ -72,7 +74,15 @@ class GlooComm : public CommBase {
       pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(native, rank, size, opts);
     } catch (const DistError&) {
       throw;
+    } catch (const std::bad_alloc&) {
+      fail(op, "out of memory while joining the group", DistError::Kind::init);
     } catch (const std::exception& e) {
+      auto* s = dynamic_cast<const std::system_error*>(&e);
+      if (s && s->code() == std::errc::resource_unavailable_try_again)
+        fail(op,
+             std::string("could not start gloo's threads (") + e.what() +
+                 "): the process reached its limit of threads (ulimit -u) or of memory for thread stacks",
+             DistError::Kind::init);
       fail(op, first_line(e.what()), DistError::Kind::init);
     }
   }

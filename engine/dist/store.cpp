@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -17,9 +18,56 @@
 
 namespace tv::dist {
 
+namespace {
+
+// c10d's HashStore whose waits end when the store is aborted.
+class AbortableHashStore : public c10d::HashStore {
+ public:
+  void abort(const std::string& reason) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      if (!aborted_) reason_ = reason;
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool aborted() {
+    std::lock_guard<std::mutex> lock(m_);
+    return aborted_;
+  }
+
+  std::vector<uint8_t> get(const std::string& key) override {
+    wait({key}, timeout_);
+    std::lock_guard<std::mutex> lock(m_);
+    return map_.at(key);
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    std::unique_lock<std::mutex> lock(m_);
+    auto present = [&] {
+      for (const auto& k : keys)
+        if (map_.find(k) == map_.end()) return false;
+      return true;
+    };
+    auto ready = [&] { return aborted_ || present(); };
+    if (timeout == kNoTimeout)
+      cv_.wait(lock, ready);
+    else if (!cv_.wait_for(lock, timeout, ready))
+      throw std::system_error(ETIMEDOUT, std::system_category(), "Wait timeout");
+    if (!present()) throw std::runtime_error("the group was aborted: " + reason_);
+  }
+
+ private:
+  bool aborted_ = false;
+  std::string reason_;
+};
+
+}  // namespace
+
 struct Store::Impl {
   c10::intrusive_ptr<c10d::Store> store;  // what operations go to (a PrefixStore for prefixed views)
   c10::intrusive_ptr<c10d::Store> root;   // the HashStore / TCPStore
+  c10::intrusive_ptr<AbortableHashStore> in_process;  // the root, in process
   bool tcp = false;
   bool server = false;
   int port = 0;
@@ -63,7 +111,8 @@ Store::Store(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::shared_ptr<Store> Store::in_process(std::chrono::milliseconds timeout) {
   auto impl = std::make_shared<Impl>();
-  impl->root = c10::make_intrusive<c10d::HashStore>();
+  impl->in_process = c10::make_intrusive<AbortableHashStore>();
+  impl->root = impl->in_process;
   impl->root->setTimeout(timeout);
   impl->store = impl->root;
   return std::make_shared<Store>(std::move(impl));
@@ -135,6 +184,12 @@ std::optional<std::string> Store::try_get(const std::string& key) {
 bool Store::check(const std::string& key) { return impl_->store->check({key}); }
 
 int64_t Store::add(const std::string& key, int64_t delta) { return impl_->store->add(key, delta); }
+
+void Store::abort(const std::string& reason) {
+  if (impl_->in_process) impl_->in_process->abort(reason);
+}
+
+bool Store::aborted() const { return impl_->in_process && impl_->in_process->aborted(); }
 
 std::chrono::milliseconds Store::timeout() const { return impl_->root->getTimeout(); }
 

@@ -4,7 +4,9 @@
 // waits. `tcp(..., is_server=true)` listens on `port` (0 picks a free one, see `port()`); a port
 // already in use throws DistError(init) saying which port and how to choose another. Clients
 // retry connecting until the timeout. `prefixed(p)` views the same store with keys under "p/".
-// All methods are thread-safe.
+// `abort(reason)` (in-process stores; a no-op over TCP) makes every pending and later wait for a
+// key throw at once, naming the reason: ranks still joining a group stop waiting for one that
+// failed. All methods are thread-safe.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -27,6 +29,9 @@ class Store {
   std::optional<std::string> try_get(const std::string& key);
   bool check(const std::string& key);
   int64_t add(const std::string& key, int64_t delta);
+
+  void abort(const std::string& reason);
+  bool aborted() const;
 
   std::chrono::milliseconds timeout() const;
   void set_timeout(std::chrono::milliseconds timeout);

@@ -8,6 +8,14 @@
 //    later collectives throw DistError kind aborted) and run() throws WorldError naming the rank
 //    that failed first with its message, then every other rank's error. run_all() returns each
 //    rank's outcome instead of throwing; run_collect() returns each rank's fn result.
+//  - Every rank thread is started before any rank joins the group. When one cannot start (the
+//    process's thread limit, memory for its stack), the started ones end without running fn and
+//    every rank's outcome is that error, naming the rank and what ran out: never an abort. A rank
+//    that runs out of memory fails with "out of memory"; LibTorch errors come without backtrace.
+//  - abandon_hung_ranks(): for callers whose fn owns everything it uses (no references to the
+//    caller's stack). Once one rank has ended, a rank still running options.timeout later is
+//    reported as hung (its outcome says so), its communicator is aborted and its thread detached:
+//    run_all returns instead of waiting for it. The thread ends on its own later, safely.
 //  - NCCL worlds bind rank r's thread to CUDA device r (options.device is ignored).
 //  - launch_from_env() reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, connects
 //    through a TCPStore hosted by rank 0 on MASTER_ADDR:MASTER_PORT and returns this process's
@@ -52,6 +60,8 @@ class World {
   int size() const { return size_; }
   Backend backend() const { return backend_; }
 
+  void abandon_hung_ranks(bool on = true) { abandon_hung_ = on; }
+
   std::vector<RankResult> run_all(const RankFn& fn);
   void run(const RankFn& fn);
 
@@ -70,6 +80,7 @@ class World {
   int size_;
   Backend backend_;
   CommOptions options_;
+  bool abandon_hung_ = false;
 };
 
 struct EnvLaunch {

@@ -63,6 +63,9 @@ class Params {
   at::Device device() const {
     auto d = Device::parse(values_.at("device"));
     if (!d) bad("device", "cpu or cuda:N");
+    if (d->kind == Device::Kind::cuda && !at::hasCUDA())
+      throw std::invalid_argument("model '" + info_.name + "': parameter 'device' is '" + values_.at("device") +
+                                  "', but this build's LibTorch has no CUDA (or no GPU is visible); use device=cpu");
     return d->kind == Device::Kind::cpu ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(d->index));
   }
   [[noreturn]] void bad(const std::string& k, const std::string& expected) const {

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "exec/device_check.h"
@@ -20,6 +21,11 @@ double tolerance(DType d) {
     case DType::bf16: return 2e-2;
     default: return 1e-5;
   }
+}
+
+double tolerance(DType d, int64_t summed_terms) {
+  // Rounding errors of a sum of n terms grow like sqrt(n); the dtype's tolerance covers two.
+  return tolerance(d) * std::max(1.0, std::sqrt(static_cast<double>(summed_terms) / 2.0));
 }
 
 TensorStats tensor_stats(const at::Tensor& t) {
@@ -44,11 +50,12 @@ TensorStats tensor_stats(const at::Tensor& t) {
   return s;
 }
 
-TensorCheck check_against_reference(const std::string& name, const at::Tensor& got, const at::Tensor& want, double min_tolerance) {
+TensorCheck check_against_reference(const std::string& name, const at::Tensor& got, const at::Tensor& want, double min_tolerance,
+                                    int64_t summed_terms) {
   TensorCheck c;
   c.name = name;
   c.stats = tensor_stats(got);
-  c.tolerance = std::max(tolerance(c.stats.dtype), min_tolerance);
+  c.tolerance = std::max(tolerance(c.stats.dtype, summed_terms), min_tolerance);
   if (!want.defined()) {
     c.pass = false;
     c.max_abs = c.max_rel = INFINITY;
@@ -140,7 +147,8 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
       for (const auto& [n, g] : eager.input_grads)
         if (n == name) want = g;
       if (options.expected_grad && want.defined()) want = options.expected_grad(name, want);
-      result.gradients.push_back(check_against_reference("grad[" + name + "]", got, want, options.min_tolerance));
+      result.gradients.push_back(
+          check_against_reference("grad[" + name + "]", got, want, options.min_tolerance, options.summed_ranks));
     }
     run_as_cuda_graph();
   } catch (const c10::Error& e) {

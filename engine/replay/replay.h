@@ -7,7 +7,10 @@
 // recorded; the first bound symbol that produced NaN/Inf is named. A failure is reported in
 // RankResult::error, never thrown. With `cuda_graph_steps` the step is then also replayed as a CUDA
 // graph. Tolerances are relative to the largest magnitude of the reference (see tolerance()), with
-// an absolute floor of a tenth of the tolerance for references that are zero up to noise.
+// an absolute floor of a tenth of the tolerance for references that are zero up to noise. A
+// gradient summed over W ranks (DDP's all-reduce, FSDP's reduce-scatter) sums in another order
+// than eager's one batch: its tolerance grows like the rounding of a sum, sqrt(W/2)·tolerance(dtype)
+// (W ≤ 2: unchanged), so world 64 allows 5.7e-5 in f32 and a wrong gradient still fails.
 #pragma once
 #include <cstdint>
 #include <any>
@@ -26,13 +29,16 @@ namespace tv {
 
 // Relative tolerance per dtype: f64 1e-10, f32 1e-5, f16 1e-2, bf16 2e-2.
 double tolerance(DType);
+// The tolerance of a value that is a sum of `summed_terms` partial results (ranks): see above.
+double tolerance(DType, int64_t summed_terms);
 
 // Shape, dtype, min/max/mean of the finite values and NaN/Inf counts, computed where `t` lives.
 TensorStats tensor_stats(const at::Tensor& t);
-// `got` against the reference `want` with the rule above (tolerance of got's dtype, at least
-// `min_tolerance`); an undefined `want` or a shape mismatch fails with infinite errors.
+// `got` against the reference `want` with the rule above (tolerance of got's dtype and the number
+// of ranks summed into it, at least `min_tolerance`); an undefined `want` or a shape mismatch
+// fails with infinite errors.
 TensorCheck check_against_reference(const std::string& name, const at::Tensor& got, const at::Tensor& want,
-                                    double min_tolerance = 0);
+                                    double min_tolerance = 0, int64_t summed_terms = 1);
 
 struct ReplayOptions {
   Device device;
@@ -46,6 +52,8 @@ struct ReplayOptions {
   std::function<at::Tensor(const std::string& name, const at::Tensor& reference)> expected_grad;
   // Lower bound on every relative tolerance (autocast computes in bf16 against an f32 reference).
   double min_tolerance = 0;
+  // How many ranks' partial gradients each parameter gradient sums (DDP, FSDP: the world size).
+  int64_t summed_ranks = 1;
   // The module eager runs on (unsharded weights); the replayed module when null.
   const jit::Module* reference_module = nullptr;
   // When > 0 (CUDA, one rank): after the checks, the step is also captured as a CUDA graph and

@@ -69,6 +69,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
   bool distributed = distributor != nullptr;
   ReplayOptions options;
   if (auto lowered = order.computes_in(TransformContext{})) options.min_tolerance = tolerance(*lowered);
+  if (distributed) options.summed_ranks = spec.world_size;
   std::map<std::string, at::Tensor> mean;
   if (request.replay && distributed) {
     mean = mean_eager_grads(request, model_for_rank(request, 0), options.cotangent_seed);

@@ -639,6 +639,44 @@ TEST(CaptureErrors, WrongType) {
   EXPECT_NE(e5.message().find("index of a pipeline"), std::string::npos);
 }
 
+TEST(CaptureErrors, NumbersOutsideDoubleRangeNameTheirPath) {
+  Json d = doc_of(small_capture());
+  d["pipelines"][0]["replay"]["ranks"][0]["outputs"][0]["max_abs"] = 987654321;
+  std::string text = d.dump();
+  text.replace(text.find("987654321"), 9, "1e400");
+  auto e = error_of(text, "run.tvz.json");
+  EXPECT_EQ(e.json_path(), "/pipelines/0/replay/ranks/0/outputs/0/max_abs") << e.what();
+  EXPECT_NE(e.message().find("outside the range of a double"), std::string::npos) << e.what();
+  EXPECT_EQ(std::string(e.what()).find("[json.exception"), std::string::npos) << e.what();
+
+  // In an array: the element's index.
+  Json s = doc_of(small_capture());
+  s["pipelines"][0]["replay"]["ranks"][0]["outputs"][0]["stats"]["shape"][1] = 987654321;
+  text = s.dump();
+  text.replace(text.find("987654321"), 9, "-1e999");
+  EXPECT_EQ(error_of(text).json_path(), "/pipelines/0/replay/ranks/0/outputs/0/stats/shape/1");
+}
+
+TEST(CaptureErrors, DuplicateKeyIsRefusedWithItsPath) {
+  std::string text = doc_of(small_capture()).dump();
+  auto at = text.find("\"world_size\"");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"world_size\":3,");
+  auto e = error_of(text);
+  EXPECT_NE(e.message().find("\"world_size\" appears twice"), std::string::npos) << e.what();
+  EXPECT_NE(e.json_path().find("world_size"), std::string::npos) << e.what();
+}
+
+TEST(CaptureErrors, WorldSizeIsCheckedBeforeItIsNarrowed) {
+  for (int64_t world : {int64_t(4294967295), int64_t(4294967298), int64_t(1) << 21}) {
+    Json d = doc_of(small_capture());
+    d["pipelines"][0]["spec"]["world_size"] = world;
+    auto e = error_of(d.dump());
+    EXPECT_EQ(e.json_path(), "/pipelines/0/spec/world_size");
+    EXPECT_NE(e.message().find(std::to_string(world) + " is out of range"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CaptureErrors, NewerVersionIsRefused) {
   Json d = doc_of(small_capture());
   d["version"] = 7;

@@ -100,6 +100,9 @@ def import_traces(texts_or_paths, case="imported"):
             else:
                 items.append((case, _kind_of_trace(trace), n, False, trace, item_s))
         else:
+            if "\n" not in item_s and item_s.strip().endswith(".txt"):
+                # One line naming a .txt file is a path, not a printout (which has several lines).
+                raise FileNotFoundError(f"import_traces: {item_s}: no such file; check the path")
             src = f"<string {n}>"
             trace = parse(item_s, src)
             items.append((case, _kind_of_trace(trace), n, False, trace, src))

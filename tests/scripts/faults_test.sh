@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Faults never abort and saves leave nothing behind, as a user of the command line meets them:
+# a thread limit below what a World needs, unbounded inputs, empty, linked and read-only outputs,
+# control bytes in an input that an error message quotes.
+# Usage: faults_test.sh THUNDER_VIZ
+set -uo pipefail
+tool=$1
+failures=0
+passes=0
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+
+# check CODE PATTERN COMMAND...: runs COMMAND, checks its exit code and that PATTERN is in its output.
+check() {
+  local code=$1 pattern=$2
+  shift 2
+  "$@" > "$tmp/out" 2>&1
+  local got=$?
+  if [[ $got -ne $code ]] || ! grep -qE -- "$pattern" "$tmp/out"; then
+    echo "FAIL: $* -> exit $got (want $code), pattern '$pattern'"
+    sed 's/^/    /' "$tmp/out" | head -20
+    failures=$((failures + 1))
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+# A thread limit (ulimit -u) below what 32 ranks need: an error naming the limit, exit 1, no abort.
+# RLIMIT_NPROC does not bind root, so root runs the tool as nobody.
+under_thread_limit() {
+  if [[ $(id -u) -eq 0 ]]; then
+    setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'ulimit -u 40 && exec "$@"' - "$@"
+  else
+    local mine
+    mine=$(ps -L -u "$(id -u)" --no-headers | wc -l)
+    bash -c 'ulimit -u "$0" && exec "$@"' $((mine + 30)) "$@"
+  fi
+}
+if [[ $(id -u) -eq 0 ]] && ! command -v setpriv > /dev/null; then
+  echo "SKIP: the thread-limit case needs setpriv (util-linux) to run as another user than root"
+elif [[ $(id -u) -eq 0 ]] && ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$tool"; then
+  echo "SKIP: the thread-limit case runs the tool as nobody, who cannot execute $tool"
+else
+  check 1 "could not start (a thread|gloo's threads).*ulimit -u" under_thread_limit "$tool" compare --model linear \
+    --order jit,ddp --order ddp,jit --world 32
+fi
+
+# Unbounded inputs end at the size limit.
+check 2 "/dev/zero.*larger than 1024 MiB" "$tool" show /dev/zero
+
+# An empty output name is bad input, not a silent no-op.
+check 2 "--out.*file name is empty" "$tool" run --model linear --out ""
+
+# A symbolic link is written through; a read-only file is refused and kept.
+mkdir -p "$tmp/real"
+ln -s real/run.tvz.json "$tmp/link.tvz.json"
+check 0 "passed: linear" "$tool" run --model linear --out "$tmp/link.tvz.json"
+if [[ -L $tmp/link.tvz.json && -s $tmp/real/run.tvz.json ]]; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: saving onto a link did not write its target"
+  failures=$((failures + 1))
+fi
+echo "keep" > "$tmp/readonly.tvz.json"
+chmod 0444 "$tmp/readonly.tvz.json"
+check 2 "readonly.tvz.json.*read-only \(mode 0444\).*chmod u\+w" "$tool" run --model linear --out "$tmp/readonly.tvz.json"
+if [[ $(cat "$tmp/readonly.tvz.json") == keep ]]; then passes=$((passes + 1)); else
+  echo "FAIL: the read-only file was replaced"
+  failures=$((failures + 1))
+fi
+
+# A save killed mid-way leaves a temporary file; the next save of the same file removes it.
+( exec sleep 0 ) & dead=$!
+wait $dead
+echo partial > "$tmp/real/.run.tvz.json.tmp-$dead-0"
+check 0 "passed: linear" "$tool" run --model linear --out "$tmp/real/run.tvz.json"
+if [[ -e $tmp/real/.run.tvz.json.tmp-$dead-0 ]]; then
+  echo "FAIL: a killed save's temporary file was left behind"
+  failures=$((failures + 1))
+else
+  passes=$((passes + 1))
+fi
+
+# Out-of-range numbers, duplicate keys and stage numbers beyond any list are bad input with a place.
+printf '{"models": ["linear"], "models": ["mlp"]}' > "$tmp/dup.json"
+check 2 'dup.json: /models: the key "models" appears twice' "$tool" batch "$tmp/dup.json" --out-dir "$tmp/b1"
+printf '{"models": ["linear"], "world_sizes": [1e400]}' > "$tmp/big.json"
+check 2 'big.json: /world_sizes/0: number overflow.*range of a double' "$tool" batch "$tmp/big.json" --out-dir "$tmp/b2"
+check 2 "--stage 99999999999999999999: no stage" "$tool" show "$tmp/real/run.tvz.json" --stage 99999999999999999999
+if [[ ! -e /dev/nvidia0 ]]; then
+  check 2 "parameter 'device' is 'cuda:0', but this build's LibTorch has no CUDA.*device=cpu" "$tool" run --model linear \
+    --param device=cuda:0
+fi
+
+# Control bytes of the input are escaped in error messages, never sent to the terminal.
+printf 'def f(x):\n  t0 = \033[31mltorch.neg(x\n' > "$tmp/escape.txt"
+check 2 'escape.txt:2:[0-9]+: ' "$tool" import "$tmp/escape.txt"
+if grep -q $'\033' "$tmp/out"; then
+  echo "FAIL: an error message carried a raw ESC byte"
+  failures=$((failures + 1))
+else
+  passes=$((passes + 1))
+fi
+
+echo "faults: $passes passed, $failures failed"
+[[ $failures -eq 0 ]]
