@@ -113,3 +113,10 @@ def test_plain_environment_variables(tmp_path, world):
         with open(tmp_path / f"rank{rank}.tvz.json") as f:
             ranks = json.load(f)["pipelines"][0]["replay"]["ranks"]
         assert [r["rank"] for r in ranks] == [rank]
+
+
+def test_a_rank_that_never_joins_is_named_within_the_timeout():
+    results = env_launch(os.path.join(os.path.dirname(__file__), "launch_absent_rank.py"), 2)
+    rc, text = results[0]
+    assert rc == 3, text
+    assert "rank(s) 1 of 2 never joined within 5000 ms" in text, text
