@@ -4,11 +4,16 @@
 // input. Errors go to stderr as "what, where, how to fix"; nothing already saved is touched.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
 
 #include "common/checked.h"
 #include "common/errors.h"
 #include "session/run.h"
+
+namespace tv::dist {
+class Launch;
+}
 
 namespace tv::cli {
 
@@ -29,13 +34,32 @@ std::string read_text_file(const std::string& path);
 // The outputs of the commands that run pipelines (run, compare): --out FILE.tvz.json (the capture)
 // and --chrome-trace FILE.json (its replay timings, capture/chrome_trace.h). write() saves what was
 // asked for, atomically; a file that cannot be written is BadInput naming it.
+// Under a one-rank-per-process launch only rank 0 writes (the merged capture), unless a path holds
+// "{rank}": then every rank writes its own file there (rank 0's is still the merged one).
 struct CaptureOutputs {
   std::string capture;
   std::string chrome_trace;
 
   void add_to(CLI::App& cmd);
-  void write(const Capture& c) const;
+  void write(const Capture& c, const dist::Launch* launch = nullptr) const;
 };
+
+// --launch env and --timeout of the commands that run pipelines (run, compare, rules): one rank per
+// process under a torchrun- or SLURM-style environment (dist/launch.h), gloo on cpu and NCCL on
+// cuda, every rank's results gathered into rank 0's capture. start() joins the launch (nullptr
+// without --launch): a missing or bad variable, a port in use or a world size that differs between
+// processes is BadInput naming it; a rank that never joins (rank 0 too) is an error naming it (exit 1).
+// attach() points a request at the launch and gathers its results into rank 0's capture.
+struct LaunchOptions {
+  std::string launch;  // "" (ranks as threads of this process) or "env"
+  int timeout_seconds = 60;
+
+  void add_to(CLI::App& cmd);
+  std::unique_ptr<dist::Launch> start() const;
+  static void attach(RunRequest& request, dist::Launch& launch);
+};
+// Whether this process prints the report: no launch, or rank 0 of it.
+bool prints_report(const dist::Launch* launch);
 
 // --no-generated-kernels of the commands that replay (run, compare): RunRequest::generated_kernels off.
 void add_no_generated_kernels_flag(CLI::App& cmd, bool& off);

@@ -2,6 +2,12 @@
 #include "capture/chrome_trace.h"
 #include "cli/command.h"
 
+#include <chrono>
+#include <cstdlib>
+
+#include "capture/gather.h"
+#include "dist/launch.h"
+
 namespace tv::cli {
 
 void add_no_generated_kernels_flag(CLI::App& cmd, bool& off) {
@@ -29,14 +35,71 @@ void CaptureOutputs::add_to(CLI::App& cmd) {
       ->check(kFileName);
 }
 
-void CaptureOutputs::write(const Capture& c) const {
-  if (!capture.empty()) save_capture_checked(c, capture);
-  if (chrome_trace.empty()) return;
+namespace {
+
+// The path this process writes to, or "" when it writes nothing (see CaptureOutputs).
+std::string path_for_rank(const std::string& path, const dist::Launch* launch) {
+  if (path.empty() || !launch) return path;
+  auto at = path.find("{rank}");
+  if (at == std::string::npos) return launch->rank() == 0 ? path : std::string();
+  return path.substr(0, at) + std::to_string(launch->rank()) + path.substr(at + 6);
+}
+
+}  // namespace
+
+void CaptureOutputs::write(const Capture& c, const dist::Launch* launch) const {
+  if (auto path = path_for_rank(capture, launch); !path.empty()) save_capture_checked(c, path);
+  auto chrome = path_for_rank(chrome_trace, launch);
+  if (chrome.empty()) return;
   try {
-    save_chrome_trace(c, chrome_trace);
+    save_chrome_trace(c, chrome);
   } catch (const CaptureError& e) {
     throw BadInput(std::string("cannot write ") + e.what());
   }
 }
+
+}  // namespace tv::cli
+
+namespace tv::cli {
+
+void LaunchOptions::add_to(CLI::App& cmd) {
+  cmd.add_option("--launch", launch,
+                 "env: this process is one rank of a launch of one rank per process (torchrun or SLURM: RANK, "
+                 "WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, or SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID); "
+                 "rank 0 gathers every rank's results and prints and writes them")
+      ->check(CLI::IsMember({"env"}));
+  cmd.add_option("--timeout", timeout_seconds,
+                 "seconds a collective, the join of a launch or the gather of its results may take before the ranks "
+                 "that did not come are reported")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+}
+
+std::unique_ptr<dist::Launch> LaunchOptions::start() const {
+  if (launch.empty()) return nullptr;
+  // torchrun's agent already hosts the store on MASTER_PORT (static rendezvous): every rank is then
+  // a client of it, under the restart's own prefix.
+  const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  bool agent_store = agent && std::string(agent) == "True";
+  const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  std::string prefix = std::string("thunder-viz/attempt_") + (attempt ? attempt : "0");
+  try {
+    return std::make_unique<dist::Launch>(dist::LaunchEnv::from_env(), std::chrono::seconds(timeout_seconds),
+                                          !agent_store, prefix);
+  } catch (const dist::DistError& e) {
+    // Bad input: the environment, the port. A rank that is not there (rank 0's store unreachable,
+    // a rank that never joined) is a failure of the run, named by rank.
+    bool absent_rank = e.kind() == dist::DistError::Kind::timeout || !e.missing_ranks().empty();
+    if (!absent_rank) throw BadInput(std::string("--launch env: ") + e.what());
+    throw;
+  }
+}
+
+void LaunchOptions::attach(RunRequest& request, dist::Launch& launch) {
+  request.launch = &launch;
+  request.gather_ranks = [&launch](Capture& c) { gather_ranks(c, launch); };
+}
+
+bool prints_report(const dist::Launch* launch) { return !launch || launch->rank() == 0; }
 
 }  // namespace tv::cli

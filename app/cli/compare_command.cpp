@@ -8,6 +8,7 @@
 #include "common/model_options.h"
 #include "cli/report_text.h"
 #include "diff/diff.h"
+#include "dist/launch.h"
 #include "exec/device_check.h"
 #include "session/assess.h"
 
@@ -51,6 +52,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
     bool capture_at_jit = false;
     bool no_generated_kernels = false;
     CaptureOutputs outputs;
+    LaunchOptions launch;
   };
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
@@ -61,22 +63,37 @@ void add_compare_command(CLI::App& app, Runner& run) {
                 "read transform state when jit() is called (Thunder's old behaviour) instead of at the first call");
   add_no_generated_kernels_flag(*cmd, o->no_generated_kernels);
   o->outputs.add_to(*cmd);
-  cmd->callback([&run, o] {
-    run = [o] {
+  o->launch.add_to(*cmd);
+  auto* world_option = cmd->get_option("--world");
+  cmd->callback([&run, o, world_option] {
+    run = [o, world_option] {
+      auto launch = o->launch.start();
+      int world = o->world;
+      if (launch) {
+        if (world_option->count() && o->world != launch->size())
+          throw BadInput("--world " + std::to_string(o->world) + " but the launch has WORLD_SIZE=" +
+                         std::to_string(launch->size()) + " (drop --world under --launch env)");
+        world = launch->size();
+      }
       RunRequest request;
+      if (launch) LaunchOptions::attach(request, *launch);
       request.model = o->model.model;
       request.params = o->model.param_map();
       request.generated_kernels = !o->no_generated_kernels;
       for (const auto& order : o->orders) {
         PipelineSpec spec;
         spec.order = parse_order(order);
-        spec.world_size = o->world;
+        spec.world_size = world;
         spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
         spec.capture_at_jit = o->capture_at_jit;
         request.pipelines.push_back(spec);
       }
       auto capture = run_pipelines_checked(request);
-      o->outputs.write(capture);
+      o->outputs.write(capture, launch.get());
+      if (!prints_report(launch.get())) {
+        const auto& cmp = capture.comparisons.front();
+        return cmp.verdict == Verdict::different ? static_cast<int>(kDifference) : static_cast<int>(kOk);
+      }
       // Orders were validated by parse_order: a refused order never gets here (exit 2 there), and
       // capture-at-jit's reproduced failure is a failed run (exit 1).
       for (int i = 0; i < static_cast<int>(capture.pipelines.size()); ++i)
@@ -84,9 +101,10 @@ void add_compare_command(CLI::App& app, Runner& run) {
       const auto& cmp = capture.comparisons.front();
       if (cmp.verdict != Verdict::not_comparable) print_comparison(std::cout, capture, cmp);
       std::cout << comparison_line(capture, cmp) << "\n";
-      std::cout << "verdict: " << verdict_name(cmp.verdict) << " (" << capture.model.name << ", world " << o->world << ", "
+      std::cout << "verdict: " << verdict_name(cmp.verdict) << " (" << capture.model.name << ", world " << world << (launch ? " processes" : "") << ", "
                 << o->device << (o->capture_at_jit ? ", capture-at-jit" : "") << ")\n";
-      if (!exec::device_unavailable(capture.pipelines.front().spec.device, o->world).empty()) return static_cast<int>(kBadInput);
+      if (!exec::device_unavailable(capture.pipelines.front().spec.device, launch ? 1 : world).empty())
+        return static_cast<int>(kBadInput);
       return cmp.verdict == Verdict::equivalent ? static_cast<int>(kOk) : static_cast<int>(kDifference);
     };
   });

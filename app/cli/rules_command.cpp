@@ -5,6 +5,8 @@
 #include "transforms/order.h"
 #include "common/model_options.h"
 #include "cli/progress.h"
+#include "capture/gather.h"
+#include "dist/launch.h"
 #include "jit/zoo.h"
 #include "rules/compute.h"
 
@@ -31,18 +33,30 @@ void add_rules_command(CLI::App& app, Runner& run) {
     int world = 2;
     std::string format = "text";
     std::string out;
+    LaunchOptions launch;
   };
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
   cmd->add_option("--world", o->world, "ranks (gloo threads)")->check(CLI::Range(1, 16))->capture_default_str();
   cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "markdown", "json"}))->capture_default_str();
   cmd->add_option("--out", o->out, "also save the matrix in a capture FILE.tvz.json (its /rules member)");
-  cmd->callback([&run, o] {
-    run = [o] {
+  o->launch.add_to(*cmd);
+  auto* world_option = cmd->get_option("--world");
+  cmd->callback([&run, o, world_option] {
+    run = [o, world_option] {
+      auto launch = o->launch.start();
       RulesRequest request;
       request.model = o->model.model;
       request.params = o->model.param_map();
       request.world_size = o->world;
+      if (launch) {
+        if (world_option->count() && o->world != launch->size())
+          throw BadInput("--world " + std::to_string(o->world) + " but the launch has WORLD_SIZE=" +
+                         std::to_string(launch->size()) + " (drop --world under --launch env)");
+        request.world_size = launch->size();
+        request.launch = launch.get();
+        request.gather_ranks = [l = launch.get()](Capture& c) { gather_ranks(c, *l); };
+      }
       RulesMatrix m;
       {
         ProgressBar bar("rules");
@@ -52,6 +66,7 @@ void add_rules_command(CLI::App& app, Runner& run) {
           throw BadInput(e.what());
         }
       }
+      if (!prints_report(launch.get())) return static_cast<int>(kOk);  // rank 0 prints and writes the matrix
       if (!o->out.empty()) {
         Capture capture;
         capture.tool_version = "0.1.0";

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "common/model_options.h"
 #include "cli/report_text.h"
+#include "dist/launch.h"
 #include "session/run.h"
 
 namespace tv::cli {
@@ -22,6 +23,7 @@ void add_run_command(CLI::App& app, Runner& run) {
     int graph_steps = 20;
     bool no_generated_kernels = false;
     CaptureOutputs outputs;
+    LaunchOptions launch;
   };
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
@@ -36,23 +38,30 @@ void add_run_command(CLI::App& app, Runner& run) {
       ->capture_default_str();
   add_no_generated_kernels_flag(*cmd, o->no_generated_kernels);
   o->outputs.add_to(*cmd);
+  o->launch.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {
       if (o->cuda_graph && o->device != "cuda")
         throw BadInput("--cuda-graph replays the step as a CUDA graph: add --device cuda");
+      auto launch = o->launch.start();
       RunRequest request;
       request.model = o->model.model;
       request.params = o->model.param_map();
       PipelineSpec spec;
       spec.order = parse_order(o->order);
       spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
+      if (launch) {
+        spec.world_size = launch->size();
+        LaunchOptions::attach(request, *launch);
+      }
       request.pipelines = {spec};
       if (o->cuda_graph) request.cuda_graph_steps = o->graph_steps;
       request.generated_kernels = !o->no_generated_kernels;
       auto capture = run_pipelines_checked(request);
-      o->outputs.write(capture);
+      o->outputs.write(capture, launch.get());
       const auto& p = capture.pipelines.front();
       if (!p.error.empty()) throw BadInput(p.error);
+      if (!prints_report(launch.get())) return p.outcome.ok() ? kOk : kDifference;
       PrintOptions options;
       options.depth = o->depth;
       print_stages(std::cout, p, o->stages, options);

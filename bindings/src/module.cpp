@@ -16,6 +16,11 @@
 //    Python calls against eager torch use the same tolerances as `thunder-viz run`.
 //  - run_world(W, fn) runs fn(rank) on W threads (gloo ranks); jitted modules built on a rank's
 //    thread use that rank's communicator. The GIL is released while the engine works.
+//  - join_process_group(...) makes this process one rank of the engine's own group beside an
+//    initialised torch.distributed group (one rank per process: torchrun): a dist::Launch over the
+//    TCP store torch's group already uses (MASTER_ADDR:MASTER_PORT, a client; keys under a prefix
+//    of their own) and one communicator (gloo, or NCCL on LOCAL_RANK's GPU). Jitted modules built
+//    outside run_world's threads then use it. leave_process_group() releases it (atexit).
 #include <torch/extension.h>
 
 #include <pybind11/functional.h>
@@ -27,6 +32,8 @@
 #include <optional>
 
 #include "bindings.h"
+#include "capture/gather.h"
+#include "dist/launch.h"
 #include "dist/world.h"
 #include "exec/executor.h"
 #include "jit/acquire.h"
@@ -290,6 +297,20 @@ struct RankContext {
 };
 thread_local RankContext tl_rank;
 
+// This process's rank beside a torch.distributed group (join_process_group), for every thread.
+struct ProcessRank {
+  std::unique_ptr<dist::Launch> launch;
+  std::unique_ptr<dist::Communicator> comm;
+  RankContext rank;
+};
+ProcessRank& process_rank() {
+  static ProcessRank p;
+  return p;
+}
+
+// A run_world thread's rank, else the process's rank, else a single rank.
+RankContext current_rank() { return tl_rank.comm ? tl_rank : process_rank().rank; }
+
 // ---------------------------------------------------------------- jit core and cache entries
 
 struct Saved {
@@ -396,7 +417,7 @@ class JitCore {
     m.forward = [prog](jit::ForwardContext& ctx) { return Replayer(*prog, ctx).run(); };
     std::vector<std::string> bridge = prog->input_names;
     for (const auto& p : module_.parameters) bridge.push_back(p.name);
-    RankContext rank = tl_rank;
+    RankContext rank = current_rank();
     auto entry = std::make_shared<Entry>(std::move(m), bridge, rank);
     ValidatedOrder validated(order);
     check_capture_at_jit(validated, capture_at_jit);
@@ -480,8 +501,56 @@ PYBIND11_MODULE(_thunder_viz, m) {
      "A TensorCheck of `got` against the reference `want` (None: no reference, a failure), as replay checks.");
 
   m.def("transform_names", &transform_names);
-  m.def("world_info", [] { return py::make_tuple(tl_rank.rank, tl_rank.world, tl_rank.comm != nullptr); },
-        "(rank, world size, has a communicator) of the calling thread");
+  m.def("world_info", [] {
+    auto r = current_rank();
+    return py::make_tuple(r.rank, r.world, r.comm != nullptr);
+  }, "(rank, world size, has a communicator) of the calling thread");
+  m.def("world_kind", [] {
+    return std::string(tl_rank.comm ? "threads" : process_rank().comm ? "processes" : "single");
+  }, "'threads' inside run_world, 'processes' after join_process_group, else 'single'");
+
+  m.def("join_process_group", [](int rank, int world_size, int local_rank, const std::string& master_addr,
+                                 int master_port, const std::string& backend, const std::string& prefix,
+                                 int timeout_seconds) {
+    auto& p = process_rank();
+    if (p.comm) return;
+    dist::LaunchEnv env;
+    env.rank = rank;
+    env.world_size = world_size;
+    env.local_rank = local_rank;
+    env.master_addr = master_addr;
+    env.master_port = master_port;
+    env.source = "torch.distributed";
+    dist::CommOptions options;
+    options.timeout = std::chrono::seconds(timeout_seconds);
+    py::gil_scoped_release release;
+    auto launch = std::make_unique<dist::Launch>(env, options.timeout, /*host_store=*/false, prefix);
+    auto comm = launch->communicator(dist::parse_backend(backend), options);
+    p.rank = RankContext{comm.get(), rank, world_size};
+    p.comm = std::move(comm);
+    p.launch = std::move(launch);
+  }, py::arg("rank"), py::arg("world_size"), py::arg("local_rank"), py::arg("master_addr"), py::arg("master_port"),
+     py::arg("backend") = "gloo", py::arg("prefix") = "thunder-viz/python", py::arg("timeout_seconds") = 60);
+  m.def("leave_process_group", [] {
+    auto& p = process_rank();
+    py::gil_scoped_release release;
+    p.rank = RankContext{};
+    try {
+      p.comm.reset();
+      p.launch.reset();
+    } catch (...) {
+    }
+  });
+  m.def("nccl_available", &dist::nccl_available);
+  // Every rank's capture (JSON; None for a rank that sent none) merged into rank 0's (capture/gather.h).
+  m.def("merge_rank_captures", [](const std::vector<std::optional<std::string>>& texts) {
+    std::vector<std::optional<Capture>> per_rank;
+    for (size_t r = 0; r < texts.size(); ++r)
+      per_rank.push_back(texts[r] ? std::optional<Capture>(capture_from_json(*texts[r], "rank " + std::to_string(r) +
+                                                                                            "'s capture"))
+                                  : std::nullopt);
+    return PyCapture{merge_rank_captures(std::move(per_rank))};
+  }, py::arg("texts"));
 
   // Runs fn(rank) on `size` threads, one gloo rank each; raises DistError naming the failed rank.
   // A rank still running timeout_seconds after another one ended is reported and abandoned, so

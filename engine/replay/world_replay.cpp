@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "dist/launch.h"
 #include "dist/world.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
@@ -21,7 +22,8 @@ jit::Module model_for_rank(const WorldReplayRequest& request, int rank) {
   if (request.spec.device != "cpu") {
     auto d = Device::parse(request.spec.device);
     if (!d) throw std::invalid_argument("bad device '" + request.spec.device + "' (use cpu or cuda:N)");
-    if (d->kind == Device::Kind::cuda) d->index = rank;
+    // Threads: rank r on GPU r. One rank per process: every model of this process on its GPU.
+    if (d->kind == Device::Kind::cuda) d->index = request.launch ? request.launch->local_rank() : rank;
     params["device"] = d->str();
   }
   return jit::make_model(request.model, params);
@@ -55,6 +57,28 @@ std::map<std::string, at::Tensor> mean_eager_grads(const WorldReplayRequest& req
   }
   for (auto& [name, g] : sum) g = g / world;
   return sum;
+}
+
+// This process's rank of a one-rank-per-process launch; an error aborts the group and is recorded
+// in this rank's slot, as World::run_all records a thread's.
+template <class RunRank>
+void run_own_rank(dist::Launch& launch, dist::Backend backend, const dist::CommOptions& options, RunRank& run_rank,
+                  WorldReplayResult& result) {
+  const int rank = launch.rank();
+  for (int r = 0; r < static_cast<int>(result.replay.ranks.size()); ++r) result.replay.ranks[r].rank = r;
+  std::unique_ptr<dist::Communicator> comm;
+  try {
+    comm = launch.communicator(backend, options);
+    run_rank(rank, comm.get());
+  } catch (const std::exception& e) {
+    if (comm) comm->abort("rank " + std::to_string(rank) + " failed: " + e.what());
+    auto& r = result.replay.ranks[rank];
+    if (r.error.empty()) r.error = e.what();
+  }
+  try {
+    comm.reset();
+  } catch (...) {
+  }
 }
 
 }  // namespace
@@ -116,11 +140,18 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
     return result;
   }
   bool cuda = spec.device.rfind("cuda", 0) == 0;
+  if (request.launch && request.launch->size() != spec.world_size)
+    throw std::invalid_argument("the pipeline asks for " + std::to_string(spec.world_size) + " ranks but the launch has " +
+                                std::to_string(request.launch->size()) + " (WORLD_SIZE)");
   if (cuda && !dist::nccl_available())
     throw std::invalid_argument("--device cuda with --world " + std::to_string(spec.world_size) +
                                 " needs NCCL: this build has no CUDA/NCCL support (rebuild where /usr/local/cuda has them, or use --device cpu)");
   dist::CommOptions comm_options;
   comm_options.timeout = std::chrono::seconds(request.timeout_seconds);
+  if (request.launch) {
+    run_own_rank(*request.launch, cuda ? dist::Backend::nccl : dist::Backend::gloo, comm_options, run_rank, result);
+    return result;
+  }
   dist::World world(spec.world_size, cuda ? dist::Backend::nccl : dist::Backend::gloo, comm_options);
   auto outcomes = world.run_all([&](int rank, dist::Communicator& comm) { run_rank(rank, &comm); });
   for (const auto& o : outcomes)

@@ -8,6 +8,10 @@
 // (autocast) sets the tolerance to that dtype's;
 // otherwise each rank is checked against its own eager run. W = 1 runs in this thread without a
 // communicator. Collectives go through gloo on CPU and NCCL on CUDA. Stage history comes from rank 0.
+// With `launch` (one rank per process, dist/launch.h) this process runs only its own rank, over a
+// new communicator of the launch (NCCL on its LOCAL_RANK's GPU, every rank's model on that GPU), and
+// fills only its own slot of the W rank results; on an error it aborts the group, so that the other
+// processes stop promptly, and records the error in its slot.
 #pragma once
 #include <map>
 #include <string>
@@ -17,6 +21,9 @@
 #include "transforms/order.h"
 
 namespace tv {
+namespace dist {
+class Launch;
+}
 
 struct WorldReplayRequest {
   std::string model;
@@ -26,6 +33,7 @@ struct WorldReplayRequest {
   int timeout_seconds = 60;
   int cuda_graph_steps = 0;  // > 0: also replay the step as a CUDA graph (ReplayOptions); one rank only
   bool generated_kernels = true;  // ReplayOptions::generated_kernels
+  dist::Launch* launch = nullptr;  // one rank per process: run this process's rank only
 };
 
 struct WorldReplayResult {

@@ -32,6 +32,8 @@ RuleCell classify(const RulesRequest& request, std::vector<std::string> order, s
   RunRequest run;
   run.model = request.model;
   run.params = request.params;
+  run.launch = request.launch;
+  run.gather_ranks = request.gather_ranks;
   for (const auto& o : {order, versus}) {
     PipelineSpec spec;
     spec.order = o;

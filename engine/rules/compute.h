@@ -3,7 +3,9 @@
 // so the pair is jit(b(a(m)))), the order a,b is run against b,a on the model over the world
 // size, traces and numbers compared; each cell is classified from what happened, never from a
 // table. Then the chosen longer orders, and the seed's orders in capture-at-jit mode. Every rule
-// name that appears gets its explanation from rule_explanation().
+// name that appears gets its explanation from rule_explanation(). Under a one-rank-per-process
+// launch every process computes the same cells in the same order, and rank 0's cells are classified
+// from every rank's results.
 #pragma once
 #include <string>
 #include <vector>
@@ -20,6 +22,9 @@ struct RulesRequest {
   std::vector<std::string> transforms = {"jit", "ddp", "fsdp", "autocast", "remat"};
   // Longer orders, each compared with its reverse.
   std::vector<std::vector<std::string>> longer_orders = {{"jit", "ddp", "remat"}, {"jit", "fsdp", "autocast"}};
+  // One rank per process: every cell runs with these (RunRequest); world_size is then the launch's.
+  dist::Launch* launch = nullptr;
+  std::function<void(Capture&)> gather_ranks;
 };
 
 RulesMatrix compute_rules(const RulesRequest&, const ProgressFn& progress = {});

@@ -1,5 +1,8 @@
 #include "session/run.h"
 
+#include <algorithm>
+
+#include "dist/launch.h"
 #include "exec/device_check.h"
 #include "jit/zoo.h"
 #include "pipeline/pipeline.h"
@@ -27,13 +30,17 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
   try {
     ValidatedOrder order(spec.order);  // refused orders fail before any rank starts
     check_capture_at_jit(order, spec.capture_at_jit);
-    if (auto why = exec::device_unavailable(spec.device, spec.world_size); !why.empty()) {
+    // One rank per process needs one device per process.
+    if (auto why = exec::device_unavailable(spec.device, request.launch ? 1 : spec.world_size); !why.empty()) {
       record.error = why;
       return record;
     }
-    auto result = run_world(
-        {request.model, request.params, spec, request.replay, 60, request.cuda_graph_steps, request.generated_kernels},
-        order);
+    int timeout_seconds = 60;
+    if (request.launch)
+      timeout_seconds = static_cast<int>(std::max<int64_t>(1, request.launch->timeout().count() / 1000));
+    auto result = run_world({request.model, request.params, spec, request.replay, timeout_seconds,
+                             request.cuda_graph_steps, request.generated_kernels, request.launch},
+                            order);
     record.stages = std::move(result.stages);
     if (request.replay) record.replay = std::move(result.replay);
   } catch (const IllegalOrder& e) {
@@ -59,6 +66,7 @@ Capture run_pipelines(const RunRequest& request, const ProgressFn& progress) {
     if (progress) progress(static_cast<double>(i) / specs.size(), "pipeline " + specs[i].label());
     capture.pipelines.push_back(run_one(request, specs[i]));
   }
+  if (request.gather_ranks) request.gather_ranks(capture);
   for (auto& p : capture.pipelines) p.outcome = assess_pipeline(p);
   for (size_t i = 1; i < capture.pipelines.size(); ++i)
     capture.comparisons.push_back(compare_pipelines(capture, 0, static_cast<int>(i)));

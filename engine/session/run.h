@@ -5,6 +5,10 @@
 // results, and the comparison of each pipeline with the first. A pipeline that fails or is refused
 // does not stop the others: its record carries the error (and the rule). `progress` is called
 // with a fraction in [0, 1] and a short description; it may be empty.
+// One rank per process (`launch`, dist/launch.h): every process calls run_pipelines with the same
+// request; each runs its own rank of every pipeline, then `gather_ranks` (capture/gather.h: every
+// rank's results into rank 0's capture) runs before outcomes and comparisons are computed, so that
+// rank 0's capture is the one a World of threads gives. The world size is the launch's.
 #pragma once
 #include <functional>
 #include <map>
@@ -14,6 +18,9 @@
 #include "record/record.h"
 
 namespace tv {
+namespace dist {
+class Launch;
+}
 
 struct RunRequest {
   std::string model = "linear";
@@ -22,6 +29,8 @@ struct RunRequest {
   bool replay = true;                   // execute and compare against eager
   int cuda_graph_steps = 0;             // > 0: then replay the step as a CUDA graph (replay/cuda_graph.h)
   bool generated_kernels = true;        // CUDA: fusion regions' pointwise runs as generated kernels
+  dist::Launch* launch = nullptr;       // one rank per process (see above)
+  std::function<void(Capture&)> gather_ranks;
 };
 
 using ProgressFn = std::function<void(double fraction, const std::string& what)>;

@@ -10,6 +10,7 @@ import sys
 import torch
 
 from . import _thunder_viz as _C
+from . import process_group
 from .jit import JittedModule
 from .programs import compare_programs
 from .thunder_calls import ThunderRecorder
@@ -59,8 +60,12 @@ class Inspector:
     of each pipeline (preferring one with gradients), with that call's per-bound-symbol times, as
     the pipeline's replay, which the GUI's
     replay panel and `thunder-viz show` display. This doubles the work of a call; check=False skips
-    it. Gradients are not checked under ddp/fsdp on more than one rank (the reference would be
-    the mean over the ranks' eager gradients, which one rank's Inspector does not have)."""
+    it. Under ddp/fsdp on more than one rank the parameters' reference is the mean over the ranks of
+    their eager gradients: one rank per process under torch.distributed (torchrun), the ranks average
+    them with torch.distributed and every rank's gradients are checked; inside run_world's threads
+    they are not checked. Under torch.distributed, save() and capture() are collectives: every rank
+    calls them, rank 0 gets (and save() writes) one capture with every rank's checks, the other ranks
+    write nothing unless the path holds "{rank}" (then each writes its own capture there)."""
 
     def __init__(self, model, check=True):
         self.model = model
@@ -123,6 +128,13 @@ class Inspector:
 
     # -- capture
     def capture(self):
+        """This rank's capture; under torch.distributed (a collective) rank 0's holds every rank's."""
+        local = self._local_capture()
+        if process_group.active() and process_group.joined():
+            return process_group.merged_capture(local)
+        return local
+
+    def _local_capture(self):
         name = getattr(self.model, "_name", type(self.model).__name__)
         cap = _C.Capture(name)
         params = [(n, list(p.shape), _short(p.dtype)) for n, p in _named_parameters(self.model)]
@@ -148,7 +160,13 @@ class Inspector:
     def save(self, path):
         """Writes a capture (*.tvz.json) the CLI and the GUI read."""
         path = os.fspath(path)
-        self.capture().save(path)
+        cap = self.capture()
+        if process_group.active() and process_group.joined():
+            rank = torch.distributed.get_rank()
+            if "{rank}" not in path and rank != 0:
+                return None
+            path = path.replace("{rank}", str(rank))
+        cap.save(path)
         return path
 
     def show(self, path=None, args=(), **popen_kwargs):
@@ -223,7 +241,10 @@ def _check_against_eager(tm, rec, inputs, call):
             for i, got in enumerate(rec.outputs)]
     call.checks = {"rank": rank, "outputs": outs, "gradients": [], "gradients_checked": False}
     distributed = world > 1 and distributes
-    if not rec.needs_grad or distributed:
+    # One rank per process: the parameters' reference is the mean over the ranks of their eager
+    # gradients (averaged through torch.distributed). Threads of run_world have no such group.
+    averaged = distributed and _C.world_kind() == "processes"
+    if not rec.needs_grad or (distributed and not averaged):
         return
     names = tm._input_names(len(inputs)) + [n for n, _ in params]
     refs = xs + leaves
@@ -231,17 +252,31 @@ def _check_against_eager(tm, rec, inputs, call):
     def on_backward(cotangents, grads):
         pairs = [(o, c) for o, c in zip(eager, cotangents) if o.requires_grad and c is not None]
         wanted = [r for r in refs if r.requires_grad]
+        failed = None
         try:
             found = torch.autograd.grad([o for o, _ in pairs], wanted, [c for _, c in pairs],
                                         allow_unused=True) if pairs and wanted else []
         except Exception as e:  # noqa: BLE001 - the user's backward goes on; the call says why
-            call.check_error = f"eager reference backward failed: {type(e).__name__}: {e}"
-            return
+            failed = f"eager reference backward failed: {type(e).__name__}: {e}"
+            found = [None] * len(wanted)
         by_ref = {id(r): g for r, g in zip(wanted, found)}
+        if averaged:  # every rank averages, even one whose reference failed, so that none waits
+            mine = [by_ref.get(id(leaf)) for leaf in leaves]
+            means = process_group.mean_over_ranks(
+                [g if g is not None else torch.zeros_like(leaf) for g, leaf in zip(mine, leaves)])
+            for leaf, g, mean in zip(leaves, mine, means):
+                if g is not None:
+                    by_ref[id(leaf)] = mean
+        if failed:
+            call.check_error = failed
+            return
         checks = []
         for name, ref, got in zip(names, refs, grads):
             if got is not None:
-                checks.append(_C.check_against_reference(f"grad[{name}]", got, by_ref.get(id(ref)), min_tol))
+                want = by_ref.get(id(ref))
+                if averaged and want is not None and any(ref is leaf for leaf in leaves):
+                    want = process_group.local_expected(want, got)
+                checks.append(_C.check_against_reference(f"grad[{name}]", got, want, min_tol))
         call.checks["gradients"] = checks
         call.checks["gradients_checked"] = True
 

@@ -11,6 +11,7 @@ import inspect
 import torch
 
 from . import _thunder_viz as _C
+from . import process_group
 from .recorder import record
 
 
@@ -155,6 +156,7 @@ class JittedModule:
         return names + [f"arg{i}" for i in range(len(names), n)]
 
     def _key(self, inputs):
+        process_group.join()  # under torch.distributed (torchrun): once per process, at the first call
         params = tuple(_meta(p) for p in self._module.parameters())
         return (tuple(_meta(t) for t in inputs), params, _scalar_attributes(self._module), _C.world_info()[:2])
 
@@ -307,5 +309,6 @@ def run_world(size, fn, timeout_seconds=60):
 
 
 def world_info():
-    """(rank, world size) of the calling thread (0, 1) outside run_world."""
+    """(rank, world size) of the calling thread: inside run_world its thread's, under torch.distributed
+    (after the first jitted call or process_group.join()) the process's, else (0, 1)."""
     return tuple(_C.world_info()[:2])

@@ -1,0 +1,97 @@
+"""One rank per process under an initialised torch.distributed group (torchrun, SLURM, or plain
+environment variables): the engine's collectives, the averaged eager reference and the merged capture.
+
+The engine does not run its collectives through torch's ProcessGroup object: it joins a group of its
+own (the engine's gloo, or NCCL on LOCAL_RANK's GPU) over the same TCP store, MASTER_ADDR:MASTER_PORT,
+with keys under a prefix of their own (the C++ side: dist/launch.h). That happens once per process, at
+the first jitted call, or earlier with join() (to choose the timeout). What Python exchanges
+besides (the eager gradients to average, each rank's capture) goes through torch.distributed.
+"""
+import atexit
+import datetime
+import os
+
+import torch
+
+from . import _thunder_viz as _C
+
+DEFAULT_TIMEOUT_SECONDS = 60
+
+
+def active():
+    """Whether torch.distributed has a group of more than one process in this process."""
+    d = torch.distributed
+    return d.is_available() and d.is_initialized() and d.get_world_size() > 1
+
+
+def joined():
+    """Whether this process's jitted modules run their collectives over the process group."""
+    return _C.world_kind() == "processes"
+
+
+def join(timeout_seconds=DEFAULT_TIMEOUT_SECONDS):
+    """Joins the engine's group beside torch.distributed's (every rank must call it, or make its first
+    jitted call, at the same point). A rank that does not come within the timeout is named in the
+    error. Does nothing outside a process group of more than one process or when already joined."""
+    if not active() or _C.world_kind() != "single":
+        return
+    d = torch.distributed
+    missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if not os.environ.get(name)]
+    if missing:
+        raise RuntimeError(f"thunder_viz under torch.distributed: {' and '.join(missing)} not set; the engine joins "
+                           "its ranks through the TCP store at MASTER_ADDR:MASTER_PORT (initialise the group with "
+                           "init_method='env://', as torchrun does)")
+    backend = "nccl" if d.get_backend() == "nccl" and _C.nccl_available() else "gloo"
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    _C.join_process_group(d.get_rank(), d.get_world_size(), int(os.environ.get("LOCAL_RANK", d.get_rank())),
+                          os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), backend,
+                          f"thunder-viz/python/attempt_{attempt}", int(timeout_seconds))
+    atexit.register(_C.leave_process_group)
+
+
+def _device():
+    """Where torch.distributed's collectives take tensors (NCCL: this rank's GPU)."""
+    if torch.distributed.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def mean_over_ranks(tensors):
+    """The mean over the ranks of each tensor (every rank calls it with tensors of the same shapes)."""
+    if not tensors:
+        return []
+    world = torch.distributed.get_world_size()
+    flat = torch.cat([t.detach().reshape(-1).to(_device(), torch.float64) for t in tensors])
+    torch.distributed.all_reduce(flat)
+    flat = flat / world
+    out, at = [], 0
+    for t in tensors:
+        out.append(flat[at:at + t.numel()].reshape(t.shape).to(t.device, t.dtype))
+        at += t.numel()
+    return out
+
+
+def local_expected(mean, got):
+    """What this rank must hold of a parameter whose full gradient is `mean`: all of it (ddp), or its
+    shard of dim 0, padded to a multiple of the world size (fsdp)."""
+    if tuple(got.shape) == tuple(mean.shape):
+        return mean
+    rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
+    rows = got.shape[0]
+    padded = torch.zeros((rows * world, *mean.shape[1:]), dtype=mean.dtype, device=mean.device)
+    padded[: mean.shape[0]] = mean
+    return padded[rank * rows:(rank + 1) * rows]
+
+
+def merged_capture(local, timeout_seconds=DEFAULT_TIMEOUT_SECONDS):
+    """Every rank's capture gathered to rank 0 and merged (rank 0 gets the merged one, the others their
+    own). A collective: every rank calls it; a rank that does not come within the timeout is named."""
+    d = torch.distributed
+    if d.get_backend() == "gloo":
+        # Names the ranks that never came instead of waiting on all_gather_object for torch's 30 minutes.
+        d.monitored_barrier(timeout=datetime.timedelta(seconds=timeout_seconds), wait_all_ranks=True)
+    texts = [None] * d.get_world_size()
+    d.all_gather_object(texts, local.to_json())
+    if d.get_rank() != 0:
+        return local
+    return _C.merge_rank_captures(texts)
