@@ -2,8 +2,9 @@
 // Contract: for every ordered pair (a, b) of the transforms (jit added last when neither is jit,
 // so the pair is jit(b(a(m)))), the order a,b is run against b,a on the model over the world
 // size, traces and numbers compared; each cell is classified from what happened, never from a
-// table. Then the chosen longer orders, and the seed's orders in capture-at-jit mode. Every rule
-// name that appears gets its explanation from rule_explanation().
+// table. Then the chosen longer orders. All of it once per semantics mode asked for
+// (transforms/semantics.h; every mode by default), so the renderings show the modes side by side.
+// Every rule name that appears gets its explanation from rule_explanation().
 #pragma once
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct RulesRequest {
   std::vector<std::string> transforms = {"jit", "ddp", "fsdp", "autocast", "remat"};
   // Longer orders, each compared with its reverse.
   std::vector<std::vector<std::string>> longer_orders = {{"jit", "ddp", "remat"}, {"jit", "fsdp", "autocast"}};
+  std::vector<std::string> semantics;  // empty: every mode, lazy first
 };
 
 RulesMatrix compute_rules(const RulesRequest&, const ProgressFn& progress = {});
