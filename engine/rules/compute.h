@@ -4,7 +4,8 @@
 // size, traces and numbers compared; each cell is classified from what happened, never from a
 // table. Then the chosen longer orders. All of it once per semantics mode asked for
 // (transforms/semantics.h; every mode by default), so the renderings show the modes side by side.
-// Every rule name that appears gets its explanation from rule_explanation().
+// A run that fails on a rank (not on a rule) is made once more before its cell records it. Every
+// rule name that appears gets its explanation from rule_explanation().
 #pragma once
 #include <string>
 #include <vector>
