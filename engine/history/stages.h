@@ -28,7 +28,7 @@ struct Stage {
   double milliseconds = 0;   // time the pass took
   bool changed = true;       // differs from the previous stage (always true for stage 0)
   // The pass stopped here: the trace is partial, up to and including the top-level bound symbol
-  // at this index, the one that failed. -1 when the pass completed.
+  // at this index, the one that failed, then the return. -1 when the pass completed.
   int failed_at = -1;
   bool failed() const { return failed_at >= 0; }
 };

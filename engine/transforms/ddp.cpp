@@ -166,10 +166,13 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
       for (size_t i = 0; i < bucket.size(); ++i) reduced[bucket[i]->name] = r[i];
     }
   } catch (const collectives::CollectiveTypeError& e) {
-    // The builder ends with the all-reduce whose meta check failed: keep the trace up to it.
+    // The builder ends with the all-reduce whose meta check failed: keep the trace up to it, closed
+    // by the backward's own return so that it stays a program (it prints and parses back).
     for (auto& s : b.trace().body) body.push_back(std::move(s));
+    int failed_at = static_cast<int>(body.size()) - 1;
+    body.insert(body.end(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret), backward.body.end());
     out->body = std::move(body);
-    throw PartialTraceError(e.what(), out, static_cast<int>(out->body.size()) - 1);
+    throw PartialTraceError(e.what(), out, failed_at);
   }
   BoundSymbol ret_stmt = backward.body[ret];
   Value mapped = returned;

@@ -5,7 +5,8 @@
 // unexpected type <class 'NoneType'>. ...". Here that failure comes out of the same mechanism
 // (semantics.h says who reads what when; collectives.h checks the group):
 //  - PartialTraceError: a pass stopped while building a trace; it carries the trace up to and
-//    including the failing bound symbol (at index `failed_at` of its body).
+//    including the failing bound symbol (at index `failed_at` of its body), closed by the return
+//    of the trace the pass started from, so that it is still a program.
 //  - StateReadFailure: the pipeline's error once that partial trace is a stage: Thunder's text,
 //    then what was read when by whom, the rule (state-read-at-call) and the fix.
 #pragma once

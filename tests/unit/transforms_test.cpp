@@ -377,8 +377,11 @@ TEST(TransformsSemantics, DdpAfterJitFailsInTheAllReduceMetaCheckAndKeepsThePart
     const Stage& failed = bwd.back();
     EXPECT_EQ(failed.pass, "ddp bucketing (25 MB)");
     ASSERT_TRUE(failed.failed());
-    ASSERT_EQ(failed.failed_at, static_cast<int>(failed.trace->body.size()) - 1);
-    const BoundSymbol& all_reduce = failed.trace->body.back();
+    // The statements up to the failing all-reduce, then the backward's return: still a program.
+    ASSERT_EQ(failed.failed_at, static_cast<int>(failed.trace->body.size()) - 2);
+    EXPECT_EQ(failed.trace->body.back().symbol->form, PrintForm::ret);
+    EXPECT_TRUE(bool(parse_trace(print_trace(*failed.trace))));
+    const BoundSymbol& all_reduce = failed.trace->body.at(failed.failed_at);
     EXPECT_EQ(all_reduce.symbol->name, collectives::kAllReduce);
     EXPECT_TRUE(all_reduce.args.at(2).is_none());
     EXPECT_NE(print_trace(*failed.trace).find("torch_all_reduce_prim_impl(t"), std::string::npos);
