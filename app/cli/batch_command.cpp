@@ -58,7 +58,7 @@ Capture run_case(const BatchConfig& config, const BatchModel& m, int world, cons
     RunRequest request;
     request.model = m.name;
     request.params = m.params;
-    for (int i : group) request.pipelines.push_back(PipelineSpec{config.orders[i], false, world, device});
+    for (int i : group) request.pipelines.push_back(PipelineSpec{config.orders[i], "lazy", "", world, device});
     auto part = run_pipelines_checked(request, [&](double f, const std::string& what) {
       progress.bar.update((progress.done + f * group.size()) / progress.total, id + ": " + what);
     });

@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "common/model_options.h"
+#include "common/semantics_options.h"
 #include "cli/report_text.h"
 #include "diff/diff.h"
 #include "dist/launch.h"
@@ -49,7 +50,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
     std::vector<std::string> orders;
     int world = 1;
     std::string device = "cpu";
-    bool capture_at_jit = false;
+    SemanticsOptions semantics;
     bool no_generated_kernels = false;
     CaptureOutputs outputs;
     LaunchOptions launch;
@@ -59,14 +60,14 @@ void add_compare_command(CLI::App& app, Runner& run) {
   cmd->add_option("--order", o->orders, "an order of transforms, e.g. jit,ddp (give two)")->required()->expected(2);
   cmd->add_option("--world", o->world, "ranks (threads; gloo on cpu, NCCL on cuda)")->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  cmd->add_flag("--capture-at-jit", o->capture_at_jit,
-                "read transform state when jit() is called (Thunder's old behaviour) instead of at the first call");
+  o->semantics.add_to(*cmd);
   add_no_generated_kernels_flag(*cmd, o->no_generated_kernels);
   o->outputs.add_to(*cmd);
   o->launch.add_to(*cmd);
   auto* world_option = cmd->get_option("--world");
   cmd->callback([&run, o, world_option] {
     run = [o, world_option] {
+      o->semantics.check();
       auto launch = o->launch.start();
       int world = o->world;
       if (launch) {
@@ -85,7 +86,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
         spec.order = parse_order(order);
         spec.world_size = world;
         spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
-        spec.capture_at_jit = o->capture_at_jit;
+        o->semantics.apply(spec);
         request.pipelines.push_back(spec);
       }
       auto capture = run_pipelines_checked(request);
@@ -95,14 +96,20 @@ void add_compare_command(CLI::App& app, Runner& run) {
         return cmp.verdict == Verdict::different ? static_cast<int>(kDifference) : static_cast<int>(kOk);
       }
       // Orders were validated by parse_order: a refused order never gets here (exit 2 there), and
-      // capture-at-jit's reproduced failure is a failed run (exit 1).
-      for (int i = 0; i < static_cast<int>(capture.pipelines.size()); ++i)
-        std::cout << pipeline_name(capture, i) << ": " << capture.pipelines[i].outcome.line() << "\n";
+      // a failure or refusal of the semantics mode is a failed run (exit 1).
+      for (int i = 0; i < static_cast<int>(capture.pipelines.size()); ++i) {
+        const auto& outcome = capture.pipelines[i].outcome;
+        std::cout << pipeline_name(capture, i) << ": " << outcome.line() << "\n";
+        // The rest of a failure's text: what was read when, by whom, the rule, the fix.
+        for (const auto& reason : outcome.reasons)
+          if (auto more = reason.find('\n'); more != std::string::npos) std::cout << reason.substr(more + 1) << "\n";
+      }
       const auto& cmp = capture.comparisons.front();
       if (cmp.verdict != Verdict::not_comparable) print_comparison(std::cout, capture, cmp);
       std::cout << comparison_line(capture, cmp) << "\n";
-      std::cout << "verdict: " << verdict_name(cmp.verdict) << " (" << capture.model.name << ", world " << world << (launch ? " processes" : "") << ", "
-                << o->device << (o->capture_at_jit ? ", capture-at-jit" : "") << ")\n";
+      std::cout << "verdict: " << verdict_name(cmp.verdict) << " (" << capture.model.name << ", world " << world
+                << (launch ? " processes" : "") << ", " << o->device << ", " << capture.pipelines.front().spec.semantics
+                << (o->semantics.workaround.empty() ? "" : ", workaround " + o->semantics.workaround) << ")\n";
       if (!exec::device_unavailable(capture.pipelines.front().spec.device, launch ? 1 : world).empty())
         return static_cast<int>(kBadInput);
       return cmp.verdict == Verdict::equivalent ? static_cast<int>(kOk) : static_cast<int>(kDifference);

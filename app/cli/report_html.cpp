@@ -8,6 +8,7 @@
 
 #include "cli/markup.h"
 #include "cli/report.h"
+#include "cli/report_text.h"
 #include "cli/verdict.h"
 #include "session/assess.h"
 #include "diff/diff.h"
@@ -23,7 +24,7 @@ h1{font-size:1.5em}h2{border-bottom:2px solid #d0d4dc;padding-bottom:.2em;margin
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #d0d4dc;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#eef0f4}pre{margin:0;font:12px/1.35 ui-monospace,monospace;white-space:pre-wrap}
 .badge{display:inline-block;padding:0 .5em;border-radius:.7em;font-size:.85em;font-weight:600}
-.changed .badge,.badge.changed{background:#ffe8b3;color:#6b4500}.badge.unchanged{background:#e4e7ec;color:#4a5060}
+.changed .badge,.badge.changed{background:#ffe8b3;color:#6b4500}.badge.unchanged{background:#e4e7ec;color:#4a5060}.badge.failed{background:#fde2e1;color:#8a1c14}
 .ok{background:#d8f3dc;color:#14532d;font-weight:600}.bad{background:#fddede;color:#7f1d1d;font-weight:600}
 .diff{width:100%;table-layout:fixed}.diff td{padding:0 .3em}.diff .mark{width:1.2em;text-align:center;font-family:monospace}
 .d-same{background:#fff}.d-renamed{background:#eef4ff}.d-changed{background:#fff4d6}.d-added{background:#e3f8e6}
@@ -101,7 +102,9 @@ std::string stages_section(const PipelineRecord& p) {
                        stages.size() == 1 ? "" : "s");
     for (size_t i = 0; i < stages.size(); ++i)
       out += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td></tr>\n",
-                         stages[i].changed ? "changed" : "unchanged", i, h(stages[i].pass), badge(stages[i].changed), stages[i].milliseconds);
+                         stages[i].changed ? "changed" : "unchanged", i, h(stages[i].pass),
+                         stages[i].failed() ? "<span class=\"badge failed\">" + h(stage_state(stages[i])) + "</span>" : badge(stages[i].changed),
+                         stages[i].milliseconds);
     out += "</table>\n";
     if (stages[0].trace)
       out += fmt::format("<details><summary>stage 0: {} (the first {} trace)</summary><pre>{}</pre></details>\n", h(stages[0].pass),
@@ -197,7 +200,7 @@ std::string rules_section(const RulesMatrix& m) {
   out += "</table>\n<h3>all cells</h3>\n<table><tr><th>order</th><th>compared with</th><th>verdict</th><th>rule</th><th>detail</th></tr>\n";
   for (const auto& c : m.cells)
     out += fmt::format("<tr><td>{}{}</td><td>{}</td>{}<td>{}</td><td>{}</td></tr>\n", h(fmt::format("{}", fmt::join(c.order, ","))),
-                       c.capture_at_jit ? " (capture-at-jit)" : "", h(fmt::format("{}", fmt::join(c.versus, ","))),
+                       c.semantics == "lazy" ? "" : " (" + h(c.semantics) + ")", h(fmt::format("{}", fmt::join(c.versus, ","))),
                        fmt::format("<td class=\"c-{}\">{}</td>", c.word(), h(c.label())),
                        h(c.rule), h(c.detail));
   out += "</table>\n<h3>rules</h3>\n<dl>\n";

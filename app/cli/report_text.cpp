@@ -4,6 +4,12 @@
 
 namespace tv::cli {
 
+std::string stage_state(const Stage& s) {
+  if (!s.failed()) return s.changed ? "changed" : "unchanged";
+  const auto* b = s.trace && s.failed_at < static_cast<int>(s.trace->body.size()) ? &s.trace->body[s.failed_at] : nullptr;
+  return fmt::format("FAILED at bound symbol {}{}", s.failed_at, b && b->symbol ? " (" + b->symbol->name + ")" : "");
+}
+
 void print_stages(std::ostream& out, const PipelineRecord& p, bool all_stages, const PrintOptions& options) {
   for (auto kind : kTraceKinds) {
     const auto& stages = p.stages.of(kind);
@@ -12,7 +18,7 @@ void print_stages(std::ostream& out, const PipelineRecord& p, bool all_stages, c
     for (size_t i = first; i < stages.size(); ++i) {
       const auto& s = stages[i];
       out << fmt::format("=== {} stage {}/{}: {} ({:.2f} ms{}) ===\n", trace_kind_name(kind), i, stages.size() - 1, s.pass,
-                         s.milliseconds, s.changed ? "" : ", unchanged");
+                         s.milliseconds, s.failed() ? ", " + stage_state(s) : s.changed ? "" : ", unchanged");
       out << print_trace(*s.trace, options) << "\n\n";
     }
   }

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/report.h"
+#include "cli/report_text.h"
 #include "session/assess.h"
 #include "diff/diff.h"
 #include "rules/compute.h"
@@ -19,8 +20,7 @@ void pipeline_section(std::string& out, const Capture& c, int index) {
   for (auto kind : kTraceKinds) {
     const auto& stages = p.stages.of(kind);
     for (size_t i = 0; i < stages.size(); ++i)
-      out += fmt::format("  {:<9} {:>2} {:<40} {}\n", trace_kind_name(kind), i, stages[i].pass,
-                         stages[i].changed ? "changed" : "unchanged");
+      out += fmt::format("  {:<9} {:>2} {:<40} {}\n", trace_kind_name(kind), i, stages[i].pass, stage_state(stages[i]));
   }
   if (!p.replay) return;
   for (const auto& r : p.replay->ranks) {

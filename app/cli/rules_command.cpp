@@ -34,11 +34,13 @@ void add_rules_command(CLI::App& app, Runner& run) {
     std::string format = "text";
     std::string out;
     LaunchOptions launch;
+    std::vector<std::string> semantics;
   };
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
   cmd->add_option("--world", o->world, "ranks (gloo threads)")->check(CLI::Range(1, 16))->capture_default_str();
   cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "markdown", "json"}))->capture_default_str();
+  cmd->add_option("--semantics", o->semantics, "compute in these semantics modes only (default: every mode, side by side)");
   cmd->add_option("--out", o->out, "also save the matrix in a capture FILE.tvz.json (its /rules member)");
   o->launch.add_to(*cmd);
   auto* world_option = cmd->get_option("--world");
@@ -57,13 +59,14 @@ void add_rules_command(CLI::App& app, Runner& run) {
         request.launch = launch.get();
         request.gather_ranks = [l = launch.get()](Capture& c) { gather_ranks(c, *l); };
       }
+      request.semantics = o->semantics;
       RulesMatrix m;
       {
         ProgressBar bar("rules");
         try {
           m = compute_rules(request, [&](double f, const std::string& what) { bar.update(f, what); });
         } catch (const std::invalid_argument& e) {
-          throw BadInput(e.what());
+          throw BadInput(std::string(o->semantics.empty() ? "" : "--semantics: ") + e.what());
         }
       }
       if (!prints_report(launch.get())) return static_cast<int>(kOk);  // rank 0 prints and writes the matrix
@@ -76,7 +79,7 @@ void add_rules_command(CLI::App& app, Runner& run) {
       }
       std::cout << (o->format == "markdown" ? rules_markdown(m) : o->format == "json" ? rules_json(m) + "\n" : rules_text(m));
       for (const auto& c : m.cells)
-        // A broken run is a failure of the tool's check; capture-at-jit's reproduced failure is the finding.
+        // A broken run is a failure of the tool's check; a semantics mode's failure or refusal is the finding.
         if (c.verdict == Verdict::not_comparable && c.outcome == Outcome::failed && c.rule == rule::kRunFailed)
           return static_cast<int>(kDifference);
       return static_cast<int>(kOk);

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "common/model_options.h"
+#include "common/semantics_options.h"
 #include "cli/report_text.h"
 #include "dist/launch.h"
 #include "session/run.h"
@@ -22,6 +23,7 @@ void add_run_command(CLI::App& app, Runner& run) {
     bool cuda_graph = false;
     int graph_steps = 20;
     bool no_generated_kernels = false;
+    SemanticsOptions semantics;
     CaptureOutputs outputs;
     LaunchOptions launch;
   };
@@ -37,10 +39,12 @@ void add_run_command(CLI::App& app, Runner& run) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   add_no_generated_kernels_flag(*cmd, o->no_generated_kernels);
+  o->semantics.add_to(*cmd);
   o->outputs.add_to(*cmd);
   o->launch.add_to(*cmd);
   cmd->callback([&run, o] {
     run = [o] {
+      o->semantics.check();
       if (o->cuda_graph && o->device != "cuda")
         throw BadInput("--cuda-graph replays the step as a CUDA graph: add --device cuda");
       auto launch = o->launch.start();
@@ -54,13 +58,16 @@ void add_run_command(CLI::App& app, Runner& run) {
         spec.world_size = launch->size();
         LaunchOptions::attach(request, *launch);
       }
+      o->semantics.apply(spec);
       request.pipelines = {spec};
       if (o->cuda_graph) request.cuda_graph_steps = o->graph_steps;
       request.generated_kernels = !o->no_generated_kernels;
       auto capture = run_pipelines_checked(request);
       o->outputs.write(capture, launch.get());
       const auto& p = capture.pipelines.front();
-      if (!p.error.empty()) throw BadInput(p.error);
+      // A pipeline that stopped before building anything is bad input; one that failed while
+      // building (the semantics mode's failure) shows its stages, the failed one last.
+      if (!p.error.empty() && (p.outcome.kind == Outcome::refused || p.stages.forward.empty())) throw BadInput(p.error);
       if (!prints_report(launch.get())) return p.outcome.ok() ? kOk : kDifference;
       PrintOptions options;
       options.depth = o->depth;
@@ -73,6 +80,7 @@ void add_run_command(CLI::App& app, Runner& run) {
             std::cout << "rank " << r.rank << ": the CUDA graph's numbers are not the step's\n";
             pass = false;
           }
+      if (!p.error.empty()) std::cout << p.error << "\n";
       std::cout << p.outcome.line() << ": " << request.model << " [" << spec.label() << "] against LibTorch eager autograd\n";
       return pass ? kOk : kDifference;
     };

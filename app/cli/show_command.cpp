@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/report_text.h"
 #include "common/model_options.h"
 #include "session/assess.h"
 #include "format/printer.h"
@@ -70,7 +71,7 @@ int find_stage(const std::vector<Stage>& stages, const std::string& stage) {
 
 void print_stage(const Stage& s, TraceKind kind, size_t index, size_t count, const PrintOptions& options) {
   std::cout << fmt::format("=== {} stage {}/{}: {}{} ===\n", trace_kind_name(kind), index, count - 1, s.pass,
-                           s.changed ? "" : " (unchanged)");
+                           s.failed() ? " (" + stage_state(s) + ")" : s.changed ? "" : " (unchanged)");
   std::cout << (s.trace ? print_trace(*s.trace, options) : "(no trace)") << "\n\n";
 }
 
@@ -98,8 +99,7 @@ void show_pipeline(const Capture& c, int index, const Options& o) {
       continue;
     }
     for (size_t i = 0; i < stages.size(); ++i)
-      std::cout << fmt::format("  {} {:>2} {:<40} {}\n", trace_kind_name(kind), i, stages[i].pass,
-                               stages[i].changed ? "changed" : "unchanged");
+      std::cout << fmt::format("  {} {:>2} {:<40} {}\n", trace_kind_name(kind), i, stages[i].pass, stage_state(stages[i]));
     if (!stages.empty()) print_stage(stages.back(), kind, stages.size() - 1, stages.size(), options);
   }
   if (!o.stage.empty() && !shown) {

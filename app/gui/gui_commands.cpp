@@ -14,7 +14,7 @@ void add_source_options(CLI::App& cmd, GuiOptions& o) {
   cmd.add_option("--order", o.orders, "a transform order to run, e.g. jit,ddp (repeatable: one pipeline each)");
   cmd.add_option("--world", o.world_size, "world size (ranks) of the live run")->check(CLI::Range(1, 64));
   cmd.add_option("--device", o.device, "device of the live run")->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd.add_flag("--capture-at-jit", o.capture_at_jit, "read module state when jit is called (the old behaviour)");
+  o.semantics.add_to(cmd);
   cmd.add_option("--size", o.size, "window size WxH")->capture_default_str();
 }
 

@@ -65,12 +65,13 @@ RunRequest make_request(const GuiOptions& o) {
   r.model = o.model.model;
   r.params = o.model.param_map();
   check_model(r.model, r.params);
+  o.semantics.check();
   for (const auto& text : o.orders) {
     PipelineSpec spec;
     spec.order = tv::app::split_order(text);
     spec.world_size = o.world_size;
     spec.device = o.device;
-    spec.capture_at_jit = o.capture_at_jit;
+    o.semantics.apply(spec);
     r.pipelines.push_back(spec);
   }
   return r;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/model_options.h"
+#include "common/semantics_options.h"
 #include "session/run.h"
 
 namespace tv::gui {
@@ -15,7 +16,7 @@ struct GuiOptions {
   std::vector<std::string> orders;  // "jit,ddp" per pipeline
   int world_size = 1;
   std::string device = "cpu";
-  bool capture_at_jit = false;
+  tv::app::SemanticsOptions semantics;
   std::string script, dump_state;
   long frames = 0;                  // gui: stop after this many frames (0: until closed)
   std::string size = "1600x1000";

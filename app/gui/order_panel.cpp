@@ -8,6 +8,7 @@
 
 #include "gui/theme.h"
 #include "session/assess.h"
+#include "transforms/semantics.h"
 #include "transforms/transform.h"
 
 namespace tv::gui {
@@ -31,7 +32,8 @@ void OrderPanel::initialise(const Session& s) {
     order = first.order;
     world_size = first.world_size;
     device = first.device;
-    capture_at_jit = first.capture_at_jit;
+    semantics = first.semantics;
+    workaround = first.workaround;
     previous = first;
   }
 }
@@ -62,7 +64,8 @@ PipelineSpec OrderPanel::spec() const {
   p.order = order;
   p.world_size = world_size;
   p.device = device;
-  p.capture_at_jit = capture_at_jit;
+  p.semantics = semantics;
+  p.workaround = workaround;
   return p;
 }
 
@@ -143,7 +146,7 @@ void OrderPanel::draw(Session& s) {
   ImGui::SameLine();
   ImGui::RadioButton("cuda", &dev, 1);
   device = dev ? "cuda" : "cpu";
-  ImGui::Checkbox("capture at jit (the old behaviour)", &capture_at_jit);
+  draw_semantics();
   ImGui::Separator();
   bool can_run = rerun_request(s).has_value() && !s.worker.busy() && !order.empty();
   if (!can_run) ImGui::BeginDisabled();
@@ -159,6 +162,36 @@ void OrderPanel::draw(Session& s) {
   ImGui::BeginChild("order-results", ImVec2(0, 0), true);
   draw_results(s);
   ImGui::EndChild();
+}
+
+void OrderPanel::draw_semantics() {
+  ImGui::SetNextItemWidth(160);
+  if (ImGui::BeginCombo("semantics", semantics.c_str())) {
+    for (const auto& m : semantics_modes()) {
+      if (ImGui::Selectable(std::string(m.name).c_str(), semantics == m.name)) semantics = m.name;
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", std::string(m.description).c_str());
+    }
+    ImGui::EndCombo();
+  }
+  // The workaround copies the module's group into the jit() snapshot: only where a reader uses it.
+  bool snapshot_read = find_semantics(semantics).has_snapshot_reader();
+  if (!snapshot_read) workaround.clear();
+  bool on = !workaround.empty();
+  if (!snapshot_read) ImGui::BeginDisabled();
+  if (ImGui::Checkbox("workaround: process-group", &on)) workaround = on ? std::string(kWorkaroundProcessGroup) : "";
+  if (!snapshot_read) ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("tmodel._lc_cd.process_group_for_ddp = tmodel._lc_cd.fn.process_group_for_ddp");
+}
+
+// The failed stage of pipeline `p` (a pass that stopped), or null.
+std::optional<StageRef> failed_stage(const Capture& c, int p) {
+  for (auto kind : kTraceKinds) {
+    const auto& list = c.pipelines[p].stages.of(kind);
+    for (int i = 0; i < static_cast<int>(list.size()); ++i)
+      if (list[i].failed()) return StageRef{p, kind, i};
+  }
+  return std::nullopt;
 }
 
 void OrderPanel::draw_results(Session& s) {
@@ -190,6 +223,14 @@ void OrderPanel::draw_results(Session& s) {
       for (const auto& reason : rec.outcome.reasons) {
         std::string why = (rec.outcome.rule.empty() ? "" : "rule " + rec.outcome.rule + ": ") + reason;
         ImGui::TextWrapped("%s", why.c_str());
+      }
+      if (auto failed = failed_stage(c, p)) {
+        std::string button = "show the failing line##P" + std::to_string(p);
+        if (ImGui::SmallButton(button.c_str())) {
+          s.select_stage(*failed);
+          s.select_panel(Panel::trace);
+        }
+        s.targets.mark_last_item("order/failed-stage/P" + std::to_string(p));
       }
     }
     ImGui::EndTable();

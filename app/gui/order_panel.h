@@ -1,5 +1,5 @@
 // Transform order panel: the transforms as a list you reorder by drag and drop (or the arrow
-// buttons), add to and remove from; world size, device and capture-at-jit; "Run" re-runs the
+// buttons), add to and remove from; world size, device, semantics mode and workaround; "Run" re-runs the
 // engine with the previous order and the new one on the worker thread and shows both results
 // with the verdict from the capture's comparisons, or the error and rule of an illegal order.
 #pragma once
@@ -15,7 +15,8 @@ struct OrderPanel {
   std::vector<std::string> order{"jit"};
   int world_size = 1;
   std::string device = "cpu";
-  bool capture_at_jit = false;
+  std::string semantics = "lazy";
+  std::string workaround;  // "" or "process-group" (thunder-2024-03)
   std::optional<PipelineSpec> previous;  // the order of the last run: compared with the new one
   bool initialised = false;
 
@@ -35,6 +36,7 @@ struct OrderPanel {
  private:
   void draw_list(UiTargets& targets);
   void draw_results(Session& s);
+  void draw_semantics();
 };
 
 // How to re-run what the session shows: its live request, or the capture's model (not "imported").

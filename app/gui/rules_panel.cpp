@@ -7,6 +7,7 @@
 
 #include "gui/order_panel.h"
 #include "gui/theme.h"
+#include "transforms/semantics.h"
 
 namespace tv::gui {
 namespace {
@@ -16,12 +17,16 @@ std::vector<std::string> compared_with(const RuleCell& cell) {
   return {cell.order.rbegin(), cell.order.rend()};
 }
 
-std::string cell_name(const RuleCell& cell) { return PipelineSpec{cell.order, cell.capture_at_jit}.label(); }
+std::string cell_name(const RuleCell& cell) { return PipelineSpec{cell.order, cell.semantics}.label(); }
 
 ImVec4 scaled(const ImVec4& c, float f) { return ImVec4(c.x * f, c.y * f, c.z * f, 1); }
 
-// Cells of longer orders and of capture-at-jit mode are listed under the matrix.
-bool is_listed(const RuleCell& cell) { return cell.order.size() > 2 || cell.capture_at_jit; }
+// Listed under the (lazy) matrix: the longer orders, and the cells another semantics mode changes.
+bool is_listed(const RulesMatrix& m, const RuleCell& cell) {
+  if (cell.semantics == kLazy) return cell.order.size() > 2;
+  const RuleCell* lazy = m.find(cell.order, std::string(kLazy));
+  return !lazy || lazy->label() != cell.label();
+}
 
 // A cell fits its widest verdict and its column's transform name.
 float cell_width(const RulesMatrix& m) {
@@ -41,9 +46,9 @@ float matrix_width(const RulesMatrix& m) {
 
 }  // namespace
 
-int find_pipeline(const Capture& c, const std::vector<std::string>& order, bool capture_at_jit) {
+int find_pipeline(const Capture& c, const std::vector<std::string>& order, const std::string& semantics) {
   for (int p = 0; p < static_cast<int>(c.pipelines.size()); ++p)
-    if (c.pipelines[p].spec.order == order && c.pipelines[p].spec.capture_at_jit == capture_at_jit) return p;
+    if (c.pipelines[p].spec.order == order && c.pipelines[p].spec.semantics == semantics) return p;
   return -1;
 }
 
@@ -60,15 +65,15 @@ void open_pipelines_in_diff(Session& s, int left, int right) {
 }
 
 bool RulesPanel::is_selected(const RuleCell& cell) const {
-  return cell.order == selected && cell.capture_at_jit == selected_capture_at_jit;
+  return cell.order == selected && cell.semantics == selected_semantics;
 }
 
 void RulesPanel::open_cell(Session& s, const RuleCell& cell) {
   selected = cell.order;
-  selected_capture_at_jit = cell.capture_at_jit;
+  selected_semantics = cell.semantics;
   if (!s.capture) return;
   const std::vector<std::string> versus = compared_with(cell);
-  int a = find_pipeline(*s.capture, cell.order, cell.capture_at_jit), b = find_pipeline(*s.capture, versus);
+  int a = find_pipeline(*s.capture, cell.order, cell.semantics), b = find_pipeline(*s.capture, versus, cell.semantics);
   if (a >= 0 && b >= 0) {
     open_pipelines_in_diff(s, a, b);
     return;
@@ -84,28 +89,28 @@ void RulesPanel::open_cell(Session& s, const RuleCell& cell) {
   }
   request->pipelines.clear();
   int world = s.capture->rules ? std::max(1, s.capture->rules->world_size) : 1;
-  for (const auto& [order, at_jit] : {std::pair{cell.order, cell.capture_at_jit}, std::pair{versus, false}}) {
+  for (const auto& order : {cell.order, versus}) {
     PipelineSpec spec;
     spec.order = order;
-    spec.capture_at_jit = at_jit;
+    spec.semantics = cell.semantics;
     spec.world_size = world;
     request->pipelines.push_back(spec);
   }
   s.carry_rules = s.capture->rules;  // keep the matrix on screen after the run
   pending_open = true;
-  s.run(*request, "running " + cell_name(cell) + " and " + PipelineSpec{versus}.label());
+  s.run(*request, "running " + cell_name(cell) + " and " + PipelineSpec{versus, cell.semantics}.label());
 }
 
-void RulesPanel::open_order(Session& s, const std::vector<std::string>& order, bool capture_at_jit) {
+void RulesPanel::open_order(Session& s, const std::vector<std::string>& order, const std::string& semantics) {
   if (s.capture && s.capture->rules)
-    if (const RuleCell* cell = s.capture->rules->find(order, capture_at_jit)) {
+    if (const RuleCell* cell = s.capture->rules->find(order, semantics)) {
       RuleCell copy = *cell;  // open_cell may start a run that replaces the capture holding `cell`
       open_cell(s, copy);
       return;
     }
   RuleCell cell;
   cell.order = order;
-  cell.capture_at_jit = capture_at_jit;
+  cell.semantics = semantics;
   open_cell(s, cell);
 }
 
@@ -139,7 +144,7 @@ void RulesPanel::draw(Session& s) {
   const float matrix_w = matrix_width(m) + style.WindowPadding.x * 2 + style.ScrollbarSize;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const bool beside = avail.x >= matrix_w + 280;
-  int listed = static_cast<int>(std::count_if(m.cells.begin(), m.cells.end(), is_listed));
+  int listed = static_cast<int>(std::count_if(m.cells.begin(), m.cells.end(), [&](const RuleCell& c) { return is_listed(m, c); }));
   const float row_h = ImGui::GetFrameHeight() + style.CellPadding.y * 2 + 1;
   const float matrix_h = (static_cast<float>(m.transforms.size()) + 1) * row_h +
                          static_cast<float>(listed + 2) * ImGui::GetTextLineHeightWithSpacing() +
@@ -159,7 +164,7 @@ void RulesPanel::draw_matrix(Session& s, const RulesMatrix& m) {
   // A click may start a run that replaces the capture (and this matrix): act after drawing.
   std::optional<RuleCell> clicked;
   auto record = [&](const RuleCell& cell, const std::string& label, const ImVec4& colour) {
-    drawn.push_back({cell.order, cell.capture_at_jit, std::string(cell.word()), label,
+    drawn.push_back({cell.order, cell.semantics, std::string(cell.word()), label,
                      {colour.x, colour.y, colour.z, colour.w}, is_selected(cell)});
   };
   int n = static_cast<int>(m.transforms.size());
@@ -206,14 +211,15 @@ void RulesPanel::draw_matrix(Session& s, const RulesMatrix& m) {
   }
   bool listed = false;
   for (const auto& cell : m.cells) {
-    if (!is_listed(cell)) continue;
+    if (!is_listed(m, cell)) continue;
     if (!listed) {
       ImGui::Spacing();
-      ImGui::Text("Longer orders and capture-at-jit (the old behaviour)");
+      ImGui::Text("Longer orders, and the cells Thunder's semantics modes change");
     }
     listed = true;
     const std::string verdict(cell.word());
-    const std::string label = cell_name(cell) + " vs " + PipelineSpec{compared_with(cell)}.label() + ": " + verdict;
+    const std::string label =
+        cell_name(cell) + " vs " + PipelineSpec{compared_with(cell), cell.semantics}.label() + ": " + verdict;
     const ImVec4 colour = verdict_colour(verdict);
     ImGui::PushStyleColor(ImGuiCol_Text, colour);
     if (ImGui::Selectable(label.c_str(), is_selected(cell))) clicked = cell;
@@ -227,12 +233,12 @@ void RulesPanel::draw_matrix(Session& s, const RulesMatrix& m) {
 
 void RulesPanel::draw_detail(const Session& s, const RulesMatrix& m) {
   const Theme& t = theme();
-  const RuleCell* cell = selected.empty() ? nullptr : m.find(selected, selected_capture_at_jit);
+  const RuleCell* cell = selected.empty() ? nullptr : m.find(selected, selected_semantics);
   if (!cell) {
     ImGui::TextColored(t.muted, "select a cell");
   } else {
     std::string verdict = cell->label();
-    ImGui::Text("%s vs %s", cell_name(*cell).c_str(), PipelineSpec{compared_with(*cell)}.label().c_str());
+    ImGui::Text("%s vs %s", cell_name(*cell).c_str(), PipelineSpec{compared_with(*cell), cell->semantics}.label().c_str());
     ImGui::TextColored(verdict_colour(verdict), "%s", verdict.c_str());
     if (pending_open && s.worker.busy()) {
       ImGui::SameLine();

@@ -1,5 +1,5 @@
 // Rules panel: the capture's composition-rules matrix, each cell coloured and labelled with its
-// verdict in text, then the longer orders and the capture-at-jit cells as a list; clicking a cell
+// verdict in text, then the longer orders and the cells other semantics modes change as a list; clicking a cell
 // opens both of its orders in the diff view (running them live when the capture does not hold
 // them and the model is built in); the selected cell's rule and its explanation beside it.
 // Contract: `drawn` lists what the last frame showed, cell by cell, for the state dump.
@@ -15,7 +15,7 @@ namespace tv::gui {
 // One cell as the last frame drew it.
 struct DrawnCell {
   std::vector<std::string> order;
-  bool capture_at_jit = false;
+  std::string semantics = "lazy";
   std::string verdict;               // composition_name of the cell
   std::string label;                 // the text on the cell
   std::array<float, 4> colour{};     // RGBA of the verdict colour it was drawn in
@@ -24,7 +24,7 @@ struct DrawnCell {
 
 struct RulesPanel {
   std::vector<std::string> selected;  // order of the selected cell
-  bool selected_capture_at_jit = false;
+  std::string selected_semantics = "lazy";
   bool pending_open = false;          // a live run for a clicked cell is on its way
   std::vector<DrawnCell> drawn;       // the cells of the last frame
   std::string shown_rule;             // the rule whose explanation the detail showed last frame
@@ -35,7 +35,7 @@ struct RulesPanel {
   void open_cell(Session& s, const RuleCell& cell);
   // The cell of `order` in the capture's matrix (or `order` against its reverse when the matrix
   // has no such cell), opened as by a click.
-  void open_order(Session& s, const std::vector<std::string>& order, bool capture_at_jit = false);
+  void open_order(Session& s, const std::vector<std::string>& order, const std::string& semantics = "lazy");
   // After a run: show the two pipelines it made in the diff view.
   void on_new_capture(Session& s);
 
@@ -45,8 +45,8 @@ struct RulesPanel {
   bool is_selected(const RuleCell& cell) const;
 };
 
-// Index of the pipeline whose order is `order` with this capture-at-jit mode (any world size), -1 when absent.
-int find_pipeline(const Capture& c, const std::vector<std::string>& order, bool capture_at_jit = false);
+// Index of the pipeline whose order is `order` in this semantics mode (any world size), -1 when absent.
+int find_pipeline(const Capture& c, const std::vector<std::string>& order, const std::string& semantics = "lazy");
 // Diff of the last stages of two pipelines: backward when both have one, else forward.
 void open_pipelines_in_diff(Session& s, int left, int right);
 

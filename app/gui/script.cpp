@@ -172,8 +172,10 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     app.order.world_size = v.get<int>();
   } else if (name == "device") {
     app.order.device = v.get<std::string>();
-  } else if (name == "capture_at_jit") {
-    app.order.capture_at_jit = v.get<bool>();
+  } else if (name == "semantics") {
+    app.order.semantics = v.get<std::string>();
+  } else if (name == "workaround") {
+    app.order.workaround = v.get<std::string>();
   } else if (name == "run") {
     if (v.get<bool>()) app.order.run(s);
   } else if (name == "wait_idle") {
@@ -218,7 +220,7 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     app.browser.filter.Build();
   } else if (name == "open_rule") {
     const json& order = v.is_object() ? v.at("order") : v;
-    app.rules.open_order(s, order.get<std::vector<std::string>>(), v.is_object() && v.value("capture_at_jit", false));
+    app.rules.open_order(s, order.get<std::vector<std::string>>(), v.is_object() ? v.value("semantics", std::string("lazy")) : std::string("lazy"));
   } else if (name == "diff") {
     s.diff.across_pipelines = v.value("across", s.diff.across_pipelines);
     s.diff.unified = v.value("unified", s.diff.unified);

@@ -3,10 +3,10 @@
 // ImGui 1.86 has no AddKeyEvent), one action per frame. Used by tests/gui.
 // Actions: {"select_panel":"order"} {"select_stage":{"pipeline":0,"kind":"forward","stage":2}} (-1: the last)
 // {"move_transform":{"from":1,"to":0}} {"add_transform":"ddp"} {"remove_transform":0}
-// {"set_order":["jit","ddp"]} {"world":2} {"device":"cpu"} {"capture_at_jit":true} {"run":true}
+// {"set_order":["jit","ddp"]} {"world":2} {"device":"cpu"} {"semantics":"thunder-2024-03"} {"workaround":"process-group"} {"run":true}
 // {"wait_idle":true} {"key":"Down"} (also "Up", "Enter", "Escape", "Ctrl+F", "Shift+Enter", a letter)
 // {"text":"linear"} {"find":"linear"} {"depth":0} {"hide_unchanged":true} {"filter":"DCE"}
-// {"open_rule":["ddp","jit"]} (or {"order":["jit","ddp"],"capture_at_jit":true}: what a click on that cell does)
+// {"open_rule":["ddp","jit"]} (or {"order":["jit","ddp"],"semantics":"thunder-2024-03"}: what a click on that cell does)
 // {"diff":{"across":true,"left":{..},"right":{..},"unified":false}}
 // {"tour":true} {"load":"FILE"} {"frames":N} {"dump":"OUT.json"} {"screenshot":"OUT.png"} (the next
 // frame, tooltips included) {"quit":true}

@@ -55,7 +55,7 @@ json rules_json(const App& app) {
   json drawn = json::array();  // what the last frame drew: nothing unless the panel is in front
   if (s.panel == Panel::rules)
     for (const auto& c : panel.drawn)
-      drawn.push_back({{"order", c.order}, {"capture_at_jit", c.capture_at_jit}, {"verdict", c.verdict},
+      drawn.push_back({{"order", c.order}, {"semantics", c.semantics}, {"verdict", c.verdict},
                        {"label", c.label}, {"colour", c.colour}, {"selected", c.selected}});
   json explanation = nullptr;
   if (auto it = m.explanations.find(panel.shown_rule); s.panel == Panel::rules && it != m.explanations.end())
@@ -64,7 +64,7 @@ json rules_json(const App& app) {
           {"world_size", m.world_size},
           {"transforms", m.transforms},
           {"cells", m.cells.size()},
-          {"selected", {{"order", panel.selected}, {"capture_at_jit", panel.selected_capture_at_jit}}},
+          {"selected", {{"order", panel.selected}, {"semantics", panel.selected_semantics}}},
           {"pending_open", panel.pending_open},
           {"drawn_cells", drawn},
           {"shown_explanation", explanation}};
@@ -103,6 +103,9 @@ json trace_json(const App& app) {
          {"hover", s.panel == Panel::trace && app.trace.hovered ? hover_json(*app.trace.hovered) : json(nullptr)},
          {"search", {{"open", app.trace.search_open}, {"query", app.trace.query}, {"matches", app.trace.matches.size()},
                      {"current", app.trace.match}}}};
+  const int failed = app.trace.failed_line;
+  j["failed_line"] = failed;
+  j["failed_text"] = failed >= 0 && failed < static_cast<int>(text.lines.size()) ? json(text.lines[failed].text) : json(nullptr);
   if (const TraceText* shown = app.trace.text(); shown && app.trace.selected_proxy >= 0 &&
                                                  app.trace.selected_proxy < static_cast<int>(shown->proxies.size()))
     j["selected_proxy"] = shown->proxies[app.trace.selected_proxy]->name;
@@ -123,7 +126,8 @@ json dump_state(const App& app) {
   j["previous_order"] = app.order.previous ? json(app.order.previous->order) : json(nullptr);
   j["world_size"] = app.order.world_size;
   j["device"] = app.order.device;
-  j["capture_at_jit"] = app.order.capture_at_jit;
+  j["semantics"] = app.order.semantics;
+  j["workaround"] = app.order.workaround;
   j["font_warning"] = app.font_warning;
   j["stage_browser"] = {{"hide_unchanged", app.browser.hide_unchanged},
                         {"filter", app.browser.filter.InputBuf},

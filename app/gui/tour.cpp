@@ -57,11 +57,12 @@ const Step kSteps[] = {
      "'+' added, '-' removed. 'same program' is canonical equality.",
      "Diff the two pipelines", [](App& a) { open_pipelines_in_diff(a.session, 0, 1); }},
     {"5. The rule",
-     "With capture-at-jit (the old behaviour) the state is frozen when jit is called and the order matters again: "
-     "the engine refuses the order and names the rule. The rules matrix shows every pair.",
-     "Turn on capture-at-jit in the order editor",
+     "In Thunder's semantics of 2024-03 jit() snapshots the module state and DDP's backward bucketing reads the "
+     "snapshot: after jit it finds None, and the all-reduce's meta check fails while the backward is built. FSDP "
+     "reads the module at the call and works. The rules matrix shows every pair in every mode.",
+     "Switch the order editor to thunder-2024-03",
      [](App& a) {
-       a.order.capture_at_jit = true;
+       a.order.semantics = "thunder-2024-03";
        a.session.select_panel(a.session.capture && a.session.capture->rules ? Panel::rules : Panel::order);
      }},
 };

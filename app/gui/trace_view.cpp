@@ -129,7 +129,22 @@ void TraceView::draw(Session& s) {
     focus_search = true;
   }
   draw_toolbar(s, max_depth);
-  draw_lines(s);
+  draw_failure(s, *stage);
+  draw_lines(s, *stage);
+}
+
+// A stage where a pass stopped: its failing line is marked in draw_lines; the pipeline's error (what
+// was read when, by whom, the rule, the fix) is shown above the trace.
+void TraceView::draw_failure(Session& s, const Stage& stage) {
+  failed_line = -1;
+  if (!stage.failed()) return;
+  if (stage.failed_at < static_cast<int>(text_.statement_line.size())) failed_line = text_.statement_line[stage.failed_at];
+  const auto* p = s.pipeline(s.selected.pipeline);
+  std::string why = p && !p->error.empty() ? p->error : std::string("the pass stopped at this bound symbol");
+  ImGui::PushStyleColor(ImGuiCol_Text, theme().error);
+  ImGui::TextWrapped("failed at line %d: %s", failed_line + 1, why.c_str());
+  ImGui::PopStyleColor();
+  if (s.targets.enabled) s.targets.mark_last_item("trace/failure");
 }
 
 void TraceView::draw_toolbar(Session& s, int max_depth) {
@@ -180,7 +195,7 @@ void TraceView::draw_toolbar(Session& s, int max_depth) {
   }
 }
 
-void TraceView::draw_lines(Session& s) {
+void TraceView::draw_lines(Session& s, const Stage& stage) {
   const Theme& t = theme();
   ImGui::BeginChild("trace-text", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   ImFont* font = ImGui::GetFont();
@@ -219,6 +234,7 @@ void TraceView::draw_lines(Session& s) {
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.current_line);
       if (selected_proxy >= 0 && text_.definition_line[selected_proxy] == l)
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.definition_highlight);
+      if (l == failed_line) draw_failed_line(s, line, text_pos, char_w, line_h);
       char number[16];
       std::snprintf(number, sizeof number, "%*d", digits, l + 1);
       draw->AddText(font, size, pos, t.line_number, number);
@@ -248,6 +264,22 @@ void TraceView::draw_lines(Session& s) {
     if (ImGui::IsMouseClicked(0)) selected_proxy = selected_proxy == hovered_proxy ? -1 : hovered_proxy;
   }
   ImGui::EndChild();
+}
+
+// The failing bound symbol's line: a red band, its None argument boxed, the error's first line beside it.
+void TraceView::draw_failed_line(Session& s, const TextLine& line, ImVec2 text_pos, float char_w, float line_h) const {
+  const ImU32 red = ImGui::ColorConvertFloat4ToU32(theme().error);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float end = text_pos.x + line.text.size() * char_w;
+  draw->AddRectFilled(ImVec2(text_pos.x, text_pos.y), ImVec2(end, text_pos.y + line_h), (red & 0x00FFFFFF) | (60u << IM_COL32_A_SHIFT));
+  if (auto at = line.text.find("None"); at != std::string::npos) {
+    ImVec2 p(text_pos.x + at * char_w, text_pos.y), q(p.x + 4 * char_w, p.y + line_h);
+    draw->AddRect(p, q, red, 0.0f, 0, 2.0f);
+    if (s.targets.enabled) s.targets.mark("trace/failed-argument", {p.x, p.y, q.x, q.y});
+  }
+  const auto* pipeline = s.pipeline(s.selected.pipeline);
+  std::string note = pipeline ? pipeline->error.substr(0, pipeline->error.find('\n')) : std::string();
+  draw->AddText(ImVec2(end + 2 * char_w, text_pos.y), red, ("<- " + note).c_str());
 }
 
 void TraceView::draw_proxy_tooltip(const ProxyInfo& info) const {

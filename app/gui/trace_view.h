@@ -1,6 +1,7 @@
 // Trace view: the selected stage's printed trace, highlighted, with line numbers, a subsymbol
 // depth slider, Ctrl+F search, proxy hover metadata (and replay statistics when the capture has
-// them) and click-to-highlight a proxy's definition and uses.
+// them) and click-to-highlight a proxy's definition and uses. A failed stage (a pass that stopped)
+// shows its failing line marked, its None argument boxed, and the pipeline's error beside it.
 // Contract: lines and token spans are computed once per (trace, depth) by build_trace_text;
 // drawing goes through ImGuiListClipper, so only visible lines cost anything per frame. What the
 // tooltip shows is computed as data first (describe_proxy) and kept as `hovered` for the state dump.
@@ -11,6 +12,8 @@
 
 #include "gui/session.h"
 #include "gui/trace_text.h"
+
+struct ImVec2;
 
 namespace tv::gui {
 
@@ -51,6 +54,7 @@ struct TraceView {
   int first_visible = 0;
   int visible_rows = 0;                 // lines that fit in the view
   std::optional<ProxyInfo> hovered;     // the proxy under the mouse in the last frame
+  int failed_line = -1;                 // a failed stage's failing line (0-based), -1 otherwise
 
   void draw(Session& s);
   // The text now shown (after at least one frame), or null.
@@ -61,7 +65,9 @@ struct TraceView {
  private:
   void refresh(const TracePtr& trace, int effective_depth);
   void draw_toolbar(Session& s, int max_depth);
-  void draw_lines(Session& s);
+  void draw_failure(Session& s, const Stage& stage);
+  void draw_lines(Session& s, const Stage& stage);
+  void draw_failed_line(Session& s, const TextLine& line, ImVec2 text_pos, float char_w, float line_h) const;
   void draw_proxy_tooltip(const ProxyInfo& info) const;
   void update_matches();
   TracePtr trace_;

@@ -408,7 +408,8 @@ class JitCore {
   }
 
   std::shared_ptr<Entry> build(const py::dict& program, const std::vector<at::Tensor>& inputs,
-                               const std::vector<std::string>& order, bool capture_at_jit) {
+                               const std::vector<std::string>& order, const std::string& semantics,
+                               const std::string& workaround, const std::string& module_class) {
     auto prog = program_of(program);
     if (prog->input_names.size() != inputs.size()) throw py::value_error("the program and the call disagree on the inputs");
     jit::Module m = module_;  // shares the tensors
@@ -419,9 +420,12 @@ class JitCore {
     for (const auto& p : module_.parameters) bridge.push_back(p.name);
     RankContext rank = current_rank();
     auto entry = std::make_shared<Entry>(std::move(m), bridge, rank);
-    ValidatedOrder validated(order);
-    check_capture_at_jit(validated, capture_at_jit);
+    const SemanticsMode& mode = find_semantics(semantics);
+    check_workaround(mode, workaround);
+    ValidatedOrder validated(order, mode, module_class);
     TransformContext context;
+    context.semantics = &mode;
+    context.workaround = workaround;
     context.world_size = rank.world;
     context.rank = rank.rank;
     if (rank.comm) context.broadcast_from_rank0 = [comm = rank.comm](at::Tensor& t) { comm->broadcast(t, 0); };
@@ -453,7 +457,8 @@ PYBIND11_MODULE(_thunder_viz, m) {
   py::register_local_exception<OpError>(m, "OpError", base.ptr());
   py::register_local_exception<exec::ExecError>(m, "ExecError", base.ptr());
   py::register_local_exception<CaptureError>(m, "CaptureError", base.ptr());
-  py::register_local_exception<CapturedStateError>(m, "CapturedStateError", base.ptr());
+  // A build that stopped on the state a transform read (pipeline.h): Thunder raised a ValueError.
+  py::register_local_exception<PipelineFailure>(m, "PipelineFailure", PyExc_ValueError);
   py::register_local_exception<dist::DistError>(m, "DistError", base.ptr());
   py::register_local_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError);
 
@@ -477,12 +482,19 @@ PYBIND11_MODULE(_thunder_viz, m) {
                     const std::vector<std::pair<std::string, at::Tensor>>&>())
       .def("set_attribute", &JitCore::set_attribute)
       .def("build", &JitCore::build, py::arg("program"), py::arg("inputs"), py::arg("order"),
-           py::arg("capture_at_jit") = false);
+           py::arg("semantics") = "lazy", py::arg("workaround") = "", py::arg("module_class") = "torch.nn.modules.module.Module");
 
   // Orders as the engine validates them (transforms/order.h): the Python door checks each order once.
   m.def("transform_names", &transform_names, "every transform name the engine knows, jit first");
-  m.def("validate_order", [](const std::vector<std::string>& order) { return ValidatedOrder(order).label(); },
-        py::arg("order"), "the order's label; raises IllegalOrder (a ValueError) naming the rule and the fix");
+  m.def("validate_order", [](const std::vector<std::string>& order, const std::string& semantics,
+                             const std::string& module_class) {
+    return ValidatedOrder(order, find_semantics(semantics), module_class).label();
+  }, py::arg("order"), py::arg("semantics") = "lazy", py::arg("module_class") = "torch.nn.modules.module.Module",
+     "the order's label; raises IllegalOrder (a ValueError) naming the rule and the fix, ValueError for an unknown semantics");
+  m.def("semantics_names", &semantics_names, "the semantics modes, lazy first");
+  m.def("check_workaround", [](const std::string& semantics, const std::string& workaround) {
+    check_workaround(find_semantics(semantics), workaround);
+  }, "raises ValueError for an unknown mode, or a workaround the mode has nothing for");
   m.def("order_facts", [](const std::vector<std::string>& order) {
     ValidatedOrder v(order);
     auto lowered = v.computes_in(TransformContext{});

@@ -1,5 +1,7 @@
 #include "capture/decode.h"
 
+#include <algorithm>
+
 #include <vector>
 
 #include "format/parser.h"
@@ -133,6 +135,7 @@ Stage stage(const Cursor& c, const Context& ctx) {
   s.pass = string_field(c, "pass");
   s.milliseconds = number_field(c, "milliseconds");
   s.changed = bool_field(c, "changed");
+  if (auto f = c.optional_field("failed_at")) s.failed_at = static_cast<int>(f->integer_at_least(0));
   auto text = c.field("text");
   if (!text.json().is_null()) s.trace = trace_from_text(text);
   if (ctx.version >= 1) {
@@ -272,7 +275,7 @@ void cell_verdict_v1(const Cursor& c, RuleCell& cell) {
   if (s == "illegal" || s == "failed") {
     cell.verdict = Verdict::not_comparable;
     // capture-at-jit's reproduced failure was shown as illegal: it is a failed run.
-    cell.outcome = s == "illegal" && !cell.capture_at_jit ? Outcome::refused : Outcome::failed;
+    cell.outcome = s == "illegal" && cell.semantics == "lazy" ? Outcome::refused : Outcome::failed;
     return;
   }
   if (!parse_verdict(s, &cell.verdict))
@@ -324,12 +327,15 @@ RulesMatrix rules(const Cursor& c, const Context& ctx) {
   m.model = string_field(c, "model");
   m.world_size = int_field(c, "world_size");
   m.transforms = strings(c.field("transforms"));
+  if (auto s = c.optional_field("semantics")) m.semantics = strings(*s);
   m.cells = list_of<RuleCell>(c.field("cells"), [&](const Cursor& e) {
     RuleCell cell;
     cell.order = strings(e.field("order"));
     // Optional (added within version 1): the order it was compared with, and the mode.
     if (auto v = e.optional_field("versus")) cell.versus = strings(*v);
-    if (auto m = e.optional_field("capture_at_jit")) cell.capture_at_jit = m->boolean();
+    if (auto m = e.optional_field("semantics")) cell.semantics = m->string();
+    // Before version 3 the only other mode was capture-at-jit, which is thunder-2024-03.
+    if (auto m = e.optional_field("capture_at_jit"); m && m->boolean()) cell.semantics = "thunder-2024-03";
     if (ctx.version >= 2) {
       cell.verdict = verdict(e.field("verdict"));
       cell.outcome = outcome(e.field("outcome"));
@@ -341,6 +347,12 @@ RulesMatrix rules(const Cursor& c, const Context& ctx) {
     return cell;
   });
   m.explanations = string_map(c.field("explanations"));
+  if (!c.optional_field("semantics")) {  // before version 3: the modes its cells were computed in
+    m.semantics = {"lazy"};
+    for (const auto& cell : m.cells)
+      if (std::find(m.semantics.begin(), m.semantics.end(), cell.semantics) == m.semantics.end())
+        m.semantics.push_back(cell.semantics);
+  }
   return m;
 }
 
@@ -360,10 +372,15 @@ ModelRecord model(const Cursor& c) {
   return m;
 }
 
-PipelineSpec spec(const Cursor& c) {
+PipelineSpec spec(const Cursor& c, const Context& ctx) {
   PipelineSpec s;
   s.order = strings(c.field("order"));
-  s.capture_at_jit = bool_field(c, "capture_at_jit");
+  if (ctx.version >= 3) {
+    s.semantics = string_field(c, "semantics");
+    s.workaround = string_field(c, "workaround");
+  } else if (bool_field(c, "capture_at_jit")) {
+    s.semantics = "thunder-2024-03";  // capture-at-jit reproduced that mode
+  }
   // Range-checked before it is narrowed: 4294967298 must not become 2.
   const int64_t world = c.field("world_size").integer_at_least(1);
   if (world > (1 << 20))
@@ -376,7 +393,7 @@ PipelineSpec spec(const Cursor& c) {
 
 PipelineRecord pipeline(const Cursor& c, const Context& ctx) {
   PipelineRecord p;
-  p.spec = spec(c.field("spec"));
+  p.spec = spec(c.field("spec"), ctx);
   p.error = string_field(c, "error");
   p.rule = string_field(c, "rule");
   auto stages = c.field("stages");

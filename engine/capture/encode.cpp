@@ -95,6 +95,7 @@ Json encode_trace_structure(const Trace& t) {
 
 Json encode_stage(const Stage& s) {
   Json j = {{"pass", s.pass}, {"milliseconds", encode_number(s.milliseconds)}, {"changed", s.changed}};
+  if (s.failed()) j["failed_at"] = s.failed_at;
   if (s.trace) {
     j["text"] = print_trace(*s.trace);
     j["structure"] = encode_trace_structure(*s.trace);
@@ -160,7 +161,7 @@ Json encode_rules(const RulesMatrix& m) {
   for (const auto& c : m.cells)
     cells.push_back({{"order", c.order},
                      {"versus", c.versus},
-                     {"capture_at_jit", c.capture_at_jit},
+                     {"semantics", c.semantics},
                      {"verdict", verdict_name(c.verdict)},
                      {"outcome", outcome_name(c.outcome)},
                      {"rule", c.rule},
@@ -170,6 +171,7 @@ Json encode_rules(const RulesMatrix& m) {
   return {{"model", m.model},
           {"world_size", m.world_size},
           {"transforms", m.transforms},
+          {"semantics", m.semantics},
           {"cells", std::move(cells)},
           {"explanations", std::move(explanations)}};
 }
@@ -185,7 +187,8 @@ Json encode_model(const ModelRecord& m) {
 
 Json encode_pipeline(const PipelineRecord& p) {
   Json spec = {{"order", p.spec.order},
-               {"capture_at_jit", p.spec.capture_at_jit},
+               {"semantics", p.spec.semantics},
+               {"workaround", p.spec.workaround},
                {"world_size", p.spec.world_size},
                {"device", p.spec.device}};
   Json outcome = {{"kind", outcome_name(p.outcome.kind)}, {"rule", p.outcome.rule}, {"reasons", p.outcome.reasons}};

@@ -1,7 +1,8 @@
 // Stage history: every trace a call produced, per kind, with the pass that made it.
 // Contract: the lists are what thunder.last_prologue_traces / last_traces /
 // last_backward_traces give in Thunder (plus the epilogue): stage 0 is the acquired trace, each
-// later stage is the output of one named pass. `changed` says whether a stage differs from the
+// later stage is the output of one named pass; a pass that failed leaves its partial trace as the
+// last stage, marked failed. `changed` says whether a stage differs from the
 // one before it as a program (canonical equality), so a viewer can hide passes that did nothing.
 #pragma once
 #include <chrono>
@@ -27,6 +28,10 @@ struct Stage {
   TracePtr trace;
   double milliseconds = 0;   // time the pass took
   bool changed = true;       // differs from the previous stage (always true for stage 0)
+  // The pass stopped here: the trace is partial, up to and including the top-level bound symbol
+  // at this index, the one that failed, then the return. -1 when the pass completed.
+  int failed_at = -1;
+  bool failed() const { return failed_at >= 0; }
 };
 
 struct StageHistory {

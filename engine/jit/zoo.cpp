@@ -320,4 +320,8 @@ Module make_model(const std::string& name, const std::map<std::string, std::stri
   throw std::invalid_argument("unknown model '" + name + "'; valid models: " + valid);
 }
 
+std::string python_class(const std::string& model) {
+  return model == "linear" ? "torch.nn.modules.linear.Linear" : "torch.nn.modules.module.Module";
+}
+
 }  // namespace tv::jit

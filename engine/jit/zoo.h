@@ -26,6 +26,10 @@ struct ModelInfo {
 };
 
 std::vector<ModelInfo> list_models();
+// The Python class a built-in model stands for, as Python's type() names it: "linear" is
+// torch.nn.modules.linear.Linear, the others torch.nn.modules.module.Module.
+std::string python_class(const std::string& model);
+
 Module make_model(const std::string& name, const std::map<std::string, std::string>& params = {});
 
 }  // namespace tv::jit

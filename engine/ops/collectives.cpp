@@ -44,6 +44,13 @@ std::vector<int64_t> scaled_dim0(const Proxy& t, int world, bool gather) {
   return shape;
 }
 
+void check_group(const Value& group) {
+  if (group.is_none())
+    throw CollectiveTypeError(
+        "ValueError: None had an unexpected type <class 'NoneType'>. Supported types are <class "
+        "'torch.distributed.distributed_c10d.ProcessGroup'>");
+}
+
 void add_symbol(const char* name, SymbolImpl impl) {
   Symbol s;
   s.name = name;
@@ -77,6 +84,7 @@ void register_collective_symbols() {
     ltorch::register_ops();
     add_symbol(kAllReduce, [](TraceBuilder& b, const std::vector<Value>& a, const Kwargs&) {
       auto t = tensor_of(a, 0, kAllReduce);
+      if (a.size() > 2) check_group(a[2]);
       return Value::of(future_like(b, *t, t->shape));
     });
     add_symbol(kWait, [](TraceBuilder& b, const std::vector<Value>& a, const Kwargs&) {
@@ -94,11 +102,18 @@ void register_collective_symbols() {
   });
 }
 
+Value group_argument(bool found) { return found ? Value::name(kGroup) : Value::none(); }
+
 ProxyPtr all_reduce(TraceBuilder& b, const ProxyPtr& t, bool skip_clone) {
+  return all_reduce(b, t, group_argument(true), skip_clone);
+}
+
+ProxyPtr all_reduce(TraceBuilder& b, const ProxyPtr& t, const Value& group, bool skip_clone) {
   register_collective_symbols();
-  return record(b, kAllReduce,
-                {Value::of(t), Value::name(kSumOp), Value::name(kGroup), Value::boolean(true), Value::boolean(skip_clone)},
-                future_like(b, *t, t->shape));
+  auto out = record(b, kAllReduce, {Value::of(t), Value::name(kSumOp), group, Value::boolean(true), Value::boolean(skip_clone)},
+                    future_like(b, *t, t->shape));
+  check_group(group);
+  return out;
 }
 
 ProxyPtr all_gather(TraceBuilder& b, const ProxyPtr& t, int world_size) {

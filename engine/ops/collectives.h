@@ -27,12 +27,24 @@ inline constexpr const char* kWait = "torch_wait_prim_impl";
 inline constexpr const char* kSumOp = "_DistributedReduceOps_SUM_0";
 inline constexpr const char* kGroup = "_torch_distributed_distributed_c10d_ProcessGroup_1";
 
+// Thunder's all_reduce meta check of the group argument (utils.check_type), as its ValueError.
+class CollectiveTypeError : public OpError {
+ public:
+  using OpError::OpError;
+};
+
+// The group argument: the process group's name, or None when the reader found none.
+Value group_argument(bool found);
+
 // Registers the four symbols and their gradient rules. Idempotent.
 void register_collective_symbols();
 
 // An asynchronous SUM all-reduce (do_async True). `skip_clone` (Thunder's last argument) lets it
 // reduce `t` in place: only for a tensor the caller made for it and that nothing else reads.
 ProxyPtr all_reduce(TraceBuilder&, const ProxyPtr& t, bool skip_clone = false);
+// The same with the group the caller read. A group that is not a process group (None) is recorded
+// first, then its meta check throws CollectiveTypeError, so the builder ends with the failing call.
+ProxyPtr all_reduce(TraceBuilder&, const ProxyPtr& t, const Value& group, bool skip_clone);
 ProxyPtr all_gather(TraceBuilder&, const ProxyPtr& t, int world_size);
 ProxyPtr reduce_scatter(TraceBuilder&, const ProxyPtr& t, int world_size);
 ProxyPtr wait(TraceBuilder&, const ProxyPtr& future);

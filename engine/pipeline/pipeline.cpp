@@ -9,6 +9,7 @@
 #include "passes/fusion.h"
 #include "passes/remat.h"
 #include "transforms/autograd.h"
+#include "transforms/distributed_state.h"
 
 namespace tv {
 
@@ -26,10 +27,34 @@ void run_pass(StageHistory& h, TraceKind kind, const char* name, Pass pass) {
   h.record_timed(kind, name, [&] { return pass(*last); });
 }
 
+// The module state at jit() and at the call, from what the order applied before and after jit.
+TransformContext with_module_state(const ValidatedOrder& order, TransformContext c) {
+  for (const auto& step : order.steps()) {
+    if (!step.transform->distributes_parameters()) continue;
+    c.at_call.process_group_for_ddp = true;
+    if (!step.after_jit) c.at_jit.process_group_for_ddp = true;
+  }
+  if (c.workaround == kWorkaroundProcessGroup) c.at_jit = c.at_call;
+  return c;
+}
+
+void build(BuiltPipeline& out, jit::Module& module, const ValidatedOrder& order, const TransformContext& context);
+
 }  // namespace
 
 BuiltPipeline build_pipeline(jit::Module& module, const ValidatedOrder& order, const TransformContext& context) {
   BuiltPipeline out;
+  try {
+    build(out, module, order, with_module_state(order, context));
+  } catch (const StateReadFailure& e) {
+    throw PipelineFailure(e.what(), e.rule(), std::move(out.stages));
+  }
+  return out;
+}
+
+namespace {
+
+void build(BuiltPipeline& out, jit::Module& module, const ValidatedOrder& order, const TransformContext& context) {
   auto& h = out.stages;
   const auto transforms = order.instantiate();
   for (const auto& t : transforms) t->transform_module(module, context);
@@ -62,7 +87,8 @@ BuiltPipeline build_pipeline(jit::Module& module, const ValidatedOrder& order, c
     run_pass(h, kind, "Delete Last Used", [clears](const Trace& t) { return passes::delete_last_used(t, clears); });
   }
   if (training) out.saved_bytes = passes::saved_bytes(*h.last(TraceKind::forward));
-  return out;
 }
+
+}  // namespace
 
 }  // namespace tv

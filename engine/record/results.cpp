@@ -35,7 +35,8 @@ bool Replay::pass() const {
 std::string PipelineSpec::label() const {
   std::string out;
   for (const auto& t : order) out += (out.empty() ? "" : ",") + t;
-  if (capture_at_jit) out += " capture-at-jit";
+  if (semantics != "lazy") out += " " + semantics;
+  if (!workaround.empty()) out += " workaround " + workaround;
   return out;
 }
 

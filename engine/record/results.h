@@ -76,10 +76,11 @@ struct RankResult {
 
 struct PipelineSpec {
   std::vector<std::string> order;  // {"jit", "ddp"}: ddp(jit(m))
-  bool capture_at_jit = false;
+  std::string semantics = "lazy";  // who reads module state when (transforms/semantics.h)
+  std::string workaround;          // "" or "process-group"
   int world_size = 1;
   std::string device = "cpu";
-  std::string label() const;       // "jit,ddp" (+ " capture-at-jit")
+  std::string label() const;       // "jit,ddp" (+ " thunder-2024-03" + " workaround process-group")
 };
 
 struct Replay {

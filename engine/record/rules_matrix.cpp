@@ -12,9 +12,9 @@ std::string RuleCell::label() const {
   return rule.empty() || rule == "run-failed" ? out : out + ": " + rule;
 }
 
-const RuleCell* RulesMatrix::find(const std::vector<std::string>& order, bool capture_at_jit) const {
+const RuleCell* RulesMatrix::find(const std::vector<std::string>& order, const std::string& semantics) const {
   for (const auto& c : cells)
-    if (c.order == order && c.capture_at_jit == capture_at_jit) return &c;
+    if (c.order == order && c.semantics == semantics) return &c;
   return nullptr;
 }
 

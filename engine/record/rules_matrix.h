@@ -17,7 +17,7 @@ namespace tv {
 struct RuleCell {
   std::vector<std::string> order;  // {"ddp", "jit"}: applied in this order
   std::vector<std::string> versus;  // the order it was compared with (the reverse of `order` for pairs)
-  bool capture_at_jit = false;      // computed in capture-at-jit mode
+  std::string semantics = "lazy";   // the semantics mode it was computed in
   Verdict verdict = Verdict::equivalent;
   Outcome outcome = Outcome::passed;  // not comparable: how the side that stopped it ended
   std::string rule;                // the rule's name, e.g. "one-parameter-distribution"
@@ -35,7 +35,8 @@ struct RulesMatrix {
   std::vector<std::string> transforms;             // rows and columns
   std::vector<RuleCell> cells;                     // pairs first, then longer orders
   std::map<std::string, std::string> explanations;  // rule name -> short text
-  const RuleCell* find(const std::vector<std::string>& order, bool capture_at_jit = false) const;
+  std::vector<std::string> semantics;              // the modes computed, "lazy" first
+  const RuleCell* find(const std::vector<std::string>& order, const std::string& semantics = "lazy") const;
 };
 
 }  // namespace tv

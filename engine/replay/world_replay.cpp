@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 #include "dist/launch.h"
 #include "dist/world.h"
@@ -102,6 +103,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
   WorldReplayResult result;
   result.replay.ranks.resize(spec.world_size);
   std::mutex result_mutex;
+  std::optional<PipelineFailure> failure;  // every rank fails the same way while building
   auto run_rank = [&](int rank, dist::Communicator* comm) {
     auto module = model_for_rank(request, rank);
     // The reference runs on unsharded weights: rank 0's when the pipeline distributes parameters.
@@ -112,7 +114,16 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
     if (comm) context.broadcast_from_rank0 = [comm](at::Tensor& t) { comm->broadcast(t, 0); };
     if (auto d = Device::parse(module.inputs.empty() ? "cpu" : jit::TensorMeta::of(*module.inputs[0].value).device.str()))
       context.device = *d;
-    auto built = build_pipeline(module, order, context);
+    context.semantics = &find_semantics(spec.semantics);
+    context.workaround = spec.workaround;
+    BuiltPipeline built;
+    try {
+      built = build_pipeline(module, order, context);
+    } catch (const PipelineFailure& e) {
+      std::lock_guard lock(result_mutex);
+      if (!failure) failure = e;
+      return;
+    }
     RankResult r;
     if (request.replay) {
       ReplayOptions o = options;
@@ -137,6 +148,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
 
   if (spec.world_size == 1) {
     run_rank(0, nullptr);
+    if (failure) throw *failure;
     return result;
   }
   bool cuda = spec.device.rfind("cuda", 0) == 0;
@@ -154,6 +166,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
   }
   dist::World world(spec.world_size, cuda ? dist::Backend::nccl : dist::Backend::gloo, comm_options);
   auto outcomes = world.run_all([&](int rank, dist::Communicator& comm) { run_rank(rank, &comm); });
+  if (failure) throw *failure;
   for (const auto& o : outcomes)
     if (!o.ok) {
       auto& r = result.replay.ranks[o.rank];

@@ -41,7 +41,8 @@ struct WorldReplayResult {
   Replay replay;
 };
 
-// `order` is request.spec.order, validated. Throws std::invalid_argument for bad models or devices.
+// `order` is request.spec.order, validated. Throws std::invalid_argument for bad models or devices,
+// and PipelineFailure (pipeline.h) when the build stops on what a transform read.
 WorldReplayResult run_world(const WorldReplayRequest&, const ValidatedOrder& order);
 
 }  // namespace tv

@@ -2,8 +2,10 @@
 // Contract: for every ordered pair (a, b) of the transforms (jit added last when neither is jit,
 // so the pair is jit(b(a(m)))), the order a,b is run against b,a on the model over the world
 // size, traces and numbers compared; each cell is classified from what happened, never from a
-// table. Then the chosen longer orders, and the seed's orders in capture-at-jit mode. Every rule
-// name that appears gets its explanation from rule_explanation(). Under a one-rank-per-process
+// table. Then the chosen longer orders. All of it once per semantics mode asked for
+// (transforms/semantics.h; every mode by default), so the renderings show the modes side by side.
+// A run that fails on a rank (not on a rule) is made once more before its cell records it. Every
+// rule name that appears gets its explanation from rule_explanation(). Under a one-rank-per-process
 // launch every process computes the same cells in the same order, and rank 0's cells are classified
 // from every rank's results.
 #pragma once
@@ -25,6 +27,7 @@ struct RulesRequest {
   // One rank per process: every cell runs with these (RunRequest); world_size is then the launch's.
   dist::Launch* launch = nullptr;
   std::function<void(Capture&)> gather_ranks;
+  std::vector<std::string> semantics;  // empty: every mode, lazy first
 };
 
 RulesMatrix compute_rules(const RulesRequest&, const ProgressFn& progress = {});

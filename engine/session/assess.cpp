@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "canonical/canonical.h"
+#include "transforms/order.h"
 
 namespace tv {
 namespace {
@@ -81,7 +82,10 @@ PipelineOutcome assess_pipeline(const PipelineRecord& p) {
   PipelineOutcome out;
   out.rule = p.rule;
   if (!p.error.empty()) {
-    out.kind = p.rule.empty() || p.spec.capture_at_jit ? Outcome::failed : Outcome::refused;
+    // A composition rule refuses before anything is built; state read at the wrong time fails
+    // while building (the failed stage is kept).
+    bool refused = !p.rule.empty() && p.rule != rule::kStateReadAtCall;
+    out.kind = refused ? Outcome::refused : Outcome::failed;
     out.reasons.push_back(error_with_rule(p));
     return out;
   }

@@ -2,7 +2,7 @@
 // its own, and what each comparison of two pipelines concluded. Every door prints these words.
 // Contract:
 //  - assess_pipeline: refused when a composition rule stopped the order before anything was built;
-//    failed on any other error (a reproduced capture-at-jit failure too, with its rule), a rank's
+//    failed on any other error (a semantics mode's state-read failure too, with its rule), a rank's
 //    error, or a replayed number off from eager (each failing check one reason); passed otherwise.
 //  - compare_pipelines: not comparable when either side has no program to compare (refused, or an
 //    error while building or on a rank), the why naming that side; otherwise equivalent when the
@@ -29,7 +29,7 @@ void assess(Capture&);
 
 // "P1 [ddp,jit]": how a pipeline is named in verdicts.
 std::string pipeline_name(const Capture&, int index);
-// "P1 [ddp,jit] vs P0 [jit,ddp]: not comparable: P0 [jit,ddp capture-at-jit] failed: ValueError: ..."
+// "P1 [ddp,jit thunder-2024-03] vs P0 [jit,ddp thunder-2024-03]: not comparable: P0 [...] failed: ValueError: ..."
 std::string comparison_line(const Capture&, const Comparison&);
 // The comparison whose right side is pipeline `index`, or null.
 const Comparison* comparison_of(const Capture&, int index);

@@ -8,7 +8,6 @@
 #include "pipeline/pipeline.h"
 #include "replay/world_replay.h"
 #include "session/assess.h"
-#include "transforms/distributed_state.h"
 
 namespace tv {
 namespace {
@@ -28,8 +27,10 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
   PipelineRecord record;
   record.spec = spec;
   try {
-    ValidatedOrder order(spec.order);  // refused orders fail before any rank starts
-    check_capture_at_jit(order, spec.capture_at_jit);
+    const SemanticsMode& semantics = find_semantics(spec.semantics);
+    check_workaround(semantics, spec.workaround);
+    // refused orders fail before any rank starts
+    ValidatedOrder order(spec.order, semantics, jit::python_class(request.model));
     // One rank per process needs one device per process.
     if (auto why = exec::device_unavailable(spec.device, request.launch ? 1 : spec.world_size); !why.empty()) {
       record.error = why;
@@ -46,7 +47,8 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
   } catch (const IllegalOrder& e) {
     record.error = e.what();
     record.rule = e.rule();
-  } catch (const CapturedStateError& e) {
+  } catch (const PipelineFailure& e) {
+    record.stages = e.stages();
     record.error = e.what();
     record.rule = e.rule();
   } catch (const std::exception& e) {

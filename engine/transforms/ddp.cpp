@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <map>
 #include <sstream>
 
@@ -30,10 +31,10 @@ size_t return_index(const Trace& t) {
 // One all-reduce of the gradients of a bucket; returns the averaged tensor of each. A bucket of one
 // gradient is Thunder's plain form (the all-reduce clones the quotient). A bucket of several
 // reduces its packed quotient in place (skip_clone): it is made here for the all-reduce alone.
-std::vector<ProxyPtr> reduce_bucket(TraceBuilder& b, const std::vector<ProxyPtr>& grads, int world) {
+std::vector<ProxyPtr> reduce_bucket(TraceBuilder& b, const std::vector<ProxyPtr>& grads, int world, const Value& group) {
   auto average = [&](const ProxyPtr& g, bool skip_clone) {
     ProxyPtr d = ltorch::true_divide(b, Value::of(g), Value::integer(world));
-    return collectives::wait(b, collectives::all_reduce(b, d, skip_clone));
+    return collectives::wait(b, collectives::all_reduce(b, d, group, skip_clone));
   };
   if (grads.size() == 1) return {average(grads[0], false)};
   std::vector<ProxyPtr> flats;
@@ -72,13 +73,35 @@ class Ddp : public Transform {
       for (const auto& p : params)
         if (p == computation->params[i].proxy->name) slots.push_back(i);
     int world = std::max(c.world_size, 1);
-    h.record_timed(TraceKind::backward, "ddp pass", [&] { return ddp_backward(*bwd, slots, world, 0, "ddp pass"); });
+    // The plain all-reduces are the gradient of the forward's synchronize, which reads the group
+    // at the call; the bucketing replaces them with its own, reading the group where the semantics
+    // mode says (Thunder's optimize_allreduce_in_ddp_backward read CompileData's copy).
+    run_stage(h, c, StateConsumer::ddp_forward_synchronize, "ddp pass", [&](const Value& group) {
+      return ddp_backward(*bwd, slots, world, 0, "ddp pass", group);
+    });
     std::string pass = "ddp bucketing (" + mb_text(c.bucket_size_mb) + " MB)";
     auto bytes = static_cast<int64_t>(c.bucket_size_mb * 1024.0 * 1024.0);
-    auto bucketed = h.record_timed(TraceKind::backward, pass, [&] {
-      return ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass);
+    auto bucketed = run_stage(h, c, StateConsumer::ddp_backward_bucketing, pass, [&](const Value& group) {
+      return ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass, group);
     });
     h.record_timed(TraceKind::backward, "Sort Collectives", [&] { return passes::sort_collectives(*bucketed); });
+  }
+
+ private:
+  // Records the backward `make` builds with the group `consumer` finds; when its all-reduce
+  // refuses a None group, records the partial trace as the failed stage and throws why.
+  template <typename Make>
+  TracePtr run_stage(StageHistory& h, const TransformContext& c, StateConsumer consumer, const std::string& pass,
+                     Make make) const {
+    Value group = collectives::group_argument(c.finds_process_group(consumer));
+    auto start = std::chrono::steady_clock::now();
+    try {
+      return h.record_timed(TraceKind::backward, pass, [&] { return make(group); });
+    } catch (const PartialTraceError& e) {
+      h.record(TraceKind::backward, pass, e.partial(), milliseconds_since(start));
+      h.backward.back().failed_at = e.failed_at();
+      throw explain_missing_group(e.what(), name(), consumer, pass, *e.partial(), e.failed_at(), c);
+    }
   }
 };
 
@@ -98,6 +121,11 @@ std::vector<std::string> parameter_proxies(const Trace& prologue) {
 
 TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
                       const std::string& pass) {
+  return ddp_backward(backward, slots, world, bucket_bytes, pass, collectives::group_argument(true));
+}
+
+TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
+                      const std::string& pass, const Value& group) {
   auto out = derive(backward, pass);
   size_t ret = return_index(backward);
   Value returned = backward.body[ret].args.at(0);
@@ -131,9 +159,20 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
   TraceBuilder b(backward.function_name);
   collectives::reserve_names(b, backward);
   std::map<std::string, ProxyPtr> reduced;
-  for (const auto& bucket : buckets) {
-    auto r = reduce_bucket(b, bucket, world);
-    for (size_t i = 0; i < bucket.size(); ++i) reduced[bucket[i]->name] = r[i];
+  std::vector<BoundSymbol> body(backward.body.begin(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret));
+  try {
+    for (const auto& bucket : buckets) {
+      auto r = reduce_bucket(b, bucket, world, group);
+      for (size_t i = 0; i < bucket.size(); ++i) reduced[bucket[i]->name] = r[i];
+    }
+  } catch (const collectives::CollectiveTypeError& e) {
+    // The builder ends with the all-reduce whose meta check failed: keep the trace up to it, closed
+    // by the backward's own return so that it stays a program (it prints and parses back).
+    for (auto& s : b.trace().body) body.push_back(std::move(s));
+    int failed_at = static_cast<int>(body.size()) - 1;
+    body.insert(body.end(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret), backward.body.end());
+    out->body = std::move(body);
+    throw PartialTraceError(e.what(), out, failed_at);
   }
   BoundSymbol ret_stmt = backward.body[ret];
   Value mapped = returned;
@@ -143,7 +182,6 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
       if (it != reduced.end()) mapped.items[s] = Value::of(it->second);
     }
   ret_stmt.args[0] = mapped;
-  std::vector<BoundSymbol> body(backward.body.begin(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret));
   for (auto& s : b.trace().body) body.push_back(std::move(s));
   body.push_back(std::move(ret_stmt));
   body.insert(body.end(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret) + 1, backward.body.end());

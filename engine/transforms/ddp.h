@@ -13,6 +13,9 @@
 //    ltorch.reshape); a bucket of one keeps the plain form. Then stage "Sort Collectives"
 //    (passes/sort_collectives.h): each bucket's all-reduce starts right after its last gradient and
 //    is waited for only before the return, so communication overlaps the rest of the backward.
+//  - The group of the plain all-reduces is what the forward's synchronize finds, the bucketing's
+//    what the backward bucketing finds (TransformContext::finds_process_group): None in
+//    thunder-2024-03 when ddp came after jit, and the stage fails (distributed_state.h).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -32,5 +35,10 @@ std::vector<std::string> parameter_proxies(const Trace& prologue);
 // `world` ranks by all-reduce; `bucket_bytes` <= 0 gives one all-reduce per gradient.
 TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
                       const std::string& pass);
+// The same with the all-reduces' group argument as read (None when the reader found none): then
+// the first all-reduce's meta check fails and this throws PartialTraceError (distributed_state.h)
+// holding the backward up to and including that all-reduce.
+TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
+                      const std::string& pass, const Value& group);
 
 }  // namespace tv

@@ -1,26 +1,42 @@
 #include "transforms/distributed_state.h"
 
+#include <fmt/format.h>
+
+#include "transforms/order.h"
 
 namespace tv {
+namespace {
 
-void check_capture_at_jit(const ValidatedOrder& order, bool capture_at_jit) {
-  if (!capture_at_jit) return;
-  for (const auto& step : order.steps()) {
-    if (!step.transform->distributes_parameters() || !step.after_jit) continue;
-    const std::string n = step.transform->name();
-    std::string fix = "drop --capture-at-jit (lazy application), or apply " + n + " before jit: --order " + n + ",jit";
-    std::string message =
-        "ValueError: None had an unexpected type <class 'NoneType'>. Supported types are <class "
-        "'torch.distributed.distributed_c10d.ProcessGroup'>\n"
-        "  What happened: process_group_for_" + n + " was read when jit() was called, before " + n +
-        "() set it: the trace captured None, and the backward's collectives (torch_all_reduce_prim_impl / "
-        "torch_reduce_scatter_prim_impl) were given None as their process group (order " + order.label() + " capture-at-jit).\n"
-        "  Rule " + std::string(rule::kStateReadAtCall) + ": a transform that sets module state must run before the state is read; "
-        "with lazy application (the default) " + n + "(jit(m)) and jit(" + n + "(m)) read it at the first call "
-        "and are equivalent.\n"
-        "  Fix: " + fix;
-    throw CapturedStateError(message, std::string(rule::kStateReadAtCall), fix);
-  }
+std::string found(bool group) { return group ? "the process group" : "None"; }
+
+}  // namespace
+
+StateReadFailure explain_missing_group(const std::string& error, const std::string& transform, StateConsumer consumer,
+                                       const std::string& pass, const Trace& partial, int failed_at,
+                                       const TransformContext& context) {
+  const auto& mode = context.mode();
+  const auto& failing = partial.body.at(failed_at);
+  std::string reads;
+  for (auto c : kStateConsumers)
+    reads += fmt::format("{}{} reads {}: {}", reads.empty() ? "" : "; ", consumer_name(c), read_at_name(mode.reads(c)),
+                         found(context.finds_process_group(c)));
+  std::string fix = fmt::format(
+      "apply {0} before jit (--order {0},jit), or copy the module's group into the snapshot (--workaround process-group: "
+      "tmodel._lc_cd.process_group_for_ddp = tmodel._lc_cd.fn.process_group_for_ddp), or --semantics lazy",
+      transform);
+  std::string message = fmt::format(
+      "{}\n"
+      "  Raised by: the meta function of {} (its group argument is None, read by {}), bound symbol {} of the backward that \"{}\" was "
+      "building (kept as the failed stage).\n"
+      "  What was read when ({}): jit() snapshotted process_group_for_ddp before {}() set it: {}; at the first call "
+      "the module has {}. {}.\n"
+      "  Rule {}: a transform that sets module state must run before the state is read; with --semantics lazy every "
+      "consumer reads it at the first call and both orders are the same program.\n"
+      "  Fix: {}",
+      error, failing.symbol ? failing.symbol->name : std::string("?"), consumer_name(consumer), failed_at, pass, mode.name, transform,
+      found(context.at_jit.process_group_for_ddp), found(context.at_call.process_group_for_ddp), reads,
+      rule::kStateReadAtCall, fix);
+  return StateReadFailure(message, std::string(rule::kStateReadAtCall), fix);
 }
 
 }  // namespace tv

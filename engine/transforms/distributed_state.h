@@ -1,23 +1,38 @@
-// The state distributed transforms read, and when they read it.
-// Contract: Thunder read `process_group_for_ddp` from the module when jit() was called; a ddp
-// applied after jit (ddp(jit(m))) then found None and the first call failed with
-// "ValueError: None had an unexpected type <class 'NoneType'>. ...". The engine applies
-// transforms lazily (state read at the first call), so both orders work and give canonically
-// equal traces. In capture-at-jit mode it reproduces the old behaviour: check_capture_at_jit
-// throws CapturedStateError, a std::runtime_error whose text is Thunder's ValueError followed by
-// what was captured when, the rule (state-read-at-call) and the fix, for any transform that
-// distributes parameters and comes after jit in the order.
+// The state distributed transforms read, and what happens when a reader finds None.
+// Contract: Thunder at the seed snapshotted `process_group_for_ddp` when jit() was called; ddp
+// applied after jit left the snapshot None, DDP's backward bucketing passed that None to the
+// all-reduce as its group and the all-reduce's meta check raised "ValueError: None had an
+// unexpected type <class 'NoneType'>. ...". Here that failure comes out of the same mechanism
+// (semantics.h says who reads what when; collectives.h checks the group):
+//  - PartialTraceError: a pass stopped while building a trace; it carries the trace up to and
+//    including the failing bound symbol (at index `failed_at` of its body), closed by the return
+//    of the trace the pass started from, so that it is still a program.
+//  - StateReadFailure: the pipeline's error once that partial trace is a stage: Thunder's text,
+//    then what was read when by whom, the rule (state-read-at-call) and the fix.
 #pragma once
 #include <stdexcept>
 #include <string>
 
-#include "transforms/order.h"
+#include "ir/trace.h"
+#include "transforms/transform.h"
 
 namespace tv {
 
-class CapturedStateError : public std::runtime_error {
+class PartialTraceError : public std::runtime_error {
  public:
-  CapturedStateError(const std::string& message, std::string rule, std::string fix)
+  PartialTraceError(const std::string& message, TracePtr partial, int failed_at)
+      : std::runtime_error(message), partial_(std::move(partial)), failed_at_(failed_at) {}
+  const TracePtr& partial() const { return partial_; }
+  int failed_at() const { return failed_at_; }
+
+ private:
+  TracePtr partial_;
+  int failed_at_;
+};
+
+class StateReadFailure : public std::runtime_error {
+ public:
+  StateReadFailure(const std::string& message, std::string rule, std::string fix)
       : std::runtime_error(message), rule_(std::move(rule)), fix_(std::move(fix)) {}
   const std::string& rule() const { return rule_; }  // "state-read-at-call"
   const std::string& fix() const { return fix_; }
@@ -26,7 +41,11 @@ class CapturedStateError : public std::runtime_error {
   std::string rule_, fix_;
 };
 
-// Throws CapturedStateError when `capture_at_jit` and a distributed transform comes after jit.
-void check_capture_at_jit(const ValidatedOrder& order, bool capture_at_jit);
+// The failure of `consumer` of `transform` (ddp) that found no process group: `error` (Thunder's
+// text), where it was raised (`pass`, the failing line), what each consumer read in this mode, the
+// rule and the fix.
+StateReadFailure explain_missing_group(const std::string& error, const std::string& transform, StateConsumer consumer,
+                                       const std::string& pass, const Trace& partial, int failed_at,
+                                       const TransformContext& context);
 
 }  // namespace tv

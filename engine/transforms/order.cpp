@@ -17,10 +17,15 @@ const std::vector<CompositionRule>& composition_rules() {
        "the same parameters.",
        "choose one of ddp and fsdp"},
       {rule::kStateReadAtCall,
-       "A transform that sets module state (ddp's process group) must run before that state is read. Thunder read "
-       "process_group_for_ddp when jit() was called, so ddp(jit(m)) traced None and failed. Reading state at the "
-       "first call makes both orders work; capture-at-jit mode reproduces the old failure.",
-       "drop capture-at-jit (lazy application), or apply the transform before jit"},
+       "A transform that sets module state (ddp's process group) must run before that state is read. Thunder "
+       "(thunder-2024-03) snapshotted process_group_for_ddp when jit() was called and DDP's backward bucketing read "
+       "the snapshot, so in ddp(jit(m)) the all-reduce got None as its group and its meta check raised a ValueError; "
+       "fsdp read the module at the call and worked. Reading state at the first call (lazy) makes both orders work.",
+       "apply the transform before jit, use --workaround process-group, or --semantics lazy"},
+      {rule::kThunderModuleOnly,
+       "Thunder today (thunder-2026-01) applies ddp and fsdp to a jitted module only: thunder.jit(ddp(m)) raises a "
+       "TypeError.",
+       "apply ddp or fsdp after jit: --order jit,ddp"},
       {rule::kOrderIndependentHooks,
        "Transforms are applied lazily at the first call, each at its hook point (transform_module, pre_prologue, "
        "autograd, post_optimization), whatever order they were written in; so ddp(jit(m)) and jit(ddp(m)) are the "
@@ -49,7 +54,21 @@ std::string order_label(const std::vector<std::string>& names) {
   return out;
 }
 
-ValidatedOrder::ValidatedOrder(std::vector<std::string> names) : names_(std::move(names)) {
+namespace {
+
+// Thunder's TypeError when ddp or fsdp is given a module that is not jitted (thunder-2026-01).
+std::string unjitted_module_error(const std::string& transform, const std::string& module_class) {
+  if (transform == "fsdp")
+    return "TypeError: Expected `model` to be of type `thunder.core.module.ThunderModule`, but got " +
+           module_class.substr(module_class.rfind('.') + 1);
+  return "TypeError: Thunder DDP only works on ThunderModule, got <class '" + module_class + "'>";
+}
+
+}  // namespace
+
+ValidatedOrder::ValidatedOrder(std::vector<std::string> names, const SemanticsMode& semantics,
+                               const std::string& module_class)
+    : names_(std::move(names)) {
   int jits = 0;
   std::vector<std::pair<std::string, std::string>> claims;  // claim -> transform
   for (const auto& name : names_) {
@@ -70,6 +89,9 @@ ValidatedOrder::ValidatedOrder(std::vector<std::string> names) : names_(std::mov
           throw IllegalOrder("one-" + c, "'" + owner + "' and '" + name + "' both claim the " + c + " of the same parameters",
                              "choose one of " + owner + " and " + name);
     for (const auto& c : t->claims()) claims.emplace_back(c, name);
+    if (semantics.distributors_need_jitted_module && t->distributes_parameters() && jits == 0)
+      throw IllegalOrder(rule::kThunderModuleOnly, unjitted_module_error(name, module_class),
+                         "apply " + name + " after jit: --order jit," + name + " (--semantics " + std::string(semantics.name) + ")");
     steps_.push_back({std::move(t), jits == 1});
   }
   if (jits == 0) throw IllegalOrder(rule::kJitRequired, "the order has no jit", "add jit, e.g. --order jit,ddp");

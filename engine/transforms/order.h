@@ -1,7 +1,7 @@
 // Transform orders: what a user wrote ("jit,ddp"), checked once against the composition rules.
 // Contract: constructing a ValidatedOrder is the one place an order is checked; it throws
 // IllegalOrder naming a row of composition_rules() and saying how to fix the order, or
-// std::invalid_argument for a name that is no transform. Everything past a door (CLI, GUI,
+// std::invalid_argument for a name that is no transform. The semantics mode is part of the check. Everything past a door (CLI, GUI,
 // Python) takes a ValidatedOrder and checks nothing again. composition_rules() is the one table of
 // rule names, explanations and fixes that every door and the rules matrix print.
 #pragma once
@@ -28,6 +28,7 @@ inline constexpr std::string_view kJitOnce = "jit-once";
 inline constexpr std::string_view kTransformOnce = "transform-once";
 inline constexpr std::string_view kOneParameterDistribution = "one-parameter-distribution";
 inline constexpr std::string_view kStateReadAtCall = "state-read-at-call";
+inline constexpr std::string_view kThunderModuleOnly = "thunder-module-only";
 inline constexpr std::string_view kOrderIndependentHooks = "order-independent-hooks";
 inline constexpr std::string_view kOrderDependent = "order-dependent";
 inline constexpr std::string_view kRunFailed = "run-failed";
@@ -57,7 +58,10 @@ class ValidatedOrder {
     bool after_jit = false;  // applied to the jitted module: ddp in jit,ddp
   };
 
-  explicit ValidatedOrder(std::vector<std::string> names);  // throws IllegalOrder, std::invalid_argument
+  // `semantics` may refuse more (thunder-2026-01: ddp and fsdp only after jit); `module_class` is
+  // the Python class of the module, as Thunder's TypeError names it.
+  explicit ValidatedOrder(std::vector<std::string> names, const SemanticsMode& semantics = semantics_modes().front(),
+                          const std::string& module_class = "torch.nn.modules.module.Module");
 
   const std::vector<std::string>& names() const { return names_; }  // as written, jit included
   std::string label() const;                                        // "jit,ddp"

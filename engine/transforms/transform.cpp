@@ -46,6 +46,12 @@ void register_builtins() {
 
 }  // namespace
 
+const SemanticsMode& TransformContext::mode() const { return semantics ? *semantics : semantics_modes().front(); }
+
+bool TransformContext::finds_process_group(StateConsumer consumer) const {
+  return tv::finds_process_group(mode(), consumer, at_jit, at_call);
+}
+
 bool Transform::distributes_parameters() const {
   for (const auto& c : claims())
     if (c == kParameterDistribution) return true;

@@ -15,6 +15,7 @@
 
 #include "history/stages.h"
 #include "ir/trace.h"
+#include "transforms/semantics.h"
 
 namespace at {
 class Tensor;
@@ -28,8 +29,8 @@ struct Module;
 // The claim of ddp and fsdp: how the parameters live on the ranks.
 inline constexpr const char* kParameterDistribution = "parameter-distribution";
 
-// The state a transform reads. In the default (lazy) mode it is read at the first call; in
-// capture-at-jit mode, what a transform applied after `jit` reads was frozen when jit() was called.
+// The state a transform reads. Which consumer reads the module at the first call and which reads
+// the snapshot jit() took is the semantics mode's (transforms/semantics.h).
 struct TransformContext {
   int world_size = 1;
   int rank = 0;
@@ -40,6 +41,11 @@ struct TransformContext {
   double bucket_size_mb = 25.0;                 // ddp gradient buckets
   bool zero3 = true;                            // fsdp: reshard after forward (zero-3) or not (zero-2)
   DType autocast_dtype = DType::bf16;
+  const SemanticsMode* semantics = nullptr;  // null: lazy
+  std::string workaround;                    // "" or kWorkaroundProcessGroup
+  ModuleState at_jit, at_call;               // set by the pipeline build from the order
+  bool finds_process_group(StateConsumer) const;
+  const SemanticsMode& mode() const;
 };
 
 class Transform {

@@ -1,5 +1,5 @@
-"""The seed problem: ddp applied after jit. In Thunder (before the fix), `ddp(jit(model))` read
-the process group at jit() time and failed; thunder_viz reads it at the first call, so both orders
+"""The seed problem: ddp applied after jit. In Thunder of 2024-03, `ddp(jit(model))` read the
+process group jit() had snapshotted and failed; thunder_viz reads it at the first call, so both orders
 work on 2 CPU ranks (gloo, threads of this process) and give canonically equal traces.
 
     PYTHONPATH=build-py/python /usr/bin/python3 samples/python/seed_ddp_after_jit.py
@@ -40,8 +40,8 @@ mean = (eager[0] + eager[1]) / 2
 print(f"max |ddp grad - mean eager grad| = {(after[0][1] - mean).abs().max().item():.3g}")
 print(f"gradients equal across orders: {grads_equal}")
 print(f"verdict jit,ddp vs ddp,jit: {verdict}")
-# What Thunder did (capture-at-jit mode reproduces it):
+# What Thunder did at the seed (its semantics of 2024-03; samples/python/seed_script.py runs the seed's code):
 try:
-    tv.ddp(tv.jit(copy.deepcopy(base), capture_at_jit=True))(xs[0])
-except Exception as e:
-    print("capture-at-jit (Thunder's old behaviour):", str(e).splitlines()[0][:160])
+    tv.ddp(tv.jit(copy.deepcopy(base), semantics="thunder-2024-03"))(xs[0])
+except ValueError as e:
+    print("thunder-2024-03:", str(e).splitlines()[0])

@@ -170,7 +170,7 @@ script "$s.script.json" '[
   {"dump": "'"$s"'.illegal.json"},
   {"select_panel": "rules"}, {"frames": 3},
   {"dump": "'"$s"'.illegal-rules.json"},
-  {"click": "rules/cell/jit,ddp capture-at-jit"}, {"frames": 2}, {"wait_idle": true}, {"frames": 4},
+  {"click": "rules/cell/jit,ddp thunder-2024-03"}, {"frames": 2}, {"wait_idle": true}, {"frames": 4},
   {"quit": true}]'
 "$GUI" gui "$s.tvz.json" --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
 check "rules: exit 0" test $? -eq 0
@@ -198,8 +198,8 @@ check "rules: illegal cell ran both orders" json "$s.illegal.json" /capture/pipe
 check "rules: ddp,fsdp refused by the rule" json "$s.illegal.json" /capture/pipelines/0/rule eq '"one-parameter-distribution"'
 check "rules: refused order shown as refused" json "$s.illegal.json" /capture/pipelines/0/verdict eq '"refused"'
 check "rules: illegal cell's rule explained" json "$s.illegal-rules.json" /rules/shown_explanation/rule eq '"one-parameter-distribution"'
-check "rules: capture-at-jit cell runs the old behaviour" json "$s.state.json" /capture/pipelines/0/label eq '"jit,ddp capture-at-jit"'
-check "rules: capture-at-jit fails the seed's way" json "$s.state.json" /capture/pipelines/0/rule eq '"state-read-at-call"'
+check "rules: thunder-2024-03 cell runs that mode" json "$s.state.json" /capture/pipelines/0/label eq '"jit,ddp thunder-2024-03"'
+check "rules: thunder-2024-03 fails the seed's way" json "$s.state.json" /capture/pipelines/0/rule eq '"state-read-at-call"'
 check "rules: seed error text" json "$s.state.json" /capture/pipelines/0/error contains "None had an unexpected type"
 check "rules: against ddp,jit" json "$s.state.json" /capture/pipelines/1/order eq '["ddp","jit"]'
 check "rules: no script error" no_script_errors "$s.state.json"
@@ -325,6 +325,24 @@ script "$s.script.json" '[{"wait_idle": true}, {"select_panel": "replay"}, {"fra
 check "cuda graph: exit 0" test $? -eq 0
 check "cuda graph: the replay panel shows the graph's times" json "$s.state.json" /replay/cuda_graph contains \
   "as one graph 6.674 ms (0.142x)"
+
+# 12. The seed in thunder-2024-03: the order panel offers the failed stage of jit,ddp; a click shows
+# its partial backward with the failing all-reduce's line and its None argument marked.
+s="$OUT/seed-failure"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_panel": "order"}, {"frames": 3},
+  {"click": "order/failed-stage/P0"}, {"frames": 4},
+  {"quit": true}]'
+"$GUI" gui --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2024-03 \
+  --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "seed failure: exit 0" test $? -eq 0
+check "seed failure: no script error" no_script_errors "$s.state.json"
+check "seed failure: semantics in the order editor" json "$s.state.json" /semantics eq '"thunder-2024-03"'
+check "seed failure: P0 failed" json "$s.state.json" /capture/pipelines/0/verdict eq '"failed"'
+check "seed failure: P1 passed" json "$s.state.json" /capture/pipelines/1/verdict eq '"passed"'
+check "seed failure: the trace view shows the failed stage" json "$s.state.json" /panel eq '"trace"'
+check "seed failure: the failing line is the all-reduce" json "$s.state.json" /trace/failed_text contains "torch_all_reduce_prim_impl"
+check "seed failure: its group argument is None" json "$s.state.json" /trace/failed_text contains "_DistributedReduceOps_SUM_0, None, True"
 
 echo "GUI tests: $PASSED passed, $FAILED failed (outputs in $OUT)"
 [ $FAILED -eq 0 ]

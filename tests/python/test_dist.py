@@ -25,11 +25,21 @@ def test_ddp_both_orders_give_equal_traces_on_one_rank():
     assert "all_reduce" in str(ta)
 
 
-def test_capture_at_jit_fails_the_seed_way():
+def test_thunder_2024_03_fails_ddp_after_jit_the_seed_way():
     m = seed_model()
-    tm = tv.ddp(tv.jit(m, capture_at_jit=True))
-    with pytest.raises(Exception, match="NoneType"):
+    tm = tv.ddp(tv.jit(m, semantics="thunder-2024-03"))
+    with pytest.raises(ValueError, match="None had an unexpected type <class 'NoneType'>"):
         tm(torch.randn(2, 5))
+    fsdp = tv.fsdp(tv.jit(seed_model(), semantics="thunder-2024-03"))
+    fsdp(torch.randn(2, 5)).sum().backward()
+
+
+def test_thunder_2026_01_refuses_ddp_before_jit():
+    with pytest.raises(tv.IllegalOrder, match=r"TypeError: Thunder DDP only works on ThunderModule, got "
+                                              r"<class 'torch.nn.modules.linear.Linear'>"):
+        tv.jit(tv.ddp(seed_model()), semantics="thunder-2026-01")
+    with pytest.raises(ValueError, match="unknown semantics 'thunder-2023'"):
+        tv.jit(seed_model(), semantics="thunder-2023")
 
 
 def test_ddp_on_two_cpu_ranks_averages_gradients():

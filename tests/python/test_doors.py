@@ -6,8 +6,9 @@ import subprocess
 
 import thunder_viz as tv
 
-SEED = ["compare", "--model", "linear", "--order", "jit,ddp", "--order", "ddp,jit", "--world", "2", "--capture-at-jit"]
-# What capture-at-jit reproduces: ddp applied after jit read the process group at jit() time.
+SEED = ["compare", "--model", "linear", "--order", "jit,ddp", "--order", "ddp,jit", "--world", "2",
+        "--semantics", "thunder-2024-03"]
+# What thunder-2024-03 gives: ddp's backward bucketing read the process group jit() snapshotted.
 VALUE_ERROR = ("ValueError: None had an unexpected type <class 'NoneType'>. Supported types are <class "
                "'torch.distributed.distributed_c10d.ProcessGroup'>")
 
@@ -25,20 +26,22 @@ def test_every_door_prints_the_same_outcomes_and_verdicts(tmp_path, xvfb, gui_bi
     comparison = c.comparison_lines()
     pipelines = [c.pipeline_line(i) for i in range(c.num_pipelines)]
     # The pipeline that passed keeps its own outcome; only the comparison is not possible.
-    assert comparison == [f"P1 [ddp,jit capture-at-jit] vs P0 [jit,ddp capture-at-jit]: not comparable: "
-                          f"P0 [jit,ddp capture-at-jit] failed: {VALUE_ERROR}"]
+    assert comparison == [f"P1 [ddp,jit thunder-2024-03] vs P0 [jit,ddp thunder-2024-03]: not comparable: "
+                          f"P0 [jit,ddp thunder-2024-03] failed: {VALUE_ERROR}"]
     assert pipelines[0] == f"failed: {VALUE_ERROR}"
-    assert pipelines[1] == "passed; vs P0 [jit,ddp capture-at-jit]: not comparable"
+    assert pipelines[1] == "passed; vs P0 [jit,ddp thunder-2024-03]: not comparable"
     assert c.pipeline_outcome(1)[0] == "passed"
     assert c.pipeline_outcome(0)[:2] == ("failed", "state-read-at-call")
     assert c.verdicts()[0][2] == "not comparable"
     words = comparison + pipelines
 
-    assert all(w in compared.stdout for w in comparison + [f"P0 [jit,ddp capture-at-jit]: {pipelines[0]}"]), compared.stdout
+    assert all(w in compared.stdout for w in comparison + [f"P0 [jit,ddp thunder-2024-03]: {pipelines[0]}"]), compared.stdout
 
     shown = _run(gui_binary, "show", str(capture))
     assert shown.returncode == 0, shown.stdout
     assert all(w in shown.stdout for w in words), shown.stdout
+    # The failure's partial backward is a stage of P0, marked where it failed.
+    assert "ddp bucketing (25 MB)                    FAILED at bound symbol" in shown.stdout, shown.stdout
 
     text, page = tmp_path / "report.txt", tmp_path / "report.html"
     reported = _run(gui_binary, "report", str(capture), "--text", str(text), "--html", str(page))

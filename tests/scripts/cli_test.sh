@@ -44,12 +44,23 @@ expect 0 "verdict: equivalent" -- compare --model linear --order jit,ddp --order
 expect 0 "verdict: equivalent" -- compare --model mlp --order jit,fsdp --order fsdp,jit --world 3
 expect 0 "verdict: equivalent" -- compare --model gpt --order jit,fsdp --order fsdp,jit --world 3
 expect 0 "verdict: equivalent" -- compare --model gpt --order jit,ddp --order ddp,jit --world 3
-expect 1 "ValueError: None had an unexpected type.*|Fix:" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --capture-at-jit
+# Semantics modes: thunder-2024-03 fails ddp after jit in the all-reduce's meta check, keeps the partial
+# backward as a stage; fsdp after jit and the workaround pass; thunder-2026-01 refuses ddp before jit.
+expect 1 "ValueError: None had an unexpected type.*|Fix:" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2024-03
+expect 0 "verdict: equivalent \(linear, world 2, cpu, thunder-2024-03\)" -- compare --model linear --order jit,fsdp --order fsdp,jit --world 2 --semantics thunder-2024-03
+expect 0 "verdict: equivalent \(linear, world 2, cpu, thunder-2024-03, workaround process-group\)" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2024-03 --workaround process-group
+expect 1 "P1 \[ddp,jit thunder-2026-01\]: refused: TypeError: Thunder DDP only works on ThunderModule, got <class 'torch.nn.modules.linear.Linear'>" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2026-01
+expect 1 "ddp bucketing \(25 MB\) \([0-9.]+ ms, FAILED at bound symbol [0-9]+ \(torch_all_reduce_prim_impl\)\)" -- run --model linear --order jit,ddp --semantics thunder-2024-03 --stages
+expect 2 "--semantics: unknown semantics 'thunder-2023' \(known: lazy, thunder-2024-03, thunder-2026-01\)" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2023
+expect 2 "--workaround: workaround 'process-group' has nothing to work around in semantics 'lazy'" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --workaround process-group
+expect 2 "--workaround: workaround 'process-group' has nothing to work around in semantics 'thunder-2026-01'" -- run --model linear --semantics thunder-2026-01 --workaround process-group
+expect 2 "--semantics: unknown semantics 'eager'" -- rules --semantics eager
 expect 2 "one-parameter-distribution" -- compare --model linear --order jit,ddp,fsdp --order ddp,jit --world 2
 # A pipeline's own outcome stands apart from its comparison's verdict: the order that passed is not
 # labelled failed because the other side failed.
-expect 1 "P1 \[ddp,jit capture-at-jit\] vs P0 \[jit,ddp capture-at-jit\]: not comparable: P0 \[jit,ddp capture-at-jit\] failed" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --capture-at-jit --out "$tmp/seed.tvz.json"
-expect 0 "pipeline 1 \[ddp,jit capture-at-jit\] world 2 cpu: passed; vs P0 \[jit,ddp capture-at-jit\]: not comparable" -- show "$tmp/seed.tvz.json"
+expect 1 "P1 \[ddp,jit thunder-2024-03\] vs P0 \[jit,ddp thunder-2024-03\]: not comparable: P0 \[jit,ddp thunder-2024-03\] failed" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2024-03 --out "$tmp/seed.tvz.json"
+expect 0 "pipeline 1 \[ddp,jit thunder-2024-03\] world 2 cpu: passed; vs P0 \[jit,ddp thunder-2024-03\]: not comparable" -- show "$tmp/seed.tvz.json"
+expect 0 "backward stage [0-9]+/[0-9]+: ddp bucketing \(25 MB\) \(FAILED at bound symbol" -- show "$tmp/seed.tvz.json" --pipeline 0 --trace backward --stage "ddp bucketing (25 MB)"
 expect 2 "unknown transform 'dpp'" -- compare --model linear --order jit,dpp --order jit --world 2
 # Replay timings as a Chrome trace (Perfetto): one complete event per timed bound symbol, prologue, forward, backward in turn.
 expect 0 "passed: mlp" -- run --model mlp --chrome-trace "$tmp/mlp.chrome.json"

@@ -115,12 +115,13 @@ RulesMatrix rules_matrix() {
   m.model = "linear";
   m.world_size = 2;
   m.transforms = {"jit", "ddp", "fsdp"};
+  m.semantics = {"lazy", "thunder-2024-03"};
   auto cell = [](std::vector<std::string> order, std::vector<std::string> versus, bool at_jit, Verdict verdict,
                  Outcome outcome, std::string rule, std::string detail) {
     RuleCell c;
     c.order = std::move(order);
     c.versus = std::move(versus);
-    c.capture_at_jit = at_jit;
+    c.semantics = at_jit ? "thunder-2024-03" : "lazy";
     c.verdict = verdict;
     c.outcome = outcome;
     c.rule = std::move(rule);
@@ -165,11 +166,13 @@ Capture realistic_capture() {
 
   PipelineRecord refused;
   refused.spec.order = {"jit", "ddp"};
-  refused.spec.capture_at_jit = true;
+  refused.spec.semantics = "thunder-2024-03";
   refused.spec.world_size = 2;
   refused.error = "ValueError: None had an unexpected type <class 'NoneType'>.\nSupported types: \"ProcessGroup\"";
-  refused.rule = "state-read-at-jit";
-  refused.outcome = {Outcome::failed, "state-read-at-jit", {"ValueError: None had an unexpected type"}};
+  refused.rule = "state-read-at-call";
+  refused.stages = fixture_history("ddp_jit_then_ddp");
+  refused.stages.backward.back().failed_at = 1;  // a pass that stopped keeps its partial trace
+  refused.outcome = {Outcome::failed, "state-read-at-call", {"ValueError: None had an unexpected type"}};
   c.pipelines.push_back(std::move(refused));
 
   Comparison cmp;
@@ -267,7 +270,8 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
     const auto& a = original.pipelines[p];
     const auto& b = loaded.pipelines[p];
     EXPECT_EQ(a.spec.order, b.spec.order);
-    EXPECT_EQ(a.spec.capture_at_jit, b.spec.capture_at_jit);
+    EXPECT_EQ(a.spec.semantics, b.spec.semantics);
+    EXPECT_EQ(a.spec.workaround, b.spec.workaround);
     EXPECT_EQ(a.spec.world_size, b.spec.world_size);
     EXPECT_EQ(a.spec.device, b.spec.device);
     EXPECT_EQ(a.error, b.error);
@@ -280,6 +284,7 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
         EXPECT_EQ(sa[i].pass, sb[i].pass);
         EXPECT_EQ(sa[i].milliseconds, sb[i].milliseconds);
         EXPECT_EQ(sa[i].changed, sb[i].changed);
+        EXPECT_EQ(sa[i].failed_at, sb[i].failed_at);
         ASSERT_TRUE(sb[i].trace);
         // Real traces: they reprint identically at every depth.
         EXPECT_EQ(print_trace(*sa[i].trace), print_trace(*sb[i].trace));
@@ -340,7 +345,7 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
   for (size_t i = 0; i < loaded.rules->cells.size(); ++i) {
     EXPECT_EQ(loaded.rules->cells[i].order, original.rules->cells[i].order);
     EXPECT_EQ(loaded.rules->cells[i].versus, original.rules->cells[i].versus);
-    EXPECT_EQ(loaded.rules->cells[i].capture_at_jit, original.rules->cells[i].capture_at_jit);
+    EXPECT_EQ(loaded.rules->cells[i].semantics, original.rules->cells[i].semantics);
     EXPECT_EQ(loaded.rules->cells[i].verdict, original.rules->cells[i].verdict);
     EXPECT_EQ(loaded.rules->cells[i].outcome, original.rules->cells[i].outcome);
     EXPECT_EQ(loaded.rules->cells[i].rule, original.rules->cells[i].rule);
@@ -349,8 +354,8 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
   EXPECT_EQ(loaded.rules->explanations, original.rules->explanations);
   ASSERT_TRUE(loaded.rules->find({"ddp", "fsdp"}));
   EXPECT_EQ(loaded.rules->find({"ddp", "fsdp"})->label(), "refused: one-parameter-distribution");
-  ASSERT_TRUE(loaded.rules->find({"jit", "ddp"}, true));
-  EXPECT_EQ(loaded.rules->find({"jit", "ddp"}, true)->rule, "state-read-at-jit");
+  ASSERT_TRUE(loaded.rules->find({"jit", "ddp"}, "thunder-2024-03"));
+  EXPECT_EQ(loaded.rules->find({"jit", "ddp"}, "thunder-2024-03")->rule, "state-read-at-jit");
 
   // Saving what was loaded writes the same document, byte for byte.
   EXPECT_EQ(capture_to_json(loaded), contents(path));
@@ -683,7 +688,7 @@ TEST(CaptureErrors, NewerVersionIsRefused) {
   d["pipelines"] = "whatever a future version keeps here";
   auto e = error_of(d.dump(), "future.tvz.json");
   EXPECT_EQ(e.json_path(), "/version");
-  EXPECT_NE(e.message().find("this capture was written by a newer thunder-viz (version 7 > 2); upgrade the tool"),
+  EXPECT_NE(e.message().find("this capture was written by a newer thunder-viz (version 7 > 3); upgrade the tool"),
             std::string::npos)
       << e.what();
 }
@@ -695,6 +700,17 @@ TEST(CaptureErrors, NewerVersionIsRefused) {
 Json as_version_0(const Json& current) {
   Json d = current;
   d["version"] = 0;
+  // Before version 3: capture_at_jit (thunder-2024-03) instead of a semantics mode and a workaround.
+  for (auto& p : d["pipelines"]) {
+    p["spec"]["capture_at_jit"] = p["spec"]["semantics"] == "thunder-2024-03";
+    p["spec"].erase("semantics");
+    p["spec"].erase("workaround");
+  }
+  for (auto& cell : d["rules"]["cells"]) {
+    cell["capture_at_jit"] = cell["semantics"] == "thunder-2024-03";
+    cell.erase("semantics");
+  }
+  d["rules"].erase("semantics");
   for (auto& p : d["pipelines"]) p.erase("outcome");
   for (auto& c : d["comparisons"]) {
     if (c["verdict"] == "not comparable") c["verdict"] = "failed";
@@ -741,10 +757,10 @@ TEST(CaptureErrors, OlderVersionIsUpgraded) {
   // Members that are optional on load take their defaults.
   Json lean = doc_of(realistic_capture());
   lean["rules"]["cells"][1].erase("versus");
-  lean["rules"]["cells"][1].erase("capture_at_jit");
+  lean["rules"]["cells"][1].erase("semantics");
   Capture from_lean = capture_from_json(lean.dump());
   EXPECT_TRUE(from_lean.rules->cells[1].versus.empty());
-  EXPECT_FALSE(from_lean.rules->cells[1].capture_at_jit);
+  EXPECT_EQ(from_lean.rules->cells[1].semantics, "lazy");
 
   Json unknown = doc_of(small_capture());
   unknown["version"] = -1;

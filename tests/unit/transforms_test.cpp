@@ -1,6 +1,7 @@
 // Distributed and autocast transforms: ddp's backward matches Thunder's printout of the seed, both
-// orders give the same traces (lazy application), capture-at-jit fails the seed's way with the
-// rule and the fix, and the numbers over real gloo ranks equal the mean of LibTorch eager
+// orders give the same traces (lazy application), thunder-2024-03 semantics fail ddp after jit the
+// seed's way (the all-reduce's meta check on a None group, the partial backward kept) while fsdp
+// after jit works, thunder-2026-01 refuses ddp before jit, and the numbers over real gloo ranks equal the mean of LibTorch eager
 // gradients (fsdp: this rank's shard of it). No mocks: dist::World runs W gloo ranks as threads.
 #include <gtest/gtest.h>
 
@@ -95,18 +96,23 @@ size_t count_calls(const Trace& t, const std::string& name) {
   return n;
 }
 
-PipelineSpec spec_of(std::vector<std::string> order, int world, bool capture = false) {
+PipelineSpec spec_of(std::vector<std::string> order, int world, std::string semantics = "lazy",
+                     std::string workaround = "") {
   PipelineSpec s;
   s.order = std::move(order);
   s.world_size = world;
-  s.capture_at_jit = capture;
+  s.semantics = std::move(semantics);
+  s.workaround = std::move(workaround);
   return s;
 }
 
-// What a run does: the order validated once, the capture-at-jit check, then the build.
-BuiltPipeline build(jit::Module& m, const PipelineSpec& spec, const TransformContext& c) {
-  ValidatedOrder order(spec.order);
-  check_capture_at_jit(order, spec.capture_at_jit);
+// What a run does: the order validated once in its semantics mode, then the build.
+BuiltPipeline build(jit::Module& m, const PipelineSpec& spec, TransformContext c) {
+  const SemanticsMode& mode = find_semantics(spec.semantics);
+  check_workaround(mode, spec.workaround);
+  ValidatedOrder order(spec.order, mode, jit::python_class(m.name));
+  c.semantics = &mode;
+  c.workaround = spec.workaround;
   return build_pipeline(m, order, c);
 }
 
@@ -345,33 +351,80 @@ TEST(TransformsOrder, LazyOrdersAreCanonicallyEqual) {
   }
 }
 
-TEST(TransformsOrder, CaptureAtJitFailsTheSeedWay) {
+TEST(TransformsSemantics, DdpAfterJitFailsInTheAllReduceMetaCheckAndKeepsThePartialBackward) {
   auto m = jit::make_model("linear");
   TransformContext c;
   c.world_size = 2;
   try {
-    build(m, spec_of({"jit", "ddp"}, 2, true), c);
-    FAIL() << "jit,ddp in capture-at-jit mode must fail";
-  } catch (const CapturedStateError& e) {
+    build(m, spec_of({"jit", "ddp"}, 2, "thunder-2024-03"), c);
+    FAIL() << "jit,ddp in thunder-2024-03 must fail";
+  } catch (const PipelineFailure& e) {
     std::string w = e.what();
-    EXPECT_NE(w.find("ValueError: None had an unexpected type <class 'NoneType'>. Supported types are <class "
-                     "'torch.distributed.distributed_c10d.ProcessGroup'>"),
-              std::string::npos);
-    EXPECT_NE(w.find("process_group_for_ddp was read when jit() was called, before ddp() set it: the trace captured None"),
-              std::string::npos);
-    EXPECT_NE(w.find("state-read-at-call: a transform that sets module state must run before the state is read; with "
-                     "lazy application (the default) ddp(jit(m)) and jit(ddp(m)) read it at the first call and are "
-                     "equivalent"),
-              std::string::npos);
-    EXPECT_NE(w.find("drop --capture-at-jit (lazy application), or apply ddp before jit: --order ddp,jit"),
-              std::string::npos);
+    EXPECT_EQ(w.rfind("ValueError: None had an unexpected type <class 'NoneType'>. Supported types are <class "
+                      "'torch.distributed.distributed_c10d.ProcessGroup'>\n", 0), 0u) << w;
+    EXPECT_NE(w.find("Raised by: the meta function of torch_all_reduce_prim_impl (its group argument is None, read by "
+                     "ddp backward bucketing)"), std::string::npos) << w;
+    EXPECT_NE(w.find("jit() snapshotted process_group_for_ddp before ddp() set it: None"), std::string::npos) << w;
+    EXPECT_NE(w.find("ddp forward synchronize reads the module at the first call: the process group"), std::string::npos) << w;
+    EXPECT_NE(w.find("--workaround process-group"), std::string::npos) << w;
     EXPECT_EQ(e.rule(), rule::kStateReadAtCall);
-    const std::runtime_error& base = e;
-    (void)base;
+    // The stages up to the failure: the plain ddp pass read the group at the call and completed;
+    // the bucketing stage is the partial backward ending with the all-reduce given None.
+    const auto& bwd = e.stages().backward;
+    ASSERT_GE(bwd.size(), 3u);
+    EXPECT_FALSE(bwd[bwd.size() - 2].failed());
+    EXPECT_EQ(bwd[bwd.size() - 2].pass, "ddp pass");
+    const Stage& failed = bwd.back();
+    EXPECT_EQ(failed.pass, "ddp bucketing (25 MB)");
+    ASSERT_TRUE(failed.failed());
+    // The statements up to the failing all-reduce, then the backward's return: still a program.
+    ASSERT_EQ(failed.failed_at, static_cast<int>(failed.trace->body.size()) - 2);
+    EXPECT_EQ(failed.trace->body.back().symbol->form, PrintForm::ret);
+    EXPECT_TRUE(bool(parse_trace(print_trace(*failed.trace))));
+    const BoundSymbol& all_reduce = failed.trace->body.at(failed.failed_at);
+    EXPECT_EQ(all_reduce.symbol->name, collectives::kAllReduce);
+    EXPECT_TRUE(all_reduce.args.at(2).is_none());
+    EXPECT_NE(print_trace(*failed.trace).find("torch_all_reduce_prim_impl(t"), std::string::npos);
   }
+}
+
+TEST(TransformsSemantics, FsdpAfterJitAndTheWorkaroundWorkInThunder202403) {
+  TransformContext c;
+  c.world_size = 2;
+  for (auto spec : {spec_of({"jit", "fsdp"}, 2, "thunder-2024-03"), spec_of({"ddp", "jit"}, 2, "thunder-2024-03"),
+                    spec_of({"jit", "ddp"}, 2, "thunder-2024-03", "process-group")}) {
+    auto m = jit::make_model("linear");
+    auto built = build(m, spec, c);
+    auto lazy_model = jit::make_model("linear");
+    auto lazy = build(lazy_model, spec_of(spec.order, 2), c);
+    EXPECT_TRUE(canonically_equal(*built.stages.last(TraceKind::backward), *lazy.stages.last(TraceKind::backward)))
+        << spec.label();
+  }
+}
+
+TEST(TransformsSemantics, Thunder202601RefusesDistributedTransformsBeforeJit) {
+  auto m = jit::make_model("linear");
+  TransformContext c;
+  c.world_size = 2;
+  try {
+    build(m, spec_of({"ddp", "jit"}, 2, "thunder-2026-01"), c);
+    FAIL() << "ddp,jit in thunder-2026-01 must be refused";
+  } catch (const IllegalOrder& e) {
+    EXPECT_EQ(e.rule(), rule::kThunderModuleOnly);
+    EXPECT_EQ(std::string(e.what()).rfind("TypeError: Thunder DDP only works on ThunderModule, got <class "
+                                          "'torch.nn.modules.linear.Linear'>", 0), 0u) << e.what();
+  }
+  EXPECT_THROW(ValidatedOrder({"fsdp", "jit"}, find_semantics("thunder-2026-01")), IllegalOrder);
   auto m2 = jit::make_model("linear");
-  auto ok = build(m2, spec_of({"ddp", "jit"}, 2, true), c);
-  EXPECT_EQ(count_calls(*ok.stages.last(TraceKind::backward), collectives::kAllReduce), 1u);
+  EXPECT_NO_THROW(build(m2, spec_of({"jit", "ddp"}, 2, "thunder-2026-01"), c));
+}
+
+TEST(TransformsSemantics, BadNamesAndPointlessWorkaroundsAreRefused) {
+  EXPECT_THROW(find_semantics("thunder-2023"), std::invalid_argument);
+  EXPECT_THROW(check_workaround(find_semantics("lazy"), "process-group"), std::invalid_argument);
+  EXPECT_THROW(check_workaround(find_semantics("thunder-2026-01"), "process-group"), std::invalid_argument);
+  EXPECT_THROW(check_workaround(find_semantics("thunder-2024-03"), "group"), std::invalid_argument);
+  EXPECT_NO_THROW(check_workaround(find_semantics("thunder-2024-03"), "process-group"));
 }
 
 TEST(TransformsFsdp, ShardPadsDim0) {

@@ -8,7 +8,7 @@
     tv.import_traces(paths)         # real Thunder printouts
 """
 from . import _thunder_viz as _C
-from ._thunder_viz import (Capture, CaptureError, CapturedStateError, DistError, EngineError, ExecError,
+from ._thunder_viz import (Capture, CaptureError, PipelineFailure, DistError, EngineError, ExecError,
                            IllegalOrder, OpError, Stage, Trace, execute_trace, transform_names)
 from .errors import TraceParseError, UnsupportedOp
 from .inspector import Inspector, attach, compare, find_binary, load
@@ -28,7 +28,7 @@ def run_model(model, params=None, orders=(("jit",),), world_size=1, replay=True)
 
 
 __all__ = [
-    "Capture", "CaptureError", "CapturedStateError", "DistError", "EngineError", "ExecError", "IllegalOrder",
+    "Capture", "CaptureError", "PipelineFailure", "DistError", "EngineError", "ExecError", "IllegalOrder",
     "ImportedTraces", "Inspector", "JittedModule", "OpError", "Stage", "Trace", "TraceParseError", "UnsupportedOp",
     "attach", "cache_hits", "cache_misses", "compare", "compare_programs", "ddp", "execute_trace", "find_binary", "fsdp", "history", "import_traces",
     "jit", "last_backward_traces", "last_epilogue_traces", "last_prologue_traces", "last_traces", "load", "parse",

@@ -97,16 +97,55 @@ def _unshard(world_info):
     return f
 
 
+class ProcessGroup:
+    """What ddp(model) and fsdp(model) set as model.process_group_for_ddp: the world's group."""
+
+    def __repr__(self):
+        return "<thunder_viz.ProcessGroup of the world>"
+
+
+class CompileData:
+    """Thunder's CompileData (`tmodel._lc_cd`), the two members the seed's code touches.
+
+    `fn` is the module that was jitted; assigning `tmodel._lc_cd.fn = thunder_viz.ddp(tmodel._lc_cd.fn)`
+    applies ddp after jit. `process_group_for_ddp` is what jit() copied from the module when it was
+    called; assigning the module's group to it (`tmodel._lc_cd.process_group_for_ddp =
+    tmodel._lc_cd.fn.process_group_for_ddp`) is the process-group workaround."""
+
+    def __init__(self, owner, fn):
+        self._owner = owner
+        self._fn = fn
+        self.process_group_for_ddp = getattr(fn, "process_group_for_ddp", None)
+
+    @property
+    def fn(self):
+        return self._fn
+
+    @fn.setter
+    def fn(self, value):
+        before = self._fn.tv_transforms if isinstance(self._fn, _DistributedMarker) else []
+        if not isinstance(value, _DistributedMarker) or value.tv_transforms[:len(before)] != before:
+            raise TypeError("thunder_viz: _lc_cd.fn takes thunder_viz.ddp(_lc_cd.fn) or thunder_viz.fsdp(_lc_cd.fn)")
+        self._owner._apply_after_jit(value.tv_transforms[len(before):])
+        self._fn = value
+
+
+def _module_class(module):
+    return f"{type(module).__module__}.{type(module).__qualname__}"
+
+
 class JittedModule:
     """What thunder_viz.jit returns: callable like the module, with a cache and a stage history."""
 
-    def __init__(self, module, order=("jit",), capture_at_jit=False, name=None):
+    def __init__(self, module, order=("jit",), semantics="lazy", name=None, fn=None):
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"thunder_viz.jit expects a torch.nn.Module, got {type(module).__name__}")
         self._module = module
-        _C.validate_order(list(order))  # the one check of the order: IllegalOrder names the rule and the fix
+        # the one check of the order: IllegalOrder names the rule and the fix
+        _C.validate_order(list(order), semantics, _module_class(module))
         self._order = list(order)
-        self._capture_at_jit = capture_at_jit
+        self._semantics = semantics
+        self._lc_cd = CompileData(self, fn if fn is not None else module)
         self._name = name or type(module).__name__
         self._core = None
         self._cache = {}
@@ -129,7 +168,21 @@ class JittedModule:
 
     def with_transform(self, name):
         """A new jitted module (same torch module) with `name` applied after jit (lazily)."""
-        return JittedModule(self._module, self._order + [name], self._capture_at_jit, self._name)
+        return JittedModule(self._module, self._order + [name], self._semantics, self._name)
+
+    def _apply_after_jit(self, transforms):
+        order = self._order + list(transforms)
+        _C.validate_order(order, self._semantics, _module_class(self._module))
+        self._order = order
+        self._cache.clear()
+
+    def _workaround(self):
+        """The process-group workaround when the snapshot was given the module's group by hand."""
+        jit_at = self._order.index("jit")
+        distributed_before_jit = any(t in ("ddp", "fsdp") for t in self._order[:jit_at])
+        if self._lc_cd.process_group_for_ddp is None or distributed_before_jit:
+            return ""
+        return "process-group" if self._semantics == "thunder-2024-03" else ""
 
     def named_parameters(self, *a, **k):
         return self._module.named_parameters(*a, **k)
@@ -171,7 +224,8 @@ class JittedModule:
             self.cache_misses += 1
             core = self._get_core()
             program, _ = record(self._module, inputs, self._input_names(len(inputs)))
-            entry = core.build(program.to_dict(), list(inputs), self._order, self._capture_at_jit)
+            entry = core.build(program.to_dict(), list(inputs), self._order, self._semantics, self._workaround(),
+                               _module_class(self._module))
             cached = self._cache[key] = (entry, program)
         rec = CallRecord(key, hit, cached[0], self._order)
         rec.program = cached[1]
@@ -221,23 +275,26 @@ class _DistributedMarker(torch.nn.Module):
         super().__init__()
         self.module = module
         self.tv_transforms = list(transforms)
+        self.process_group_for_ddp = ProcessGroup()  # as thunder.distributed.ddp sets it
 
     def forward(self, *args):
         return self.module(*args)
 
 
-def jit(module, example_inputs=None, transforms=(), capture_at_jit=False):
+def jit(module, example_inputs=None, transforms=(), semantics="lazy"):
     """Records `module`'s forward into the engine; transforms (the engine's names:
-    thunder_viz.transform_names()) are applied lazily at the first call. An order that breaks a
-    composition rule raises IllegalOrder (a ValueError) naming the rule and the fix. With
-    example_inputs, the traces are acquired now."""
+    thunder_viz.transform_names()) are applied at the first call, reading module state when the
+    semantics mode says (thunder_viz.semantics_names(): lazy, thunder-2024-03, thunder-2026-01). An
+    order that breaks a composition rule raises IllegalOrder (a ValueError) naming the rule and the
+    fix. With example_inputs, the traces are acquired now."""
+    fn = module
     before = []
     while isinstance(module, _DistributedMarker):
         before = module.tv_transforms + before
         module = module.module
     if isinstance(module, JittedModule):
         raise TypeError("the module is jitted already (jit applies once)")
-    tm = JittedModule(module, before + ["jit"] + list(transforms), capture_at_jit)
+    tm = JittedModule(module, before + ["jit"] + list(transforms), semantics, fn=fn)
     if example_inputs is not None:
         if isinstance(example_inputs, torch.Tensor):
             example_inputs = (example_inputs,)
