@@ -78,6 +78,35 @@ Launch::Launch(const LaunchEnv& env, std::chrono::milliseconds timeout, bool hos
   root_ = Store::tcp(env.master_addr, env.master_port, host_store && env.rank == 0, env.world_size, timeout);
   store_ = root_->prefixed(prefix);
   join();
+  heartbeat_ = std::thread([this] {
+    const std::string key = "beat/" + std::to_string(env_.rank);
+    try {
+      while (!stop_) {
+        store_->add(key, 1);
+        for (int i = 0; i < 20 && !stop_; ++i) nap();
+      }
+    } catch (...) {  // the store went away (rank 0 ended): nothing left to beat for
+    }
+  });
+}
+
+std::vector<int> Launch::silent_ranks() {
+  std::vector<int> silent;
+  try {
+    auto beats = [&] {
+      std::vector<int64_t> b(env_.world_size);
+      for (int k = 0; k < env_.world_size; ++k) b[k] = store_->add("beat/" + std::to_string(k), 0);
+      return b;
+    };
+    auto before = beats();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    auto after = beats();
+    for (int k = 0; k < env_.world_size; ++k)
+      if (k != env_.rank && after[k] == before[k]) silent.push_back(k);
+  } catch (...) {  // the store is gone: rank 0 (which hosts it) is silent
+    if (env_.rank != 0) silent.push_back(0);
+  }
+  return silent;
 }
 
 void Launch::join() {
@@ -125,6 +154,8 @@ void Launch::join() {
 }
 
 Launch::~Launch() {
+  stop_ = true;
+  if (heartbeat_.joinable()) heartbeat_.join();
   try {
     store_->add("left", 1);
     if (!root_->is_server()) return;
@@ -149,8 +180,13 @@ std::unique_ptr<Communicator> Launch::communicator(Backend backend, CommOptions 
   try {
     return make_communicator(backend, store_->prefixed("comm"), env_.rank, env_.world_size, options);
   } catch (const DistError& e) {
-    broken_error_ = e;
-    throw;
+    auto silent = silent_ranks();
+    broken_error_ = silent.empty() ? e
+                                   : DistError(e.kind(),
+                                               std::string(e.what()) + " Rank(s) " + detail::join_ranks(silent) +
+                                                   " stopped answering the launch's store (dead or stuck).",
+                                               e.collective(), e.timeout(), silent);
+    throw *broken_error_;
   }
 }
 

@@ -18,10 +18,15 @@
 //    rank order (nullopt for a rank that sent nothing within the timeout: it died or is stuck),
 //    the other ranks an empty vector at once. A rank found missing once is not waited for again,
 //    and no communicator is formed after that (it throws at once, naming the rank).
+//  - Every rank beats a counter in the store (a thread, every 200 ms) from the join on;
+//    silent_ranks() names the ranks whose counter did not move within a second (dead or stuck), so
+//    that a failure that cannot tell which peer went away (a broken connection) can say it.
 //  - The destructor keeps rank 0's store up until every rank has left (bounded by the timeout).
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +61,7 @@ class Launch {
 
   std::unique_ptr<Communicator> communicator(Backend backend, CommOptions options = {});
   std::vector<std::optional<std::string>> gather(const std::string& name, const std::string& bytes);
+  std::vector<int> silent_ranks();
 
  private:
   void join();
@@ -67,6 +73,8 @@ class Launch {
   std::optional<DistError> broken_error_;  // the first failure of a communicator to form
   int gathers_ = 0;
   std::vector<int> gone_;  // ranks that sent nothing to a gather within the timeout
+  std::atomic<bool> stop_{false};
+  std::thread heartbeat_;
 };
 
 }  // namespace tv::dist

@@ -73,8 +73,15 @@ void run_own_rank(dist::Launch& launch, dist::Backend backend, const dist::CommO
     run_rank(rank, comm.get());
   } catch (const std::exception& e) {
     if (comm) comm->abort("rank " + std::to_string(rank) + " failed: " + e.what());
+    std::string what = e.what();
+    // A broken connection does not say which peer went away: the launch's heartbeats do.
+    if (auto silent = launch.silent_ranks(); !silent.empty() && what.find("stopped answering") == std::string::npos) {
+      std::string ranks;
+      for (int s : silent) ranks += (ranks.empty() ? "" : ", ") + std::to_string(s);
+      what += " Rank(s) " + ranks + " stopped answering the launch's store (dead or stuck).";
+    }
     auto& r = result.replay.ranks[rank];
-    if (r.error.empty()) r.error = e.what();
+    if (r.error.empty()) r.error = what;
   }
   try {
     comm.reset();
