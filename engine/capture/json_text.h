@@ -1,11 +1,12 @@
 // Strict JSON text: nlohmann's parser, with what it lets through or reports without a place made
 // errors that name the value.
 // Contract: parse_json_strict<J>(text) returns the document, or throws
-//  - nlohmann's parse_error for malformed text (its byte gives line and column),
+//  - nlohmann's parse_error for malformed text (its byte gives line and column), first,
 //  - JsonTextError for a key that appears twice in one object (nlohmann keeps the last silently)
 //    and for a number outside double range such as 1e400 (nlohmann's out_of_range names no
 //    place), with the RFC 6901 path of the value ("/models/0/params/layers").
 #pragma once
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ J parse_json_strict(const std::string& text) {
     std::vector<std::string> keys;  // objects: the members read so far
   };
   std::vector<Frame> frames;
+  std::optional<JsonTextError> duplicate;  // reported once the whole text is known to be JSON
   auto path = [&frames] {
     std::string out;
     for (const auto& f : frames) {
@@ -59,7 +61,8 @@ J parse_json_strict(const std::string& text) {
         auto& f = frames.back();
         f.key = parsed.template get<std::string>();
         for (const auto& k : f.keys)
-          if (k == f.key) throw JsonTextError(path(), "the key \"" + f.key + "\" appears twice in this object; keep one");
+          if (k == f.key && !duplicate)
+            duplicate = JsonTextError(path(), "the key \"" + f.key + "\" appears twice in this object; keep one");
         f.keys.push_back(f.key);
         break;
       }
@@ -73,7 +76,9 @@ J parse_json_strict(const std::string& text) {
     return true;
   };
   try {
-    return J::parse(text, track);
+    J document = J::parse(text, track);
+    if (duplicate) throw *duplicate;
+    return document;
   } catch (const typename J::out_of_range& e) {
     std::string what = e.what();
     if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);

@@ -56,16 +56,16 @@ def test_run_world_under_a_thread_limit_is_an_error_not_an_abort(tmp_path):
 
 
 def test_writers_refuse_what_the_loader_refuses(tmp_path):
-    with pytest.raises(ValueError, match="world_size must be from 1"):
+    with pytest.raises((ValueError, RuntimeError), match="world_size must be from 1"):
         tv.run_model("linear", world_size=0)
     c = _C.Capture("python")
-    with pytest.raises(ValueError, match="world_size must be from 1"):
+    with pytest.raises((ValueError, RuntimeError), match="world_size must be from 1"):
         c.add_pipeline(["jit"], {}, 0)
-    with pytest.raises(ValueError, match="negative dimension -2"):
+    with pytest.raises((ValueError, RuntimeError), match="negative dimension -2"):
         c.set_model("m", {}, [("w", [3, -2], "f32")])
     i = c.add_pipeline(["jit"], {}, 1)
     c.set_replay(i, [(0, [], [], "")])
-    with pytest.raises(ValueError, match="at least 0"):
+    with pytest.raises((ValueError, RuntimeError), match="at least 0"):
         c.set_timings(i, 0, [("forward", -1, "ltorch.neg", "t0", 1.0, False, 0.0)])
     path = str(tmp_path / "ok.tvz.json")
     c.save(path)
