@@ -46,7 +46,9 @@ def test_run_world_under_a_thread_limit_is_an_error_not_an_abort(tmp_path):
         "except RuntimeError as e:\n"
         "    print('error:', e)\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    # One BLAS thread: under the limit, OpenBLAS would otherwise fail to start its pool first.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), OPENBLAS_NUM_THREADS="1",
+               OMP_NUM_THREADS="1")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
                           cwd=str(tmp_path))
     if done.returncode != 0 and "Permission denied" in done.stderr:

@@ -12,7 +12,7 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORKER = os.path.join(os.path.dirname(__file__), "launch_worker.py")
 SEED = os.path.join(ROOT, "samples", "python", "seed_torchrun.py")
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+PYTHON = sys.executable  # the interpreter running the tests, the one with torch
 # torch 1.13's torchrun on Python 3.11 fails with its default --redirects 0 (Std.from_str("0") gives None:
 # a zero IntFlag member is not iterated there); stdout to a log and the console works on every version.
 TORCHRUN_STREAMS = ("--redirects", "1", "--tee", "1")
