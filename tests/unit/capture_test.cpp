@@ -331,7 +331,7 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
   EXPECT_EQ(loaded.comparisons[0].verdict, Verdict::different);
   EXPECT_EQ(loaded.comparisons[0].why, "numbers differ");
   EXPECT_EQ(loaded.pipelines[2].outcome.kind, Outcome::failed);
-  EXPECT_EQ(loaded.pipelines[2].outcome.rule, "state-read-at-jit");
+  EXPECT_EQ(loaded.pipelines[2].outcome.rule, "state-read-at-call");
   EXPECT_EQ(loaded.pipelines[2].outcome.reasons, original.pipelines[2].outcome.reasons);
   EXPECT_TRUE(std::isinf(loaded.comparisons[0].numbers[1].max_abs));
   EXPECT_TRUE(std::isnan(loaded.comparisons[0].numbers[1].max_rel));
