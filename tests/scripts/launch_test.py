@@ -203,9 +203,9 @@ def main():
           "run --out FILE{rank}: every rank writes its own capture")
 
     if not args.skip_rules:
-        r = subprocess.run([exe, "rules", *model, "--world", "2", "--format", "json"], env=clean_env(),
+        r = subprocess.run([exe, "rules", *model, "--semantics", "lazy", "--world", "2", "--format", "json"], env=clean_env(),
                            timeout=600, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        results = finish(start_ranks([exe, "rules", *model, "--format", "json", "--launch", "env"], 2,
+        results = finish(start_ranks([exe, "rules", *model, "--semantics", "lazy", "--format", "json", "--launch", "env"], 2,
                                      lambda rank, p=free_port(): torchrun_env(rank, 2, p)), deadline=600)
         if not check(all(rc == r.returncode for rc, *_ in results.values()), "rules on 2 processes: the threads' exit"):
             show(results)
@@ -248,7 +248,7 @@ def main():
           f"rank 1 never joins: rank 0 exits {rc} after {seconds:.1f} s naming it: {err.strip()[:200]!r}")
 
     port = free_port()
-    procs = start_ranks([exe, "rules", *model, "--format", "json", "--launch", "env", "--timeout", "5"], 2,
+    procs = start_ranks([exe, "rules", *model, "--semantics", "lazy", "--format", "json", "--launch", "env", "--timeout", "5"], 2,
                         lambda rank: torchrun_env(rank, 2, port))
     time.sleep(4)
     os.killpg(procs[1][1].pid, signal.SIGKILL)
