@@ -91,6 +91,10 @@ Launch::Launch(const LaunchEnv& env, std::chrono::milliseconds timeout, bool hos
 }
 
 std::vector<int> Launch::silent_ranks() {
+  // Once no group forms, the ranks found silent then are the answer: a dead rank stays dead, and
+  // every later failure would otherwise wait a second to find it again.
+  if (broken_error_ && !broken_error_->missing_ranks().empty()) return broken_error_->missing_ranks();
+  if (!gone_.empty()) return gone_;
   std::vector<int> silent;
   try {
     auto beats = [&] {

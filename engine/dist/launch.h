@@ -20,7 +20,8 @@
 //    and no communicator is formed after that (it throws at once, naming the rank).
 //  - Every rank beats a counter in the store (a thread, every 200 ms) from the join on;
 //    silent_ranks() names the ranks whose counter did not move within a second (dead or stuck), so
-//    that a failure that cannot tell which peer went away (a broken connection) can say it.
+//    that a failure that cannot tell which peer went away (a broken connection) can say it; once
+//    no group forms any more, it names the ranks found then, at once.
 //  - The destructor keeps rank 0's store up until every rank has left (bounded by the timeout).
 #pragma once
 #include <atomic>

@@ -75,11 +75,12 @@ void run_own_rank(dist::Launch& launch, dist::Backend backend, const dist::CommO
     if (comm) comm->abort("rank " + std::to_string(rank) + " failed: " + e.what());
     std::string what = e.what();
     // A broken connection does not say which peer went away: the launch's heartbeats do.
-    if (auto silent = launch.silent_ranks(); !silent.empty() && what.find("stopped answering") == std::string::npos) {
-      std::string ranks;
-      for (int s : silent) ranks += (ranks.empty() ? "" : ", ") + std::to_string(s);
-      what += " Rank(s) " + ranks + " stopped answering the launch's store (dead or stuck).";
-    }
+    if (what.find("stopped answering") == std::string::npos)
+      if (auto silent = launch.silent_ranks(); !silent.empty()) {
+        std::string ranks;
+        for (int s : silent) ranks += (ranks.empty() ? "" : ", ") + std::to_string(s);
+        what += " Rank(s) " + ranks + " stopped answering the launch's store (dead or stuck).";
+      }
     auto& r = result.replay.ranks[rank];
     if (r.error.empty()) r.error = what;
   }
@@ -169,6 +170,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
   comm_options.timeout = std::chrono::seconds(request.timeout_seconds);
   if (request.launch) {
     run_own_rank(*request.launch, cuda ? dist::Backend::nccl : dist::Backend::gloo, comm_options, run_rank, result);
+    if (failure) throw *failure;
     return result;
   }
   dist::World world(spec.world_size, cuda ? dist::Backend::nccl : dist::Backend::gloo, comm_options);

@@ -4,7 +4,8 @@
 // size, traces and numbers compared; each cell is classified from what happened, never from a
 // table. Then the chosen longer orders. All of it once per semantics mode asked for
 // (transforms/semantics.h; every mode by default), so the renderings show the modes side by side.
-// A run that fails on a rank (not on a rule) is made once more before its cell records it. Every
+// A run that fails on a rank (not on a rule) is made once more before its cell records it (threads
+// only). Every
 // rule name that appears gets its explanation from rule_explanation(). Under a one-rank-per-process
 // launch every process computes the same cells in the same order, and rank 0's cells are classified
 // from every rank's results.
