@@ -15,16 +15,18 @@
 #include "cli/batch_results.h"
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "transforms/semantics.h"
 
 namespace tv::cli {
 
 namespace {
 
-std::string case_id(const BatchModel& m, int world, const std::string& device) {
+std::string case_id(const BatchModel& m, int world, const std::string& device, const std::string& semantics) {
   std::string dev;
   for (char ch : device)
     if (ch != ':') dev += ch;  // cuda:0 -> cuda0
-  return fmt::format("{}_w{}_{}", m.id, world, dev);
+  // The default mode keeps the plain name; another mode is a suffix: linear_w2_cpu_thunder-2024-03.
+  return fmt::format("{}_w{}_{}{}", m.id, world, dev, semantics == kLazy ? std::string() : "_" + semantics);
 }
 
 // Indices of the orders, grouped by their set of transforms, each group in config order.
@@ -51,14 +53,14 @@ struct Progress {
 
 // Runs one case: one run_pipelines call per group, merged into one capture (config order).
 Capture run_case(const BatchConfig& config, const BatchModel& m, int world, const std::string& device,
-                 const std::string& id, Progress& progress) {
+                 const std::string& semantics, const std::string& id, Progress& progress) {
   Capture merged;
   merged.pipelines.resize(config.orders.size());
   for (const auto& group : groups_of(config.orders)) {
     RunRequest request;
     request.model = m.name;
     request.params = m.params;
-    for (int i : group) request.pipelines.push_back(PipelineSpec{config.orders[i], "lazy", "", world, device});
+    for (int i : group) request.pipelines.push_back(PipelineSpec{config.orders[i], semantics, "", world, device});
     auto part = run_pipelines_checked(request, [&](double f, const std::string& what) {
       progress.bar.update((progress.done + f * group.size()) / progress.total, id + ": " + what);
     });
@@ -88,8 +90,11 @@ void add_batch_command(CLI::App& app, Runner& run) {
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("config", o->config, "CONFIG.json: models, orders, world_sizes, devices (see samples/batch)")->required();
-  cmd->add_option("--out-dir", o->out_dir, "where the captures and summary.txt go")->capture_default_str();
-  cmd->add_option("--junit", o->junit, "also write a JUnit XML report (one testcase per case and pipeline)");
+  cmd->add_option("--out-dir", o->out_dir, "where the captures and summary.txt go")
+      ->check(file_name_check())
+      ->capture_default_str();
+  cmd->add_option("--junit", o->junit, "also write a JUnit XML report (one testcase per case and pipeline)")
+      ->check(file_name_check());
   cmd->callback([&run, o] {
     run = [o] {
       auto config = load_batch_config(o->config);  // every config error before anything runs
@@ -97,23 +102,25 @@ void add_batch_command(CLI::App& app, Runner& run) {
       std::filesystem::create_directories(o->out_dir, ec);
       if (ec) throw BadInput(fmt::format("--out-dir {}: cannot create the folder: {}", o->out_dir, ec.message()));
       Progress progress;
-      progress.total = config.models.size() * config.world_sizes.size() * config.devices.size() * config.orders.size();
+      progress.total = config.models.size() * config.world_sizes.size() * config.devices.size() *
+                       config.semantics.size() * config.orders.size();
       std::vector<BatchCase> cases;
       for (const auto& m : config.models)
         for (int world : config.world_sizes)
-          for (const auto& device : config.devices) {
-            BatchCase c;
-            c.id = case_id(m, world, device);
-            auto start = std::chrono::steady_clock::now();
-            auto capture = run_case(config, m, world, device, c.id, progress);
-            c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            save_capture_checked(capture, (std::filesystem::path(o->out_dir) / (c.id + ".tvz.json")).string());
-            for (int i = 0; i < static_cast<int>(capture.pipelines.size()); ++i) {
-              c.orders.push_back(capture.pipelines[i].spec.label());
-              c.verdicts.push_back(pipeline_verdict(capture, i));
+          for (const auto& device : config.devices)
+            for (const auto& semantics : config.semantics) {
+              BatchCase c;
+              c.id = case_id(m, world, device, semantics);
+              auto start = std::chrono::steady_clock::now();
+              auto capture = run_case(config, m, world, device, semantics, c.id, progress);
+              c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              save_capture_checked(capture, (std::filesystem::path(o->out_dir) / (c.id + ".tvz.json")).string());
+              for (int i = 0; i < static_cast<int>(capture.pipelines.size()); ++i) {
+                c.orders.push_back(capture.pipelines[i].spec.label());
+                c.verdicts.push_back(pipeline_verdict(capture, i));
+              }
+              cases.push_back(std::move(c));
             }
-            cases.push_back(std::move(c));
-          }
       auto summary = summary_text(cases);
       write_output_file((std::filesystem::path(o->out_dir) / "summary.txt").string(), summary);
       if (!o->junit.empty()) write_output_file(o->junit, junit_xml(cases, "thunder-viz batch " + o->config));

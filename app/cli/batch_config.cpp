@@ -9,6 +9,7 @@
 #include "capture/json_text.h"
 #include "cli/command.h"
 #include "jit/zoo.h"
+#include "transforms/semantics.h"
 #include "transforms/transform.h"
 
 namespace tv::cli {
@@ -75,7 +76,7 @@ BatchModel read_model(const std::string& file, const std::string& path, const Js
   if (std::find(names.begin(), names.end(), m.name) == names.end())
     fail(file, name_path, fmt::format("unknown model '{}'; valid models: {}", m.name, joined(names)));
   try {
-    jit::make_model(m.name, m.params);  // checks parameter names and values
+    jit::check_model(m.name, m.params);  // parameter names and values, without building the weights
   } catch (const std::invalid_argument& e) {
     fail(file, path + "/params", e.what());
   }
@@ -113,8 +114,8 @@ BatchConfig load_batch_config(const std::string& file) {
   }
   if (!doc.is_object()) fail(file, "", "expected an object with models, orders, world_sizes, devices; found " + type_name(doc));
   for (const auto& [key, _] : doc.items())
-    if (key != "models" && key != "orders" && key != "world_sizes" && key != "devices")
-      fail(file, "/" + key, "unknown member; valid members: models, orders, world_sizes, devices");
+    if (key != "models" && key != "orders" && key != "world_sizes" && key != "devices" && key != "semantics")
+      fail(file, "/" + key, "unknown member; valid members: models, orders, world_sizes, devices, semantics");
   if (!doc.contains("models")) fail(file, "/models", "missing required member \"models\" (e.g. [\"linear\", \"mlp\"])");
   BatchConfig c;
   const auto& models = array_member(file, doc, "models");
@@ -148,6 +149,20 @@ BatchConfig load_batch_config(const std::string& file) {
       if (!d.is_string() || !std::regex_match(d.get<std::string>(), valid))
         fail(file, fmt::format("/devices/{}", i), "expected \"cpu\", \"cuda\" or \"cuda:N\", found " + d.dump());
       c.devices.push_back(d.get<std::string>() == "cuda" ? "cuda:0" : d.get<std::string>());
+    }
+  }
+  if (doc.contains("semantics")) {
+    c.semantics.clear();
+    const auto& modes = array_member(file, doc, "semantics");
+    const auto known = semantics_names();
+    for (size_t i = 0; i < modes.size(); ++i) {
+      const auto& mode = modes[i];
+      if (!mode.is_string() || std::find(known.begin(), known.end(), mode.get<std::string>()) == known.end())
+        fail(file, fmt::format("/semantics/{}", i),
+             fmt::format("expected a semantics mode, found {}; valid modes: {}", mode.dump(), joined(known)));
+      if (std::find(c.semantics.begin(), c.semantics.end(), mode.get<std::string>()) != c.semantics.end())
+        fail(file, fmt::format("/semantics/{}", i), fmt::format("{} appears twice", mode.dump()));
+      c.semantics.push_back(mode.get<std::string>());
     }
   }
   return c;

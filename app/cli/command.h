@@ -29,8 +29,9 @@ void add_rules_command(CLI::App& app, Runner& run);
 void add_batch_command(CLI::App& app, Runner& run);
 void add_report_command(CLI::App& app, Runner& run);
 
-// Reads a whole file; throws BadInput naming the path and the reason.
-std::string read_text_file(const std::string& path);
+// An output file option's check: an empty name would silently write nothing, so it is a parse error
+// (exit 2) instead.
+const CLI::Validator& file_name_check();
 // The outputs of the commands that run pipelines (run, compare): --out FILE.tvz.json (the capture)
 // and --chrome-trace FILE.json (its replay timings, capture/chrome_trace.h). write() saves what was
 // asked for, atomically; a file that cannot be written is BadInput naming it.

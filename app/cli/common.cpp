@@ -16,23 +16,22 @@ void add_no_generated_kernels_flag(CLI::App& cmd, bool& off) {
                "pointwise ops (to tell a kernel's numbers from the members')");
 }
 
-namespace {
-
-// An empty file name would silently write nothing: a parse error (exit 2) instead.
-const CLI::Validator kFileName(
-    [](const std::string& name) {
-      return name.empty() ? std::string("the file name is empty; give a file such as run.tvz.json") : std::string();
-    },
-    "");
-
-}  // namespace
+const CLI::Validator& file_name_check() {
+  static const CLI::Validator check(
+      [](const std::string& name) {
+        return name.empty() ? std::string("the file name is empty (nothing would be written); give one, e.g. out.tvz.json")
+                            : std::string();
+      },
+      "");
+  return check;
+}
 
 void CaptureOutputs::add_to(CLI::App& cmd) {
   cmd.add_option("--chrome-trace", chrome_trace,
                  "also write the replay's per-bound-symbol times as a Chrome trace (FILE.json; open in ui.perfetto.dev)")
-      ->check(kFileName);
+      ->check(file_name_check());
   cmd.add_option("--out", capture, "also save the capture (pipelines, stages, replay, comparisons) to FILE.tvz.json")
-      ->check(kFileName);
+      ->check(file_name_check());
 }
 
 namespace {

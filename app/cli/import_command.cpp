@@ -2,21 +2,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "capture/atomic_file.h"
 #include "capture/capture.h"
 #include "cli/command.h"
 #include "format/parser.h"
 #include "format/printer.h"
 
 namespace tv::cli {
-
-std::string read_text_file(const std::string& path) {
-  try {
-    return capture_detail::read_whole_file(path);
-  } catch (const CaptureError& e) {
-    throw BadInput(std::string(e.what()) + "; check the path");
-  }
-}
 
 void add_import_command(CLI::App& app, Runner& run) {
   auto* cmd = app.add_subcommand("import", "Parse a Thunder trace printout (str(trace) or trace.python()) and print it back");

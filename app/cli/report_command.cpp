@@ -14,8 +14,9 @@ void add_report_command(CLI::App& app, Runner& run) {
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("file", o->file, "a capture FILE.tvz.json")->required();
-  cmd->add_option("--html", o->html, "write one self-contained HTML page (no network access)");
-  cmd->add_option("--text", o->text, "write a plain-text report (no timings or paths: two runs diff cleanly)");
+  cmd->add_option("--html", o->html, "write one self-contained HTML page (no network access)")->check(file_name_check());
+  cmd->add_option("--text", o->text, "write a plain-text report (no timings or paths: two runs diff cleanly)")
+      ->check(file_name_check());
   cmd->callback([&run, o] {
     run = [o] {
       if (o->html.empty() && o->text.empty()) throw BadInput("report: give --html OUT.html and/or --text OUT.txt");

@@ -41,7 +41,8 @@ void add_rules_command(CLI::App& app, Runner& run) {
   cmd->add_option("--world", o->world, "ranks (gloo threads)")->check(CLI::Range(1, 16))->capture_default_str();
   cmd->add_option("--format", o->format, "output format")->check(CLI::IsMember({"text", "markdown", "json"}))->capture_default_str();
   cmd->add_option("--semantics", o->semantics, "compute in these semantics modes only (default: every mode, side by side)");
-  cmd->add_option("--out", o->out, "also save the matrix in a capture FILE.tvz.json (its /rules member)");
+  cmd->add_option("--out", o->out, "also save the matrix in a capture FILE.tvz.json (its /rules member)")
+      ->check(file_name_check());
   o->launch.add_to(*cmd);
   auto* world_option = cmd->get_option("--world");
   cmd->callback([&run, o, world_option] {

@@ -36,6 +36,14 @@ std::vector<std::string> parse_order(const std::string& order) {
   return out;
 }
 
+std::string read_text_file(const std::string& path) {
+  try {
+    return capture_detail::read_whole_file(path);
+  } catch (const CaptureError& e) {
+    throw BadInput(std::string(e.what()) + "; check the path");
+  }
+}
+
 void write_output_file(const std::string& path, const std::string& contents) {
   try {
     capture_detail::write_file_atomically(path, contents);

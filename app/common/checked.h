@@ -18,6 +18,8 @@ std::vector<std::string> split_order(const std::string& order);
 // rule and the fix.
 std::vector<std::string> parse_order(const std::string& order);
 
+// Reads a whole file (up to the capture size limit); BadInput naming the path and the reason.
+std::string read_text_file(const std::string& path);
 // Writes a file atomically (the old one stays whole on failure); BadInput naming the path and the reason.
 void write_output_file(const std::string& path, const std::string& contents);
 // save_capture / load_capture with CaptureError turned into BadInput (its text: file, JSON path, what).

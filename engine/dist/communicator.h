@@ -74,7 +74,7 @@ struct CommOptions {
   // gloo: address (host name or IP) this rank's gloo device binds to. Empty: 127.0.0.1 for an
   // in-process store; otherwise GLOO_SOCKET_IFNAME's interface if set, else this host's name.
   std::string gloo_host;
-  // nccl: CUDA device of this rank; -1 = rank (World) or LOCAL_RANK (launch_from_env).
+  // nccl: CUDA device of this rank; -1 = rank (World) or LOCAL_RANK (Launch).
   int device = -1;
 };
 

@@ -69,6 +69,11 @@ class GlooComm : public CommBase {
     try {
       auto opts = c10d::ProcessGroupGloo::Options::create(o.timeout);
       opts->devices.push_back(make_device(o.gloo_host, !store_->is_tcp()));
+      // Every rank holds its device (gloo's loop thread) before any rank connects. A rank that
+      // cannot start it fails here, where the others' waits end at once (the store's abort), and not
+      // inside gloo's full-mesh connect, which waits the whole timeout for each missing peer in turn.
+      store_->set("device/" + std::to_string(rank), "1");
+      for (int k = 0; k < size; ++k) store_->get("device/" + std::to_string(k));
       opts->threads = 2;
       const auto& native = *static_cast<const c10::intrusive_ptr<c10d::Store>*>(store_->native());
       pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(native, rank, size, opts);

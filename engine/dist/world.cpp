@@ -1,4 +1,4 @@
-// World (ranks as threads over an in-process store) and launch_from_env (TCPStore, one rank per process).
+// World: ranks as threads over an in-process store.
 #include "dist/world.h"
 
 #include <c10/util/Exception.h>
@@ -217,57 +217,6 @@ void World::run(const RankFn& fn) {
   for (const auto& r : results)
     if (!r.ok && r.rank != cause) m << "\n  rank " << r.rank << (r.consequence ? " (as a consequence)" : "") << ": " << r.error;
   throw WorldError(m.str(), cause, std::move(results));
-}
-
-namespace {
-
-std::optional<std::string> env(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  return std::string(v);
-}
-
-const char* kEnvHelp =
-    " (a torchrun-style launch sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT for every process)";
-
-int parse_int(const char* name, const std::string& v, int lo, int hi) {
-  try {
-    size_t used = 0;
-    long x = std::stol(v, &used);
-    if (used == v.size() && x >= lo && x <= hi) return static_cast<int>(x);
-  } catch (...) {
-  }
-  throw DistError(DistError::Kind::usage, std::string("tv.dist: ") + name + "='" + v + "' is not an integer in [" +
-                                              std::to_string(lo) + ", " + std::to_string(hi) + "]" + kEnvHelp);
-}
-
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-}  // namespace
-
-EnvLaunch EnvLaunch::from_env() {
-  EnvLaunch e;
-  auto ws = env("WORLD_SIZE");
-  auto rk = env("RANK");
-  if (!ws) throw DistError(DistError::Kind::usage, std::string("tv.dist: WORLD_SIZE is not set") + kEnvHelp);
-  if (!rk) throw DistError(DistError::Kind::usage, std::string("tv.dist: RANK is not set") + kEnvHelp);
-  e.world_size = parse_int("WORLD_SIZE", *ws, 1, 1 << 20);
-  e.rank = parse_int("RANK", *rk, 0, e.world_size - 1);
-  e.local_rank = env("LOCAL_RANK") ? parse_int("LOCAL_RANK", *env("LOCAL_RANK"), 0, 1 << 20) : e.rank;
-  if (auto a = env("MASTER_ADDR")) e.master_addr = *a;
-  if (auto p = env("MASTER_PORT")) e.master_port = parse_int("MASTER_PORT", *p, 1, 65535);
-  return e;
-}
-
-std::unique_ptr<Communicator> launch_from_env(Backend backend, CommOptions options) {
-  EnvLaunch e = EnvLaunch::from_env();
-  auto store = Store::tcp(e.master_addr, e.master_port, e.rank == 0, e.world_size, options.timeout);
-  if (backend == Backend::nccl && options.device < 0) options.device = e.local_rank;
-  if (backend == Backend::gloo && options.gloo_host.empty() && is_loopback(e.master_addr))
-    options.gloo_host = "127.0.0.1";
-  return make_communicator(backend, std::move(store), e.rank, e.world_size, options);
 }
 
 }  // namespace tv::dist

@@ -1,5 +1,5 @@
-// World: W ranks as threads of this process (one device each; CPU ranks share the CPU), and the
-// torchrun-style launch (one rank per process).
+// World: W ranks as threads of this process (one device each; CPU ranks share the CPU). One rank per
+// process (torchrun, SLURM) is dist/launch.h.
 // Contract:
 //  - World(W, backend, options).run(fn) makes a fresh in-process store, starts W threads, and on
 //    each joins the group and calls fn(rank, comm). It returns when every thread has ended (no
@@ -17,10 +17,6 @@
 //    reported as hung (its outcome says so), its communicator is aborted and its thread detached:
 //    run_all returns instead of waiting for it. The thread ends on its own later, safely.
 //  - NCCL worlds bind rank r's thread to CUDA device r (options.device is ignored).
-//  - launch_from_env() reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, connects
-//    through a TCPStore hosted by rank 0 on MASTER_ADDR:MASTER_PORT and returns this process's
-//    communicator (it owns the store; destroying it waits briefly for the other ranks to finish
-//    with the store). Missing/bad variables or a port in use give DistError(init or usage).
 #pragma once
 #include <functional>
 #include <memory>
@@ -82,16 +78,5 @@ class World {
   CommOptions options_;
   bool abandon_hung_ = false;
 };
-
-struct EnvLaunch {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-  static EnvLaunch from_env();  // DistError(usage) naming the variable when one is missing or bad
-};
-
-std::unique_ptr<Communicator> launch_from_env(Backend backend = Backend::gloo, CommOptions options = {});
 
 }  // namespace tv::dist

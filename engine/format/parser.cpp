@@ -16,6 +16,23 @@ std::string ParseError::describe(std::string_view file) const {
 
 namespace {
 
+// Messages quote the input; its control bytes (ESC sequences, ...) are written as \xNN so that no
+// terminal, Python traceback or GUI panel that shows the message interprets them.
+std::string printable(const std::string& message) {
+  std::string out;
+  for (unsigned char c : message) {
+    if (c < 0x20 || c == 0x7f) {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 using lexer::Kind;
 using lexer::Token;
 
@@ -378,7 +395,7 @@ class TraceParser {
       require_return(*trace);
       result.trace = std::move(trace);
     } catch (const Failure& f) {
-      result.error = ParseError{f.line ? f.line : line_number_, f.column, f.message};
+      result.error = ParseError{f.line ? f.line : line_number_, f.column, printable(f.message)};
     } catch (const std::exception& e) {
       result.error = ParseError{line_number_, 1, std::string("internal parser error: ") + e.what()};
     }

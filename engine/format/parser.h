@@ -2,6 +2,7 @@
 // Contract: never throws and never hangs on any input; a malformed text gives a ParseError with a
 // 1-based line and column and a message saying what was expected. A text without a final
 // `return` (a cut-off printout) and a name read before the statement that defines it are errors.
+// Messages show the input's control bytes as \xNN.
 // Unknown symbols become opaque symbols. What the printer writes parses back to a trace that
 // prints identically; a Thunder printout reprints identically except for the normalisations
 // listed in docs/trace-format.md.

@@ -27,6 +27,8 @@ struct Value {
   std::vector<Value> items;                          // tuple, list
   std::vector<std::pair<Value, Value>> entries;      // dict
 
+  Value();  // defined below, where Value is complete: clang with libstdc++ needs it for a pair of Values
+
   static Value none() { return {}; }
   static Value boolean(bool v) { Value x; x.kind = Kind::boolean; x.b = v; return x; }
   static Value integer(int64_t v) { Value x; x.kind = Kind::integer; x.i = v; return x; }
@@ -48,6 +50,8 @@ struct Value {
   double as_double() const;                    // bool, int or float
   std::vector<int64_t> as_ints() const;        // an int or a sequence of ints
 };
+
+inline Value::Value() = default;
 
 using Kwargs = std::vector<std::pair<std::string, Value>>;
 

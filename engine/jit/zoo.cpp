@@ -14,10 +14,12 @@ namespace {
 
 namespace lt = tv::ltorch;
 
-// The parameters a model was asked for, with its defaults filled in.
+// The parameters a model was asked for, with its defaults filled in. `on_meta`: the model is built
+// on the meta device whatever `device` says (still checked), to check a request without memory.
 class Params {
  public:
-  Params(const ModelInfo& info, const std::map<std::string, std::string>& given) : info_(info) {
+  Params(const ModelInfo& info, const std::map<std::string, std::string>& given, bool on_meta = false)
+      : info_(info), on_meta_(on_meta) {
     for (const auto& p : info.params) values_[p.name] = p.default_value;
     for (const auto& [k, v] : given) {
       if (!values_.count(k)) {
@@ -66,6 +68,7 @@ class Params {
     if (d->kind == Device::Kind::cuda && !at::hasCUDA())
       throw std::invalid_argument("model '" + info_.name + "': parameter 'device' is '" + values_.at("device") +
                                   "', but this build's LibTorch has no CUDA (or no GPU is visible); use device=cpu");
+    if (on_meta_) return at::Device(at::kMeta);
     return d->kind == Device::Kind::cpu ? at::Device(at::kCPU) : at::Device(at::kCUDA, static_cast<int8_t>(d->index));
   }
   [[noreturn]] void bad(const std::string& k, const std::string& expected) const {
@@ -75,6 +78,7 @@ class Params {
 
  private:
   const ModelInfo& info_;
+  bool on_meta_;
   std::map<std::string, std::string> values_;
 };
 
@@ -86,17 +90,26 @@ class Init {
   at::Tensor param(at::Tensor cpu) const { return place(cpu).set_requires_grad(true); }
   // nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
   at::Tensor uniform(at::IntArrayRef shape, int64_t fan_in) {
+    if (meta()) return param(on_meta(shape));
     double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
     return param((at::rand(shape, gen_) * 2 - 1) * bound);
   }
-  at::Tensor normal(at::IntArrayRef shape, double std) { return param(at::randn(shape, gen_) * std); }
-  at::Tensor filled(at::IntArrayRef shape, double v) { return param(at::full(shape, v)); }
-  at::Tensor input(at::IntArrayRef shape) { return place(at::randn(shape, gen_)); }
+  at::Tensor normal(at::IntArrayRef shape, double std) {
+    return param(meta() ? on_meta(shape) : at::randn(shape, gen_) * std);
+  }
+  at::Tensor filled(at::IntArrayRef shape, double v) { return param(meta() ? on_meta(shape) : at::full(shape, v)); }
+  at::Tensor input(at::IntArrayRef shape) { return meta() ? on_meta(shape) : place(at::randn(shape, gen_)); }
   at::Tensor indices(at::IntArrayRef shape, int64_t high) {
+    if (meta()) return on_meta(shape, at::kLong);
     return place(at::randint(high, shape, gen_, at::TensorOptions().dtype(at::kLong)));
   }
 
  private:
+  bool meta() const { return device_.is_meta(); }
+  static at::Tensor on_meta(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
+    return at::empty(shape, at::TensorOptions().device(at::kMeta).dtype(dtype));
+  }
+
   at::Tensor place(const at::Tensor& t) const {
     if (device_.is_cpu()) return t;
     try {
@@ -318,6 +331,15 @@ Module make_model(const std::string& name, const std::map<std::string, std::stri
     valid += (valid.empty() ? "" : ", ") + e.info.name;
   }
   throw std::invalid_argument("unknown model '" + name + "'; valid models: " + valid);
+}
+
+void check_model(const std::string& name, const std::map<std::string, std::string>& params) {
+  for (const auto& e : zoo())
+    if (e.info.name == name) {
+      e.make(Params(e.info, params, /*on_meta=*/true));
+      return;
+    }
+  make_model(name, params);  // throws: unknown model
 }
 
 std::string python_class(const std::string& model) {

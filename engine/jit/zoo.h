@@ -31,5 +31,8 @@ std::vector<ModelInfo> list_models();
 std::string python_class(const std::string& model);
 
 Module make_model(const std::string& name, const std::map<std::string, std::string>& params = {});
+// The checks of make_model without its memory (the model is built on the meta device): throws what
+// make_model would, for any size asked for.
+void check_model(const std::string& name, const std::map<std::string, std::string>& params = {});
 
 }  // namespace tv::jit

@@ -184,9 +184,20 @@ Value var_mean_meta(TraceBuilder& b, Args args, Kw kwargs) {
 
 // ---- matmul ----
 
+// Matrix products do not promote dtypes (torch and Thunder refuse mixed operands): say which to cast.
+void check_same_dtype(const char* op, const char* first_name, const T& first, const char* name, const T& other) {
+  if (!other || other->dtype == first->dtype) return;
+  throw OpError(std::string(op) + ": the " + first_name + " is " + std::string(short_name(first->dtype)) + " but the " +
+                name + " is " + std::string(short_name(other->dtype)) +
+                " (matrix products do not promote dtypes); cast one of them, e.g. x.to(" +
+                std::string(torch_name(other->dtype)) + ")");
+}
+
 Value linear_meta(TraceBuilder& b, Args args, Kw) {
   T a = tensor_arg(args, 0, "a"), w = tensor_arg(args, 1, "w");
   T bias = optional_tensor_arg(args, 2, "bias");
+  check_same_dtype("linear", "input", a, "weight", w);
+  check_same_dtype("linear", "weight", w, "bias", bias);
   if (a->shape.empty() || w->shape.size() != 2 || a->shape.back() != w->shape[1])
     throw OpError("linear: input of shape " + shape_text(a->shape) + " and weight of shape " + shape_text(w->shape) +
                   " do not match (expected weight [out, " +
@@ -203,6 +214,7 @@ Value linear_meta(TraceBuilder& b, Args args, Kw) {
 
 Value matmul_meta(TraceBuilder& b, Args args, Kw) {
   std::vector<Value> ops = {Value::of(tensor_arg(args, 0, "a")), Value::of(tensor_arg(args, 1, "b"))};
+  check_same_dtype("matmul", "first operand", ops[0].proxy, "second operand", ops[1].proxy);
   Shape shape = meta::matmul_shape(ops[0].proxy->shape, ops[1].proxy->shape);
   return Value::of(out(b, shape, meta::result_dtype(ops), meta::common_device(ops), ops));
 }

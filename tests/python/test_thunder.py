@@ -201,7 +201,7 @@ torch.manual_seed(1 + rank)
 tm(torch.randn(2, 16)).sum().backward()
 tm(torch.randn(2, 16)).sum().backward()
 call = insp.last
-path = insp.save(os.path.join(sys.argv[2], f"rank{rank}.tvz.json"))
+path = insp.save(os.path.join(sys.argv[2], "ddp.tvz.json"))  # every rank calls it; rank 0 writes the merged one
 print(json.dumps({"rank": rank, "order": call.order, "hits": [c.hit for c in insp.calls],
                   "backward": [s.pass_name for s in call.stages.get("backward", [])],
                   "collectives": [l.split("=")[1].split("(")[0].strip() for l in str(call.final("backward")).splitlines()
@@ -236,8 +236,13 @@ def test_ddp_on_two_gloo_ranks_records(thunder_env, tmp_path):
         assert r["collectives"], "the backward trace holds the gradients' all_reduce"
     import thunder_viz as tv
 
+    assert results[0]["path"] and results[1]["path"] is None and os.listdir(tmp_path) == ["ddp.tvz.json"]
     cap = tv.load(results[0]["path"])
     assert cap.num_pipelines == 1 and cap.stages(0)["backward"]
+    with open(results[0]["path"]) as f:
+        ranks = json.load(f)["pipelines"][0]["replay"]["ranks"]
+    print("merged capture: ranks", [(r["rank"], r.get("error") or "ran") for r in ranks])
+    assert [r["rank"] for r in ranks] == [0, 1], "rank 0's capture holds every rank's replay"
 
 
 def test_compare_thunders_call_with_ours(thunder):

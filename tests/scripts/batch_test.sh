@@ -78,7 +78,19 @@ printf '{"models": ["linear"],\n "orders": [jit]}' > "$tmp/bad_json.json"
 expect 2 "bad_json.json: \(document\): not valid JSON at line 2" -- batch "$tmp/bad_json.json" --out-dir "$tmp/c"
 printf '{"models": [{"name": "gpt", "params": {"layerz": 1}}]}' > "$tmp/bad_param.json"
 expect 2 "bad_param.json: /models/0/params: .*layerz" -- batch "$tmp/bad_param.json" --out-dir "$tmp/c"
+printf '{"models": ["linear"], "semantics": ["lazy", "thunder-2023"]}' > "$tmp/bad_mode.json"
+expect 2 "bad_mode.json: /semantics/1: .*thunder-2023.*valid modes: lazy, thunder-2024-03" -- batch "$tmp/bad_mode.json" --out-dir "$tmp/c"
+printf '{"models": [{"name": "gpt", "params": {"layers": 100000, "d_model": 16384}}], "orders": ["jitt"]}' > "$tmp/huge.json"
+expect 2 "huge.json: /orders/0: unknown transform 'jitt'" -- batch "$tmp/huge.json" --out-dir "$tmp/c"  # checked without its weights
 [[ ! -e $tmp/c ]] && ok || fail "a bad config still created the output folder"
+
+# The seed in every semantics mode: lazy passes, thunder-2024-03 fails jit,ddp the seed's way,
+# thunder-2026-01 refuses ddp before jit; one capture per mode (exit 1: not every pipeline is ok).
+expect 1 "linear_w2_cpu_thunder-2024-03.*jit,ddp.*(failed|FAIL)" -- batch "$src/samples/batch/seed_semantics.json" --out-dir "$tmp/s"
+for f in linear_w2_cpu linear_w2_cpu_thunder-2024-03 linear_w2_cpu_thunder-2026-01; do
+  [[ -f $tmp/s/$f.tvz.json ]] && ok || fail "seed_semantics: missing capture $f.tvz.json"
+done
+grep -E "linear_w2_cpu_thunder-2026-01.*ddp,jit.*refused" "$tmp/s/summary.txt" > /dev/null && ok || { fail "thunder-2026-01 does not refuse ddp,jit"; cat "$tmp/s/summary.txt"; }
 
 # A damaged capture: exit 2 with the file and a JSON path.
 head -c 3000 "$tmp/a/linear_w1_cpu.tvz.json" > "$tmp/truncated.tvz.json"

@@ -51,6 +51,9 @@ check 2 "/dev/zero.*larger than 1024 MiB" "$tool" show /dev/zero
 
 # An empty output name is bad input, not a silent no-op.
 check 2 "--out.*file name is empty" "$tool" run --model linear --out ""
+check 2 "--out.*file name is empty" "$tool" rules --model linear --semantics lazy --out ""
+check 2 "--junit.*file name is empty" "$tool" batch "$(dirname "$0")/../../samples/batch/config.json" --junit ""
+check 2 "--html.*file name is empty" "$tool" report /dev/null --html ""
 
 # A symbolic link is written through; a read-only file is refused and kept.
 mkdir -p "$tmp/real"

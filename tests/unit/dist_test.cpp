@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "dist/communicator.h"
+#include "dist/launch.h"
 #include "dist/store.h"
 #include "dist/world.h"
 #include "exec/device_check.h"
@@ -324,12 +325,12 @@ TEST(DistStore, PortInUseIsAClearError) {
   ::close(fd);
 }
 
-TEST(DistStore, EnvLaunchNamesMissingVariables) {
+TEST(DistStore, LaunchEnvNamesMissingVariables) {
   const char* saved = std::getenv("WORLD_SIZE");
   std::string keep = saved ? saved : "";
   ::unsetenv("WORLD_SIZE");
   try {
-    EnvLaunch::from_env();
+    LaunchEnv::from_env();
     ADD_FAILURE() << "no error";
   } catch (const DistError& e) {
     EXPECT_TRUE(contains(e.what(), "WORLD_SIZE is not set")) << e.what();
@@ -340,7 +341,8 @@ TEST(DistStore, EnvLaunchNamesMissingVariables) {
 // The body of one rank of DistEnv.TwoProcesses (run only in the re-executed child processes).
 TEST(DistEnvChild, DISABLED_Rank) {
   if (!std::getenv("TV_DIST_CHILD")) GTEST_SKIP() << "only in DistEnv.TwoProcesses' children";
-  auto comm = launch_from_env(Backend::gloo, with_timeout(10s));
+  Launch launch(LaunchEnv::from_env(), 10s);
+  auto comm = launch.communicator(Backend::gloo, with_timeout(10s));
   const int rank = comm->rank(), W = comm->size();
   ASSERT_EQ(W, 2);
   at::Tensor t = at::full({3}, double(rank + 1));

@@ -265,7 +265,10 @@ TEST_F(Ops, MatmulBatchesAndHandlesVectors) {
   EXPECT_EQ(lt::matmul(b, in("j", {2, 1, 2, 3}), in("k", {4, 3, 5}))->shape, (Shape{2, 4, 2, 5}));
   EXPECT_EQ(last().subsymbols.at(0).name(), "prims.matmul");
   EXPECT_TRUE(last().symbol->has("matmul"));
-  EXPECT_EQ(lt::matmul(b, in("l", {2, 3}, DType::f16), in("m", {3, 2}, DType::f32))->dtype, DType::f32);
+  // Matrix products do not promote, as in torch: the error names both dtypes and a cast.
+  auto mixed = error_of([&] { lt::matmul(b, in("l", {2, 3}, DType::f16), in("m", {3, 2}, DType::f32)); });
+  EXPECT_NE(mixed.find("f16 but the second operand is f32"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("x.to(torch.float32)"), std::string::npos) << mixed;
 }
 
 TEST_F(Ops, LinearShapes) {
@@ -274,6 +277,8 @@ TEST_F(Ops, LinearShapes) {
   EXPECT_EQ(out->shape, (Shape{4, 7, 10}));
   EXPECT_TRUE(out->requires_grad);
   EXPECT_NE(error_of([&] { lt::linear(b, x, w, in("b2", {9})); }).find("[9]"), std::string::npos);
+  auto ints = error_of([&] { lt::linear(b, in("i", {4, 5}, DType::i64), w, bias); });
+  EXPECT_NE(ints.find("the input is i64 but the weight is f32"), std::string::npos) << ints;
 }
 
 // ---------- errors name what is wrong ----------

@@ -69,6 +69,12 @@ TEST(ParserErrors, PointsAtLineAndColumn) {
   EXPECT_NE(e.message.find("unterminated string"), std::string::npos);
 }
 
+TEST(ParserErrors, ControlBytesOfTheInputAreEscapedInMessages) {
+  auto e = error_of("import torch\n\ndef computation(x):\n  # x: \"cpu \x1b[31mf32[2]\"");
+  EXPECT_EQ(e.message.find('\x1b'), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("\\x1b"), std::string::npos) << e.message;
+}
+
 TEST(ParserErrors, UnknownSymbolsBecomeOpaque) {
   auto r = parse_trace("def f(x):\n  t0 = my.custom_op(x, 3, k=[1, 2])  # t0: \"cpu f32[1]\"\n  return t0");
   ASSERT_TRUE(r) << r.error->message;

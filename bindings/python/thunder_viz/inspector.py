@@ -130,7 +130,8 @@ class Inspector:
     def capture(self):
         """This rank's capture; under torch.distributed (a collective) rank 0's holds every rank's."""
         local = self._local_capture()
-        if process_group.active() and process_group.joined():
+        # Ours under the engine's group and a Thunder module under torch.distributed alike.
+        if process_group.active():
             return process_group.merged_capture(local)
         return local
 
@@ -161,7 +162,7 @@ class Inspector:
         """Writes a capture (*.tvz.json) the CLI and the GUI read."""
         path = os.fspath(path)
         cap = self.capture()
-        if process_group.active() and process_group.joined():
+        if process_group.active():
             rank = torch.distributed.get_rank()
             if "{rank}" not in path and rank != 0:
                 return None
