@@ -14,6 +14,7 @@ ValueError at the first call. With the reporter's workaround line it passes, and
 Prints each rank's outcome; exits 1 when a rank failed.
 """
 import sys
+import threading
 
 import torch
 
@@ -23,15 +24,21 @@ WORKAROUND = "--workaround" in sys.argv
 DISTRIBUTE = tv.fsdp if "--fsdp" in sys.argv else tv.ddp
 
 
+# The ranks are threads sharing torch's global generator: one rank seeds and draws at a time (under
+# torchrun each rank is a process with its own).
+draws = threading.Lock()
+
+
 def seed(rank):
-    torch.manual_seed(0)
-    model = torch.nn.Linear(5, 10, bias=False)
+    with draws:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(5, 10, bias=False)
+        torch.manual_seed(1 + rank)
+        x = torch.randn(2, 5)
     tmodel = tv.jit(model, semantics="thunder-2024-03")
     tmodel._lc_cd.fn = DISTRIBUTE(tmodel._lc_cd.fn)
     if WORKAROUND:
         tmodel._lc_cd.process_group_for_ddp = tmodel._lc_cd.fn.process_group_for_ddp
-    torch.manual_seed(1 + rank)
-    x = torch.randn(2, 5)
     try:
         tmodel(x).sum().backward()
     except ValueError as e:

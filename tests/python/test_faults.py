@@ -87,3 +87,22 @@ def test_numbers_outside_double_range_are_capture_errors(tmp_path):
 def test_import_traces_of_a_missing_file_says_so():
     with pytest.raises(FileNotFoundError, match="/missing/x__fwd__00.txt: no such file"):
         tv.import_traces(["/missing/x__fwd__00.txt"])
+
+
+def test_a_torch_call_that_fails_while_recording_says_where_and_with_what():
+    import torch
+
+    tm = tv.jit(torch.nn.Linear(5, 3))
+    with pytest.raises(tv.RecordedCallError) as info:
+        tm(torch.randn(2, 5, dtype=torch.float64))  # the weight is float32: torch refuses it in eager too
+    e = info.value
+    assert e.function == "torch.nn.functional.linear" and "test_faults.py:" in e.location
+    assert e.arguments == ["float64[2, 5]", "float32[3, 5]", "float32[3]"]
+    assert "same dtype" in e.reason and "x.to(torch.float32)" in str(e)
+    assert isinstance(e, RuntimeError)  # what eager torch raises, for callers that catch it
+
+
+def test_parse_errors_escape_the_inputs_control_bytes():
+    with pytest.raises(tv.TraceParseError) as info:
+        tv.parse('import torch\n\ndef computation(x):\n  # x: "cpu \x1b[31mf32[2]"\n  return x')
+    assert "\x1b" not in str(info.value) and "\\x1b" in str(info.value)

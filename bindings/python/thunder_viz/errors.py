@@ -22,3 +22,20 @@ class UnsupportedOp(NotImplementedError):
         if self.alternatives:
             msg += ". Supported alternatives: " + ", ".join(self.alternatives)
         super().__init__(msg)
+
+
+class RecordedCallError(RuntimeError):
+    """A torch call that failed while thunder_viz.jit recorded the forward (the call itself is
+    wrong, as it would be in eager mode): `function`, `location` ("file:line"), `arguments` (the
+    tensor arguments as "float32[2, 5]") and torch's own `reason`."""
+
+    def __init__(self, function, location, code, arguments, reason, hint=""):
+        self.function, self.location, self.arguments, self.reason = function, location, list(arguments), reason
+        msg = f"{function} failed at {location}"
+        msg += f" ({code.strip()})" if code else ""
+        msg += f": {reason}"
+        if self.arguments:
+            msg += f"; its tensor arguments: {', '.join(self.arguments)}"
+        if hint:
+            msg += f". {hint}"
+        super().__init__(msg)

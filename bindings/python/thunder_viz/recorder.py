@@ -14,7 +14,7 @@ import threading
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .errors import UnsupportedOp
+from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
@@ -249,9 +249,26 @@ class Recorder(TorchFunctionMode):
         handler = HANDLERS.get(key)
         if handler is None:
             raise self.unsupported(func_label(func), key=key)
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as e:
+            raise self.failed(func, args, kwargs, e) from e
         handler(self, out, *args, **kwargs)
         return out
+
+    def failed(self, func, args, kwargs, error):
+        """torch's error of a recorded call, with where it was made and what it was given."""
+        file, line = self.location
+        code = linecache.getline(file, line) if line else ""
+        tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)]
+        described = [f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}" for t in tensors]
+        floating = {t.dtype for t in tensors if t.is_floating_point()}
+        hint = ""
+        if len(floating) > 1:
+            hint = ("The tensors have different dtypes and this call does not promote them: cast the inputs to the "
+                    "parameters' dtype (e.g. x.to(torch.float32)) or the module to the inputs' (model.double())")
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return RecordedCallError(func_label(func), f"{shown_path(file)}:{line}", code, described, reason, hint)
 
 
 # ---------------------------------------------------------------- handlers
