@@ -1,4 +1,5 @@
 // thunder-viz: the command line (batch mode) and the GUI of Thunder Viz.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <new>
@@ -6,6 +7,7 @@
 #include <system_error>
 
 #include "cli/command.h"
+#include "exec/device_check.h"
 #include "ir/builder.h"
 #ifdef TV_HAVE_GUI
 #include "gui/gui_commands.h"
@@ -18,6 +20,7 @@ namespace {
 std::string printable_error(const std::string& what) {
   std::string text = what;
   if (auto at = text.find("Exception raised from "); at != std::string::npos) text.erase(at);
+  if (auto at = text.find("\nframe #0: "); at != std::string::npos) text.erase(at);  // LibTorch 1.13's
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   std::string out;
   for (unsigned char c : text) {
@@ -30,6 +33,19 @@ std::string printable_error(const std::string& what) {
     }
   }
   return out;
+}
+
+// LibTorch's out-of-memory report ("[enforce fail at alloc_cpu.cpp:75] ... you tried to allocate N
+// bytes ...") as what ran out, how much was asked for, and what to do.
+std::string out_of_memory(const std::string& what) {
+  std::string asked;
+  auto at = what.find("tried to allocate ");
+  if (at == std::string::npos) at = what.find("Tried to allocate ");
+  if (at != std::string::npos) {
+    auto end = std::min({what.find(". ", at), what.find('\n', at), what.find(" (", at), what.size()});
+    asked = " (" + what.substr(at, end - at) + ")";
+  }
+  return "out of memory" + asked + "; try a smaller model (--param), fewer ranks (--world) or more memory";
 }
 
 int report(const std::string& what, int code) {
@@ -83,6 +99,7 @@ int main(int argc, char** argv) {
                     tv::cli::kDifference);
     return report(e.what(), tv::cli::kDifference);
   } catch (const std::exception& e) {
+    if (tv::exec::is_out_of_memory(e.what())) return report(out_of_memory(e.what()), tv::cli::kDifference);
     return report(e.what(), tv::cli::kDifference);
   }
 }

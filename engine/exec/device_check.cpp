@@ -39,6 +39,7 @@ std::string device_unavailable(const std::string& device, int ranks) {
 
 bool is_out_of_memory(const std::string& error_text) {
   return error_text.find("out of memory") != std::string::npos ||
+         error_text.find("can't allocate memory") != std::string::npos ||  // LibTorch's CPU allocator
          error_text.find("CUDA_ERROR_OUT_OF_MEMORY") != std::string::npos ||
          error_text.find("cudaErrorMemoryAllocation") != std::string::npos;
 }

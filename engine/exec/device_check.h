@@ -12,7 +12,7 @@ namespace tv::exec {
 int visible_gpus();
 std::string device_unavailable(const std::string& device, int ranks = 1);
 
-// True when an error text is LibTorch's (or CUDA's) out-of-memory report.
+// True when an error text is LibTorch's (CPU or CUDA) or CUDA's out-of-memory report.
 bool is_out_of_memory(const std::string& error_text);
 
 }  // namespace tv::exec

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Faults never abort and saves leave nothing behind, as a user of the command line meets them:
-# a thread limit below what a World needs, unbounded inputs, empty, linked and read-only outputs,
+# a thread limit below what a World needs, memory exhaustion, unbounded inputs, empty, linked and read-only outputs,
 # control bytes in an input that an error message quotes.
 # Usage: faults_test.sh THUNDER_VIZ
 set -uo pipefail
@@ -44,6 +44,17 @@ elif [[ $(id -u) -eq 0 ]] && ! setpriv --reuid=65534 --regid=65534 --clear-group
 else
   check 1 "could not start (a thread|gloo's threads).*ulimit -u" under_thread_limit "$tool" compare --model linear \
     --order jit,ddp --order ddp,jit --world 32
+fi
+
+# Memory exhaustion (an address-space limit below the model's weights): what ran out and what to do,
+# exit 1, no LibTorch backtrace.
+check 1 "^error: out of memory \(tried to allocate [0-9]+ bytes\); try a smaller model" \
+  bash -c 'ulimit -v 4000000 && exec "$@"' - "$tool" run --model gpt --param d_model=4096 --param layers=8 --param vocab=50000
+if grep -q "frame #" "$tmp/out"; then
+  echo "FAIL: the out-of-memory error carries LibTorch's backtrace"
+  failures=$((failures + 1))
+else
+  passes=$((passes + 1))
 fi
 
 # Unbounded inputs end at the size limit.
