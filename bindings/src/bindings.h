@@ -10,6 +10,10 @@
 #include "ir/trace.h"
 #include "history/stages.h"
 
+namespace tv::dist {
+class Communicator;
+}
+
 namespace tv::py_bindings {
 
 struct PyTrace {
@@ -32,5 +36,8 @@ pybind11::dict stages_dict(const StageHistory& h);
 void bind_traces(pybind11::module_& m);
 // execute_trace (execute.cpp): a trace on the engine's executor with Python values.
 void bind_execute(pybind11::module_& m);
+// The calling thread's communicator (module.cpp): its run_world rank's, else this process's after
+// join_process_group, else nullptr (a single rank).
+dist::Communicator* current_communicator();
 
 }  // namespace tv::py_bindings

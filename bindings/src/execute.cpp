@@ -6,7 +6,9 @@
 // converted both ways (tensors are shared, not copied). `module` is what a prologue unpacks
 // (`globals()['__function_obj']`): parameters and buffers are read with get_parameter / get_buffer
 // of that nn.Module, attributes with getattr along the dotted name (bool, int, float and str
-// attributes; others are absent). The run is on CPU under no-grad, as
+// attributes; others are absent). Collectives run over the calling thread's communicator
+// (run_world's rank, or the process's after join_process_group); without one, as one rank alone.
+// The run is on CPU under no-grad, as
 // Thunder runs its traces; an op the executor does not know raises ExecError naming it.
 #include <torch/extension.h>
 
@@ -123,6 +125,9 @@ py::object execute_trace(const PyTrace& trace, const py::list& inputs, const py:
     view.emplace(module);
     options.module = &*view;
   }
+  // A trace's collectives (Thunder's DDP all-reduces) run over the caller's group: without one
+  // they compute what one rank alone would, which is not what a world of several computes.
+  if (auto* comm = current_communicator()) options.user = comm;
   exec::Executor executor(options);
   return to_python(executor.run(*trace.t, values, named));
 }

@@ -441,6 +441,9 @@ class JitCore {
 };
 
 }  // namespace
+
+dist::Communicator* current_communicator() { return current_rank().comm; }
+
 }  // namespace tv::py_bindings
 
 using namespace tv;

@@ -7,18 +7,36 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <system_error>
+
+#include <c10/util/Exception.h>
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
 
 #include "dist/communicator.h"
 
 namespace tv::dist {
 
 namespace {
+
+// LibTorch's message without its backtrace.
+std::string message_of(const std::exception& e) {
+  if (auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
+  return e.what();
+}
+
+// torch's TCPStore serves through libuv by default from 2.4, and a LibTorch built without it
+// (Debian's) refuses that: USE_LIBUV=0 asks for the classic server, as it does in torch's Python.
+[[maybe_unused]] bool use_libuv(bool torch_default) {
+  const char* v = std::getenv("USE_LIBUV");
+  if (!v || !*v) return torch_default;
+  return std::string(v) != "0";
+}
 
 // c10d's HashStore whose waits end when the store is aborted.
 class AbortableHashStore : public c10d::HashStore {
@@ -129,13 +147,16 @@ std::shared_ptr<Store> Store::tcp(const std::string& host, int port, bool is_ser
   o.numWorkers = static_cast<std::size_t>(world_size);
   o.waitWorkers = false;
   o.timeout = timeout;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+  o.useLibUV = use_libuv(o.useLibUV);
+#endif
   auto impl = std::make_shared<Impl>();
   try {
     auto s = c10::make_intrusive<c10d::TCPStore>(host, o);
     impl->port = s->getPort();
     impl->root = s;
   } catch (const std::exception& e) {
-    std::string what = e.what();
+    std::string what = message_of(e);
     if (is_server)
       throw DistError(DistError::Kind::init,
                       "tv.dist: rank 0 could not host the TCP store on port " + std::to_string(port) + ": " + what +
@@ -171,7 +192,7 @@ std::string Store::get(const std::string& key) {
   } catch (const std::exception& e) {
     throw DistError(DistError::Kind::init,
                     "tv.dist: store key '" + key + "' did not appear within " + std::to_string(timeout().count()) +
-                        " ms: " + e.what(),
+                        " ms: " + message_of(e),
                     "store", timeout());
   }
 }

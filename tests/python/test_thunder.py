@@ -240,9 +240,16 @@ def test_ddp_on_two_gloo_ranks_records(thunder_env, tmp_path):
     cap = tv.load(results[0]["path"])
     assert cap.num_pipelines == 1 and cap.stages(0)["backward"]
     with open(results[0]["path"]) as f:
-        ranks = json.load(f)["pipelines"][0]["replay"]["ranks"]
-    print("merged capture: ranks", [(r["rank"], r.get("error") or "ran") for r in ranks])
+        pipeline = json.load(f)["pipelines"][0]
+    ranks = pipeline["replay"]["ranks"]
+    print("merged capture: ranks", [(r["rank"], r.get("error") or "ran", [(g["name"], g["max_abs"]) for g in r["gradients"]])
+                                    for r in ranks], "outcome", pipeline["outcome"]["kind"])
     assert [r["rank"] for r in ranks] == [0, 1], "rank 0's capture holds every rank's replay"
+    # The engine replays Thunder's backward with its all-reduces (over the engine's group beside
+    # torch's): each rank's gradients equal what Thunder's DDP left in .grad.
+    for r in ranks:
+        assert not r["error"] and len(r["gradients"]) == 4 and all(g["pass"] for g in r["gradients"]), r
+    assert pipeline["outcome"]["kind"] == "passed", pipeline["outcome"]
 
 
 def test_compare_thunders_call_with_ours(thunder):

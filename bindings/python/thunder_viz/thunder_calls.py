@@ -18,6 +18,7 @@ rule). An op the executor does not know ends the replay with an error naming it.
 import torch
 
 from . import _thunder_viz as _C
+from . import process_group
 from .traces import parse
 
 
@@ -176,6 +177,10 @@ class ThunderRecorder:
         if "prologue" not in stages or "forward" not in stages:
             replay.error = "no prologue or computation trace"
             return
+        if process_group.active():
+            # Under torch.distributed the traces' collectives (DDP's all-reduces) run over the engine's
+            # group beside torch's: every rank replays at the same call, so every rank joins here.
+            process_group.join()
         inputs = self._computation_inputs(stages, args, kwargs, replay)
         result = _C.execute_trace(stages["forward"][-1].trace, inputs)
         augmented = isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], dict)
