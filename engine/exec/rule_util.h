@@ -20,6 +20,14 @@ inline at::Tensor optional_tensor_at(Args a, size_t i) {
 }
 inline std::vector<int64_t> ints_at(Args a, size_t i, const char* name) { return rarg(a, i, name).ints(); }
 inline int64_t int_at(Args a, size_t i, const char* name) { return rarg(a, i, name).integer_value(); }
+// Sizes given as one sequence (`reshape(a, (2, 16))`) or as the remaining arguments, as Thunder's
+// `*shape` prints them (`ltorch.view(q, 2, 16, 4, 16)`).
+inline std::vector<int64_t> sizes_from(Args a, size_t i, const char* name) {
+  if (a.size() <= i + 1 || rarg(a, i, name).is_sequence()) return ints_at(a, i, name);
+  std::vector<int64_t> sizes;
+  for (size_t k = i; k < a.size(); ++k) sizes.push_back(a[k].integer_value());
+  return sizes;
+}
 inline double number_at(Args a, size_t i, const char* name) { return rarg(a, i, name).number(); }
 // An argument given by keyword, else at position i; null when neither (Thunder's printouts pass
 // some arguments by keyword, e.g. keepdim, attn_mask, is_causal).

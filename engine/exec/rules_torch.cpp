@@ -168,14 +168,14 @@ void register_torch_rules() {
     return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));
   });
 
-  alias("ltorch.reshape", "prims.reshape");
+  def("ltorch.reshape", [](Args a, Kw) { return RValue::of(reshaped(tensor_at(a, 0, "a"), sizes_from(a, 1, "shape"))); });
   alias("ltorch.view", "ltorch.reshape");
   def("ltorch.transpose", [](Args a, Kw) {
     return RValue::of(tensor_at(a, 0, "a").transpose(int_at(a, 1, "dim0"), int_at(a, 2, "dim1")));
   });
-  def("ltorch.permute", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").permute(ints_at(a, 1, "dims"))); });
+  def("ltorch.permute", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").permute(sizes_from(a, 1, "dims"))); });
   def("ltorch.unsqueeze", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").unsqueeze(int_at(a, 1, "dim"))); });
-  def("ltorch.expand", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").expand(ints_at(a, 1, "shape"))); });
+  def("ltorch.expand", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").expand(sizes_from(a, 1, "shape"))); });
   alias("ltorch.broadcast_in_dim", "prims.broadcast_in_dim");
   def("ltorch.split", [](Args a, Kw) {
     std::vector<RValue> parts;
@@ -232,6 +232,21 @@ void register_torch_rules() {
     alias(std::string("torch.") + n, std::string("ltorch.") + n);
   alias("torch.div", "ltorch.true_divide");
   alias("torch.Tensor.expand", "ltorch.expand");
+  // The torch executor's implementations of prims, as its final traces call them.
+  alias("torch_prims_reshape_impl", "ltorch.reshape");
+  alias("torch_slice_prim_impl", "prims.slice");
+  alias("torch_div_prim_impl", "prims.div");
+  def("torch.nn.functional.smooth_l1_loss", [](Args a, Kw k) {
+    const RValue* r = argument(a, 4, k, "reduction");
+    const std::string reduction = r && r->kind == RValue::Kind::string ? r->s : "mean";
+    const RValue* beta = argument(a, 5, k, "beta");
+    int64_t mode = reduction == "none" ? at::Reduction::None : reduction == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
+    if (reduction != "none" && reduction != "sum" && reduction != "mean")
+      throw ExecError("torch.nn.functional.smooth_l1_loss: unknown reduction '" + reduction + "'",
+                      "torch.nn.functional.smooth_l1_loss");
+    return RValue::of(at::smooth_l1_loss(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), mode,
+                                         beta && !beta->is_none() ? beta->number() : 1.0));
+  });
   for (const char* n : {"linear", "gelu", "silu", "relu", "softmax", "log_softmax", "layer_norm", "cross_entropy",
                         "embedding"})
     alias(std::string("torch.nn.functional.") + n, std::string("ltorch.") + n);

@@ -583,6 +583,36 @@ TEST_F(ExecTest, ExecOpaqueSymbolIsRefused) {
   expect_close(Executor().run(*r.trace, Ts{x}).tensor(), x * 3, "registered rule");
 }
 
+// Thunder prints view, permute and expand with their sizes as separate arguments (`*shape`).
+TEST_F(ExecTest, ExecShapesGivenAsSeparateArguments) {
+  auto r = parse_trace(
+      "def computation(x):\n  # x: \"cpu f32[2, 12]\"\n"
+      "  t0 = ltorch.view(x, 2, 3, 4)  # t0: \"cpu f32[2, 3, 4]\"\n"
+      "  t1 = ltorch.permute(t0, 2, 0, 1)  # t1: \"cpu f32[4, 2, 3]\"\n"
+      "  t2 = ltorch.reshape(t1, (8, 3))  # t2: \"cpu f32[8, 3]\"\n"
+      "  return t2");
+  ASSERT_TRUE(r.trace) << r.error->message;
+  at::Tensor x = randn({2, 12});
+  expect_close(Executor().run(*r.trace, Ts{x}).tensor(), x.view({2, 3, 4}).permute({2, 0, 1}).reshape({8, 3}),
+               "view, permute and reshape");
+}
+
+// The torch executor's prim implementations and functional calls, as Thunder's final traces write them.
+TEST_F(ExecTest, ExecTorchExecutorSpellings) {
+  auto r = parse_trace(
+      "def computation(x, y):\n  # x: \"cpu f32[2, 8]\"\n  # y: \"cpu f32[4, 4]\"\n"
+      "  t0 = torch_prims_reshape_impl(x, (4, 4))  # t0: \"cpu f32[4, 4]\"\n"
+      "  t1 = torch_slice_prim_impl(t0, [0, 1], [4, 3], [1, 1])  # t1: \"cpu f32[4, 2]\"\n"
+      "  t2 = torch_div_prim_impl(t1, 2.0)  # t2: \"cpu f32[4, 2]\"\n"
+      "  t3 = torch.nn.functional.smooth_l1_loss(t0, y)  # t3: \"cpu f32[]\"\n"
+      "  return (t2, t3)");
+  ASSERT_TRUE(r.trace) << r.error->message;
+  at::Tensor x = randn({2, 8}), y = randn({4, 4});
+  auto out = Executor().run(*r.trace, Ts{x, y});
+  expect_close(out.items.at(0).tensor(), x.reshape({4, 4}).slice(1, 1, 3) / 2.0, "reshape, slice, div");
+  expect_close(out.items.at(1).tensor(), at::smooth_l1_loss(x.reshape({4, 4}), y), "smooth_l1_loss");
+}
+
 // A helper of Thunder's backward that the registry lacks, with a destructuring target.
 TEST_F(ExecTest, ExecOpaqueSymbolOfAThunderPrintoutIsNamed) {
   auto r = parse_trace(
