@@ -211,9 +211,23 @@ void register_torch_rules() {
     return RValue::tuple({RValue::of(var), RValue::of(mean)});
   });
 
+  // arange(end) as the engine records it; arange(start, end, step) and the keywords as Thunder's
+  // printouts write it (`torch.arange(start=0, step=1, end=16, device=..., dtype=None)`).
   def("ltorch.arange", [](Args a, Kw k) {
-    at::TensorOptions o = creation_options(a, 1, k).dtype(at::kLong);
-    return RValue::of(at::arange(int_at(a, 0, "end"), o));
+    size_t numbers = 0;
+    while (numbers < a.size() && numbers < 3 && a[numbers].is_number()) ++numbers;
+    const RValue* start = numbers >= 2 ? &a[0] : rkwarg(k, "start");
+    const RValue* end = numbers >= 2 ? &a[1] : numbers == 1 ? &a[0] : rkwarg(k, "end");
+    const RValue* step = numbers == 3 ? &a[2] : rkwarg(k, "step");
+    if (!end) throw ExecError("ltorch.arange: no end given (positionally or as end=)", "ltorch.arange");
+    const RValue* dtype = rkwarg(k, "dtype");
+    at::TensorOptions o = creation_options(a, numbers, k);
+    auto integral = [](const RValue* v) { return !v || v->is_none() || v->kind == RValue::Kind::integer; };
+    if (!(dtype && dtype->kind == RValue::Kind::dtype) && !find_kind(a, numbers, RValue::Kind::dtype) &&
+        integral(start) && integral(end) && integral(step))
+      o = o.dtype(at::kLong);  // integers give int64, as torch.arange does
+    return RValue::of(at::arange(start && !start->is_none() ? scalar_of(*start) : at::Scalar(0), scalar_of(*end),
+                                 step && !step->is_none() ? scalar_of(*step) : at::Scalar(1), o));
   });
   def("ltorch.full", [](Args a, Kw k) {
     return RValue::of(at::full(ints_at(a, 0, "shape"), scalar_of(rarg(a, 1, "fill")), creation_options(a, 2, k)));

@@ -79,11 +79,17 @@ def _arguments_of(trace):
     return [torch.randn(*shapes[a]) for a in trace.args]
 
 
-def test_execute_names_the_op_it_does_not_know():
-    # The final GPT block forward calls the torch executor's own functions, opaque to the engine.
+def test_execute_runs_the_torch_executors_functions_and_names_the_op_it_does_not_know():
+    # The final GPT block forward calls the torch executor's own functions (torch_prims_reshape_impl,
+    # torch_slice_prim_impl, torch.arange by keyword, ...): the engine runs them.
     path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "thunder_cpu", "gpt_block__fwd__06.txt")
     trace = tv.parse(open(path).read())
-    with pytest.raises(tv.ExecError, match="symbol 'torch_prims_reshape_impl' is not executable"):
+    result = tv.execute_trace(trace, _arguments_of(trace))
+    assert isinstance(result, tuple) and result
+    # The llama block's acquired forward calls prims.slice_prim, which the engine does not know.
+    path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "thunder_cpu", "llama_block__fwd__00.txt")
+    trace = tv.parse(open(path).read())
+    with pytest.raises(tv.ExecError, match="symbol 'prims.slice_prim' is not executable"):
         tv.execute_trace(trace, _arguments_of(trace))
 
 

@@ -605,12 +605,14 @@ TEST_F(ExecTest, ExecTorchExecutorSpellings) {
       "  t1 = torch_slice_prim_impl(t0, [0, 1], [4, 3], [1, 1])  # t1: \"cpu f32[4, 2]\"\n"
       "  t2 = torch_div_prim_impl(t1, 2.0)  # t2: \"cpu f32[4, 2]\"\n"
       "  t3 = torch.nn.functional.smooth_l1_loss(t0, y)  # t3: \"cpu f32[]\"\n"
-      "  return (t2, t3)");
+      "  t4 = torch.arange(start=1, step=2, end=9, device=torch.device(\"cpu\"), dtype=None)  # t4: \"cpu i64[4]\"\n"
+      "  return (t2, t3, t4)");
   ASSERT_TRUE(r.trace) << r.error->message;
   at::Tensor x = randn({2, 8}), y = randn({4, 4});
   auto out = Executor().run(*r.trace, Ts{x, y});
   expect_close(out.items.at(0).tensor(), x.reshape({4, 4}).slice(1, 1, 3) / 2.0, "reshape, slice, div");
   expect_close(out.items.at(1).tensor(), at::smooth_l1_loss(x.reshape({4, 4}), y), "smooth_l1_loss");
+  EXPECT_TRUE(at::equal(out.items.at(2).tensor(), at::arange(1, 9, 2, at::kLong))) << out.items.at(2).tensor();
 }
 
 // A helper of Thunder's backward that the registry lacks, with a destructuring target.
