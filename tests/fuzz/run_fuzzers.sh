@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (clang-16, ASan + UBSan, into build-fuzz/ over the main build) and
 # runs them over their seed corpora.
-#     tests/fuzz/run_fuzzers.sh --short             a seeded, deterministic run: every regression input,
+#     tests/fuzz/run_fuzzers.sh --short             a seeded run of fixed length: every regression input,
 #                                                   then a fixed number of mutations per target
 #     tests/fuzz/run_fuzzers.sh --long SECONDS      fuzz each target for SECONDS; report inputs per
 #                                                   second and the total (the goal: >= 10 million each)
