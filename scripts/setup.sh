@@ -13,17 +13,7 @@ packages=(
   libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev libstb-dev libdtl-dev python3-jsonschema
   fonts-dejavu-core
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+scripts/apt_install.sh setup "${packages[@]}"
 
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 if [ -x /usr/local/cuda/bin/nvcc ]; then

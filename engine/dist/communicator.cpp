@@ -89,6 +89,11 @@ std::unique_ptr<Communicator> make_communicator(Backend backend, std::shared_ptr
 
 namespace detail {
 
+std::string message_of(const std::exception& e) {
+  if (auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
+  return e.what();
+}
+
 std::string join_ranks(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);

@@ -79,6 +79,7 @@ class CommBase : public Communicator {
 };
 
 std::string join_ranks(const std::vector<int>& ranks);  // "1, 2"
+std::string message_of(const std::exception& e);        // what(), without LibTorch's backtrace
 
 #ifdef TV_HAVE_CUDA
 std::unique_ptr<Communicator> make_nccl(std::shared_ptr<Store> store, int rank, int size, const CommOptions& options);

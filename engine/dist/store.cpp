@@ -11,24 +11,17 @@
 #include <cstring>
 #include <system_error>
 
-#include <c10/util/Exception.h>
-
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/version.h>
 
 #include "dist/communicator.h"
+#include "dist/detail.h"
 
 namespace tv::dist {
 
 namespace {
-
-// LibTorch's message without its backtrace.
-std::string message_of(const std::exception& e) {
-  if (auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
-  return e.what();
-}
 
 // torch's TCPStore serves through libuv by default from 2.4, and a LibTorch built without it
 // (Debian's) refuses that: USE_LIBUV=0 asks for the classic server, as it does in torch's Python.
@@ -156,7 +149,7 @@ std::shared_ptr<Store> Store::tcp(const std::string& host, int port, bool is_ser
     impl->port = s->getPort();
     impl->root = s;
   } catch (const std::exception& e) {
-    std::string what = message_of(e);
+    std::string what = detail::message_of(e);
     if (is_server)
       throw DistError(DistError::Kind::init,
                       "tv.dist: rank 0 could not host the TCP store on port " + std::to_string(port) + ": " + what +
@@ -192,7 +185,7 @@ std::string Store::get(const std::string& key) {
   } catch (const std::exception& e) {
     throw DistError(DistError::Kind::init,
                     "tv.dist: store key '" + key + "' did not appear within " + std::to_string(timeout().count()) +
-                        " ms: " + message_of(e),
+                        " ms: " + detail::message_of(e),
                     "store", timeout());
   }
 }

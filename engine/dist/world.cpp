@@ -1,8 +1,6 @@
 // World: ranks as threads over an in-process store.
 #include "dist/world.h"
 
-#include <c10/util/Exception.h>
-
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -11,6 +9,7 @@
 #include <system_error>
 #include <thread>
 
+#include "dist/detail.h"
 #include "dist/store.h"
 
 namespace tv::dist {
@@ -28,8 +27,7 @@ std::string exhaustion_message(const std::exception& e) {
   if (auto* s = dynamic_cast<const std::system_error*>(&e); s && s->code() == std::errc::resource_unavailable_try_again)
     return std::string("could not start a thread (") + s->what() +
            "): the process reached its limit of threads (ulimit -u) or of memory for thread stacks";
-  if (auto* c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
-  return e.what();
+  return detail::message_of(e);
 }
 
 // What the rank threads share. It is owned jointly by run_all and the threads, so a rank that

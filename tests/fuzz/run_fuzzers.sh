@@ -27,17 +27,7 @@ done
 ((${#targets[@]})) || targets=(trace_parser capture_decoder batch_config)
 
 # clang 16 (Debian's clang-16): LibTorch's headers need a clang whose libstdc++ support has std::source_location.
-missing=()
-for p in clang-16 libclang-rt-16-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "fuzz: installing ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+"$root/scripts/apt_install.sh" fuzz clang-16 libclang-rt-16-dev
 [ -f "$root/build/lib/libtv_capture.a" ] || "$root/scripts/setup.sh"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
