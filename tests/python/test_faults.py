@@ -51,7 +51,10 @@ def test_run_world_under_a_thread_limit_is_an_error_not_an_abort(tmp_path):
                OMP_NUM_THREADS="1")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
                           cwd=str(tmp_path))
-    if done.returncode != 0 and "Permission denied" in done.stderr:
+    # A folder on the way that others may not enter (a checkout in a 0700 mktemp folder) hides the
+    # package from nobody: Python then reports it missing, not unreadable.
+    unreadable = "Permission denied" in done.stderr or "No module named 'thunder_viz'" in done.stderr
+    if prelude and done.returncode != 0 and unreadable:
         pytest.skip("nobody cannot read the package: " + done.stderr.strip().splitlines()[-1])
     assert done.returncode == 0, done.stderr
     assert "could not start" in done.stdout and "ulimit -u" in done.stdout, done.stdout
