@@ -1,17 +1,18 @@
 // The extension _thunder_viz: the jit of recorded torch programs, the executor bridge, the world.
 // This is the one file that includes <torch/extension.h> (the torch.Tensor <-> at::Tensor caster).
 // Contract:
-//  - A Program is what the Python recorder saw: ops by engine name with their arguments (slots of
-//    earlier values, parameters by qualified name, literals) and the user's file:line header. Its
-//    forward replays the ops on proxies with ltorch; an unknown op name is an OpError.
+//  - A Program is what the Python recorder saw: calls of engine symbols ("ltorch.linear") with their
+//    arguments and keywords (slots of earlier values, parameters by qualified name, literals) and
+//    the user's file:line header. Its forward makes each call with TraceBuilder::call, the one
+//    path for every op (no per-op code here); an unknown symbol is an OpError.
 //  - JitCore holds the engine Module whose parameters ARE the torch module's tensors (shared
 //    TensorImpl, no copy). build() makes a cache entry: a copy of that module with the inputs,
 //    the pipeline built for the transform order (transform_module, acquisition, autograd, passes).
 //  - Entry.forward runs prologue -> forward (step_forward of engine/replay/step.h, as replay does)
 //    and returns the output tensors and the saved-for-backward values; Entry.backward runs the
 //    backward trace (step_backward) and returns one gradient per bridge tensor (inputs, then the
-//    module's parameters in order; None where there is none). Each keeps the per-bound-symbol times
-//    of its last run (forward_timings: prologue and forward; backward_timings).
+//    module's parameters in order; None where there is none). With `timed` set, each keeps the
+//    per-bound-symbol times of its last run (forward_timings: prologue and forward; backward_timings).
 //  - check_against_reference is replay's check (engine/replay/replay.h), so the Inspector's checks of
 //    Python calls against eager torch use the same tolerances as `thunder-viz run`.
 //  - run_world(W, fn) runs fn(rank) on W threads (gloo ranks); jitted modules built on a rank's
@@ -56,20 +57,19 @@ struct Ref {
   std::string param;  // or a parameter/buffer by qualified name
 };
 
+// An argument as recorded: a literal, a reference to a tensor, or a list or tuple of arguments.
 struct Arg {
-  enum class Kind { none, boolean, integer, floating, string, ints, ref, refs, dtype } kind = Kind::none;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<int64_t> ints;
-  std::vector<Ref> refs;  // ref: one; refs: a list
-  DType dtype = DType::f32;
+  enum class Kind { literal, ref, list, tuple } kind = Kind::literal;
+  Value literal;  // None, bool, int, float, str, dtype, device, a tuple of ints
+  Ref ref;
+  std::vector<Arg> items;
 };
 
+// One call of an engine symbol ("ltorch.add"); its outputs' proxies fill `outputs`, in order.
 struct Op {
-  std::string name;
+  std::string symbol;
   std::vector<Arg> args;
+  std::vector<std::pair<std::string, Arg>> kwargs;
   std::vector<int> outputs;  // slots
   std::string header;        // "tests/python/test_jit.py:12: \t    h = self.fc1(x)"
 };
@@ -89,41 +89,39 @@ Ref ref_of(const py::handle& h) {
   throw py::value_error("bad reference tag '" + tag + "'");
 }
 
-// Python encoding: None, bool, int, float, str, a sequence of ints, ("v", slot), ("p", name),
-// ("l", [refs]), ("d", "f32").
+// The recorder's encoding (recorder.py, Recorder.enc): None, bool, int, float, str, a sequence of
+// ints, ("v", slot), ("p", name), ("l", [args]), ("t", [args]), ("d", "f32"), ("dev", "cuda:0").
 Arg arg_of(const py::handle& h) {
   Arg a;
   if (h.is_none()) return a;
   if (py::isinstance<py::bool_>(h)) {
-    a.kind = Arg::Kind::boolean;
-    a.b = py::cast<bool>(h);
+    a.literal = Value::boolean(py::cast<bool>(h));
   } else if (py::isinstance<py::int_>(h)) {
-    a.kind = Arg::Kind::integer;
-    a.i = py::cast<int64_t>(h);
+    a.literal = Value::integer(py::cast<int64_t>(h));
   } else if (py::isinstance<py::float_>(h)) {
-    a.kind = Arg::Kind::floating;
-    a.f = py::cast<double>(h);
+    a.literal = Value::floating(py::cast<double>(h));
   } else if (py::isinstance<py::str>(h)) {
-    a.kind = Arg::Kind::string;
-    a.s = py::cast<std::string>(h);
+    a.literal = Value::string(py::cast<std::string>(h));
   } else if (py::isinstance<py::tuple>(h) && py::len(h) == 2 && py::isinstance<py::str>(py::reinterpret_borrow<py::tuple>(h)[0])) {
     auto t = py::reinterpret_borrow<py::tuple>(h);
     auto tag = py::cast<std::string>(t[0]);
-    if (tag == "l") {
-      a.kind = Arg::Kind::refs;
-      for (auto item : t[1]) a.refs.push_back(ref_of(item));
+    if (tag == "l" || tag == "t") {
+      a.kind = tag == "l" ? Arg::Kind::list : Arg::Kind::tuple;
+      for (auto item : t[1]) a.items.push_back(arg_of(item));
     } else if (tag == "d") {
-      a.kind = Arg::Kind::dtype;
       auto d = dtype_from_short(py::cast<std::string>(t[1]));
       if (!d) throw py::value_error("unknown dtype " + py::cast<std::string>(t[1]));
-      a.dtype = *d;
+      a.literal = Value::of(*d);
+    } else if (tag == "dev") {
+      auto d = Device::parse(py::cast<std::string>(t[1]));
+      if (!d) throw py::value_error("unknown device " + py::cast<std::string>(t[1]));
+      a.literal = Value::of(*d);
     } else {
       a.kind = Arg::Kind::ref;
-      a.refs.push_back(ref_of(h));
+      a.ref = ref_of(h);
     }
   } else if (py::isinstance<py::sequence>(h)) {
-    a.kind = Arg::Kind::ints;
-    for (auto item : h) a.ints.push_back(py::cast<int64_t>(item));
+    a.literal = Value::ints(py::cast<std::vector<int64_t>>(h));
   } else {
     throw py::type_error("unsupported argument in a recorded program: " + py::cast<std::string>(py::repr(h)));
   }
@@ -137,17 +135,18 @@ std::shared_ptr<const Program> program_of(const py::dict& d) {
   for (auto item : d["ops"]) {
     auto t = py::reinterpret_borrow<py::tuple>(item);
     Op op;
-    op.name = py::cast<std::string>(t[0]);
+    op.symbol = py::cast<std::string>(t[0]);
     for (auto a : t[1]) op.args.push_back(arg_of(a));
-    op.outputs = py::cast<std::vector<int>>(t[2]);
-    op.header = py::cast<std::string>(t[3]);
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(t[2])) op.kwargs.emplace_back(py::cast<std::string>(k), arg_of(v));
+    op.outputs = py::cast<std::vector<int>>(t[3]);
+    op.header = py::cast<std::string>(t[4]);
     p->ops.push_back(std::move(op));
   }
   for (auto item : d["outputs"]) p->outputs.push_back(ref_of(item));
   return p;
 }
 
-// Replays a program on proxies.
+// Replays a program on proxies: each op is one TraceBuilder::call of its symbol.
 class Replayer {
  public:
   Replayer(const Program& p, jit::ForwardContext& ctx) : p_(p), ctx_(ctx), slots_(p.num_slots) {
@@ -155,11 +154,17 @@ class Replayer {
   }
 
   std::vector<ProxyPtr> run() {
+    auto& b = ctx_.builder();
     for (const auto& op : p_.ops) {
-      ctx_.builder().set_location(op.header);
-      auto outs = dispatch(op);
+      b.set_location(op.header);
+      std::vector<Value> args;
+      for (const auto& a : op.args) args.push_back(value(a));
+      Kwargs kwargs;
+      for (const auto& [k, a] : op.kwargs) kwargs.emplace_back(k, value(a));
+      std::vector<ProxyPtr> outs;
+      for_each_proxy(b.call(op.symbol, std::move(args), std::move(kwargs)), [&](const ProxyPtr& p) { outs.push_back(p); });
       if (outs.size() != op.outputs.size())
-        throw OpError(op.header + ": " + op.name + " gave " + std::to_string(outs.size()) + " values, the recording expected " +
+        throw OpError(op.header + ": " + op.symbol + " gave " + std::to_string(outs.size()) + " values, the recording expected " +
                       std::to_string(op.outputs.size()));
       for (size_t k = 0; k < outs.size(); ++k) slots_.at(op.outputs[k]) = outs[k];
     }
@@ -175,118 +180,33 @@ class Replayer {
     if (!p) throw OpError("the recorded program reads a value before it is defined (slot " + std::to_string(r.slot) + ")");
     return p;
   }
-  const Arg& at(const Op& op, size_t k) const {
-    if (k >= op.args.size()) throw OpError(op.name + ": missing argument " + std::to_string(k));
-    return op.args[k];
-  }
-  ProxyPtr T(const Op& op, size_t k) const {
-    const auto& a = at(op, k);
-    if (a.kind == Arg::Kind::none) return nullptr;
-    if (a.kind != Arg::Kind::ref) throw OpError(op.name + ": argument " + std::to_string(k) + " must be a tensor");
-    return proxy(a.refs[0]);
-  }
-  Value V(const Op& op, size_t k) const {
-    const auto& a = at(op, k);
+  Value value(const Arg& a) const {
     switch (a.kind) {
-      case Arg::Kind::ref: return Value::of(proxy(a.refs[0]));
-      case Arg::Kind::boolean: return Value::boolean(a.b);
-      case Arg::Kind::integer: return Value::integer(a.i);
-      case Arg::Kind::floating: return Value::floating(a.f);
-      case Arg::Kind::none: return Value::none();
-      default: throw OpError(op.name + ": argument " + std::to_string(k) + " must be a tensor or a number");
+      case Arg::Kind::literal: return a.literal;
+      case Arg::Kind::ref: return Value::of(proxy(a.ref));
+      case Arg::Kind::list:
+      case Arg::Kind::tuple: {
+        std::vector<Value> items;
+        for (const auto& item : a.items) items.push_back(value(item));
+        return a.kind == Arg::Kind::list ? Value::list(std::move(items)) : Value::tuple(std::move(items));
+      }
     }
-  }
-  int64_t I(const Op& op, size_t k) const {
-    const auto& a = at(op, k);
-    if (a.kind == Arg::Kind::integer) return a.i;
-    if (a.kind == Arg::Kind::boolean) return a.b;
-    throw OpError(op.name + ": argument " + std::to_string(k) + " must be an int");
-  }
-  double F(const Op& op, size_t k) const {
-    const auto& a = at(op, k);
-    if (a.kind == Arg::Kind::floating) return a.f;
-    if (a.kind == Arg::Kind::integer) return static_cast<double>(a.i);
-    throw OpError(op.name + ": argument " + std::to_string(k) + " must be a number");
-  }
-  bool B(const Op& op, size_t k) const { return I(op, k) != 0; }
-  ltorch::Dims D(const Op& op, size_t k) const {
-    const auto& a = at(op, k);
-    if (a.kind == Arg::Kind::ints) return a.ints;
-    if (a.kind == Arg::Kind::integer) return {a.i};
-    if (a.kind == Arg::Kind::none) return {};
-    throw OpError(op.name + ": argument " + std::to_string(k) + " must be a sequence of ints");
-  }
-  std::string S(const Op& op, size_t k) const {
-    const auto& a = at(op, k);
-    if (a.kind != Arg::Kind::string) throw OpError(op.name + ": argument " + std::to_string(k) + " must be a string");
-    return a.s;
-  }
-  DType DT(const Op& op, size_t k) const {
-    const auto& a = at(op, k);
-    if (a.kind != Arg::Kind::dtype) throw OpError(op.name + ": argument " + std::to_string(k) + " must be a dtype");
-    return a.dtype;
-  }
-  Device DEV(const Op& op, size_t k) const {
-    auto d = Device::parse(S(op, k));
-    if (!d) throw OpError(op.name + ": bad device " + S(op, k));
-    return *d;
-  }
-
-  std::vector<ProxyPtr> dispatch(const Op& op) {
-    auto& b = ctx_.builder();
-    const auto& n = op.name;
-    using BinFn = ProxyPtr (*)(TraceBuilder&, const Value&, const Value&);
-    using UnFn = ProxyPtr (*)(TraceBuilder&, const ProxyPtr&);
-    static const std::map<std::string, BinFn, std::less<>> binary = {
-        {"add", ltorch::add}, {"sub", ltorch::sub}, {"mul", ltorch::mul}, {"true_divide", ltorch::true_divide},
-        {"pow", ltorch::pow}, {"eq", ltorch::eq}, {"ne", ltorch::ne}, {"lt", ltorch::lt}, {"le", ltorch::le},
-        {"gt", ltorch::gt}, {"ge", ltorch::ge}, {"maximum", ltorch::maximum}};
-    static const std::map<std::string, UnFn, std::less<>> unary = {
-        {"neg", ltorch::neg}, {"exp", ltorch::exp}, {"log", ltorch::log}, {"tanh", ltorch::tanh},
-        {"erf", ltorch::erf}, {"rsqrt", ltorch::rsqrt}, {"sqrt", ltorch::sqrt}, {"relu", ltorch::relu},
-        {"silu", ltorch::silu}, {"sigmoid", ltorch::sigmoid}};
-    if (auto it = binary.find(n); it != binary.end()) return {it->second(b, V(op, 0), V(op, 1))};
-    if (auto it = unary.find(n); it != unary.end()) return {it->second(b, T(op, 0))};
-    if (n == "linear") return {ltorch::linear(b, T(op, 0), T(op, 1), T(op, 2))};
-    if (n == "matmul") return {ltorch::matmul(b, T(op, 0), T(op, 1))};
-    if (n == "gelu") return {ltorch::gelu(b, T(op, 0), S(op, 1))};
-    if (n == "layer_norm") return {ltorch::layer_norm(b, T(op, 0), D(op, 1), T(op, 2), T(op, 3), F(op, 4))};
-    if (n == "softmax") return {ltorch::softmax(b, T(op, 0), I(op, 1))};
-    if (n == "log_softmax") return {ltorch::log_softmax(b, T(op, 0), I(op, 1))};
-    if (n == "cross_entropy") return {ltorch::cross_entropy(b, T(op, 0), T(op, 1))};
-    if (n == "embedding") return {ltorch::embedding(b, T(op, 0), T(op, 1))};
-    if (n == "dropout") return {ltorch::dropout(b, T(op, 0), F(op, 1), I(op, 2), B(op, 3))};
-    if (n == "reshape") return {ltorch::reshape(b, T(op, 0), D(op, 1))};
-    if (n == "view") return {ltorch::view(b, T(op, 0), D(op, 1))};
-    if (n == "transpose") return {ltorch::transpose(b, T(op, 0), I(op, 1), I(op, 2))};
-    if (n == "permute") return {ltorch::permute(b, T(op, 0), D(op, 1))};
-    if (n == "unsqueeze") return {ltorch::unsqueeze(b, T(op, 0), I(op, 1))};
-    if (n == "expand") return {ltorch::expand(b, T(op, 0), D(op, 1))};
-    if (n == "convert_element_type") return {ltorch::convert_element_type(b, T(op, 0), DT(op, 1))};
-    if (n == "split") return ltorch::split(b, T(op, 0), I(op, 1), I(op, 2));
-    if (n == "cat") {
-      std::vector<ProxyPtr> ts;
-      for (const auto& r : at(op, 0).refs) ts.push_back(proxy(r));
-      return {ltorch::cat(b, ts, I(op, 1))};
-    }
-    if (n == "sum") return {ltorch::sum(b, T(op, 0), D(op, 1), B(op, 2))};
-    if (n == "mean") return {ltorch::mean(b, T(op, 0), D(op, 1), B(op, 2))};
-    if (n == "amax") return {ltorch::amax(b, T(op, 0), D(op, 1), B(op, 2))};
-    if (n == "where") return {ltorch::where(b, T(op, 0), V(op, 1), V(op, 2))};
-    if (n == "masked_fill") return {ltorch::masked_fill(b, T(op, 0), T(op, 1), V(op, 2))};
-    if (n == "scaled_dot_product_attention")
-      return {ltorch::scaled_dot_product_attention(b, T(op, 0), T(op, 1), T(op, 2), T(op, 3), B(op, 4))};
-    if (n == "arange") return {ltorch::arange(b, I(op, 0), DEV(op, 1))};
-    if (n == "full") return {ltorch::full(b, D(op, 0), V(op, 1), DT(op, 2), DEV(op, 3))};
-    if (n == "ones") return {ltorch::ones(b, D(op, 0), DT(op, 1), DEV(op, 2))};
-    if (n == "zeros") return {ltorch::zeros(b, D(op, 0), DT(op, 1), DEV(op, 2))};
-    throw OpError(op.header + ": the engine has no op '" + n + "'");
+    return Value::none();
   }
 
   const Program& p_;
   jit::ForwardContext& ctx_;
   std::vector<ProxyPtr> slots_;
 };
+
+// Every symbol a recorded program can call (the ones with a meta function or a decomposition).
+std::vector<std::string> symbol_names() {
+  ltorch::register_ops();
+  std::vector<std::string> names;
+  for (const Symbol* s : SymbolRegistry::global().all())
+    if (s->impl && s->form == PrintForm::call) names.push_back(s->name);
+  return names;
+}
 
 // ---------------------------------------------------------------- world context
 
@@ -360,6 +280,9 @@ class Entry {
   }
 
   const BuiltPipeline& built() const { return built_; }
+  // Per-bound-symbol timing costs clock reads and a record per statement: off unless asked for.
+  bool timed() const { return timed_; }
+  void set_timed(bool on) { timed_ = on; }
   const std::vector<SymbolTiming>& forward_timings() const { return forward_timings_; }
   const std::vector<SymbolTiming>& backward_timings() const { return backward_timings_; }
 
@@ -368,7 +291,7 @@ class Entry {
     exec::ExecOptions eo;
     eo.module = &view_;
     if (rank_.comm) eo.user = rank_.comm;
-    eo.on_timing = timing_recorder(timings, running_);
+    if (timed_) eo.on_timing = timing_recorder(timings, running_);
     return exec::Executor(eo);
   }
 
@@ -379,6 +302,7 @@ class Entry {
   BuiltPipeline built_;
   std::string running_;  // the trace kind being executed, for the timings' labels
   std::vector<SymbolTiming> forward_timings_, backward_timings_;
+  bool timed_ = false;
 };
 
 // (trace, index, symbol, output, microseconds, device_timer, start_microseconds) per timing.
@@ -474,6 +398,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
       })
       .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
       .def_property_readonly("has_backward", [](const Entry& e) { return bool(e.built().stages.last(TraceKind::backward)); })
+      .def_property("timed", &Entry::timed, &Entry::set_timed, "time every bound symbol of the next runs (off by default)")
       .def("forward_timings", [](const Entry& e) { return timing_tuples(e.forward_timings()); },
            "per-bound-symbol times of the last forward (prologue and forward traces)")
       .def("backward_timings", [](const Entry& e) { return timing_tuples(e.backward_timings()); },
@@ -489,6 +414,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
 
   // Orders as the engine validates them (transforms/order.h): the Python door checks each order once.
   m.def("transform_names", &transform_names, "every transform name the engine knows, jit first");
+  m.def("symbol_names", &symbol_names, "every engine symbol a recorded program can call (ltorch.*, prims.*)");
   m.def("validate_order", [](const std::vector<std::string>& order, const std::string& semantics,
                              const std::string& module_class) {
     return ValidatedOrder(order, find_semantics(semantics), module_class).label();

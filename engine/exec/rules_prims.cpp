@@ -308,7 +308,10 @@ void register_prim_rules() {
     double lo = number_at(a, 1, "minval"), hi = number_at(a, 2, "maxval");
     Device device = rarg(a, 3, "device").device;
     DType dtype = rarg(a, 4, "dtype").dtype;
-    uint64_t seed = static_cast<uint64_t>(int_at(a, 5, "seed")) * 0x9E3779B97F4A7C15ull +
+    // The seed is an int, or a tensor of shape [] the caller drew from its generator.
+    const RValue& given = rarg(a, 5, "seed");
+    int64_t drawn = given.kind == RValue::Kind::tensor ? given.tensor().item<int64_t>() : given.integer_value();
+    uint64_t seed = static_cast<uint64_t>(drawn) * 0x9E3779B97F4A7C15ull +
                     static_cast<uint64_t>(int_at(a, 6, "offset"));
     at::Generator gen = at::detail::createCPUGenerator(seed);
     at::Tensor r = at::rand(shape, gen, at::TensorOptions().dtype(at::kFloat));

@@ -114,23 +114,52 @@ void register_torch_rules() {
     layer_norm_stats().remember(x, {normalized, eps, std::move(mean), std::move(rstd)});
     return RValue::of(out);
   });
+  // A view cut from autograd (the engine's own runs are below autograd; the eager reference is not).
+  def("ltorch.detach", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").detach()); });
   def("ltorch.softmax", [](Args a, Kw) { return RValue::of(at::softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))); });
   def("ltorch.log_softmax", [](Args a, Kw) {
     return RValue::of(at::log_softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim")));
   });
-  def("ltorch.cross_entropy", [](Args a, Kw) {
-    return RValue::of(at::nll_loss(at::log_softmax(tensor_at(a, 0, "logits"), 1), tensor_at(a, 1, "target")));
+  // Thunder's layout (a, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing),
+  // each by position or keyword, as its printouts pass them; absent ones take torch's defaults.
+  def("ltorch.cross_entropy", [](Args a, Kw k) {
+    const RValue* weight = argument(a, 2, k, "weight");
+    const RValue* ignore = argument(a, 4, k, "ignore_index");
+    const RValue* reduction = argument(a, 6, k, "reduction");
+    const RValue* smoothing = argument(a, 7, k, "label_smoothing");
+    for (const char* legacy : {"size_average", "reduce"})
+      if (const RValue* v = argument(a, std::string_view(legacy) == "reduce" ? 5 : 3, k, legacy); v && !v->is_none())
+        throw ExecError(std::string("ltorch.cross_entropy: the legacy argument ") + legacy + " is not supported; pass reduction",
+                        "ltorch.cross_entropy");
+    std::string mode = reduction && reduction->kind == RValue::Kind::string ? reduction->s : "mean";
+    if (mode != "mean" && mode != "sum" && mode != "none")
+      throw ExecError("ltorch.cross_entropy: unknown reduction '" + mode + "'", "ltorch.cross_entropy");
+    int64_t code = mode == "none" ? at::Reduction::None : mode == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
+    return RValue::of(at::cross_entropy_loss(
+        tensor_at(a, 0, "logits"), tensor_at(a, 1, "target"),
+        weight && !weight->is_none() ? c10::optional<at::Tensor>(weight->tensor()) : c10::nullopt, code,
+        ignore && !ignore->is_none() ? ignore->integer_value() : -100,
+        smoothing && !smoothing->is_none() ? smoothing->number() : 0.0));
   });
   // The backward ops: LibTorch's fused kernels instead of their decompositions.
   def("ltorch.softmax_backward", [](Args a, Kw) {
     const at::Tensor& out = tensor_at(a, 1, "output");
     return RValue::of(at::_softmax_backward_data(tensor_at(a, 0, "grad"), out, int_at(a, 2, "dim"), out.scalar_type()));
   });
+  // softmax - one_hot(target), times g / N; with ignore_index (argument 3) the ignored rows are zero
+  // and N counts the kept rows.
   def("ltorch.cross_entropy_backward", [](Args a, Kw) {
     const at::Tensor &g = tensor_at(a, 0, "grad"), &target = tensor_at(a, 2, "target");
-    at::Tensor p = at::softmax(tensor_at(a, 1, "logits"), 1);  // softmax - one_hot(target), times g / N
-    p.scatter_add_(1, target.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
-    return RValue::of(p.mul_(g.div(static_cast<double>(target.size(0)))));
+    at::Tensor p = at::softmax(tensor_at(a, 1, "logits"), 1);
+    if (a.size() < 4 || a[3].is_none()) {
+      p.scatter_add_(1, target.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
+      return RValue::of(p.mul_(g.div(static_cast<double>(target.size(0)))));
+    }
+    at::Tensor kept = target.ne(int_at(a, 3, "ignore_index"));
+    at::Tensor safe = at::where(kept, target, at::zeros_like(target));
+    p.scatter_add_(1, safe.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
+    at::Tensor kept_rows = kept.to(p.scalar_type());
+    return RValue::of(p.mul_(kept_rows.unsqueeze(1)).mul_(g.div(kept_rows.sum())));
   });
   def("ltorch.layer_norm_backward", [](Args a, Kw) {
     at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");
@@ -157,12 +186,15 @@ void register_torch_rules() {
     return RValue::tuple({RValue::of(ga.to(ga_type)), RValue::of(gw.to(gw_type)), RValue::of(gb.to(gb_type))});
   });
   def("ltorch.embedding_backward", [](Args a, Kw) {
+    int64_t padding = a.size() < 4 || a[3].is_none() ? -1 : int_at(a, 3, "padding_idx");
     return RValue::of(at::embedding_dense_backward(tensor_at(a, 0, "grad"), tensor_at(a, 1, "indices"),
-                                                   int_at(a, 2, "num_weights"), /*padding_idx=*/-1,
-                                                   /*scale_grad_by_freq=*/false));
+                                                   int_at(a, 2, "num_weights"), padding, /*scale_grad_by_freq=*/false));
   });
-  def("ltorch.embedding", [](Args a, Kw) {
-    return RValue::of(at::embedding(tensor_at(a, 1, "weight"), tensor_at(a, 0, "indices")));
+  // padding_idx changes only the gradient; passed on for runs under LibTorch's autograd (the reference).
+  def("ltorch.embedding", [](Args a, Kw k) {
+    const RValue* padding = argument(a, 2, k, "padding_idx");
+    return RValue::of(at::embedding(tensor_at(a, 1, "weight"), tensor_at(a, 0, "indices"),
+                                    padding && !padding->is_none() ? padding->integer_value() : -1));
   });
   def("ltorch.take_along_dim", [](Args a, Kw) {
     return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));

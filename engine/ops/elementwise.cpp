@@ -1,4 +1,5 @@
-// Elementwise ltorch ops: arithmetic, comparisons, unary math, activations, where, dtype casts.
+// Elementwise ltorch ops: arithmetic, comparisons, unary math, activations, where, dtype casts,
+// detach.
 // Binary ops convert their Python numbers to the kind of the result (`2` -> `2.0` for a float
 // tensor) before calling the prim; activations are compositions of other ltorch ops.
 #include <cmath>
@@ -109,6 +110,11 @@ Value convert_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.convert_element_type", {Value::of(a), Value::of(dtype_arg(args, 1, "dtype"))}));
 }
 
+// detach(a): the same values, cut from autograd (its rule gives no gradient); a copy when executed.
+Value detach_impl(TraceBuilder& b, Args args, Kw) {
+  return Value::of(call1(b, "prims.shallow_copy", {Value::of(tensor_arg(args, 0, "a"))}));
+}
+
 Kwargs alpha1() { return {{"alpha", Value::integer(1)}}; }
 
 }  // namespace
@@ -169,6 +175,7 @@ void register_elementwise() {
   define("ltorch.where", false, ew, where_impl);
   define("ltorch.masked_fill", false, ew, masked_fill_impl);
   define("ltorch.convert_element_type", false, ew, convert_impl);
+  define("ltorch.detach", false, {}, detach_impl);
 }
 
 }  // namespace tv::ops

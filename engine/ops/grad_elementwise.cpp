@@ -170,6 +170,7 @@ void register_elementwise_grads() {
   register_grad_rule("ltorch.masked_fill", masked_fill_rule);
   both({"ltorch.convert_element_type", "prims.convert_element_type"}, convert_rule);
   register_grad_rule("prims.shallow_copy", identity_rule);
+  register_not_differentiable("ltorch.detach");
 }
 
 }  // namespace tv

@@ -18,6 +18,7 @@ namespace tv {
 namespace {
 
 using namespace tv::ltorch;
+using ops::call1;
 using grad::reduce_like;
 using grad::sum_to;
 using grad::tensor_at;
@@ -94,32 +95,58 @@ Out sdpa_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return {reduce_like(b, gq, q), reduce_like(b, gk, k), reduce_like(b, gv, v), Value::none(), Value::none()};
 }
 
-Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
-  T logits = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
-  return {reduce_like(b, cross_entropy_backward(b, g, logits, target), logits), Value::none()};
+// An argument at position i or by keyword; None when absent.
+Value given(const BoundSymbol& f, size_t i, const char* name) {
+  if (i < f.args.size()) return f.args[i];
+  for (const auto& [k, v] : f.kwargs)
+    if (k == name) return v;
+  return Value::none();
 }
 
-// grad of weight[indices] (gathered along dim 0): embedding_backward (one_hot(indices)^T @ g).
-T scatter_rows(TraceBuilder& b, const T& weight, const T& indices, const T& g) {
+Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T logits = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
+  std::vector<Value> args = {V(g), V(logits), V(target)};
+  if (Value ignore = given(f, 4, "ignore_index"); !ignore.is_none()) args.push_back(ignore);
+  Out out(f.args.size());
+  out[0] = reduce_like(b, call1(b, "ltorch.cross_entropy_backward", std::move(args)), logits);
+  return out;
+}
+
+// grad of weight[indices] (gathered along dim 0): embedding_backward (one_hot(indices)^T @ g), with
+// nothing into the padding row.
+T scatter_rows(TraceBuilder& b, const T& weight, const T& indices, const T& g, const Value& padding_idx) {
   int64_t n = indices->numel(), rows = weight->shape[0];
   T flat = reshape(b, indices, {n});
   T rest = reshape(b, g, {n, weight->numel() / std::max<int64_t>(rows, 1)});
-  T gw = embedding_backward(b, rest, flat, rows);
+  std::vector<Value> args = {V(rest), V(flat), Value::integer(rows)};
+  if (!padding_idx.is_none()) args.push_back(padding_idx);
+  T gw = call1(b, "ltorch.embedding_backward", std::move(args));
   return sum_to(b, gw, weight->shape, weight->dtype);
 }
 
 Out embedding_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
-  return {Value::none(), V(scatter_rows(b, tensor_at(f, 1), tensor_at(f, 0), cts[0].proxy))};
+  Out out(f.args.size());
+  out[1] = V(scatter_rows(b, tensor_at(f, 1), tensor_at(f, 0), cts[0].proxy, given(f, 2, "padding_idx")));
+  return out;
 }
 
-// embedding_backward(g, indices, rows) is linear in g: its transpose gathers the cotangent's rows.
+// embedding_backward(g, indices, rows[, padding_idx]) is linear in g: its transpose gathers the
+// cotangent's rows (zero where the index is the padding row).
 Out embedding_backward_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
-  return {V(embedding(b, tensor_at(f, 1), cts[0].proxy)), Value::none(), Value::none()};
+  T indices = tensor_at(f, 1), gathered = embedding(b, indices, cts[0].proxy);
+  if (Value padding = given(f, 3, "padding_idx"); !padding.is_none() && padding.i >= 0) {
+    T kept = convert_element_type(b, ne(b, V(indices), padding), gathered->dtype);
+    gathered = mul(b, V(gathered), V(unsqueeze(b, kept, 1)));
+  }
+  Out out(f.args.size());
+  out[0] = V(gathered);
+  return out;
 }
 
 Out take_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {  // prims.take(a, indices, dim)
   if (f.args.at(2).i != 0) throw OpError("grad of prims.take is implemented for dim 0 only");
-  return {V(scatter_rows(b, tensor_at(f, 0), tensor_at(f, 1), cts[0].proxy)), Value::none(), Value::none()};
+  return {V(scatter_rows(b, tensor_at(f, 0), tensor_at(f, 1), cts[0].proxy, Value::none())), Value::none(),
+          Value::none()};
 }
 
 // out = take_along_dim(a, idx, d): grad[..., k, ...] = sum_j g[..., j, ...] * (idx[..., j, ...] == k).
@@ -134,8 +161,9 @@ Out take_along_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
 }
 
 Out dropout_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
-  bool training = f.args.size() < 4 || f.args[3].b;
-  T ga = dropout(b, cts[0].proxy, f.args.at(1).as_double(), f.args.at(2).i, training);
+  std::vector<Value> args = f.args;  // the same p, seed, training and offset: the same mask
+  args[0] = V(cts[0].proxy);
+  T ga = call1(b, "ltorch.dropout", std::move(args));
   Out out(f.args.size());
   out[0] = reduce_like(b, ga, tensor_at(f, 0));
   return out;

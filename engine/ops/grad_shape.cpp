@@ -1,6 +1,7 @@
 // Gradient rules of the shape ops: a reshape's grad is reshaped back, a permutation's grad is
 // permuted by the inverse, a broadcast's grad is summed over the broadcast dims, split and cat
-// swap roles (cat's grad is cut with ltorch.split when the pieces are equal, prims.slice otherwise).
+// swap roles (cat's grad is cut with ltorch.split when the pieces are equal, prims.slice otherwise),
+// a slice's grad is put back in place between zeros (cat), a strided one interleaved with zeros first.
 #include <algorithm>
 #include <functional>
 
@@ -18,6 +19,10 @@ using Cts = const std::vector<Value>&;
 using Out = std::vector<Value>;
 
 int64_t rank(const T& a) { return static_cast<int64_t>(a->shape.size()); }
+
+T call1_slice(TraceBuilder& b, const T& a, const Dims& begin, const Dims& end) {
+  return b.call("prims.slice", {Value::of(a), Value::ints(begin), Value::ints(end), Value::none()}).proxy;
+}
 
 // Only the first argument is differentiable; `fn` maps g to its grad.
 GradFn first_only(std::function<T(TraceBuilder&, const BoundSymbol&, const T& a, const T& g)> fn) {
@@ -53,6 +58,47 @@ Out split_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   for (size_t i = 0; i < f.outputs.size(); ++i) pieces.push_back(grad::cotangent_or_zeros(b, f, cts, i));
   int64_t dim = meta::normalize_dim(f.args.at(2).i, rank(a));
   return {Value::of(pieces.size() == 1 ? pieces[0] : cat(b, pieces, dim)), Value::none(), Value::none()};
+}
+
+// `g` along `dim` spread to every `stride`-th place of a span of `length` (zeros between).
+T interleave_zeros(TraceBuilder& b, const T& g, int64_t dim, int64_t stride, int64_t length) {
+  Dims gap_shape = g->shape;
+  gap_shape.insert(gap_shape.begin() + dim + 1, stride - 1);
+  T spread = cat(b, {unsqueeze(b, g, dim + 1), zeros(b, gap_shape, g->dtype, g->device)}, dim + 1);
+  Dims merged = g->shape;
+  merged[dim] *= stride;
+  spread = reshape(b, spread, merged);
+  if (merged[dim] == length) return spread;
+  Dims begin(merged.size(), 0), end = merged;
+  end[dim] = length;
+  return call1_slice(b, spread, begin, end);
+}
+
+// prims.slice(a, start, end, strides): g goes back to the places it was read from, zeros elsewhere.
+Out slice_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), g = cts[0].proxy;
+  Dims start = f.args.at(1).as_ints(), end = f.args.at(2).as_ints();
+  Dims strides = f.args.size() > 3 && !f.args[3].is_none() ? f.args[3].as_ints() : Dims(start.size(), 1);
+  T full = g;
+  for (int64_t d = 0; d < rank(a); ++d) {
+    int64_t size = a->shape[d];
+    int64_t span = std::min(end[d], size) - start[d];  // the places [start, start + span) the slice covers
+    if (strides[d] > 1 && full->shape[d] > 0) full = interleave_zeros(b, full, d, strides[d], span);
+    std::vector<T> parts;
+    auto zeros_of = [&](int64_t n) {
+      Dims shape = full->shape;
+      shape[d] = n;
+      return zeros(b, shape, g->dtype, g->device);
+    };
+    int64_t covered = strides[d] > 1 ? span : full->shape[d];
+    if (start[d] > 0) parts.push_back(zeros_of(start[d]));
+    parts.push_back(full);
+    if (start[d] + covered < size) parts.push_back(zeros_of(size - start[d] - covered));
+    if (parts.size() > 1) full = cat(b, parts, d);
+  }
+  Out out(f.args.size());
+  out[0] = grad::reduce_like(b, full, a);
+  return out;
 }
 
 Out cat_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
@@ -98,6 +144,7 @@ void register_shape_grads() {
   register_grad_rule("ltorch.split", split_rule);
   register_grad_rule("ltorch.cat", cat_rule);
   register_grad_rule("prims.cat", cat_rule);
+  register_grad_rule("prims.slice", slice_rule);
 }
 
 }  // namespace tv

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 
 #include "ops/ltorch.h"
@@ -86,7 +87,38 @@ Value log_softmax_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(sub(b, Value::of(shifted), Value::of(log(b, z))));
 }
 
-Value cross_entropy_impl(TraceBuilder& b, Args args, Kw) {
+// An argument at position i (Thunder's layout) or by keyword; null when absent or None.
+const Value* given(Args args, Kw kwargs, size_t i, const char* name) {
+  const Value* v = i < args.size() ? &args[i] : kwarg(kwargs, name);
+  return v && !v->is_none() ? v : nullptr;
+}
+
+// cross_entropy's arguments in Thunder's (and torch's) layout: (a, target, weight, size_average,
+// ignore_index, reduce, reduction, label_smoothing). The traced decomposition is the mean over the
+// rows whose target is not ignore_index; anything else is refused, not ignored.
+std::optional<int64_t> cross_entropy_ignore_index(Args args, Kw kwargs) {
+  if (given(args, kwargs, 2, "weight"))
+    throw OpError("cross_entropy with a class weight is not supported: the decomposition weighs every class equally");
+  if (given(args, kwargs, 3, "size_average") || given(args, kwargs, 5, "reduce"))
+    throw OpError("cross_entropy's legacy size_average and reduce are not supported: pass reduction='mean'");
+  if (const Value* r = given(args, kwargs, 6, "reduction"); r && !(r->kind == Value::Kind::string && r->s == "mean"))
+    throw OpError("cross_entropy supports reduction='mean' only, got " + python_text(*r));
+  if (const Value* s = given(args, kwargs, 7, "label_smoothing"); s && s->as_double() != 0.0)
+    throw OpError("cross_entropy with label_smoothing is not supported, got " + python_text(*s));
+  const Value* ignore = given(args, kwargs, 4, "ignore_index");
+  if (!ignore) return std::nullopt;
+  if (ignore->kind != Value::Kind::integer) throw OpError("cross_entropy's ignore_index must be an int, got " + python_text(*ignore));
+  return ignore->i;
+}
+
+// 1 where target != ignore_index, as `dtype`, and the target with ignored rows pointing at class 0.
+std::pair<T, T> kept_rows(TraceBuilder& b, const T& target, int64_t ignore_index, DType dtype) {
+  T valid = ne(b, V(target), Value::integer(ignore_index));
+  T safe = where(b, valid, V(target), Value::integer(0));
+  return {convert_element_type(b, valid, dtype), safe};
+}
+
+Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T logits = tensor_arg(args, 0, "logits"), target = tensor_arg(args, 1, "target");
   if (rank(logits) != 2 || rank(target) != 1 || logits->shape[0] != target->shape[0])
     throw OpError("cross_entropy needs logits [N, C] and target [N], got " + shape_text(logits->shape) + " and " +
@@ -94,27 +126,54 @@ Value cross_entropy_impl(TraceBuilder& b, Args args, Kw) {
   if (!is_integral(target->dtype) || target->dtype == DType::b8)
     throw OpError("cross_entropy target must hold class indices (an integer tensor), got " +
                   std::string(short_name(target->dtype)));
+  std::optional<int64_t> ignore_index = cross_entropy_ignore_index(args, kwargs);
   T logp = log_softmax(b, logits, 1);
-  T picked = take_along_dim(b, logp, unsqueeze(b, target, 1), 1);  // [N, 1]
-  return Value::of(neg(b, mean(b, picked)));
+  if (!ignore_index) {
+    T picked = take_along_dim(b, logp, unsqueeze(b, target, 1), 1);  // [N, 1]
+    return Value::of(neg(b, mean(b, picked)));
+  }
+  // The mean over the kept rows: sum(-logp[i, target[i]] * kept[i]) / sum(kept).
+  auto [kept, safe] = kept_rows(b, target, *ignore_index, logits->dtype);
+  T picked = reshape(b, take_along_dim(b, logp, unsqueeze(b, safe, 1), 1), {logits->shape[0]});
+  T total = sum(b, mul(b, V(picked), V(kept)), {}, false);
+  return Value::of(neg(b, true_divide(b, V(total), V(sum(b, kept, {}, false)))));
 }
 
-Value embedding_impl(TraceBuilder& b, Args args, Kw) {
+// embedding's padding_idx (position 2 or keyword), normalised to [0, rows); -1 when there is none.
+int64_t padding_index(Args args, Kw kwargs, size_t position, int64_t rows) {
+  const Value* p = given(args, kwargs, position, "padding_idx");
+  if (!p) return -1;
+  if (p->kind != Value::Kind::integer) throw OpError("padding_idx must be an int, got " + python_text(*p));
+  if (p->i >= rows || p->i < -rows)
+    throw OpError("padding_idx " + std::to_string(p->i) + " is out of range for " + std::to_string(rows) + " rows");
+  return p->i < 0 ? p->i + rows : p->i;
+}
+
+// The forward ignores padding_idx (it only keeps the padding row out of the weight's gradient).
+Value embedding_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T indices = tensor_arg(args, 0, "indices"), weight = tensor_arg(args, 1, "weight");
   if (rank(weight) != 2) throw OpError("embedding weight must be 2-D, got " + shape_text(weight->shape));
+  padding_index(args, kwargs, 2, weight->shape[0]);
+  if (given(args, kwargs, 3, "max_norm")) throw OpError("embedding with max_norm is not supported (it renormalises the weight in place)");
   return Value::of(call1(b, "prims.take", {Value::of(weight), Value::of(indices), Value::integer(0)}));
 }
 
-// The gradient of an embedding lookup: rows of g summed into the rows their indices name.
-// Decomposed as one_hot(indices)^T @ g (the op set has no scatter); the executor runs LibTorch's
-// embedding_dense_backward instead, O(n d) rather than O(n rows d).
-Value embedding_backward_impl(TraceBuilder& b, Args args, Kw) {
+// The gradient of an embedding lookup: rows of g summed into the rows their indices name, none into
+// the padding row (argument 3, -1 or absent for none). Decomposed as one_hot(indices)^T @ g (the op
+// set has no scatter); the executor runs LibTorch's embedding_dense_backward instead, O(n d) rather
+// than O(n rows d).
+Value embedding_backward_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T g = tensor_arg(args, 0, "grad"), indices = tensor_arg(args, 1, "indices");
   int64_t rows = int_arg(args, 2, "num_weights");
   if (rank(g) != 2 || rank(indices) != 1 || g->shape[0] != indices->shape[0])
     throw OpError("embedding_backward takes grad [n, d] and indices [n], got " + shape_text(g->shape) + " and " +
                   shape_text(indices->shape));
+  int64_t padding = padding_index(args, kwargs, 3, rows);
   T hits = one_hot(b, indices, rows, g->dtype);  // [n, rows]
+  if (padding >= 0) {
+    T kept = convert_element_type(b, ne(b, V(indices), Value::integer(padding)), g->dtype);
+    hits = mul(b, V(hits), V(unsqueeze(b, kept, 1)));
+  }
   return Value::of(matmul(b, permute(b, hits, {1, 0}), g));
 }
 
@@ -152,28 +211,40 @@ Value softmax_backward_impl(TraceBuilder& b, Args args, Kw) {
 }
 
 // The gradient of cross_entropy(logits [N, C], target [N]) (mean over N) for the loss's cotangent
-// `grad`: (softmax(logits) - one_hot(target)) * grad / N.
+// `grad`: (softmax(logits) - one_hot(target)) * grad / N. With ignore_index (argument 3) the
+// ignored rows get none and the mean is over the kept rows.
 Value cross_entropy_backward_impl(TraceBuilder& b, Args args, Kw) {
   T g = tensor_arg(args, 0, "grad"), logits = tensor_arg(args, 1, "logits"), target = tensor_arg(args, 2, "target");
   if (rank(logits) != 2 || rank(target) != 1 || logits->shape[0] != target->shape[0] || rank(g) != 0)
     throw OpError("cross_entropy_backward needs grad [], logits [N, C] and target [N], got " + shape_text(g->shape) +
                   ", " + shape_text(logits->shape) + " and " + shape_text(target->shape));
   T p = softmax(b, logits, 1);
-  T diff = sub(b, V(p), V(one_hot(b, target, logits->shape[1], logits->dtype)));
-  return Value::of(mul(b, V(diff), V(true_divide(b, V(g), Value::integer(logits->shape[0])))));
+  if (args.size() < 4 || args[3].is_none()) {
+    T diff = sub(b, V(p), V(one_hot(b, target, logits->shape[1], logits->dtype)));
+    return Value::of(mul(b, V(diff), V(true_divide(b, V(g), Value::integer(logits->shape[0])))));
+  }
+  auto [kept, safe] = kept_rows(b, target, int_arg(args, 3, "ignore_index"), logits->dtype);
+  T diff = sub(b, V(p), V(one_hot(b, safe, logits->shape[1], logits->dtype)));
+  T scale = true_divide(b, V(g), V(sum(b, kept, {}, false)));
+  return Value::of(mul(b, V(mul(b, V(diff), V(unsqueeze(b, kept, 1)))), V(scale)));
 }
 
+// dropout(a, p, seed, training, offset): the mask is uniform_philox(seed, offset) < 1 - p. The seed is
+// an int or an integer tensor of shape [] (a trace input: a caller draws it from its generator per
+// call); sites of one trace sharing a seed differ by their offset.
 Value dropout_impl(TraceBuilder& b, Args args, Kw) {
   T a = tensor_arg(args, 0, "a");
   double p = number_arg(args, 1, "p");
-  int64_t seed = int_arg(args, 2, "seed");
+  const Value& seed = arg(args, 2, "seed");
+  check_seed(seed, "dropout");
   bool training = args.size() < 4 || bool_arg(args, 3, "training");
+  int64_t offset = args.size() < 5 ? 0 : int_arg(args, 4, "offset");
   if (p < 0 || p > 1) throw OpError("dropout probability must be in [0, 1], got " + python_text(Value::floating(p)));
   if (!training || p == 0) return Value::of(call1(b, "prims.shallow_copy", {Value::of(a)}));
   DType rdtype = is_floating(a->dtype) ? a->dtype : DType::f32;
   T r = call1(b, "prims.uniform_philox",
               {Value::ints(a->shape), Value::floating(0.0), Value::floating(1.0), Value::of(a->device),
-               Value::of(rdtype), Value::integer(seed), Value::integer(0)});
+               Value::of(rdtype), seed, Value::integer(offset)});
   T keep = lt(b, Value::of(r), Value::floating(1.0 - p));
   T kept = mul(b, Value::of(a), Value::of(keep));
   return Value::of(mul(b, Value::of(kept), Value::floating(p == 1 ? 0.0 : 1.0 / (1.0 - p))));

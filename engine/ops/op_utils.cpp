@@ -95,6 +95,14 @@ const Value* kwarg(const Kwargs& kwargs, std::string_view name) {
   return nullptr;
 }
 
+void check_seed(const Value& seed, const char* op) {
+  if (seed.kind == Value::Kind::integer) return;
+  if (seed.is_proxy() && seed.proxy->is_tensor() && seed.proxy->shape.empty() && is_integral(seed.proxy->dtype) &&
+      seed.proxy->dtype != DType::b8)
+    return;
+  throw OpError(std::string(op) + "'s seed must be an int or an integer tensor of shape [], got " + python_text(seed));
+}
+
 Value number_like(double v, DType dtype) {
   if (is_floating(dtype)) return Value::floating(v);
   if (dtype == DType::b8) return Value::boolean(v != 0);

@@ -33,6 +33,8 @@ DType dtype_arg(const std::vector<Value>& args, size_t i, const char* name);
 Device device_arg(const std::vector<Value>& args, size_t i, const char* name);
 // A keyword argument, or nullptr when absent.
 const Value* kwarg(const Kwargs& kwargs, std::string_view name);
+// A random op's seed: an int, or an integer tensor of shape [] (a trace input); OpError otherwise.
+void check_seed(const Value& seed, const char* op);
 
 // Value builders.
 inline Value V(const T& t) { return t ? Value::of(t) : Value::none(); }

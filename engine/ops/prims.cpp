@@ -279,7 +279,7 @@ Value uniform_philox_meta(TraceBuilder& b, Args args, Kw) {
   DType dtype = dtype_arg(args, 4, "dtype");
   if (!is_floating(dtype))
     throw OpError("uniform_philox needs a floating dtype, got " + std::string(short_name(dtype)));
-  int_arg(args, 5, "seed");
+  check_seed(arg(args, 5, "seed"), "uniform_philox");
   int_arg(args, 6, "offset");
   return Value::of(b.tensor(shape, dtype, device_arg(args, 3, "device")));
 }

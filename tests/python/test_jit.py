@@ -137,14 +137,26 @@ def test_unsupported_op_names_function_and_line():
     assert "test_jit.py:" in msg and "BAD-LINE" in msg
 
 
-def test_unsupported_getitem_suggests_alternatives():
+def test_basic_indexing_records_and_advanced_indexing_suggests_alternatives():
+    class Indexed(torch.nn.Module):
+        def forward(self, x):
+            return x[0] * 2 + x[1:, None, ::2].sum() + x[..., [-1]].sum() + x[-1, -1]
+
+    x = torch.randn(5, 4, requires_grad=True)
+    tm = tv.jit(Indexed())
+    y = tm(x)
+    torch.testing.assert_close(y, Indexed()(x))
+    (g,) = torch.autograd.grad(y.sum(), x)
+    (want,) = torch.autograd.grad(Indexed()(x).sum(), x)
+    torch.testing.assert_close(g, want)
+
     class Bad(torch.nn.Module):
         def forward(self, x):
-            return x[0]
+            return x[[0, 2]]
 
     with pytest.raises(tv.UnsupportedOp) as e:
         tv.jit(Bad())(torch.randn(3, 2))
-    assert "split" in str(e.value)
+    assert "advanced indexing" in str(e.value) and "split" in str(e.value)
 
 
 def test_recording_leaves_tensor_indexing_as_it_was():
@@ -167,7 +179,7 @@ def test_illegal_orders_are_refused_at_the_door_with_the_rule():
 
 class _Indexing(torch.nn.Module):
     def forward(self, x):
-        return x[0]
+        return x[[0, 2]]  # advanced indexing: refused
 
 
 def test_example_inputs_acquire_eagerly():

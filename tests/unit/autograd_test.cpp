@@ -219,6 +219,24 @@ std::vector<Case> cases() {
          return std::vector{lt::take_along_dim(b, x[0], x[1], 1), lt::take_along_dim(b, x[2], x[3], 0)};
        }},
       {"dropout", {f({4, 8})}, [](B b, P x) { return std::vector{lt::dropout(b, x[0], 0.25, 7)}; }},
+      {"dropout_seed_input", {f({4, 8}), idx({}, 1000)}, [](B b, P x) {
+         return std::vector{b.call("ltorch.dropout", {V(x[0]), Value::floating(0.25), V(x[1]), Value::boolean(true),
+                                                      Value::integer(3)}).proxy};
+       }},
+      {"detach", {f({2, 3})}, [](B b, P x) {
+         return std::vector{lt::mul(b, V(x[0]), V(b.call("ltorch.detach", {V(x[0])}).proxy))};
+       }},
+      {"slice", {f({5, 6})}, [](B b, P x) {
+         return std::vector{b.call("prims.slice", {V(x[0]), Value::ints({1, 0}), Value::ints({4, 6}), Value::none()}).proxy,
+                            b.call("prims.slice", {V(x[0]), Value::ints({0, 1}), Value::ints({5, 6}), Value::ints({2, 3})}).proxy,
+                            b.call("prims.slice", {V(x[0]), Value::ints({3, 5}), Value::ints({3, 6}), Value::ints({2, 4})}).proxy};
+       }},
+      {"cross_entropy_ignore_index", {f({6, 5}), idx({6}, 5)}, [](B b, P x) {
+         return std::vector{b.call("ltorch.cross_entropy", {V(x[0]), V(x[1])}, {{"ignore_index", Value::integer(2)}}).proxy};
+       }},
+      {"embedding_padding", {idx({2, 3}, 4), f({4, 4})}, [](B b, P x) {
+         return std::vector{b.call("ltorch.embedding", {V(x[0]), V(x[1]), Value::integer(1)}).proxy};
+       }},
       {"sdpa", {f({2, 4, 8}), f({2, 4, 8}), f({2, 4, 8})}, [](B b, P x) {
          return std::vector{lt::scaled_dot_product_attention(b, x[0], x[1], x[2], nullptr, true)};
        }},

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import torch
+import torch.utils._pytree as pytree
 
 from . import _thunder_viz as _C
 from . import process_group
@@ -207,18 +208,17 @@ def _checks_of(call):
             "error": r.error}
 
 
-def _functional_call(module, tensors, args):
+def _functional_call(module, tensors, args, kwargs):
     try:
         from torch.func import functional_call  # torch >= 2.0
     except ImportError:
         from torch.nn.utils.stateless import functional_call  # torch 1.13
-    return functional_call(module, tensors, args)
+    return functional_call(module, tensors, args, kwargs)
 
 
 def _flat_tensors(out):
-    if isinstance(out, torch.Tensor):
-        return [out]
-    return [o for o in (out or ()) if isinstance(o, torch.Tensor)]
+    """The tensors of an output structure, in the order the recorder numbered them."""
+    return [o for o in pytree.tree_flatten(out)[0] if isinstance(o, torch.Tensor)]
 
 
 def _check_against_eager(tm, rec, inputs, call):
@@ -234,7 +234,8 @@ def _check_against_eager(tm, rec, inputs, call):
     tensors.update({n: b.detach().clone() for n, b in module.named_buffers()})
     try:
         with torch.random.fork_rng(devices=[]), torch.set_grad_enabled(rec.needs_grad):
-            eager = _flat_tensors(_functional_call(module, tensors, tuple(xs)))
+            args, kwargs = rec.rebuild_arguments(xs)
+            eager = _flat_tensors(_functional_call(module, tensors, args, kwargs))
     except Exception as e:  # noqa: BLE001 - reported on the call, the engine's result stands
         call.check_error = f"eager reference failed: {type(e).__name__}: {e}"
         return
@@ -247,10 +248,12 @@ def _check_against_eager(tm, rec, inputs, call):
     averaged = distributed and _C.world_kind() == "processes"
     if not rec.needs_grad or (distributed and not averaged):
         return
-    names = tm._input_names(len(inputs)) + [n for n, _ in params]
+    names = rec.input_names + [n for n, _ in params]
     refs = xs + leaves
+    seeds = 1 if rec.program.uses_seed else 0  # the dropout seed's place among the bridge's inputs
 
     def on_backward(cotangents, grads):
+        grads = list(grads[:len(xs)]) + list(grads[len(xs) + seeds:])
         pairs = [(o, c) for o, c in zip(eager, cotangents) if o.requires_grad and c is not None]
         wanted = [r for r in refs if r.requires_grad]
         failed = None

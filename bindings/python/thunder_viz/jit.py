@@ -1,18 +1,28 @@
 """thunder_viz.jit: a torch nn.Module recorded into an engine Module, run by the engine.
 
-A call looks the inputs' metadata and the modules' scalar attributes (training, a `scale` the
-forward reads) up in the cache: a miss records the forward again (so control flow that depends on
-shapes or attributes is followed) and builds the pipeline (transforms, autograd, passes); a hit
-reuses it. Outputs come from the engine's executor; `loss.backward()` runs the engine's
-backward trace through a torch.autograd.Function and fills the original parameters' `.grad`.
+The jitted module is an nn.Module (as Lightning Thunder's ThunderModule is): train()/eval(), to(),
+hooks, and the wrapped module's parameters, buffers and state_dict under their own names. A call
+takes what the forward takes: tensors, None, Python numbers and strings, by position or keyword,
+nested in tuples, lists and dicts; its tensors are the program's inputs, everything else is a
+constant of the recording. The call looks the tensors' metadata, the constants, the parameters
+(which tensor objects, and their metadata) and the modules' scalar attributes (training, a `scale`
+the forward reads) up in the cache: a miss records the forward again (so control flow that depends
+on them is followed) and builds the pipeline (transforms, autograd, passes); a hit reuses it.
+Outputs come from the engine's executor, in the structure forward returned; `loss.backward()` runs
+the engine's backward trace through a torch.autograd.Function and fills the original parameters'
+`.grad`. The call history keeps the last `history_limit` calls.
 """
+import collections
 import inspect
 
 import torch
+import torch.utils._pytree as pytree
 
 from . import _thunder_viz as _C
 from . import process_group
-from .recorder import record
+from .recorder import rebuild_output, record
+
+DEFAULT_HISTORY_LIMIT = 100
 
 
 def _meta(t):
@@ -35,7 +45,8 @@ class CallRecord:
         self.key, self.hit, self.entry, self.order = key, hit, entry, list(order)
         self.outputs = []
         # (trace, index, symbol, output, microseconds, device_timer, start_microseconds) of every
-        # timed bound symbol of this call: prologue and forward, then backward once it has run.
+        # bound symbol of this call when it was timed (tm.timing, or an Inspector attached): prologue
+        # and forward, then backward once it has run.
         self.timings = []
         self.needs_grad = False  # the call went through the autograd bridge (a backward may follow)
         # fn(cotangents, gradients) once this call's engine backward has run: the cotangents it got
@@ -134,13 +145,36 @@ def _module_class(module):
     return f"{type(module).__module__}.{type(module).__qualname__}"
 
 
-class JittedModule:
-    """What thunder_viz.jit returns: callable like the module, with a cache and a stage history."""
+def _constant_key(value):
+    """A hashable key of a non-tensor leaf of a call's arguments; TypeError for what cannot be one."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return (type(value).__name__, repr(value))
+    raise TypeError(f"jitted modules take tensors, None, numbers and strings (in tuples, lists and dicts), "
+                    f"got a {type(value).__name__}")
 
-    def __init__(self, module, order=("jit",), semantics="lazy", name=None, fn=None):
+
+def _autocast_state():
+    """The dtype torch.autocast would run the call in, or None when it is off."""
+    if torch.is_autocast_cpu_enabled():
+        return "cpu", torch.get_autocast_cpu_dtype()
+    if torch.is_autocast_enabled():
+        return "cuda", torch.get_autocast_gpu_dtype()
+    return None
+
+
+class JittedModule(torch.nn.Module):
+    """What thunder_viz.jit returns: an nn.Module that runs the wrapped module's forward on the
+    engine, with a cache and a stage history."""
+
+    def __init__(self, module, order=("jit",), semantics="lazy", name=None, fn=None,
+                 history_limit=DEFAULT_HISTORY_LIMIT):
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"thunder_viz.jit expects a torch.nn.Module, got {type(module).__name__}")
+        if history_limit is not None and history_limit < 1:
+            raise ValueError(f"history_limit must be at least 1 (or None for no limit), got {history_limit}")
+        super().__init__()
         self._module = module
+        del self.training  # read from the wrapped module, as Thunder's ThunderModule does
         # the one check of the order: IllegalOrder names the rule and the fix
         _C.validate_order(list(order), semantics, _module_class(module))
         self._order = list(order)
@@ -148,31 +182,42 @@ class JittedModule:
         self._lc_cd = CompileData(self, fn if fn is not None else module)
         self._name = name or type(module).__name__
         self._core = None
+        self._core_state = None  # the parameter and buffer objects (and metadata) the core was built on
         self._cache = {}
-        self._history = []
+        self._history = collections.deque(maxlen=history_limit)
         self._listeners = []  # fn(jitted module, CallRecord, inputs) after every call (Inspector)
         self.cache_hits = 0
         self.cache_misses = 0
-        sig = inspect.signature(module.forward)
-        self._arg_names = [p.name for p in sig.parameters.values()
-                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self.timing = False  # per-bound-symbol times in each CallRecord (on while an Inspector listens)
+        self._signature = inspect.signature(module.forward)
 
     # -- structure
     @property
     def module(self):
-        return self._module
+        return self._modules["_module"]
 
     @property
     def order(self):
         return list(self._order)
 
+    @property
+    def history_limit(self):
+        return self._history.maxlen
+
+    @history_limit.setter
+    def history_limit(self, n):
+        if n is not None and n < 1:
+            raise ValueError(f"history_limit must be at least 1 (or None for no limit), got {n}")
+        self._history = collections.deque(self._history, maxlen=n)
+
     def with_transform(self, name):
         """A new jitted module (same torch module) with `name` applied after jit (lazily)."""
-        return JittedModule(self._module, self._order + [name], self._semantics, self._name)
+        return JittedModule(self.module, self._order + [name], self._semantics, self._name,
+                            history_limit=self.history_limit)
 
     def _apply_after_jit(self, transforms):
         order = self._order + list(transforms)
-        _C.validate_order(order, self._semantics, _module_class(self._module))
+        _C.validate_order(order, self._semantics, _module_class(self.module))
         self._order = order
         self._cache.clear()
 
@@ -184,88 +229,155 @@ class JittedModule:
             return ""
         return "process-group" if self._semantics == "thunder-2024-03" else ""
 
+    # The wrapped module's parameters, buffers and state under their own names (no "_module.").
     def named_parameters(self, *a, **k):
-        return self._module.named_parameters(*a, **k)
+        return self.module.named_parameters(*a, **k)
 
-    def parameters(self, *a, **k):
-        return self._module.parameters(*a, **k)
+    def named_buffers(self, *a, **k):
+        return self.module.named_buffers(*a, **k)
+
+    def state_dict(self, *a, **k):
+        return self.module.state_dict(*a, **k)
+
+    def load_state_dict(self, *a, **k):
+        return self.module.load_state_dict(*a, **k)
 
     def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._module, name)
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("_"):
+                raise
+        return getattr(self._modules["_module"], name)
 
     def _get_core(self):
-        if self._core is None:
-            params = list(self._module.named_parameters())
-            buffers = list(self._module.named_buffers())
+        params = list(self.module.named_parameters())
+        buffers = list(self.module.named_buffers())
+        # A Parameter replaced (module.weight = nn.Parameter(...)) or converted (to(), half()) is a new core.
+        state = [(n, t, _meta(t)) for n, t in params + buffers]
+        if self._core is None or len(state) != len(self._core_state) or any(
+                a[0] != b[0] or a[1] is not b[1] or a[2] != b[2] for a, b in zip(state, self._core_state)):
             self._core = _C.JitCore(self._name, params, buffers)
+            self._core_state = state
             self._param_list = [p for _, p in params]
-        self._core.set_attribute("training", bool(self._module.training))
+            self._cache.clear()
+        self._core.set_attribute("training", bool(self.module.training))
         return self._core
 
-    def _input_names(self, n):
-        names = self._arg_names[:n]
-        return names + [f"arg{i}" for i in range(len(names), n)]
+    def _bind(self, args, kwargs):
+        """(tensors, their names, a key of everything else, rebuild(tensors) -> (args, kwargs))."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self._name}.forward{self._signature}: {e}") from None
+        leaves, spec = pytree.tree_flatten((bound.args, bound.kwargs))
+        tensors, constants = [], []
+        for i, leaf in enumerate(leaves):
+            if isinstance(leaf, torch.Tensor):
+                tensors.append(leaf)
+            else:
+                constants.append((i, _constant_key(leaf)))
+        names = _unique(self._tensor_names(bound), len(tensors))
 
-    def _key(self, inputs):
+        def rebuild(new_tensors):
+            it = iter(new_tensors)
+            rebuilt = [next(it) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+            a, k = pytree.tree_unflatten(rebuilt, spec)
+            return a, k
+        return tensors, names, (tuple(constants), str(spec)), rebuild
+
+    def _tensor_names(self, bound):
+        """Each tensor's name: its parameter's, with the position inside a nested argument."""
+        names = []
+        for pname, value in bound.arguments.items():
+            sub, _ = pytree.tree_flatten(value)
+            ts = [t for t in sub if isinstance(t, torch.Tensor)]
+            if len(ts) == 1 and isinstance(value, torch.Tensor):
+                names.append(pname)
+            else:
+                names.extend(f"{pname}_{k}" for k in range(len(ts)))
+        return names
+
+    def _key(self, inputs, constants):
         process_group.join()  # under torch.distributed (torchrun): once per process, at the first call
-        params = tuple(_meta(p) for p in self._module.parameters())
-        return (tuple(_meta(t) for t in inputs), params, _scalar_attributes(self._module), _C.world_info()[:2])
+        params = tuple(_meta(p) for p in self.module.parameters())
+        return (tuple(_meta(t) for t in inputs), constants, params, _scalar_attributes(self.module),
+                _C.world_info()[:2])
 
-    def _entry(self, inputs):
+    def _entry(self, inputs, names, constants, call):
         """(entry, program) for these inputs: a hit reuses them, a miss records and builds anew."""
-        key = self._key(inputs)
+        core = self._get_core()
+        key = self._key(inputs, constants)
         cached = self._cache.get(key)
         hit = cached is not None
         if hit:
             self.cache_hits += 1
         else:
             self.cache_misses += 1
-            core = self._get_core()
-            program, _ = record(self._module, inputs, self._input_names(len(inputs)))
-            entry = core.build(program.to_dict(), list(inputs), self._order, self._semantics, self._workaround(),
-                               _module_class(self._module))
+            program, _ = record(self.module, inputs, names, call)
+            entry = core.build(program.to_dict(), list(inputs) + _seed(program), self._order, self._semantics,
+                               self._workaround(), _module_class(self.module))
             cached = self._cache[key] = (entry, program)
         rec = CallRecord(key, hit, cached[0], self._order)
         rec.program = cached[1]
+        rec.input_names = list(names)
         self._history.append(rec)
         return cached, rec
 
-    def prepare(self, *inputs):
-        """Acquires (or finds in the cache) the traces for these inputs without running them."""
-        (entry, program), rec = self._entry(list(inputs))
+    def prepare(self, *args, **kwargs):
+        """Acquires (or finds in the cache) the traces for these arguments without running them."""
+        inputs, names, constants, rebuild = self._bind(args, kwargs)
+        (entry, program), rec = self._entry(inputs, names, constants, lambda: self.module(*args, **kwargs))
         return rec
 
-    def __call__(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError("thunder_viz.jit modules take positional tensor arguments only")
-        inputs = list(args)
-        for i, a in enumerate(inputs):
-            if not isinstance(a, torch.Tensor):
-                raise TypeError(f"argument {i} is a {type(a).__name__}: jitted modules take tensors")
-        (entry, program), rec = self._entry(inputs)
+    def forward(self, *args, **kwargs):
+        autocast = _autocast_state()
+        if autocast is not None and "autocast" not in self._order:
+            raise RuntimeError(
+                f"thunder_viz: the jitted module was called under torch.autocast({autocast[0]!r}, dtype={autocast[1]}); "
+                "the engine runs the recorded dtypes and does not follow torch's autocast. Apply the engine's "
+                "autocast transform instead (thunder_viz.jit(model, transforms=['autocast'])), or call it "
+                "outside torch.autocast")
+        inputs, names, constants, rebuild = self._bind(args, kwargs)
+        (entry, program), rec = self._entry(inputs, names, constants, lambda: self.module(*args, **kwargs))
+        engine_inputs = inputs + _seed(program)
+        entry.timed = self.timing or bool(self._listeners)
         params = self._param_list
         needs_grad = torch.is_grad_enabled() and entry.has_backward and (
             any(p.requires_grad for p in params) or any(t.requires_grad for t in inputs))
         if needs_grad:
-            fixup = {"inputs": inputs, "unshard": _unshard(_C.world_info()), "record": rec}
-            outs = _Bridge.apply(entry, fixup, *inputs, *params)
+            fixup = {"inputs": engine_inputs, "unshard": _unshard(_C.world_info()), "record": rec}
+            outs = _Bridge.apply(entry, fixup, *engine_inputs, *params)
         else:
-            outs, _ = entry.forward(inputs)
+            outs, _ = entry.forward(engine_inputs)
         rec.outputs = [o.detach() for o in outs]
         rec.timings = entry.forward_timings()
         rec.needs_grad = needs_grad
+        rec.rebuild_arguments = rebuild
         for fn in list(self._listeners):
             fn(self, rec, inputs)
-        s = program.output_structure
-        if s == "tensor":
-            return outs[0]
-        typ, _n = s
-        return typ(outs)
+        return rebuild_output(program, list(outs))
 
     def __repr__(self):
         return f"<thunder_viz.JittedModule {self._name} order={self._order}>"
+
+
+def _unique(names, n):
+    out, seen = [], set()
+    for i in range(n):
+        name = names[i] if i < len(names) else f"arg{i}"
+        while name in seen:
+            name += "_"
+        seen.add(name)
+        out.append(name)
+    return out
+
+
+def _seed(program):
+    """The dropout seed of one call, drawn from torch's default generator (torch.manual_seed sets it)."""
+    if not program.uses_seed:
+        return []
+    return [torch.randint(0, 2 ** 62, (), dtype=torch.int64)]
 
 
 class _DistributedMarker(torch.nn.Module):
@@ -281,7 +393,7 @@ class _DistributedMarker(torch.nn.Module):
         return self.module(*args)
 
 
-def jit(module, example_inputs=None, transforms=(), semantics="lazy"):
+def jit(module, example_inputs=None, transforms=(), semantics="lazy", history_limit=DEFAULT_HISTORY_LIMIT):
     """Records `module`'s forward into the engine; transforms (the engine's names:
     thunder_viz.transform_names()) are applied at the first call, reading module state when the
     semantics mode says (thunder_viz.semantics_names(): lazy, thunder-2024-03, thunder-2026-01). An
@@ -294,7 +406,7 @@ def jit(module, example_inputs=None, transforms=(), semantics="lazy"):
         module = module.module
     if isinstance(module, JittedModule):
         raise TypeError("the module is jitted already (jit applies once)")
-    tm = JittedModule(module, before + ["jit"] + list(transforms), semantics, fn=fn)
+    tm = JittedModule(module, before + ["jit"] + list(transforms), semantics, fn=fn, history_limit=history_limit)
     if example_inputs is not None:
         if isinstance(example_inputs, torch.Tensor):
             example_inputs = (example_inputs,)

@@ -1,10 +1,21 @@
 """Recording the torch-level calls of a module's forward with a TorchFunctionMode.
 
 Each call goes through one table, keyed by the function's name: a handler turns the call (and its
-real result, which gives shapes) into engine ops (`ltorch.*` names without the prefix) whose
-arguments are references to earlier values, parameters by qualified name, or literals. Metadata
+real result, which gives shapes) into calls of engine symbols (`ltorch.linear`, the names
+`thunder_viz.symbol_names()` lists) whose arguments are references to earlier values, parameters by
+qualified name, or literals; the bindings make each call with the engine's TraceBuilder. Metadata
 queries (size, shape, dtype, ...) run and are not recorded; anything else is an UnsupportedOp that
-names the function, the user's file:line and the supported alternatives where known.
+names the function, the file:line that called it (the user's, or torchvision's) and the supported
+alternatives where known.
+
+What eager torch would compute is what the recording says:
+- calls made while grad is disabled (`with torch.no_grad():` inside forward) read their
+  differentiable inputs through `ltorch.detach`, as `Tensor.detach()` does;
+- in-place calls (`add_`, `x += y`, `relu(inplace=True)`) are recorded out of place and the tensor's
+  later reads take the new value; an in-place update of an input, a parameter or a buffer, and a read
+  of a tensor that changed in place through another view of its storage, are refused;
+- dropout's mask comes from a seed drawn from torch's generator at every call (the program's input
+  `rng_seed`), each dropout site at its own offset.
 """
 import linecache
 import os
@@ -12,13 +23,15 @@ import sys
 import threading
 
 import torch
+import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
-_SKIP_DIRS = (_PKG_DIR, _TORCH_DIR)
+# Directories (with their separator: torch's must not match torchvision's) whose frames are not the caller's.
+_SKIP_DIRS = (_PKG_DIR + os.sep, _TORCH_DIR + os.sep)
 
 _DTYPES = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
            torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "ui8",
@@ -30,6 +43,7 @@ PASSTHROUGH = {
     "get_device", "stride", "__repr__", "__format__", "__hash__", "nelement",
     "attr:shape", "attr:dtype", "attr:device", "attr:requires_grad", "attr:is_cuda", "attr:ndim", "attr:is_leaf",
     "attr:grad_fn", "attr:layout", "attr:names", "attr:is_sparse", "attr:is_quantized", "attr:is_meta",
+    "attr:_version",
 }
 
 ALTERNATIVES = {
@@ -111,30 +125,46 @@ def header_of(path, line):
     return out
 
 
+SEED_INPUT = "rng_seed"
+
+
 class Program:
-    """The recorded calls: ops (name, args, output slots, header), inputs and outputs."""
+    """The recorded calls: ops (symbol, args, kwargs, output slots, header), inputs and outputs.
+    Slot len(input_names) is kept for the dropout seed; `uses_seed` says whether an op reads it (the
+    seed is then the program's last input)."""
 
     def __init__(self, input_names):
         self.input_names = list(input_names)
+        self.seed_slot = len(self.input_names)
+        self.uses_seed = False
         self.ops = []
         self.outputs = []
-        self.output_structure = None
-        self.num_slots = len(self.input_names)
+        self.output_spec = None       # torch.utils._pytree spec of what forward returned
+        self.output_constants = {}    # leaf index -> a non-tensor leaf (None, a number)
+        self.num_slots = self.seed_slot + 1
+
+    def all_input_names(self):
+        if not self.uses_seed:
+            return list(self.input_names)
+        seed = SEED_INPUT
+        while seed in self.input_names:
+            seed += "_"
+        return self.input_names + [seed]
 
     def to_dict(self):
-        return {"inputs": self.input_names, "ops": self.ops, "outputs": self.outputs, "num_slots": self.num_slots}
+        return {"inputs": self.all_input_names(), "ops": self.ops, "outputs": self.outputs, "num_slots": self.num_slots}
 
     def describe(self):
-        return "\n".join(f"{o[2]} = {o[0]}{tuple(o[1])}    # {o[3]}" for o in self.ops)
+        return "\n".join(f"{o[3]} = {o[0]}{tuple(o[1])}{o[2] or ''}    # {o[4]}" for o in self.ops)
 
 
 _active = threading.local()  # the recorder of this thread (World ranks record concurrently)
 
 
 class _GetitemPatch:
-    """torch 1.13 does not route Tensor.__getitem__ through TorchFunctionMode, so while any thread
-    records, Tensor.__getitem__ is replaced by one that reports it; the last recorder to finish
-    puts back what was there."""
+    """Tensor.__getitem__ reaches TorchFunctionMode only as whatever `torch.Tensor.__getitem__` is
+    (torch 1.13), so while any thread records, Tensor.__getitem__ is replaced by one that records it;
+    the last recorder to finish puts back what was there."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -163,10 +193,30 @@ _getitem_patch = _GetitemPatch()
 
 def _getitem(self, idx):
     rec = getattr(_active, "recorder", None)
-    if rec is not None:
-        rec.location = user_frame()
-        raise rec.unsupported("Tensor.__getitem__ (indexing/slicing)", key="__getitem__")
-    return _getitem_patch.original()(self, idx)
+    if rec is None or rec.in_getitem:
+        return _getitem_patch.original()(self, idx)
+    rec.location = user_frame()
+    rec.in_getitem = True  # the original reaches the mode too (as this function): record it once, here
+    try:
+        try:
+            out = _getitem_patch.original()(self, idx)
+        except (IndexError, RuntimeError) as e:
+            raise rec.failed(_getitem_patch.original(), (self, idx), {}, e) from e
+        h_getitem(rec, out, self, idx)
+    finally:
+        rec.in_getitem = False
+    return out
+
+
+class _Encoded:
+    """An argument given in the recorder's encoding already (the dropout seed's slot)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _storage_version(t):
+    return t._version
 
 
 class Recorder(TorchFunctionMode):
@@ -174,17 +224,27 @@ class Recorder(TorchFunctionMode):
         super().__init__()
         self.program = Program(input_names)
         self.refs = {}
+        self.versions = {}  # id(tensor) -> its version counter when its ref was bound
         self.keep = []  # tensors whose id() is a key of refs stay alive
+        self.owned = {}  # id(tensor) -> what it is, for inputs, parameters and buffers (never updated in place)
         for i, t in enumerate(inputs):
             self._bind(t, ("v", i))
+            self.owned[id(t)] = f"the input '{self.program.input_names[i]}'"
         for name, p in module.named_parameters():
             self._bind(p, ("p", name))
+            self.owned[id(p)] = f"the parameter '{name}'"
         for name, b in module.named_buffers():
             self._bind(b, ("p", name))
+            self.owned[id(b)] = f"the buffer '{name}'"
+        self.detached = set()  # refs that carry no gradient (made while grad was disabled)
+        self.detached_of = {}  # ref -> the ref of its ltorch.detach
+        self.dropout_sites = 0
         self.location = None
+        self.in_getitem = False
 
     def _bind(self, t, ref):
         self.refs[id(t)] = ref
+        self.versions[id(t)] = _storage_version(t)
         self.keep.append(t)
 
     # -- encoding
@@ -194,35 +254,82 @@ class Recorder(TorchFunctionMode):
             raise self.unsupported("a tensor constant", detail=(
                 "the tensor was not produced by a recorded call nor is it an input, parameter or buffer "
                 f"(shape {list(t.shape)}); register it as a buffer or pass it as an input"))
+        if _storage_version(t) != self.versions[id(t)]:
+            raise self.unsupported("a read of a tensor changed in place through another view of its memory", detail=(
+                "an in-place call wrote into this tensor's storage through a view or alias of it; the recording "
+                "keeps each tensor's own value, so this read would see the old one: use out-of-place calls "
+                "(y = x + 1 instead of x.add_(1)) where a view of the tensor is still read"))
         return r
 
-    def enc(self, x):
+    def enc(self, x, detach=False):
+        """The recorder's encoding of an argument (see module.cpp's arg_of); with `detach`, a
+        floating tensor that may carry a gradient is read through ltorch.detach."""
+        if isinstance(x, _Encoded):
+            return x.value
         if isinstance(x, torch.Tensor):
-            return self.ref(x)
+            r = self.ref(x)
+            if detach and x.is_floating_point() and r not in self.detached:
+                r = self._detached(x, r)
+            return r
         if isinstance(x, torch.dtype):
             return ("d", _DTYPES[x])
+        if isinstance(x, torch.device):
+            return ("dev", "cpu" if x.type == "cpu" else f"{x.type}:{x.index or 0}")
         if isinstance(x, (list, tuple)) and x and all(isinstance(e, torch.Tensor) for e in x):
-            return ("l", [self.ref(e) for e in x])
+            return ("l", [self.enc(e, detach) for e in x])
         if isinstance(x, (list, tuple, torch.Size)):
             return [int(e) for e in x]
         if x is None or isinstance(x, (bool, int, float, str)):
             return x
         raise self.unsupported(f"an argument of type {type(x).__name__}")
 
-    def emit(self, name, args, outs):
-        """Records engine op `name`; `outs` (a tensor or a list of tensors) get fresh slots."""
+    def _detached(self, t, r):
+        if r in self.detached_of:
+            return self.detached_of[r]
+        slot = self._new_slot()
+        self.program.ops.append(("ltorch.detach", [r], {}, [slot], self._header()))
+        ref = ("v", slot)
+        self.detached.add(ref)
+        self.detached_of[r] = ref
+        return ref
+
+    def _new_slot(self):
+        slot = self.program.num_slots
+        self.program.num_slots += 1
+        return slot
+
+    def _header(self):
+        file, line = self.location
+        return header_of(file, line)
+
+    def emit(self, symbol, args, outs, kwargs=None):
+        """Records a call of engine symbol `symbol` ("ltorch.add"); `outs` (a tensor or a list of
+        tensors) get fresh slots. The arguments are encoded first: an in-place call's output is its
+        input, whose later reads take the new slot."""
+        grad_off = not torch.is_grad_enabled()
+        enc_args = [self.enc(a, grad_off) for a in args]
+        enc_kwargs = {k: self.enc(v, grad_off) for k, v in (kwargs or {}).items()}
         single = isinstance(outs, torch.Tensor)
         outs = [outs] if single else list(outs)
         slots = []
         for t in outs:
-            slots.append(self.program.num_slots)
-            self._bind(t, ("v", self.program.num_slots))
-            self.program.num_slots += 1
-        file, line = self.location
-        self.program.ops.append((name, [self.enc(a) for a in args], slots, header_of(file, line)))
+            slot = self._new_slot()
+            slots.append(slot)
+            self._bind(t, ("v", slot))
+            if grad_off:
+                self.detached.add(("v", slot))
+        self.program.ops.append((symbol, enc_args, enc_kwargs, slots, self._header()))
 
     def alias(self, out, of):
-        self._bind(out, self.ref(of))
+        r = self.ref(of)
+        self._bind(out, r)
+
+    def seed(self):
+        """The dropout seed's reference and the next site's offset."""
+        self.program.uses_seed = True
+        offset = self.dropout_sites
+        self.dropout_sites += 1
+        return ("v", self.program.seed_slot), offset
 
     def unsupported(self, what, detail="", key=None):
         file, line = self.location or user_frame()
@@ -243,18 +350,34 @@ class Recorder(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         key = func_key(func)
-        if key in PASSTHROUGH:
+        if key in PASSTHROUGH or (self.in_getitem and (key == "__getitem__" or func is _getitem)):
             return func(*args, **kwargs)
         self.location = user_frame()
         handler = HANDLERS.get(key)
+        in_place = kwargs.get("inplace") is True
         if handler is None:
-            raise self.unsupported(func_label(func), key=key)
+            handler = HANDLERS.get(_out_of_place(key)) if _out_of_place(key) else None
+            if handler is None:
+                raise self.unsupported(func_label(func), key=key)
+            in_place = True
+        if in_place and args and isinstance(args[0], torch.Tensor):
+            self._check_in_place(func, args[0])
         try:
             out = func(*args, **kwargs)
         except RuntimeError as e:
             raise self.failed(func, args, kwargs, e) from e
+        if in_place and args and isinstance(args[0], torch.Tensor):
+            self.versions[id(args[0])] = _storage_version(args[0])  # read once more below, as the call's input
         handler(self, out, *args, **kwargs)
         return out
+
+    def _check_in_place(self, func, target):
+        owner = self.owned.get(id(target))
+        if owner is not None:
+            raise self.unsupported(f"{func_label(func)}: an in-place update of {owner}", detail=(
+                "the engine does not write back into inputs, parameters or buffers; compute a new tensor "
+                "(x = x + y instead of x += y) or update it outside the jitted module"))
+        self.ref(target)  # a tensor the recording knows, with its current value
 
     def failed(self, func, args, kwargs, error):
         """torch's error of a recorded call, with where it was made and what it was given."""
@@ -271,7 +394,24 @@ class Recorder(TorchFunctionMode):
         return RecordedCallError(func_label(func), f"{shown_path(file)}:{line}", code, described, reason, hint)
 
 
+def _out_of_place(key):
+    """The out-of-place twin of an in-place call's name: add_ -> add, __iadd__ -> __add__; else None."""
+    if key.startswith("__i") and key.endswith("__"):
+        return "__" + key[3:]
+    if key.endswith("_") and not key.endswith("__"):
+        return key[:-1]
+    return None
+
+
 # ---------------------------------------------------------------- handlers
+
+def _emits(*symbols):
+    """Marks a handler with the engine symbols it records (checked against the engine's registry)."""
+    def mark(h):
+        h.symbols = symbols
+        return h
+    return mark
+
 
 def _dim(d, ndim):
     return d + ndim if d < 0 else d
@@ -282,121 +422,155 @@ def _binary(name, swap=False):
         if rest or kw or alpha != 1:
             raise rec.unsupported(f"{name} with alpha/out/extra arguments")
         x, y = (b, a) if swap else (a, b)
-        rec.emit(name, [x, y], out)
+        rec.emit("ltorch." + name, [x, y], out, {"alpha": 1} if name in ("add", "sub") else None)
+    h.symbols = ("ltorch." + name,)
     return h
 
 
 def _unary(name):
     def h(rec, out, a, *rest, **kw):
-        rec.emit(name, [a], out)
+        rec.emit("ltorch." + name, [a], out)
+    h.symbols = ("ltorch." + name,)
     return h
 
 
+@_emits('ltorch.linear')
 def h_linear(rec, out, input, weight, bias=None):
-    rec.emit("linear", [input, weight, bias], out)
+    rec.emit("ltorch.linear", [input, weight, bias], out)
 
 
+@_emits('ltorch.matmul')
 def h_matmul(rec, out, a, b):
-    rec.emit("matmul", [a, b], out)
+    rec.emit("ltorch.matmul", [a, b], out)
 
 
+@_emits('ltorch.matmul')
 def h_rmatmul(rec, out, a, b):
-    rec.emit("matmul", [b, a], out)
+    rec.emit("ltorch.matmul", [b, a], out)
 
 
+@_emits('ltorch.gelu')
 def h_gelu(rec, out, input, approximate="none"):
-    rec.emit("gelu", [input, approximate], out)
+    rec.emit("ltorch.gelu", [input], out, {"approximate": approximate})
 
 
+@_emits('ltorch.layer_norm')
 def h_layer_norm(rec, out, input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    rec.emit("layer_norm", [input, list(normalized_shape), weight, bias, float(eps)], out)
+    rec.emit("ltorch.layer_norm", [input, list(normalized_shape), weight, bias, float(eps)], out)
 
 
 def _softmax(name):
     def h(rec, out, input, dim=None, _stacklevel=3, dtype=None):
         if dim is None or dtype is not None:
             raise rec.unsupported(f"{name} without dim or with dtype", key=name)
-        rec.emit(name, [input, _dim(dim, input.dim())], out)
+        rec.emit("ltorch." + name, [input, _dim(dim, input.dim())], out)
+    h.symbols = ("ltorch." + name,)
     return h
 
 
+@_emits('ltorch.relu')
 def h_relu(rec, out, input, inplace=False):
-    rec.emit("relu", [input], out)
+    rec.emit("ltorch.relu", [input], out)
 
 
+@_emits('ltorch.silu')
 def h_silu(rec, out, input, inplace=False):
-    rec.emit("silu", [input], out)
+    rec.emit("ltorch.silu", [input], out)
 
 
+@_emits('ltorch.cross_entropy')
 def h_cross_entropy(rec, out, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                     reduction="mean", label_smoothing=0.0):
     if weight is not None or reduction != "mean" or label_smoothing != 0.0:
         raise rec.unsupported("cross_entropy with weight, reduction other than 'mean' or label_smoothing")
-    rec.emit("cross_entropy", [input, target], out)
+    rec.emit("ltorch.cross_entropy", [input, target], out, {"ignore_index": int(ignore_index)})
 
 
+@_emits('ltorch.embedding')
 def h_embedding(rec, out, input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                 sparse=False):
-    if max_norm is not None:
-        raise rec.unsupported("embedding with max_norm")
-    rec.emit("embedding", [input, weight], out)
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise rec.unsupported("embedding with max_norm, scale_grad_by_freq or sparse")
+    if padding_idx is None:
+        rec.emit("ltorch.embedding", [input, weight], out)
+    else:
+        rec.emit("ltorch.embedding", [input, weight, int(padding_idx)], out)
 
 
+@_emits('ltorch.dropout')
 def h_dropout(rec, out, input, p=0.5, training=True, inplace=False):
     if not training or p == 0:
-        rec.alias(out, input)
+        if out is not input:
+            rec.alias(out, input)
     else:
-        rec.emit("dropout", [input, float(p), 0, True], out)
+        seed, offset = rec.seed()
+        rec.emit("ltorch.dropout", [input, float(p), _Encoded(seed), True, offset], out)
+
+
+@_emits('ltorch.detach')
+def h_detach(rec, out, a):
+    if not a.is_floating_point():
+        rec.alias(out, a)
+    else:
+        rec.emit("ltorch.detach", [a], out)
 
 
 def _reshape(name):
     def h(rec, out, a, *shape, **kw):
-        rec.emit(name, [a, list(out.shape)], out)
+        rec.emit("ltorch." + name, [a, list(out.shape)], out)
+    h.symbols = ("ltorch." + name,)
     return h
 
 
+@_emits('ltorch.transpose')
 def h_transpose(rec, out, a, d0, d1):
     n = a.dim()
-    rec.emit("transpose", [a, _dim(d0, n), _dim(d1, n)], out)
+    rec.emit("ltorch.transpose", [a, _dim(d0, n), _dim(d1, n)], out)
 
 
+@_emits('ltorch.transpose')
 def h_t(rec, out, a):
     if a.dim() < 2:
         rec.alias(out, a)
     else:
-        rec.emit("transpose", [a, 0, 1], out)
+        rec.emit("ltorch.transpose", [a, 0, 1], out)
 
 
+@_emits('ltorch.permute')
 def h_T(rec, out, a):
-    rec.emit("permute", [a, list(reversed(range(a.dim())))], out)
+    rec.emit("ltorch.permute", [a, list(reversed(range(a.dim())))], out)
 
 
+@_emits('ltorch.transpose')
 def h_mT(rec, out, a):
     n = a.dim()
-    rec.emit("transpose", [a, n - 2, n - 1], out)
+    rec.emit("ltorch.transpose", [a, n - 2, n - 1], out)
 
 
+@_emits('ltorch.permute')
 def h_permute(rec, out, a, *dims):
     if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
         dims = dims[0]
-    rec.emit("permute", [a, [_dim(d, a.dim()) for d in dims]], out)
+    rec.emit("ltorch.permute", [a, [_dim(d, a.dim()) for d in dims]], out)
 
 
+@_emits('ltorch.unsqueeze')
 def h_unsqueeze(rec, out, a, dim):
-    rec.emit("unsqueeze", [a, _dim(dim, a.dim() + 1)], out)
+    rec.emit("ltorch.unsqueeze", [a, _dim(dim, a.dim() + 1)], out)
 
 
 def h_alias(rec, out, a, *args, **kw):
     rec.alias(out, a)
 
 
+@_emits('ltorch.convert_element_type')
 def h_to(rec, out, a, *args, **kw):
     if out is a:
         return
     if out.device != a.device:
         raise rec.unsupported("Tensor.to(device) inside forward", detail="move the module and inputs before jit")
     if out.dtype != a.dtype:
-        rec.emit("convert_element_type", [a, out.dtype], out)
+        rec.emit("ltorch.convert_element_type", [a, out.dtype], out)
     else:
         rec.alias(out, a)
 
@@ -406,28 +580,96 @@ def _cast(dtype):
         if out.dtype == a.dtype:
             rec.alias(out, a)
         else:
-            rec.emit("convert_element_type", [a, dtype], out)
+            rec.emit("ltorch.convert_element_type", [a, dtype], out)
+    h.symbols = ("ltorch.convert_element_type",)
     return h
 
 
+def _index_of(rec, i, size):
+    """(start, end, stride) of one basic index along a dim of `size`."""
+    if isinstance(i, bool) or (isinstance(i, torch.Tensor) and i.dtype == torch.bool):
+        raise rec.unsupported("indexing with a bool mask (data-dependent shape)", key="__getitem__")
+    if isinstance(i, torch.Tensor) and i.dim() == 0 and not i.is_floating_point():
+        raise rec.unsupported("indexing with a tensor (its value is data)", key="__getitem__",
+                              detail="index with a Python int, or use torch.index_select / gather")
+    if isinstance(i, (list, tuple)) and len(i) == 1 and isinstance(i[0], int):
+        k = i[0] + size if i[0] < 0 else i[0]
+        return k, k + 1, 1
+    if isinstance(i, int):
+        k = i + size if i < 0 else i
+        return k, k + 1, 1
+    if isinstance(i, slice):
+        start, stop, step = i.indices(size)
+        return start, max(start, stop), step
+    raise rec.unsupported(f"indexing with a {type(i).__name__} (advanced indexing)", key="__getitem__",
+                          detail="basic indexing (ints, slices, None, ...) and one-element int lists are recorded")
+
+
+@_emits("prims.slice", "ltorch.reshape")
+def h_getitem(rec, out, a, idx):
+    """Basic indexing as one prims.slice (start, end, stride per dim) and a reshape to the result's
+    shape (an int index drops its dim, None adds one)."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    if sum(i is Ellipsis for i in idx) > 1:
+        raise rec.unsupported("an index with more than one Ellipsis", key="__getitem__")
+    consuming = sum(1 for i in idx if i is not None and i is not Ellipsis)
+    if Ellipsis not in idx:
+        idx = idx + (Ellipsis,)
+    expanded = []
+    for i in idx:
+        expanded.extend([slice(None)] * (a.dim() - consuming) if i is Ellipsis else [i])
+    start, end, strides = [], [], []
+    for i in (i for i in expanded if i is not None):
+        s, e, st = _index_of(rec, i, a.shape[len(start)])
+        start.append(s), end.append(e), strides.append(st)
+    whole = all(s == 0 and e == n and st == 1 for s, e, st, n in zip(start, end, strides, a.shape))
+    if whole:
+        mid = a
+    else:
+        mid = _getitem_patch.original()(a, tuple(slice(s, e, st) for s, e, st in zip(start, end, strides)))
+        rec.emit("prims.slice", [a, start, end, strides], mid)
+    if tuple(mid.shape) == tuple(out.shape):
+        rec.alias(out, mid)
+    else:
+        rec.emit("ltorch.reshape", [mid, list(out.shape)], out)
+
+
+@_emits("ltorch.arange", "prims.iota")
+def h_arange(rec, out, *args, **kw):
+    """arange(end), arange(start, end[, step]), by position or keyword: prims.iota of the result's length."""
+    if kw.get("requires_grad"):
+        raise rec.unsupported("torch.arange with requires_grad")
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3] if args else (0, None, 1)
+    start, step = kw.get("start", start), kw.get("step", step)
+    if out.dtype == torch.int64 and start == 0 and step == 1:
+        rec.emit("ltorch.arange", [out.numel(), out.device], out)
+    else:
+        number = int if not out.is_floating_point() else float
+        rec.emit("prims.iota", [out.numel(), number(start), number(step), out.device, out.dtype], out)
+
+
+@_emits("ltorch.convert_element_type")
 def h_type_as(rec, out, a, other):
     _cast(other.dtype)(rec, out, a)
 
 
+@_emits('ltorch.split')
 def h_split(rec, out, a, split_size_or_sections, dim=0):
     if not isinstance(split_size_or_sections, int):
         raise rec.unsupported("split with a list of sections", key="narrow")
-    rec.emit("split", [a, split_size_or_sections, _dim(dim, a.dim())], list(out))
+    rec.emit("ltorch.split", [a, split_size_or_sections, _dim(dim, a.dim())], list(out))
 
 
+@_emits('ltorch.split')
 def h_chunk(rec, out, a, chunks, dim=0):
     d = _dim(dim, a.dim())
     size = -(-a.shape[d] // chunks)
-    rec.emit("split", [a, size, d], list(out))
+    rec.emit("ltorch.split", [a, size, d], list(out))
 
 
+@_emits('ltorch.amax', 'ltorch.cat')
 def h_cat(rec, out, tensors, dim=0):
-    rec.emit("cat", [list(tensors), _dim(dim, tensors[0].dim())], out)
+    rec.emit("ltorch.cat", [list(tensors), _dim(dim, tensors[0].dim())], out)
 
 
 def _reduction(name):
@@ -440,52 +682,49 @@ def _reduction(name):
             dims = [_dim(dim, a.dim())]
         else:
             dims = [_dim(d, a.dim()) for d in dim]
-        rec.emit(name, [a, dims, bool(keepdim)], out)
+        if name == "amax":
+            rec.emit("ltorch.amax", [a, dims, bool(keepdim)], out)
+        else:  # as the engine's own ltorch.sum and ltorch.mean: every dim is None, dtype a keyword
+            rec.emit("ltorch." + name, [a, dims or None, bool(keepdim)], out, {"dtype": None})
+    h.symbols = ("ltorch." + name,)
     return h
 
 
+@_emits('ltorch.where')
 def h_where(rec, out, cond, a=None, b=None):
     if a is None:
         raise rec.unsupported("torch.where(cond) (data-dependent shape)")
-    rec.emit("where", [cond, a, b], out)
+    rec.emit("ltorch.where", [cond, a, b], out)
 
 
+@_emits('ltorch.masked_fill')
 def h_masked_fill(rec, out, a, mask, value):
     if isinstance(value, torch.Tensor):
         raise rec.unsupported("masked_fill with a tensor value")
-    rec.emit("masked_fill", [a, mask, value], out)
+    rec.emit("ltorch.masked_fill", [a, mask, value], out)
 
 
+@_emits('ltorch.full', 'ltorch.scaled_dot_product_attention')
 def h_sdpa(rec, out, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kw):
     if dropout_p != 0.0 or scale is not None or kw:
         raise rec.unsupported("scaled_dot_product_attention with dropout_p, scale or extra arguments")
-    rec.emit("scaled_dot_product_attention", [q, k, v, attn_mask, bool(is_causal)], out)
-
-
-def _dev(t):
-    return "cpu" if t.device.type == "cpu" else f"cuda:{t.device.index or 0}"
+    rec.emit("ltorch.scaled_dot_product_attention", [q, k, v, attn_mask, bool(is_causal)], out)
 
 
 def _creation(name):
     def h(rec, out, *args, **kw):
         if name == "full":
             fill = args[1] if len(args) > 1 else kw.get("fill_value")
-            rec.emit("full", [list(out.shape), fill, out.dtype, _dev(out)], out)
+            rec.emit("ltorch.full", [list(out.shape), fill, out.dtype, out.device], out)
         else:
-            rec.emit(name, [list(out.shape), out.dtype, _dev(out)], out)
+            rec.emit("ltorch." + name, [list(out.shape), out.dtype, out.device], out)
+    h.symbols = ("ltorch." + name,)
     return h
 
 
-def h_arange(rec, out, *args, **kw):
-    if len(args) != 1 or isinstance(args[0], float):
-        raise rec.unsupported("torch.arange with start/step (only arange(end))")
-    if out.dtype != torch.int64:
-        raise rec.unsupported("torch.arange with a dtype other than int64")
-    rec.emit("arange", [int(args[0]), _dev(out)], out)
-
-
+@_emits('ltorch.maximum')
 def h_maximum(rec, out, a, b):
-    rec.emit("maximum", [a, b], out)
+    rec.emit("ltorch.maximum", [a, b], out)
 
 
 HANDLERS = {
@@ -512,7 +751,7 @@ HANDLERS = {
     "squeeze": _reshape("reshape"), "expand": _reshape("expand"),
     "transpose": h_transpose, "t": h_t, "attr:T": h_T, "attr:mT": h_mT,
     "permute": h_permute, "unsqueeze": h_unsqueeze,
-    "contiguous": h_alias, "clone": h_alias, "detach": h_alias,
+    "contiguous": h_alias, "clone": h_alias, "detach": h_detach,
     "to": h_to, "float": _cast(torch.float32), "double": _cast(torch.float64), "half": _cast(torch.float16),
     "bfloat16": _cast(torch.bfloat16), "long": _cast(torch.int64), "int": _cast(torch.int32), "bool": _cast(torch.bool),
     "type_as": h_type_as,
@@ -521,34 +760,50 @@ HANDLERS = {
     "where": h_where, "masked_fill": h_masked_fill,
     "scaled_dot_product_attention": h_sdpa,
     "ones": _creation("ones"), "zeros": _creation("zeros"), "full": _creation("full"), "arange": h_arange,
+    "__getitem__": h_getitem,
 }
 
 
 def supported_ops():
-    """The torch function names thunder_viz.jit records."""
+    """The torch function names thunder_viz.jit records (and their in-place twins: add_, __iadd__)."""
     return sorted(HANDLERS)
 
 
-def record(module, inputs, input_names):
-    """Runs module(*inputs) under the recorder; returns (Program, real outputs)."""
+def recorded_symbols():
+    """{torch function name: the engine symbols its handler records}."""
+    return {key: tuple(getattr(h, "symbols", ())) for key, h in HANDLERS.items()}
+
+
+def record(module, inputs, input_names, call=None):
+    """Runs the forward under the recorder (`call()`, by default module(*inputs)); returns (Program,
+    real output). `inputs` are the call's tensors, in the order of `input_names`. Grad is enabled
+    while recording, so that a `torch.no_grad()` block inside forward is seen as one."""
     rec = Recorder(module, inputs, input_names)
-    with torch.no_grad():
+    with torch.enable_grad():
         with rec:
-            out = module(*inputs)
+            out = call() if call is not None else module(*inputs)
     prog = rec.program
-    if isinstance(out, torch.Tensor):
-        prog.output_structure = "tensor"
-        outs = [out]
-    elif isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
-        prog.output_structure = (type(out), len(out))
-        outs = list(out)
-    else:
-        raise UnsupportedOp(f"a forward returning {type(out).__name__}", "forward",
-                            detail="return a tensor or a tuple/list of tensors")
-    for o in outs:
-        if id(o) not in rec.refs:
-            file, line = user_frame()
-            raise UnsupportedOp("an output made by a call the recorder did not see", f"{shown_path(file)}:{line}",
-                                detail="the forward returned a tensor no recorded torch call produced")
-    prog.outputs = [rec.ref(o) for o in outs]
+    leaves, prog.output_spec = pytree.tree_flatten(out)
+    refs = []
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, torch.Tensor):
+            if id(leaf) not in rec.refs:
+                file, line = user_frame()
+                raise UnsupportedOp("an output made by a call the recorder did not see", f"{shown_path(file)}:{line}",
+                                    detail="the forward returned a tensor no recorded torch call produced")
+            refs.append(rec.ref(leaf))
+        elif leaf is None or isinstance(leaf, (bool, int, float, str)):
+            prog.output_constants[i] = leaf
+        else:
+            raise UnsupportedOp(f"a forward returning a {type(leaf).__name__}", "forward",
+                                detail="return tensors, or tuples, lists and dicts of tensors (None and numbers may sit beside them)")
+    prog.outputs = refs
     return prog, out
+
+
+def rebuild_output(prog, tensors):
+    """forward's output structure again, with the engine's tensors in the recorded tensors' places."""
+    it = iter(tensors)
+    n = prog.output_spec.num_leaves
+    leaves = [prog.output_constants[i] if i in prog.output_constants else next(it) for i in range(n)]
+    return pytree.tree_unflatten(leaves, prog.output_spec)

@@ -1,0 +1,297 @@
+"""What eager torch computes, a jitted module computes, or it says why it cannot: detach, no_grad
+blocks, in-place calls, dropout's randomness, embedding's padding row, cross_entropy's ignored
+targets, replaced parameters and autocast. Every number is checked against eager autograd."""
+import pytest
+import torch
+
+import thunder_viz as tv
+
+torch.set_default_dtype(torch.float32)
+
+
+def _run(module, *args, loss=lambda y: y.sum()):
+    """(output, {name: grad}) of one forward and backward."""
+    for p in module.parameters():
+        p.grad = None
+    y = module(*args)
+    loss(y).backward()
+    return y, {n: p.grad.clone() for n, p in module.named_parameters() if p.grad is not None}
+
+
+def assert_matches_eager(model, *args, loss=lambda y: y.sum()):
+    got, got_grads = _run(tv.jit(model), *args, loss=loss)
+    want, want_grads = _run(model, *args, loss=loss)
+    torch.testing.assert_close(got, want)
+    assert sorted(got_grads) == sorted(want_grads)
+    for name in want_grads:
+        torch.testing.assert_close(got_grads[name], want_grads[name], msg=name)
+
+
+class Detached(torch.nn.Module):
+    def __init__(self, straight_through=False):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.straight_through = straight_through
+
+    def forward(self, x):
+        y = self.fc(x)
+        if self.straight_through:
+            return y + (torch.relu(y) - y).detach()
+        return y * y.detach()
+
+
+@pytest.mark.parametrize("straight_through", [False, True])
+def test_detach_stops_the_gradient(straight_through):
+    torch.manual_seed(0)
+    assert_matches_eager(Detached(straight_through), torch.randn(3, 4))
+
+
+class FrozenFirstLayer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            h = torch.tanh(self.a(x))
+        return self.b(h) + x
+
+
+def test_no_grad_block_inside_forward_gives_its_parameters_no_gradient():
+    torch.manual_seed(0)
+    model = FrozenFirstLayer()
+    assert_matches_eager(model, torch.randn(2, 4, requires_grad=True))
+    tm = tv.jit(model)
+    tm(torch.randn(2, 4)).sum().backward()
+    assert model.a.weight.grad is None and model.b.weight.grad is not None
+    assert "ltorch.detach" in str(tv.last_traces(tm)[0])
+
+
+class InPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        h = self.fc(x)
+        h.mul_(2)
+        h += x
+        return self.act(h) * 3
+
+
+def test_in_place_calls_are_recorded_out_of_place():
+    torch.manual_seed(0)
+    assert_matches_eager(InPlace(), torch.randn(2, 4))
+
+
+def test_in_place_update_of_an_input_is_refused():
+    class Bumps(torch.nn.Module):
+        def forward(self, x):
+            x.add_(1)
+            return x * 2
+
+    with pytest.raises(tv.UnsupportedOp, match="in-place update of the input 'x'"):
+        tv.jit(Bumps())(torch.randn(2))
+
+
+def test_reading_a_view_changed_in_place_is_refused():
+    class Aliased(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.fc(x)
+            v = h.view(8)
+            h.mul_(2)  # changes v as well
+            return v.sum() + h.sum()
+
+    with pytest.raises(tv.UnsupportedOp, match="changed in place through another view"):
+        tv.jit(Aliased())(torch.randn(2, 4))
+
+
+class TwoDropouts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return self.drop(h), self.drop(h), h
+
+
+def test_dropout_draws_a_new_mask_per_call_and_site_from_torchs_generator():
+    torch.manual_seed(0)
+    tm = tv.jit(TwoDropouts())
+    x = torch.randn(8, 16)
+    a1, b1, _ = tm(x)
+    a2, _, _ = tm(x)
+    assert not torch.equal(a1 != 0, b1 != 0), "two sites drew the same mask"
+    assert not torch.equal(a1 != 0, a2 != 0), "two calls drew the same mask"
+    torch.manual_seed(7)
+    c1 = tm(x)[0]
+    torch.manual_seed(7)
+    c2 = tm(x)[0]
+    assert torch.equal(c1, c2), "torch.manual_seed does not reproduce the mask"
+    keep = (a1 != 0).float().mean().item()
+    assert 0.35 < keep < 0.65
+
+
+def test_dropout_gradient_is_the_forward_mask():
+    torch.manual_seed(1)
+    model = TwoDropouts()
+    tm = tv.jit(model)
+    x = torch.randn(8, 16, requires_grad=True)
+    a, b, h = tm(x)
+    g = torch.randn_like(a)
+    (a * g).sum().backward()
+    mask = (a != 0).float() * 2.0  # kept / (1 - p)
+    torch.testing.assert_close(a, h.detach() * mask)
+    want_x = (g * mask) @ model.fc.weight
+    torch.testing.assert_close(x.grad, want_x)
+
+
+def test_dropout_off_in_eval():
+    torch.manual_seed(0)
+    tm = tv.jit(TwoDropouts())
+    x = torch.randn(4, 16)
+    assert tm.eval() is tm and not tm.training and not tm.module.training
+    a, b, h = tm(x)
+    torch.testing.assert_close(a, h)
+    assert tm.train() is tm and tm.training
+
+
+class Embed(torch.nn.Module):
+    def __init__(self, padding_idx):
+        super().__init__()
+        self.emb = torch.nn.Embedding(6, 3, padding_idx=padding_idx)
+
+    def forward(self, i):
+        return torch.tanh(self.emb(i))
+
+
+@pytest.mark.parametrize("padding_idx", [0, -1])
+def test_embedding_padding_row_gets_no_gradient(padding_idx):
+    torch.manual_seed(0)
+    model = Embed(padding_idx)
+    assert_matches_eager(model, torch.tensor([[0, 1, 5], [2, 0, 5]]))
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self, ignore_index):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 5)
+        self.ignore_index = ignore_index
+
+    def forward(self, x, target):
+        return torch.nn.functional.cross_entropy(self.fc(x), target, ignore_index=self.ignore_index)
+
+
+@pytest.mark.parametrize("ignore_index,target", [(-100, [1, -100, 2, -100]), (3, [3, 1, 3, 4]), (-100, [0, 1, 2, 4])])
+def test_cross_entropy_ignores_its_ignore_index(ignore_index, target):
+    torch.manual_seed(0)
+    assert_matches_eager(Classifier(ignore_index), torch.randn(4, 4), torch.tensor(target), loss=lambda y: y)
+
+
+def test_a_replaced_parameter_is_used():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    tm = tv.jit(model)
+    x = torch.randn(2, 4)
+    tm(x)
+    model.weight = torch.nn.Parameter(torch.randn(4, 4))
+    torch.testing.assert_close(tm(x), model(x))
+    _, grads = _run(tm, x)
+    _, want = _run(model, x)
+    torch.testing.assert_close(grads["weight"], want["weight"])
+
+
+def test_a_converted_module_is_reacquired():
+    model = torch.nn.Linear(4, 4)
+    tm = tv.jit(model)
+    tm(torch.randn(2, 4))
+    tm.double()
+    x = torch.randn(2, 4, dtype=torch.float64)
+    y = tm(x)
+    assert y.dtype == torch.float64
+    torch.testing.assert_close(y, model(x))
+
+
+def test_autocast_is_refused_with_the_engines_transform_named():
+    tm = tv.jit(torch.nn.Linear(4, 4))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.raises(RuntimeError, match=r"transforms=\['autocast'\]"):
+            tm(torch.randn(2, 4))
+
+
+class Keywords(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x, mask=None, scale=1.0, extra=None, mode="sum"):
+        h = self.fc(x) * scale
+        if mask is not None:
+            h = h * mask
+        if extra is not None:
+            h = h + extra["bias"]
+        out = {"h": h, "pair": (h.sum(), None)}
+        return out if mode == "sum" else h
+
+
+def test_keyword_none_scalar_and_nested_arguments_and_dict_outputs():
+    torch.manual_seed(0)
+    model = Keywords()
+    tm = tv.jit(model)
+    x, mask, bias = torch.randn(2, 4), torch.ones(2, 4), torch.randn(4)
+    for kwargs in ({}, {"scale": 2.0}, {"mask": mask}, {"extra": {"bias": bias}, "scale": 0.5}):
+        got, want = tm(x, **kwargs), model(x, **kwargs)
+        assert set(got) == {"h", "pair"} and got["pair"][1] is None
+        torch.testing.assert_close(got["h"], want["h"])
+        torch.testing.assert_close(got["pair"][0], want["pair"][0])
+    assert tm.cache_misses == 4
+    tm(x, scale=2.0)
+    assert tm.cache_hits == 1
+    torch.testing.assert_close(tm(x, mode="flat"), model(x, mode="flat"))
+
+
+def test_jitted_module_is_an_nn_module_with_the_wrapped_names():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+    tm = tv.jit(model)
+    assert isinstance(tm, torch.nn.Module)
+    assert list(tm.state_dict()) == list(model.state_dict())
+    assert [n for n, _ in tm.named_parameters()] == [n for n, _ in model.named_parameters()]
+    assert all(a is b for a, b in zip(tm.parameters(), model.parameters()))
+    seen = []
+    lin = tv.jit(torch.nn.Linear(4, 3))
+    handle = lin.register_forward_hook(lambda m, args, out: seen.append(tuple(out.shape)))
+    lin(torch.randn(2, 4))
+    handle.remove()
+    lin(torch.randn(2, 4))
+    assert seen == [(2, 3)]
+
+
+def test_call_history_is_bounded():
+    tm = tv.jit(torch.nn.Linear(4, 4), history_limit=5)
+    x = torch.randn(2, 4)
+    for _ in range(20):
+        tm(x)
+    assert len(tv.history(tm)) == 5 and tm.cache_hits == 19
+    tm.history_limit = 2
+    assert len(tv.history(tm)) == 2
+    with pytest.raises(ValueError, match="history_limit"):
+        tv.jit(torch.nn.Linear(4, 4), history_limit=0)
+
+
+def test_every_recorded_symbol_is_in_the_engines_registry():
+    from thunder_viz import _thunder_viz as C
+    from thunder_viz.recorder import recorded_symbols
+    engine = set(C.symbol_names())
+    table = recorded_symbols()
+    missing = {key: s for key, symbols in table.items() for s in symbols if s not in engine}
+    assert not missing
+    unmarked = [key for key, symbols in table.items() if not symbols and key not in ("contiguous", "clone")]
+    assert not unmarked, f"handlers that do not say which symbols they record: {unmarked}"
