@@ -29,13 +29,51 @@ def _meta(t):
     return (tuple(t.shape), t.dtype, t.device, t.requires_grad)
 
 
-def _scalar_attributes(module):
-    """The number, bool and string attributes of the module and its submodules. A forward that
-    reads one (`x * self.scale`) bakes its value into the trace as a constant, so a change must be a
-    cache miss and a new acquisition, as a changed input shape is."""
-    return tuple((prefix, name, value) for prefix, m in module.named_modules()
-                 for name, value in sorted(vars(m).items())
-                 if not name.startswith("_") and isinstance(value, (bool, int, float, str)))
+def _is_scalar(value):
+    return isinstance(value, (bool, int, float, str))
+
+
+class _ModuleState:
+    """What a call reads of the wrapped module, cheaply: the structure (its modules, the names of
+    their number, bool and string attributes, where each parameter and buffer lives) is scanned
+    once and again only when a module gains or loses an attribute, parameter, buffer or submodule;
+    a call reads values only: the attributes' (a forward that reads `self.scale` bakes it into the
+    trace, so a change is a new acquisition) and the tensors in their places (a Parameter replaced
+    by assignment is seen)."""
+
+    def __init__(self, module):
+        self.module = module
+        self._scan()
+
+    def _fingerprint(self):
+        return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), len(m._modules)) for m in self.modules)
+
+    def _scan(self):
+        named = list(self.module.named_modules())
+        self.modules = [m for _, m in named]
+        self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items() if not n.startswith("_") and _is_scalar(v))))
+                           for prefix, m in named]
+        self.param_places = [(f"{prefix}.{n}" if prefix else n, m._parameters, n) for prefix, m in named for n in m._parameters]
+        self.buffer_places = [(f"{prefix}.{n}" if prefix else n, m._buffers, n) for prefix, m in named for n in m._buffers]
+        self.fingerprint = self._fingerprint()
+
+    def read(self):
+        """(scalar attributes, [(name, parameter)], [(name, buffer)]), as named_parameters and
+        named_buffers give them (a tensor in two places, tied weights, under its first name)."""
+        if self._fingerprint() != self.fingerprint:
+            self._scan()
+        attributes = tuple((prefix, n, getattr(m, n)) for prefix, m, names in self.attributes for n in names)
+        return attributes, _first_places(self.param_places), _first_places(self.buffer_places)
+
+
+def _first_places(places):
+    seen, out = set(), []
+    for name, table, key in places:
+        t = table[key]
+        if t is not None and id(t) not in seen:
+            seen.add(id(t))
+            out.append((name, t))
+    return out
 
 
 class CallRecord:
@@ -154,11 +192,15 @@ def _constant_key(value):
 
 
 def _autocast_state():
-    """The dtype torch.autocast would run the call in, or None when it is off."""
-    if torch.is_autocast_cpu_enabled():
-        return "cpu", torch.get_autocast_cpu_dtype()
-    if torch.is_autocast_enabled():
-        return "cuda", torch.get_autocast_gpu_dtype()
+    """(device type, dtype) torch.autocast would run the call in, or None when it is off."""
+    for device in ("cpu", "cuda"):
+        try:  # torch >= 2.4 takes the device type
+            on, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
+        except (TypeError, AttributeError):  # torch 1.13
+            on = torch.is_autocast_cpu_enabled() if device == "cpu" else torch.is_autocast_enabled()
+            dtype = torch.get_autocast_cpu_dtype() if device == "cpu" else torch.get_autocast_gpu_dtype()
+        if on:
+            return device, dtype
     return None
 
 
@@ -183,6 +225,7 @@ class JittedModule(torch.nn.Module):
         self._name = name or type(module).__name__
         self._core = None
         self._core_state = None  # the parameter and buffer objects (and metadata) the core was built on
+        self._state = None  # _ModuleState of the module, made at the first call
         self._cache = {}
         self._history = collections.deque(maxlen=history_limit)
         self._listeners = []  # fn(jitted module, CallRecord, inputs) after every call (Inspector)
@@ -251,18 +294,20 @@ class JittedModule(torch.nn.Module):
         return getattr(self._modules["_module"], name)
 
     def _get_core(self):
-        params = list(self.module.named_parameters())
-        buffers = list(self.module.named_buffers())
+        """The engine core on the module's current tensors, and the key of the module's state."""
+        if self._state is None:
+            self._state = _ModuleState(self.module)
+        attributes, params, buffers = self._state.read()
         # A Parameter replaced (module.weight = nn.Parameter(...)) or converted (to(), half()) is a new core.
-        state = [(n, t, _meta(t)) for n, t in params + buffers]
-        if self._core is None or len(state) != len(self._core_state) or any(
-                a[0] != b[0] or a[1] is not b[1] or a[2] != b[2] for a, b in zip(state, self._core_state)):
+        tensors = [(n, t, _meta(t)) for n, t in params + buffers]
+        if self._core is None or len(tensors) != len(self._core_state) or any(
+                a[0] != b[0] or a[1] is not b[1] or a[2] != b[2] for a, b in zip(tensors, self._core_state)):
             self._core = _C.JitCore(self._name, params, buffers)
-            self._core_state = state
+            self._core_state = tensors
             self._param_list = [p for _, p in params]
             self._cache.clear()
         self._core.set_attribute("training", bool(self.module.training))
-        return self._core
+        return self._core, (tuple(m for _, _, m in tensors[:len(params)]), attributes)
 
     def _bind(self, args, kwargs):
         """(tensors, their names, a key of everything else, rebuild(tensors) -> (args, kwargs))."""
@@ -298,16 +343,11 @@ class JittedModule(torch.nn.Module):
                 names.extend(f"{pname}_{k}" for k in range(len(ts)))
         return names
 
-    def _key(self, inputs, constants):
-        process_group.join()  # under torch.distributed (torchrun): once per process, at the first call
-        params = tuple(_meta(p) for p in self.module.parameters())
-        return (tuple(_meta(t) for t in inputs), constants, params, _scalar_attributes(self.module),
-                _C.world_info()[:2])
-
     def _entry(self, inputs, names, constants, call):
         """(entry, program) for these inputs: a hit reuses them, a miss records and builds anew."""
-        core = self._get_core()
-        key = self._key(inputs, constants)
+        process_group.join()  # under torch.distributed (torchrun): once per process, at the first call
+        core, module_key = self._get_core()
+        key = (tuple(_meta(t) for t in inputs), constants, module_key, _C.world_info()[:2])
         cached = self._cache.get(key)
         hit = cached is not None
         if hit:

@@ -37,13 +37,14 @@ _DTYPES = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", tor
            torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "ui8",
            torch.bool: "b8"}
 
-# Queries that read metadata only: run, not recorded.
+# Queries that read metadata only, and grad mode switches (torch 2.x routes `torch.no_grad()`'s
+# through the mode; each recorded call reads the mode it runs in): run, not recorded.
 PASSTHROUGH = {
     "size", "dim", "ndimension", "numel", "__len__", "is_floating_point", "is_contiguous", "element_size",
     "get_device", "stride", "__repr__", "__format__", "__hash__", "nelement",
     "attr:shape", "attr:dtype", "attr:device", "attr:requires_grad", "attr:is_cuda", "attr:ndim", "attr:is_leaf",
     "attr:grad_fn", "attr:layout", "attr:names", "attr:is_sparse", "attr:is_quantized", "attr:is_meta",
-    "attr:_version",
+    "attr:_version", "_set_grad_enabled", "is_grad_enabled",
 }
 
 ALTERNATIVES = {
