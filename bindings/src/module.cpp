@@ -38,6 +38,7 @@
 #include "dist/world.h"
 #include "exec/executor.h"
 #include "jit/acquire.h"
+#include "ops/aten_fallback.h"
 #include "ops/ltorch.h"
 #include "pipeline/pipeline.h"
 #include "replay/module_view.h"
@@ -90,7 +91,8 @@ Ref ref_of(const py::handle& h) {
 }
 
 // The recorder's encoding (recorder.py, Recorder.enc): None, bool, int, float, str, a sequence of
-// ints, ("v", slot), ("p", name), ("l", [args]), ("t", [args]), ("d", "f32"), ("dev", "cuda:0").
+// ints, ("v", slot), ("p", name), ("l", [args]), ("t", [args]), ("d", "f32"), ("dev", "cuda:0"),
+// ("n", "torch.strided") (a layout or memory format).
 Arg arg_of(const py::handle& h) {
   Arg a;
   if (h.is_none()) return a;
@@ -112,6 +114,8 @@ Arg arg_of(const py::handle& h) {
       auto d = dtype_from_short(py::cast<std::string>(t[1]));
       if (!d) throw py::value_error("unknown dtype " + py::cast<std::string>(t[1]));
       a.literal = Value::of(*d);
+    } else if (tag == "n") {
+      a.literal = Value::name(py::cast<std::string>(t[1]));
     } else if (tag == "dev") {
       auto d = Device::parse(py::cast<std::string>(t[1]));
       if (!d) throw py::value_error("unknown device " + py::cast<std::string>(t[1]));
@@ -162,6 +166,7 @@ class Replayer {
       Kwargs kwargs;
       for (const auto& [k, a] : op.kwargs) kwargs.emplace_back(k, value(a));
       std::vector<ProxyPtr> outs;
+      if (ops::is_fallback_name(op.symbol)) ops::fallback_symbol(op.symbol);  // registered on first use
       for_each_proxy(b.call(op.symbol, std::move(args), std::move(kwargs)), [&](const ProxyPtr& p) { outs.push_back(p); });
       if (outs.size() != op.outputs.size())
         throw OpError(op.header + ": " + op.symbol + " gave " + std::to_string(outs.size()) + " values, the recording expected " +

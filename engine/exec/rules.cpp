@@ -50,9 +50,17 @@ void register_exec_rule(std::string name, SimpleExecRule rule) {
 
 std::shared_ptr<const ExecRule> find_exec_rule(std::string_view name) {
   auto& t = table();
-  std::lock_guard lock(t.mutex);
-  auto it = t.rules.find(name);
-  return it == t.rules.end() ? nullptr : it->second;
+  {
+    std::lock_guard lock(t.mutex);
+    auto it = t.rules.find(name);
+    if (it != t.rules.end()) return it->second;
+  }
+  auto rule = detail::fallback_rule(name);
+  if (rule) {
+    std::lock_guard lock(t.mutex);
+    t.rules.emplace(std::string(name), rule);
+  }
+  return rule;
 }
 
 bool has_exec_rule(std::string_view name) { return find_exec_rule(name) != nullptr; }

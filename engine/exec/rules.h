@@ -7,7 +7,7 @@
 // order). Rules must not modify their arguments. Registration is open and thread-safe:
 // register_exec_rule replaces a rule of the same name. Built-in rules (every prim, direct at::
 // calls for the ltorch ops, Thunder's torch executor spellings, prologue checks and unpacks) are
-// installed on first use of the table.
+// installed on first use of the table; an ATen fallback's rule is added when it is first looked up.
 #pragma once
 #include <any>
 #include <functional>
@@ -50,6 +50,9 @@ void register_torch_rules();
 void register_attention_rules();
 void register_prologue_rules();
 void register_collective_rules();
+// The rule of an ATen fallback (`torch.ops.aten.*`, `ltorch.fallback_vjp`), made on first use; null
+// for other names and for operators this LibTorch lacks.
+std::shared_ptr<const ExecRule> fallback_rule(std::string_view symbol_name);
 // Registration used by those families (does not trigger the table's initialisation).
 void add_builtin(std::string name, ExecRule rule);
 std::shared_ptr<const ExecRule> find_builtin(std::string_view name);

@@ -42,7 +42,8 @@ struct Symbol {
   bool opaque = false;    // unknown to the engine: printable, not executable
   SymbolImpl impl;
   // Traits used by passes: "elementwise", "shape", "reduction", "matmul", "collective", "check",
-  // "random", "creation", "structural".
+  // "random", "creation", "structural", "fallback" (an ATen operator run as it is), "effect" (writes
+  // into an argument: never dropped nor merged).
   std::vector<std::string> traits;
 
   bool has(std::string_view trait) const;

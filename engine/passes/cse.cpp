@@ -28,7 +28,7 @@ void substitute(BoundSymbol& b, const Replacements& r) {
 bool mergeable(const BoundSymbol& b) {
   if (b.outputs.empty() || b.symbol->form != PrintForm::call) return false;
   return !has_trait(b, "random") && !has_trait(b, "collective") && !has_trait(b, "check") &&
-         !has_trait(b, "structural");
+         !has_trait(b, "effect") && !has_trait(b, "structural");
 }
 
 std::string key_of(const BoundSymbol& b) {

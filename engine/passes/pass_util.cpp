@@ -34,7 +34,9 @@ bool name_suggests(std::string_view name, std::string_view trait) {
   return false;
 }
 
-bool sticky(std::string_view trait) { return trait == "random" || trait == "collective" || trait == "check"; }
+bool sticky(std::string_view trait) {
+  return trait == "random" || trait == "collective" || trait == "check" || trait == "effect";
+}
 
 }  // namespace
 

@@ -1,6 +1,8 @@
 """What eager torch computes, a jitted module computes, or it says why it cannot: detach, no_grad
 blocks, in-place calls, dropout's randomness, embedding's padding row, cross_entropy's ignored
 targets, replaced parameters and autocast. Every number is checked against eager autograd."""
+import copy
+
 import pytest
 import torch
 
@@ -86,14 +88,57 @@ def test_in_place_calls_are_recorded_out_of_place():
     assert_matches_eager(InPlace(), torch.randn(2, 4))
 
 
-def test_in_place_update_of_an_input_is_refused():
+def test_in_place_updates_of_inputs_and_buffers_happen_once_per_call_as_in_eager():
     class Bumps(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
         def forward(self, x):
+            self.calls += 1
             x.add_(1)
             return x * 2
 
-    with pytest.raises(tv.UnsupportedOp, match="in-place update of the input 'x'"):
-        tv.jit(Bumps())(torch.randn(2))
+    model = Bumps()
+    tm = tv.jit(model)
+    x = torch.zeros(2)
+    for n in (1, 2, 3):
+        y = tm(x)
+        assert x.tolist() == [n, n] and y.tolist() == [2 * n, 2 * n] and model.calls.item() == n
+    assert "torch.ops.aten.add_." in str(tv.last_traces(tm)[-1])
+
+
+def test_in_place_update_of_an_input_already_read_is_refused():
+    class ReadThenBump(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(2))
+
+        def forward(self, x):
+            y = x * self.w  # saves x for w's gradient
+            x.add_(1)
+            return y + x
+
+    with pytest.raises(tv.UnsupportedOp, match="in-place update of the input 'x' after a recorded call read it"):
+        tv.jit(ReadThenBump())(torch.zeros(2))
+
+
+def test_batch_norm_running_statistics_follow_eager_over_steps():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    for step in range(3):
+        x = torch.randn(2, 3, 6, 6)
+        _, got = _run(tm, x)
+        _, want = _run(eager, x)
+        for name in want:
+            torch.testing.assert_close(got[name], want[name], msg=name)
+    for (name, a), b in zip(model.named_buffers(), eager.buffers()):
+        torch.testing.assert_close(a, b, msg=name)
+    tm.eval(), eager.eval()
+    x = torch.randn(2, 3, 6, 6)
+    torch.testing.assert_close(tm(x), eager(x))
 
 
 def test_reading_a_view_changed_in_place_is_refused():

@@ -11,10 +11,11 @@
 #include "exec/executor.h"
 #include "format/parser.h"
 #include "format/printer.h"
+#include "ops/aten_fallback.h"
+#include "ops/grad_rules.h"
 #include "ops/ltorch.h"
 #include "test_util.h"
 #include "transforms/autograd.h"
-#include "ops/grad_rules.h"
 
 using namespace tv;
 namespace lt = tv::ltorch;
@@ -71,6 +72,21 @@ TEST(Autograd, EveryLtorchOpHasAGradRule) {
   register_grad_rules();
   for (const Symbol* s : SymbolRegistry::global().all())
     if (s->name.rfind("ltorch.", 0) == 0 && !s->opaque) EXPECT_TRUE(find_grad_rule(s->name)) << s->name;
+}
+
+TEST(Autograd, AnInPlaceAtenFallbackOnAnIntermediateIsRefused) {
+  lt::register_ops();
+  ops::fallback_symbol("torch.ops.aten.sigmoid_.default");
+  TraceBuilder b;
+  ProxyPtr x = b.input(make_tensor("x", {2, 3}, DType::f32, Device{}, true));
+  EXPECT_NO_THROW(b.call("torch.ops.aten.sigmoid_.default", {Value::of(x)}));  // an input: eager writes there too
+  ProxyPtr y = lt::mul(b, Value::of(x), Value::floating(2.0));
+  try {
+    b.call("torch.ops.aten.sigmoid_.default", {Value::of(y)});
+    FAIL() << "an in-place op on an intermediate was accepted";
+  } catch (const OpError& e) {
+    EXPECT_NE(std::string(e.what()).find("traces are functional"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Autograd, LinearMatchesThunder) {
@@ -233,6 +249,19 @@ std::vector<Case> cases() {
        }},
       {"cross_entropy_ignore_index", {f({6, 5}), idx({6}, 5)}, [](B b, P x) {
          return std::vector{b.call("ltorch.cross_entropy", {V(x[0]), V(x[1])}, {{"ignore_index", Value::integer(2)}}).proxy};
+       }},
+      {"aten_fallback_cumsum_stack", {f({3, 4}), f({3, 4})}, [](B b, P x) {
+         ops::fallback_symbol("torch.ops.aten.cumsum.default");
+         ops::fallback_symbol("torch.ops.aten.stack.default");
+         ProxyPtr c = b.call("torch.ops.aten.cumsum.default", {V(x[0]), Value::integer(1)}).proxy;
+         return std::vector{b.call("torch.ops.aten.stack.default", {Value::list({V(c), V(x[1])}), Value::integer(0)}).proxy};
+       }},
+      {"aten_fallback_convolution", {f({2, 3, 5, 5}), f({4, 3, 3, 3}), f({4})}, [](B b, P x) {
+         ops::fallback_symbol("torch.ops.aten.convolution.default");
+         ProxyPtr y = b.call("torch.ops.aten.convolution.default",
+                             {V(x[0]), V(x[1]), V(x[2]), Value::ints({1, 1}), Value::ints({0, 0}), Value::ints({1, 1}),
+                              Value::boolean(false), Value::ints({0, 0}), Value::integer(1)}).proxy;
+         return std::vector{lt::mul(b, V(y), Value::floating(2.0))};
        }},
       {"embedding_padding", {idx({2, 3}, 4), f({4, 4})}, [](B b, P x) {
          return std::vector{b.call("ltorch.embedding", {V(x[0]), V(x[1]), Value::integer(1)}).proxy};

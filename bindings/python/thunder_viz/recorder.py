@@ -12,8 +12,13 @@ What eager torch would compute is what the recording says:
 - calls made while grad is disabled (`with torch.no_grad():` inside forward) read their
   differentiable inputs through `ltorch.detach`, as `Tensor.detach()` does;
 - in-place calls (`add_`, `x += y`, `relu(inplace=True)`) are recorded out of place and the tensor's
-  later reads take the new value; an in-place update of an input, a parameter or a buffer, and a read
-  of a tensor that changed in place through another view of its storage, are refused;
+  later reads take the new value; an in-place update of an input, a parameter or a buffer (BatchNorm's
+  running statistics) is recorded as the ATen operator itself, which the engine's run applies to the
+  tensor as eager torch does (the recording's own write is undone); a read of a tensor that changed in
+  place through another view of its storage is refused;
+- a call with no handler is recorded as the ATen operators it runs (`torch.ops.aten.*`, through
+  TorchDispatchMode): executed through the dispatcher, differentiated by LibTorch's autograd; one
+  that reads a tensor's value into Python (`.item()`, `if tensor:`) is refused;
 - dropout's mask comes from a seed drawn from torch's generator at every call (the program's input
   `rng_seed`), each dropout site at its own offset.
 """
@@ -21,10 +26,12 @@ import linecache
 import os
 import sys
 import threading
+import types
 
 import torch
 import torch.utils._pytree as pytree
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .errors import RecordedCallError, UnsupportedOp
 
@@ -46,6 +53,9 @@ PASSTHROUGH = {
     "attr:grad_fn", "attr:layout", "attr:names", "attr:is_sparse", "attr:is_quantized", "attr:is_meta",
     "attr:_version", "_set_grad_enabled", "is_grad_enabled",
 }
+
+# Calls that read a tensor's memory without running an ATen operator: refused, never recorded.
+READS_DATA = {"tolist", "numpy", "__array__", "data_ptr", "storage", "untyped_storage", "__dlpack__"}
 
 ALTERNATIVES = {
     "__getitem__": ["Tensor.split", "Tensor.chunk", "torch.split"],
@@ -199,11 +209,14 @@ def _getitem(self, idx):
     rec.location = user_frame()
     rec.in_getitem = True  # the original reaches the mode too (as this function): record it once, here
     try:
-        try:
-            out = _getitem_patch.original()(self, idx)
-        except (IndexError, RuntimeError) as e:
-            raise rec.failed(_getitem_patch.original(), (self, idx), {}, e) from e
-        h_getitem(rec, out, self, idx)
+        with _pop_mode_temporarily():  # the recorder's own torch calls are not the user's
+            if not _is_basic_index(idx):  # integer tensors or lists: ATen's index operator
+                return rec._fallback(_getitem_patch.original(), "__getitem__", (self, idx), {})
+            try:
+                out = _getitem_patch.original()(self, idx)
+            except (IndexError, RuntimeError) as e:
+                raise rec.failed(_getitem_patch.original(), (self, idx), {}, e) from e
+            h_getitem(rec, out, self, idx)
     finally:
         rec.in_getitem = False
     return out
@@ -220,12 +233,23 @@ def _storage_version(t):
     return t._version
 
 
+def _memory_span(t):
+    """(storage pointer, first element, one past the last element) a tensor may touch."""
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    lo = t.storage_offset()
+    hi = lo + 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 0) if t.numel() else lo
+    return storage.data_ptr(), lo, hi
+
+
 class Recorder(TorchFunctionMode):
     def __init__(self, module, inputs, input_names):
         super().__init__()
         self.program = Program(input_names)
         self.refs = {}
         self.versions = {}  # id(tensor) -> its version counter when its ref was bound
+        self.bound_at = {}  # id(tensor) -> the number of ops recorded when its ref was bound
+        self.read_ids = set()  # ids of the tensors recorded ops have read
+        self.rewritten = {}  # memory span -> (id of the tensor written in place there, the op's index)
         self.keep = []  # tensors whose id() is a key of refs stay alive
         self.owned = {}  # id(tensor) -> what it is, for inputs, parameters and buffers (never updated in place)
         for i, t in enumerate(inputs):
@@ -242,10 +266,12 @@ class Recorder(TorchFunctionMode):
         self.dropout_sites = 0
         self.location = None
         self.in_getitem = False
+        self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
 
     def _bind(self, t, ref):
         self.refs[id(t)] = ref
         self.versions[id(t)] = _storage_version(t)
+        self.bound_at[id(t)] = len(self.program.ops)
         self.keep.append(t)
 
     # -- encoding
@@ -255,12 +281,22 @@ class Recorder(TorchFunctionMode):
             raise self.unsupported("a tensor constant", detail=(
                 "the tensor was not produced by a recorded call nor is it an input, parameter or buffer "
                 f"(shape {list(t.shape)}); register it as a buffer or pass it as an input"))
-        if _storage_version(t) != self.versions[id(t)]:
+        if _storage_version(t) != self.versions[id(t)] or self._rewritten_since_bound(t):
             raise self.unsupported("a read of a tensor changed in place through another view of its memory", detail=(
                 "an in-place call wrote into this tensor's storage through a view or alias of it; the recording "
                 "keeps each tensor's own value, so this read would see the old one: use out-of-place calls "
                 "(y = x + 1 instead of x.add_(1)) where a view of the tensor is still read"))
         return r
+
+    def _rewritten_since_bound(self, t):
+        """Whether another tensor over t's memory was written in place (an ATen operator recorded out
+        of place) after t's value was bound: views that do not share a version counter (unsafe_split)."""
+        if not self.rewritten or t.device.type == "meta":
+            return False
+        ptr, lo, hi = _memory_span(t)
+        bound = self.bound_at.get(id(t), 0)
+        return any(writer != id(t) and bound <= at and w_ptr == ptr and w_lo < hi and lo < w_hi
+                   for (w_ptr, w_lo, w_hi), (writer, at) in self.rewritten.items())
 
     def enc(self, x, detach=False):
         """The recorder's encoding of an argument (see module.cpp's arg_of); with `detach`, a
@@ -276,12 +312,20 @@ class Recorder(TorchFunctionMode):
             return ("d", _DTYPES[x])
         if isinstance(x, torch.device):
             return ("dev", "cpu" if x.type == "cpu" else f"{x.type}:{x.index or 0}")
-        if isinstance(x, (list, tuple)) and x and all(isinstance(e, torch.Tensor) for e in x):
+        if isinstance(x, (list, tuple)) and any(isinstance(e, torch.Tensor) for e in x):
+            if not all(e is None or isinstance(e, torch.Tensor) for e in x):
+                raise self.unsupported("a sequence of tensors and other values")
             return ("l", [self.enc(e, detach) for e in x])
+        if isinstance(x, (list, tuple)) and x and all(isinstance(e, bool) for e in x):
+            return ("t", list(x))
+        if isinstance(x, (list, tuple)) and any(isinstance(e, float) for e in x):
+            return ("t", [float(e) for e in x])
         if isinstance(x, (list, tuple, torch.Size)):
             return [int(e) for e in x]
         if x is None or isinstance(x, (bool, int, float, str)):
             return x
+        if isinstance(x, (torch.layout, torch.memory_format)):
+            return ("n", str(x))  # torch.strided, torch.channels_last
         raise self.unsupported(f"an argument of type {type(x).__name__}")
 
     def _detached(self, t, r):
@@ -308,6 +352,9 @@ class Recorder(TorchFunctionMode):
         tensors) get fresh slots. The arguments are encoded first: an in-place call's output is its
         input, whose later reads take the new slot."""
         grad_off = not torch.is_grad_enabled()
+        for a in pytree.tree_flatten((list(args), dict(kwargs or {})))[0]:
+            if isinstance(a, torch.Tensor):
+                self.read_ids.add(id(a))
         enc_args = [self.enc(a, grad_off) for a in args]
         enc_kwargs = {k: self.enc(v, grad_off) for k, v in (kwargs or {}).items()}
         single = isinstance(outs, torch.Tensor)
@@ -359,10 +406,14 @@ class Recorder(TorchFunctionMode):
         if handler is None:
             handler = HANDLERS.get(_out_of_place(key)) if _out_of_place(key) else None
             if handler is None:
-                raise self.unsupported(func_label(func), key=key)
+                if key in READS_DATA:
+                    raise self.unsupported(func_label(func), key=key, detail="it reads a tensor's values into Python")
+                return self._fallback(func, key, args, kwargs)
             in_place = True
         if in_place and args and isinstance(args[0], torch.Tensor):
-            self._check_in_place(func, args[0])
+            self.ref(args[0])  # a tensor the recording knows, with its current value
+            if id(args[0]) in self.owned:  # an input, parameter or buffer: the engine writes into it too
+                return self._fallback(func, key, args, kwargs)
         try:
             out = func(*args, **kwargs)
         except RuntimeError as e:
@@ -372,13 +423,110 @@ class Recorder(TorchFunctionMode):
         handler(self, out, *args, **kwargs)
         return out
 
-    def _check_in_place(self, func, target):
-        owner = self.owned.get(id(target))
-        if owner is not None:
-            raise self.unsupported(f"{func_label(func)}: an in-place update of {owner}", detail=(
-                "the engine does not write back into inputs, parameters or buffers; compute a new tensor "
-                "(x = x + y instead of x += y) or update it outside the jitted module"))
-        self.ref(target)  # a tensor the recording knows, with its current value
+    def _fallback(self, func, key, args, kwargs):
+        """A call with no handler, recorded as ATen operators (torch.ops.aten.*: executed through the
+        dispatcher, differentiated by LibTorch's autograd): a builtin that is one ATen operator as that
+        operator (torch.gru -> aten.gru.input, whose decomposition LibTorch runs), anything else as the
+        operators it runs below autograd. One that runs none (an assert, a query) is not recorded; one
+        that yields a Python number (.item(), `if tensor:`) or a value-dependent shape is refused."""
+        calls = _AtenCalls(self)
+        try:
+            with calls:
+                out = func(*args, **kwargs)
+        except RuntimeError as e:
+            raise self.failed(func, args, kwargs, e) from e
+        except UnsupportedOp:
+            raise
+        for t in calls.written():  # changed in place by the operators, which the engine runs in the same order
+            if id(t) in self.refs:
+                self.versions[id(t)] = _storage_version(t)
+        for op, _, _, _ in calls.calls:
+            if op.__name__.split(".")[0] in DATA_DEPENDENT:
+                raise self.unsupported(f"{func_label(func)}: {op} gives a shape that depends on the values", key=key,
+                                       detail="data-dependent shapes are not traced")
+        whole = _aten_overload(func, key, args, kwargs)
+        if whole is not None:  # the builtin is one ATen operator: record it as it was called
+            self._emit_aten(func, key, whole, list(args), dict(kwargs), out)
+            return out
+        for op, op_args, op_kwargs, op_out in calls.calls:
+            self._emit_aten(func, key, op, op_args, op_kwargs, op_out)
+        leaves = [t for t in pytree.tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        unseen = [t for t in leaves if id(t) not in self.refs]
+        if unseen:  # an output the last operator made under another Python object (a view)
+            last = [t for t in pytree.tree_flatten(calls.calls[-1][3])[0] if isinstance(t, torch.Tensor)] if calls.calls else []
+            if len(last) != len(leaves) or any(a.shape != b.shape for a, b in zip(last, leaves)):
+                raise self.unsupported(func_label(func), key=key, detail="its outputs are not what the ATen operators it ran returned")
+            for t, made in zip(leaves, last):
+                if id(t) not in self.refs:
+                    self.alias(t, made)
+        return out
+
+    def _emit_aten(self, func, key, op, op_args, op_kwargs, op_out):
+        outs = [o for o in pytree.tree_flatten(op_out)[0] if o is not None]
+        if any(not isinstance(o, torch.Tensor) for o in outs):
+            raise self.unsupported(f"{func_label(func)}: a tensor's value read into Python ({op})", key=key,
+                                   detail="data-dependent values and control flow are not traced")
+        op_args = [self._constant(a) for a in op_args]
+        op_kwargs = {k: self._constant(v) for k, v in op_kwargs.items()}
+        written = [a for a, spec in zip(op_args, op._schema.arguments)
+                   if isinstance(a, torch.Tensor) and spec.alias_info is not None and spec.alias_info.is_write]
+        for t in written:
+            owner = self.owned.get(id(t))
+            if owner is not None and "buffer" not in owner and id(t) in self.read_ids:
+                # eager autograd would refuse the backward ("modified by an inplace operation"); the
+                # engine would read the new value where the old one was saved
+                raise self.unsupported(f"{func_label(func)}: an in-place update of {owner} after a recorded call read it",
+                                       key=key, detail="update it before it is read, or compute a new tensor")
+        if written and not all(id(t) in self.owned for t in written):
+            # An intermediate written in place: the trace is functional, so the out-of-place twin is
+            # recorded (add_ -> add) and later reads of other tensors over its memory are refused.
+            op = self._functional_twin(func, key, op)
+            for t in written:
+                self.rewritten[_memory_span(t)] = (id(t), len(self.program.ops))
+        self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
+
+    def _functional_twin(self, func, key, op):
+        """add_.Tensor -> add.Tensor, transpose_.default -> transpose.int: the out-of-place overload
+        that takes the same argument types."""
+        packet_name, overload = str(op).split(".")[1:3]
+        packet = getattr(torch.ops.aten, packet_name[:-1], None) if packet_name.endswith("_") else None
+        types = [str(a.type) for a in op._schema.arguments]
+        twin = None
+        for name in ([overload] + list(packet.overloads())) if packet is not None else []:
+            candidate = getattr(packet, name, None)
+            if candidate is not None and [str(a.type) for a in candidate._schema.arguments] == types:
+                twin = candidate
+                break
+        if twin is None or any(a.alias_info is not None and a.alias_info.is_write for a in twin._schema.arguments):
+            raise self.unsupported(f"{func_label(func)}: {op} writes into a tensor in place", key=key,
+                                   detail="it has no out-of-place twin the functional trace could record; "
+                                          "write the computation out of place")
+        return twin
+
+    def _constant(self, x):
+        """A small tensor the recording does not know, one torch made from Python values (a number it
+        wrapped, the list of `x[[0, 2]]`): written into the trace as ltorch.full of each element,
+        joined by ltorch.cat. Larger unknown tensors stay refused (ref names them)."""
+        if isinstance(x, (list, tuple)):
+            return type(x)(self._constant(e) for e in x)
+        if not isinstance(x, torch.Tensor) or id(x) in self.refs or x.numel() > MAX_CONSTANT_ELEMENTS:
+            return x
+        if x.is_floating_point() and x.dim() > 0:
+            return x  # a floating tensor made in forward is data, not a literal: refused by ref
+        if x.dim() == 0:
+            self.emit("ltorch.full", [[], x.item(), x.dtype, x.device], x)
+            return x
+        pieces = [x.reshape(-1)[k:k + 1].clone() for k in range(x.numel())]
+        for piece in pieces:
+            self.emit("ltorch.full", [[1], piece.item(), x.dtype, x.device], piece)
+        flat = torch.cat(pieces) if len(pieces) > 1 else pieces[0]
+        if len(pieces) > 1:
+            self.emit("ltorch.cat", [pieces, 0], flat)
+        if flat.shape != x.shape:
+            self.emit("ltorch.reshape", [flat, list(x.shape)], x)
+        else:
+            self.alias(x, flat)
+        return x
 
     def failed(self, func, args, kwargs, error):
         """torch's error of a recorded call, with where it was made and what it was given."""
@@ -393,6 +541,102 @@ class Recorder(TorchFunctionMode):
                     "parameters' dtype (e.g. x.to(torch.float32)) or the module to the inputs' (model.double())")
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return RecordedCallError(func_label(func), f"{shown_path(file)}:{line}", code, described, reason, hint)
+
+
+# The largest tensor torch makes from Python values (an index list) that is written into the trace.
+MAX_CONSTANT_ELEMENTS = 64
+
+# ATen operators whose output shape depends on the values: their metadata cannot be traced.
+DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", "_unique2", "unique_consecutive",
+                  "unique_dim", "masked_select", "bincount", "histc", "repeat_interleave", "_local_scalar_dense"}
+
+
+def _aten_overload(func, key, args, kwargs):
+    """The ATen overload a builtin torch function or Tensor method is (torch.gru, Tensor.cumsum), when
+    exactly one overload of the operator of its name takes these arguments; else None."""
+    if not isinstance(func, (types.BuiltinFunctionType, types.MethodDescriptorType)) or key.startswith("__"):
+        return None
+    packet = getattr(torch.ops.aten, key, None)
+    if packet is None or key in DATA_DEPENDENT:
+        return None
+    found = [op for op in (getattr(packet, name) for name in packet.overloads()) if _takes(op._schema, args, kwargs)]
+    return found[0] if len(found) == 1 else None
+
+
+def _takes(schema, args, kwargs):
+    params = schema.arguments
+    if len(args) > len(params) or any(p.kwarg_only for p in params[:len(args)]):
+        return False
+    given = {p.name: a for p, a in zip(params, args)}
+    for k, v in kwargs.items():
+        if k in given or k not in {p.name for p in params}:
+            return False
+        given[k] = v
+    return all((p.name in given and _fits(str(p.type), given[p.name])) or (p.name not in given and p.has_default_value())
+               for p in params)
+
+
+def _fits(type_text, v):
+    if type_text.startswith("Optional["):
+        return v is None or _fits(type_text[len("Optional["):-1], v)
+    if type_text.startswith("List["):
+        item = type_text[len("List["):-1]
+        if item in ("int", "SymInt") and isinstance(v, int) and not isinstance(v, bool):
+            return True  # int[2] takes one int for both
+        return isinstance(v, (list, tuple, torch.Size)) and all(_fits(item, e) for e in v)
+    number = isinstance(v, (int, float)) and not isinstance(v, bool)
+    return {
+        "Tensor": isinstance(v, torch.Tensor),
+        "int": (number and isinstance(v, int)) or isinstance(v, (torch.dtype, torch.layout, torch.memory_format)),
+        "SymInt": number and isinstance(v, int),
+        "float": number,
+        "bool": isinstance(v, bool),
+        "number": number or isinstance(v, bool),
+        "Scalar": number or isinstance(v, bool),
+        "str": isinstance(v, str),
+        "ScalarType": isinstance(v, torch.dtype),
+        "Layout": isinstance(v, torch.layout),
+        "MemoryFormat": isinstance(v, torch.memory_format),
+        "Device": isinstance(v, torch.device),
+    }.get(type_text, False)
+
+
+class _AtenCalls(TorchDispatchMode):
+    """The ATen operators one torch call runs, with their arguments and outputs. Inputs and buffers
+    an operator writes into (BatchNorm's running statistics) are put back after the recording, since
+    the engine's own run writes them."""
+
+    def __init__(self, recorder):
+        super().__init__()
+        self.recorder = recorder
+        self.calls = []
+        self.seen = {}  # id -> (tensor, its version before, a copy of it for the module's and caller's)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        for t in list(args) + list(kwargs.values()):
+            if isinstance(t, torch.Tensor) and id(t) not in self.seen:
+                # The module's and the caller's tensors that do not require grad (buffers, inputs)
+                # may be written into (BatchNorm's running statistics, whatever the schema says).
+                keep = id(t) in self.recorder.owned and not t.requires_grad
+                self.seen[id(t)] = (t, t._version, t.detach().clone() if keep else None)
+        out = func(*args, **kwargs)
+        self.calls.append((func, list(args), dict(kwargs), out))
+        return out
+
+    def written(self):
+        """The tensors the operators wrote into (their version counters moved once the call was
+        over: autograd's layer, above this mode, moves them; or, for inputs and buffers, their
+        values changed); the values of those before are put back after the recording."""
+        out = []
+        for t, version, kept in self.seen.values():
+            # torch 1.13's native_batch_norm writes the running statistics without saying so (its
+            # schema has no alias annotation, the version counter stays): compare the values too.
+            if t._version != version or (kept is not None and not torch.equal(t, kept)):
+                out.append(t)
+                if kept is not None:
+                    self.recorder.restore_after.setdefault(id(t), (t, kept))
+        return out
 
 
 def _out_of_place(key):
@@ -584,6 +828,15 @@ def _cast(dtype):
             rec.emit("ltorch.convert_element_type", [a, dtype], out)
     h.symbols = ("ltorch.convert_element_type",)
     return h
+
+
+def _is_basic_index(idx):
+    """Ints, slices, None, Ellipsis and one-element int lists (what prims.slice and a reshape record);
+    a bool mask counts as basic here so that h_getitem refuses it (its shape depends on the values)."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return all(i is None or i is Ellipsis or isinstance(i, (int, slice))
+               or (isinstance(i, (list, tuple)) and len(i) == 1 and isinstance(i[0], int))
+               or (isinstance(i, torch.Tensor) and (i.dtype == torch.bool or i.dim() == 0)) for i in items)
 
 
 def _index_of(rec, i, size):
@@ -780,9 +1033,14 @@ def record(module, inputs, input_names, call=None):
     real output). `inputs` are the call's tensors, in the order of `input_names`. Grad is enabled
     while recording, so that a `torch.no_grad()` block inside forward is seen as one."""
     rec = Recorder(module, inputs, input_names)
-    with torch.enable_grad():
-        with rec:
-            out = call() if call is not None else module(*inputs)
+    try:
+        with torch.enable_grad():
+            with rec:
+                out = call() if call is not None else module(*inputs)
+    finally:
+        with torch.no_grad():
+            for t, before in rec.restore_after.values():
+                t.copy_(before)
     prog = rec.program
     leaves, prog.output_spec = pytree.tree_flatten(out)
     refs = []

@@ -1,0 +1,333 @@
+#include "ops/aten_fallback.h"
+
+#include <ATen/ATen.h>
+
+#include <mutex>
+
+#include "aten/convert.h"
+#include "ops/grad_rules.h"
+#include "ops/ltorch.h"
+#include "ops/op_utils.h"
+
+namespace tv::ops {
+
+namespace {
+
+using Args = const std::vector<Value>&;
+using Kw = const Kwargs&;
+
+// "torch.ops.aten.convolution.default" -> {"aten::convolution", ""}.
+c10::OperatorName operator_name(std::string_view symbol_name) {
+  std::string_view rest = symbol_name.substr(kFallbackPrefix.size());
+  size_t dot = rest.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == rest.size())
+    throw OpError("'" + std::string(symbol_name) + "' does not name an ATen operator overload (torch.ops.aten.<name>.<overload>)");
+  std::string overload(rest.substr(dot + 1));
+  return {"aten::" + std::string(rest.substr(0, dot)), overload == "default" ? "" : overload};
+}
+
+// The tensors of a call, made for a run that only wants the outputs' metadata: on the meta device,
+// or zero-filled on the CPU where ATen has no meta kernel for the operator.
+struct MetaRun {
+  bool on_meta = true;
+  std::optional<Device> device;  // of the first tensor argument, else of a device argument
+
+  c10::IValue operator()(const Value& v) {
+    switch (v.kind) {
+      case Value::Kind::none: return {};
+      case Value::Kind::boolean: return v.b;
+      case Value::Kind::integer: return v.i;
+      case Value::Kind::floating: return v.f;
+      case Value::Kind::string: return v.s;
+      case Value::Kind::dtype: return aten::to_scalar_type(v.dtype);
+      case Value::Kind::device:
+        if (!device) device = v.device;
+        return on_meta ? c10::Device(c10::kMeta) : c10::Device(c10::kCPU);
+      case Value::Kind::proxy: return tensor(*v.proxy);
+      case Value::Kind::name:
+        if (auto e = fallback_enum(v.s)) return *e;
+        throw OpError("an ATen operator cannot take '" + v.s + "'");
+      case Value::Kind::tuple:
+      case Value::Kind::list: return sequence(v.items);
+      case Value::Kind::dict: break;
+    }
+    throw OpError("an ATen operator cannot take a dict argument");
+  }
+
+  c10::IValue tensor(const Proxy& p) {
+    if (p.kind == ProxyKind::number && p.number_value) {
+      if (p.number_type == NumberType::floating) return *p.number_value;
+      return static_cast<int64_t>(*p.number_value);
+    }
+    if (!p.is_tensor()) throw OpError("an ATen operator cannot take " + p.name + " (" + type_text(p) + ")");
+    if (!device) device = p.device;
+    auto options = at::TensorOptions().dtype(aten::to_scalar_type(p.dtype)).device(on_meta ? c10::kMeta : c10::kCPU);
+    return on_meta ? at::empty(p.shape, options) : at::zeros(p.shape, options);
+  }
+
+  c10::IValue sequence(const std::vector<Value>& items) {
+    auto all = [&](Value::Kind k) {
+      return std::all_of(items.begin(), items.end(), [&](const Value& v) { return v.kind == k; });
+    };
+    if (all(Value::Kind::integer) || items.empty()) {
+      std::vector<int64_t> out;
+      for (const auto& v : items) out.push_back(v.i);
+      return out;
+    }
+    if (all(Value::Kind::boolean)) {
+      c10::List<bool> out;
+      for (const auto& v : items) out.push_back(v.b);
+      return out;
+    }
+    if (std::all_of(items.begin(), items.end(), [](const Value& v) { return v.is_number(); })) {
+      std::vector<double> out;
+      for (const auto& v : items) out.push_back(v.as_double());
+      return out;
+    }
+    if (all(Value::Kind::proxy)) {
+      std::vector<at::Tensor> out;
+      for (const auto& v : items) out.push_back((*this)(v).toTensor());
+      return out;
+    }
+    c10::List<c10::optional<at::Tensor>> out;  // Tensor?[] (index)
+    for (const auto& v : items) {
+      if (!v.is_none() && !v.is_proxy()) throw OpError("an ATen operator cannot take the sequence " + python_text(Value::tuple(items)));
+      out.push_back(v.is_none() ? c10::optional<at::Tensor>() : c10::optional<at::Tensor>((*this)(v).toTensor()));
+    }
+    return out;
+  }
+};
+
+// The value of an operator's output as proxies of `device` (numbers stay numbers).
+Value output_value(TraceBuilder& b, const c10::IValue& v, Device device, bool requires_grad) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    auto dtype = aten::dtype_of(t.scalar_type());
+    if (!dtype) throw OpError(std::string("an output of dtype ") + c10::toString(t.scalar_type()) + " the engine does not know");
+    return Value::of(b.tensor(t.sizes().vec(), *dtype, device, requires_grad && is_floating(*dtype)));
+  }
+  if (v.isTensorList() || v.isTuple() || v.isList()) {
+    std::vector<Value> items;
+    if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) items.push_back(output_value(b, t, device, requires_grad));
+    } else if (v.isTuple()) {
+      for (const auto& e : v.toTupleRef().elements()) items.push_back(output_value(b, e, device, requires_grad));
+    } else {
+      for (const auto& e : v.toListRef()) items.push_back(output_value(b, e, device, requires_grad));
+    }
+    return Value::tuple(std::move(items));
+  }
+  if (v.isNone()) return Value::none();
+  if (v.isBool()) return Value::boolean(v.toBool());
+  if (v.isInt()) return Value::integer(v.toInt());
+  if (v.isDouble()) return Value::floating(v.toDouble());
+  throw OpError("an output of kind " + v.tagKind() + " the engine does not know");
+}
+
+std::string first_line(const char* what) {
+  std::string s(what);
+  return s.substr(0, s.find('\n'));
+}
+
+// An operator that writes into an argument may write into the function's inputs only (a module's
+// buffer, the caller's tensor: eager torch writes there too). Written into an intermediate, it would
+// change a value that the trace, which is functional, may read again (a saved-for-backward value).
+void require_written_inputs(TraceBuilder& b, const c10::FunctionSchema& schema, Args args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!fallback_writes(schema, i) || !args[i].is_proxy()) continue;
+    const auto& params = b.trace().params;
+    bool input = std::any_of(params.begin(), params.end(), [&](const Param& p) { return p.proxy == args[i].proxy; });
+    if (!input)
+      throw OpError(schema.name() + " writes into " + args[i].proxy->name + ", a value computed in the trace; " +
+                    "traces are functional: call its out-of-place twin (" + schema.name().substr(6) + " without '_')");
+  }
+}
+
+// The meta function of a fallback symbol.
+SymbolImpl fallback_meta(std::string symbol_name) {
+  return [symbol_name](TraceBuilder& b, Args args, Kw kwargs) -> Value {
+    c10::OperatorHandle op = fallback_operator(symbol_name);
+    require_written_inputs(b, op.schema(), args);
+    auto run = [&](bool on_meta) {
+      MetaRun convert{on_meta, std::nullopt};
+      std::vector<c10::IValue> positional;
+      for (const auto& a : args) positional.push_back(convert(a));
+      std::vector<std::pair<std::string, c10::IValue>> keywords;
+      for (const auto& [k, v] : kwargs) keywords.emplace_back(k, convert(v));
+      auto stack = fallback_stack(op.schema(), std::move(positional), std::move(keywords));
+      op.callBoxed(stack);
+      std::vector<Value> outs;
+      for (const auto& v : stack) outs.push_back(output_value(b, v, convert.device.value_or(Device{}), any_requires_grad(args)));
+      return outs.size() == 1 ? outs[0] : Value::tuple(std::move(outs));
+    };
+    try {
+      return run(true);
+    } catch (const OpError&) {
+      throw;
+    } catch (const c10::Error&) {  // no meta kernel: zero-filled CPU tensors instead
+    }
+    try {
+      return run(false);
+    } catch (const c10::Error& e) {
+      throw OpError(first_line(e.what_without_backtrace()));
+    }
+  };
+}
+
+// The gradient of a fallback symbol: one ltorch.fallback_vjp, its outputs the grads of the positional
+// arguments that want one (floating tensors that require grad and that the operator does not write into).
+std::vector<Value> fallback_grad(TraceBuilder& b, const BoundSymbol& f, const std::vector<Value>& cotangents) {
+  const c10::FunctionSchema& schema = fallback_operator(f.name()).schema();
+  std::vector<std::pair<Value, Value>> keywords;
+  for (const auto& [k, v] : f.kwargs) keywords.emplace_back(Value::string(k), v);
+  auto wanted = [](const Value& a) {
+    return a.is_proxy() && a.proxy->is_tensor() && is_floating(a.proxy->dtype) && a.proxy->requires_grad;
+  };
+  std::vector<Value> wants;  // a bool per argument; a tuple of them for a list of tensors (stack, cat)
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    const Value& a = f.args[i];
+    bool differentiable = fallback_differentiable(schema, i);
+    if (a.is_sequence() && std::any_of(a.items.begin(), a.items.end(), [](const Value& v) { return v.is_proxy(); })) {
+      std::vector<Value> each;
+      for (const auto& v : a.items) each.push_back(Value::boolean(differentiable && wanted(v)));
+      wants.push_back(Value::tuple(std::move(each)));
+    } else {
+      wants.push_back(Value::boolean(differentiable && wanted(a)));
+    }
+  }
+  Value grads = b.call(kFallbackVjp, {Value::string(f.name()), Value::tuple(f.args), Value::dict(std::move(keywords)),
+                                      Value::tuple(cotangents), Value::tuple(std::move(wants))});
+  return grads.items;
+}
+
+// fallback_vjp(name, args, kwargs, cotangents, wants): a grad like each argument that wants one, None
+// for the others; a list of them for a list of tensors.
+Value fallback_vjp_meta(TraceBuilder& b, Args args, Kw) {
+  const Value& name = arg(args, 0, "name");
+  const Value& forward_args = arg(args, 1, "args");
+  const Value& wants = arg(args, 4, "wants");
+  if (name.kind != Value::Kind::string || !is_fallback_name(name.s) || !forward_args.is_sequence() ||
+      !wants.is_sequence() || wants.items.size() != forward_args.items.size())
+    throw OpError("fallback_vjp takes an ATen operator's name, its arguments, keywords, cotangents and which arguments want a grad");
+  auto grad_like = [&](const Value& a, const Value& want) {
+    bool yes = want.kind == Value::Kind::boolean && want.b && a.is_proxy() && a.proxy->is_tensor();
+    return yes ? Value::of(b.tensor(a.proxy->shape, a.proxy->dtype, a.proxy->device)) : Value::none();
+  };
+  std::vector<Value> grads;
+  for (size_t i = 0; i < forward_args.items.size(); ++i) {
+    const Value& a = forward_args.items[i];
+    const Value& want = wants.items[i];
+    if (want.is_sequence() && a.is_sequence() && want.items.size() == a.items.size()) {
+      std::vector<Value> each;
+      for (size_t k = 0; k < a.items.size(); ++k) each.push_back(grad_like(a.items[k], want.items[k]));
+      grads.push_back(Value::list(std::move(each)));
+    } else {
+      grads.push_back(grad_like(a, want));
+    }
+  }
+  return Value::tuple(std::move(grads));
+}
+
+// A Python number where the operator takes a Tensor (`x.add_(1)`): a 0-dim tensor marked as a
+// wrapped number, so that type promotion treats it as the number it was.
+c10::IValue wrapped_number(const c10::IValue& v) {
+  at::Tensor t = v.isBool() ? at::scalar_tensor(v.toBool(), at::kBool)
+                 : v.isInt() ? at::scalar_tensor(v.toInt(), at::kLong)
+                             : at::scalar_tensor(v.toDouble(), at::kDouble);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+}  // namespace
+
+bool fallback_writes(const c10::FunctionSchema& schema, size_t i) {
+  const auto& params = schema.arguments();
+  return i < params.size() && params[i].alias_info() && params[i].alias_info()->isWrite();
+}
+
+bool fallback_differentiable(const c10::FunctionSchema& schema, size_t i) {
+  if (!fallback_writes(schema, i)) return true;
+  // Written and returned (an in-place op's self: out = f(self)) is differentiable; written and not
+  // returned (a running statistic) is not.
+  const auto& written = schema.arguments()[i].alias_info()->beforeSets();
+  return std::any_of(schema.returns().begin(), schema.returns().end(), [&](const c10::Argument& r) {
+    return r.alias_info() && r.alias_info()->beforeSets() == written;
+  });
+}
+
+bool is_fallback_name(std::string_view symbol_name) {
+  return symbol_name.size() > kFallbackPrefix.size() && symbol_name.substr(0, kFallbackPrefix.size()) == kFallbackPrefix;
+}
+
+c10::OperatorHandle fallback_operator(std::string_view symbol_name) {
+  c10::OperatorName name = operator_name(symbol_name);
+  auto op = c10::Dispatcher::singleton().findSchema(name);
+  if (!op)
+    throw OpError("'" + std::string(symbol_name) + "' is not an ATen operator of this LibTorch (no " + name.name +
+                  (name.overload_name.empty() ? "" : "." + name.overload_name) + ")");
+  return *op;
+}
+
+const Symbol& fallback_symbol(std::string_view symbol_name) {
+  static std::once_flag vjp_once;
+  std::call_once(vjp_once, [] {
+    ltorch::register_ops();
+    define(std::string(kFallbackVjp), true, {"fallback"}, fallback_vjp_meta);
+    register_grad_rule(std::string(kFallbackVjp), [](TraceBuilder&, const BoundSymbol& f, const std::vector<Value>&)
+                                                      -> std::vector<Value> {
+      throw OpError("the gradient of " + python_text(f.args.at(0)) +
+                    "'s gradient (a second derivative of an ATen fallback) is not supported");
+    });
+  });
+  const Symbol* s = SymbolRegistry::global().find(symbol_name);
+  if (s && !s->opaque) return *s;
+  c10::OperatorHandle op = fallback_operator(symbol_name);  // an OpError naming it when ATen has none
+  std::vector<std::string> traits = {"fallback"};
+  if (op.schema().is_mutable()) traits.push_back("effect");  // writes into an argument: never dropped nor merged
+  define(std::string(symbol_name), true, std::move(traits), fallback_meta(std::string(symbol_name)));
+  register_grad_rule(std::string(symbol_name), fallback_grad);
+  return *SymbolRegistry::global().find(symbol_name);
+}
+
+std::vector<c10::IValue> fallback_stack(const c10::FunctionSchema& schema, std::vector<c10::IValue> positional,
+                                        std::vector<std::pair<std::string, c10::IValue>> keywords) {
+  const auto& params = schema.arguments();
+  if (positional.size() > params.size())
+    throw OpError(schema.name() + " takes " + std::to_string(params.size()) + " arguments, got " +
+                  std::to_string(positional.size()));
+  std::vector<std::optional<c10::IValue>> slots(params.size());
+  for (size_t i = 0; i < positional.size(); ++i) slots[i] = std::move(positional[i]);
+  for (auto& [k, v] : keywords) {
+    auto it = std::find_if(params.begin(), params.end(), [&](const c10::Argument& a) { return a.name() == k; });
+    if (it == params.end()) throw OpError(schema.name() + " has no argument '" + k + "'");
+    slots[it - params.begin()] = std::move(v);
+  }
+  std::vector<c10::IValue> stack;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!slots[i]) {
+      if (!params[i].default_value())
+        throw OpError(schema.name() + " needs its argument '" + params[i].name() + "'");
+      slots[i] = *params[i].default_value();
+    }
+    c10::IValue v = std::move(*slots[i]);
+    c10::TypeKind kind = params[i].type()->kind();
+    if (v.isInt() && kind == c10::TypeKind::FloatType) v = static_cast<double>(v.toInt());
+    if ((v.isInt() || v.isDouble() || v.isBool()) && kind == c10::TypeKind::TensorType) v = wrapped_number(v);
+    if (v.isInt() && kind == c10::TypeKind::ListType)  // int[2] given one int, as torch's Python binding takes it
+      v = std::vector<int64_t>(params[i].N().value_or(1), v.toInt());
+    stack.push_back(std::move(v));
+  }
+  return stack;
+}
+
+std::optional<c10::IValue> fallback_enum(std::string_view spelling) {
+  if (spelling == "torch.strided") return c10::IValue(c10::Layout::Strided);
+  if (spelling == "torch.sparse_coo") return c10::IValue(c10::Layout::Sparse);
+  if (spelling == "torch.contiguous_format") return c10::IValue(c10::MemoryFormat::Contiguous);
+  if (spelling == "torch.channels_last") return c10::IValue(c10::MemoryFormat::ChannelsLast);
+  if (spelling == "torch.channels_last_3d") return c10::IValue(c10::MemoryFormat::ChannelsLast3d);
+  if (spelling == "torch.preserve_format") return c10::IValue(c10::MemoryFormat::Preserve);
+  return std::nullopt;
+}
+
+}  // namespace tv::ops

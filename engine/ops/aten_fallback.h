@@ -1,0 +1,47 @@
+// ATen fallbacks: an op with no native rule is recorded as the ATen operator itself, one bound
+// symbol named by its Python spelling, `torch.ops.aten.<name>.<overload>` ("default" for the
+// unnamed overload), with the trait "fallback".
+// Contract:
+//  - fallback_symbol(name) registers the symbol on first use (an opaque one the parser made is
+//    upgraded): its meta function runs the operator on meta tensors (on zero-filled CPU tensors
+//    where ATen has no meta kernel for it) and gives its outputs the inputs' device; its gradient
+//    rule records one `ltorch.fallback_vjp(name, args, kwargs, cotangents, wants)`, whose execution
+//    recomputes the operator under LibTorch's autograd and returns the gradients of the arguments
+//    that want one (floating tensors that require grad and that the operator does not write into
+//    other than as an in-place op's self; None for the others).
+//  - fallback_stack lays a call's values out as the operator's schema wants them: positional ones,
+//    then keyword ones by name, then the schema's defaults; an int given for a float becomes one.
+//    The executor (exec/rules_fallback.cpp) calls the operator through the dispatcher with it.
+//  - A name that is not an ATen operator, or values the schema does not take, are an OpError that
+//    names the operator and the argument.
+#pragma once
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include "ir/symbol.h"
+
+namespace tv::ops {
+
+inline constexpr std::string_view kFallbackPrefix = "torch.ops.aten.";
+inline constexpr std::string_view kFallbackVjp = "ltorch.fallback_vjp";
+
+bool is_fallback_name(std::string_view symbol_name);
+// The dispatcher's operator of a fallback symbol name ("torch.ops.aten.convolution.default").
+c10::OperatorHandle fallback_operator(std::string_view symbol_name);
+const Symbol& fallback_symbol(std::string_view symbol_name);
+
+// Whether the operator writes into argument i, and whether that argument can have a gradient: one it
+// writes into only as an in-place op's self (returned), not as a running statistic (not returned).
+bool fallback_writes(const c10::FunctionSchema& schema, size_t i);
+bool fallback_differentiable(const c10::FunctionSchema& schema, size_t i);
+
+std::vector<c10::IValue> fallback_stack(const c10::FunctionSchema& schema, std::vector<c10::IValue> positional,
+                                        std::vector<std::pair<std::string, c10::IValue>> keywords);
+// A layout or memory format spelled as the recorder writes it ("torch.strided", "torch.channels_last").
+std::optional<c10::IValue> fallback_enum(std::string_view spelling);
+
+}  // namespace tv::ops

@@ -1,0 +1,35 @@
+"""torchvision's models as published (Debian's python3-torchvision), small inputs, random weights:
+each through thunder_viz.jit against eager torch (outputs, gradients, buffers after SGD steps) with
+its traces saved. Layers with no native rule (convolutions, batch norm, pooling, ...) run as ATen
+fallbacks."""
+import pytest
+import torch
+
+import thunder_viz as tv
+from harness import check_against_eager
+
+torchvision = pytest.importorskip("torchvision", reason="python3-torchvision is not installed (scripts/setup.sh installs it)")
+
+IMAGES = {"shape": (2, 3, 64, 64)}
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"])
+def test_classifier_follows_eager(name, tmp_path):
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(num_classes=10)
+    # efficientnet's squeeze-excitation and batch norms over 2x2 maps amplify float32 rounding most
+    tm = check_against_eager(model, torch.randn(*IMAGES["shape"]), tmp_path=tmp_path,
+                             drift=5e-3 if name == "efficientnet_b0" else 1e-4)
+    assert "torch.ops.aten.conv" in str(tv.last_traces(tm)[-1])  # convolutions run as ATen fallbacks
+    tm.eval()
+    model.eval()
+    x = torch.randn(*IMAGES["shape"])
+    with torch.no_grad():
+        torch.testing.assert_close(tm(x), model(x))
+
+
+def test_vision_transformer_follows_eager(tmp_path):
+    torch.manual_seed(0)
+    model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                                 hidden_dim=32, mlp_dim=64, num_classes=10)
+    check_against_eager(model, torch.randn(2, 3, 32, 32), tmp_path=tmp_path)
