@@ -420,7 +420,15 @@ class Recorder(TorchFunctionMode):
             raise self.failed(func, args, kwargs, e) from e
         if in_place and args and isinstance(args[0], torch.Tensor):
             self.versions[id(args[0])] = _storage_version(args[0])  # read once more below, as the call's input
-        handler(self, out, *args, **kwargs)
+        recorded = len(self.program.ops)
+        try:
+            handler(self, out, *args, **kwargs)
+        except UnsupportedOp:
+            if in_place or len(self.program.ops) != recorded:
+                raise
+            # arguments the native rule does not take (softmax's dtype, cross_entropy's weight, add's
+            # alpha): the call runs again as ATen fallbacks, whose output is the one returned
+            return self._fallback(func, key, args, kwargs)
         return out
 
     def _fallback(self, func, key, args, kwargs):
@@ -463,6 +471,10 @@ class Recorder(TorchFunctionMode):
 
     def _emit_aten(self, func, key, op, op_args, op_kwargs, op_out):
         outs = [o for o in pytree.tree_flatten(op_out)[0] if o is not None]
+        masks = [a for a in pytree.tree_flatten(op_args)[0] if isinstance(a, torch.Tensor) and a.dtype in (torch.bool, torch.uint8)]
+        if str(op).startswith("aten.index.") and masks:
+            raise self.unsupported(f"{func_label(func)}: indexing with a bool mask", key="__getitem__",
+                                   detail="its shape depends on the values; use torch.where or masked_fill")
         if any(not isinstance(o, torch.Tensor) for o in outs):
             raise self.unsupported(f"{func_label(func)}: a tensor's value read into Python ({op})", key=key,
                                    detail="data-dependent values and control flow are not traced")
