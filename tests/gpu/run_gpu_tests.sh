@@ -116,7 +116,7 @@ expect_exit 1 out_of_memory $bin/thunder-viz run --model gpt --param layers=1 --
 step oom_capture_written grep -q "GPU out of memory" "$out/oom.tvz.json"
 if compgen -G "build-gpu/python/thunder_viz/_thunder_viz*.so" > /dev/null; then
   if python3 -c 'import pytest' 2>/dev/null; then
-    step python_package env PYTHONPATH=build-gpu/python python3 -m pytest -q -rs tests/python
+    step python_package env PYTHONPATH=build-gpu/python python3 -m pytest -q -rs tests/python tests/models
   else
     echo "SKIP: python_package: pytest is not installed for $(command -v python3)" | tee -a "$log_dir/summary.txt"
   fi
