@@ -204,7 +204,7 @@ _getitem_patch = _GetitemPatch()
 
 def _getitem(self, idx):
     rec = getattr(_active, "recorder", None)
-    if rec is None or rec.in_getitem:
+    if rec is None or rec.in_getitem or rec.in_call:
         return _getitem_patch.original()(self, idx)
     rec.location = user_frame()
     rec.in_getitem = True  # the original reaches the mode too (as this function): record it once, here
@@ -266,6 +266,7 @@ class Recorder(TorchFunctionMode):
         self.dropout_sites = 0
         self.location = None
         self.in_getitem = False
+        self.in_call = 0  # depth of __torch_function__ (torch's own code runs inside, unrecorded)
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
 
     def _bind(self, t, ref):
@@ -396,6 +397,14 @@ class Recorder(TorchFunctionMode):
         return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        # Inside, the mode is off: what torch's own code indexes is part of this call, not recorded.
+        self.in_call += 1
+        try:
+            return self._torch_function(func, types, args, kwargs)
+        finally:
+            self.in_call -= 1
+
+    def _torch_function(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         key = func_key(func)
         if key in PASSTHROUGH or (self.in_getitem and (key == "__getitem__" or func is _getitem)):
