@@ -28,7 +28,7 @@ def _objective(out, weights):
     return sum((t * w).sum() for t, w in zip(_leaves(out), weights))
 
 
-def check_against_eager(model, *inputs, steps=2, tmp_path=None, atol=1e-5, rtol=1e-4, drift=1e-4):
+def check_against_eager(model, *inputs, steps=2, tmp_path=None, atol=1e-5, rtol=1e-4, drift=1e-4, **keywords):
     """Returns the jitted module after `steps` SGD steps that followed eager's. After the first step
     outputs and gradients are compared at `drift` (relative to the largest value): float32 rounding of
     the previous steps' gradients, amplified by a deep network's normalisations, moves them apart, as
@@ -45,7 +45,7 @@ def check_against_eager(model, *inputs, steps=2, tmp_path=None, atol=1e-5, rtol=
     for step in range(steps):
         opt.zero_grad(set_to_none=True)
         opt_eager.zero_grad(set_to_none=True)
-        out, want = tm(*inputs), eager(*inputs)
+        out, want = tm(*inputs, **keywords), eager(*inputs, **keywords)
         if weights is None:  # a fixed random projection of every output: no gradient is trivially zero
             weights = [torch.randn_like(t) for t in _leaves(want)]
         for got_t, want_t in zip(_leaves(out), _leaves(want)):

@@ -569,7 +569,7 @@ MAX_CONSTANT_ELEMENTS = 64
 
 # ATen operators whose output shape depends on the values: their metadata cannot be traced.
 DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", "_unique2", "unique_consecutive",
-                  "unique_dim", "masked_select", "bincount", "histc", "repeat_interleave", "_local_scalar_dense"}
+                  "unique_dim", "masked_select", "bincount", "histc", "repeat_interleave"}
 
 
 def _aten_overload(func, key, args, kwargs):
