@@ -172,6 +172,10 @@ std::shared_ptr<const ExecRule> fallback_rule(std::string_view symbol_name) {
   }
   c10::OperatorHandle op = *found;
   return std::make_shared<const ExecRule>([op](const ExecContext&, const std::vector<RValue>& a, const RKwargs& k) {
+    // Grad mode on (still below autograd: nothing is recorded), as in the eager training step the
+    // recording ran: some operators choose their kernel by it, and LibTorch 2.6's CPU LSTM gives
+    // other numbers without it.
+    c10::AutoGradMode grad_mode(true);
     std::vector<RValue> outs;
     for (const auto& v : call(op, a, k)) tensors_of(v, outs);
     return result(std::move(outs));

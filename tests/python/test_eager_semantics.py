@@ -340,3 +340,16 @@ def test_every_recorded_symbol_is_in_the_engines_registry():
     assert not missing
     unmarked = [key for key, symbols in table.items() if not symbols and key not in ("contiguous", "clone")]
     assert not unmarked, f"handlers that do not say which symbols they record: {unmarked}"
+
+
+def test_a_first_call_that_differs_from_the_recordings_eager_run_is_refused(monkeypatch):
+    """A wrong rule (here tanh recorded as sigmoid) is caught by the eager run the recording made."""
+    from thunder_viz import recorder
+    monkeypatch.setitem(recorder.HANDLERS, "tanh", recorder._unary("sigmoid"))
+
+    class Tanh(torch.nn.Module):
+        def forward(self, x):
+            return torch.tanh(x) * 2
+
+    with pytest.raises(tv.EagerMismatch, match=r"output\[0\]"):
+        tv.jit(Tanh())(torch.randn(3))

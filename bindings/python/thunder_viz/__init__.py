@@ -10,7 +10,7 @@
 from . import _thunder_viz as _C
 from ._thunder_viz import (Capture, CaptureError, PipelineFailure, DistError, EngineError, ExecError,
                            IllegalOrder, OpError, Stage, Trace, execute_trace, transform_names)
-from .errors import RecordedCallError, TraceParseError, UnsupportedOp
+from .errors import EagerMismatch, RecordedCallError, TraceParseError, UnsupportedOp
 from .inspector import Inspector, attach, compare, find_binary, load
 from .jit import (JittedModule, cache_hits, cache_misses, ddp, fsdp, history, jit, last_backward_traces,
                   last_epilogue_traces, last_prologue_traces, last_traces, run_world, world_info)
@@ -29,7 +29,7 @@ def run_model(model, params=None, orders=(("jit",),), world_size=1, replay=True)
 
 __all__ = [
     "Capture", "CaptureError", "PipelineFailure", "DistError", "EngineError", "ExecError", "IllegalOrder",
-    "ImportedTraces", "Inspector", "JittedModule", "OpError", "RecordedCallError", "Stage", "Trace", "TraceParseError", "UnsupportedOp",
+    "EagerMismatch", "ImportedTraces", "Inspector", "JittedModule", "OpError", "RecordedCallError", "Stage", "Trace", "TraceParseError", "UnsupportedOp",
     "attach", "cache_hits", "cache_misses", "compare", "compare_programs", "ddp", "execute_trace", "find_binary", "fsdp", "history", "import_traces",
     "jit", "last_backward_traces", "last_epilogue_traces", "last_prologue_traces", "last_traces", "load", "parse",
     "run_model", "run_world", "supported_ops", "transform_names", "world_info",

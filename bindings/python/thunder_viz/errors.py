@@ -39,3 +39,19 @@ class RecordedCallError(RuntimeError):
         if hint:
             msg += f". {hint}"
         super().__init__(msg)
+
+
+class EagerMismatch(RuntimeError):
+    """The engine's outputs of a newly recorded call differ from those eager torch computed while it
+    was recorded: a wrong number, refused rather than returned. `checks` are the failing outputs'
+    TensorChecks (max_abs, max_rel, tolerance)."""
+
+    def __init__(self, module, checks):
+        self.checks = list(checks)
+        worst = ", ".join(f"{c.name} (max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}, tolerance {c.tolerance:.3g})"
+                          for c in self.checks)
+        super().__init__(
+            f"thunder_viz: the engine's result of {module}'s first call with these inputs differs from eager torch's "
+            f"(computed while recording): {worst}. No number is returned. The recorded program is "
+            f"thunder_viz.last_traces(tm)[0]; an op whose execution differs from eager (an engine rule, or "
+            f"LibTorch's operator called directly) is the cause: please report it with that trace")

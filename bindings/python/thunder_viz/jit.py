@@ -20,6 +20,7 @@ import torch.utils._pytree as pytree
 
 from . import _thunder_viz as _C
 from . import process_group
+from .errors import EagerMismatch
 from .recorder import rebuild_output, record
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -354,12 +355,15 @@ class JittedModule(torch.nn.Module):
             self.cache_hits += 1
         else:
             self.cache_misses += 1
-            program, _ = record(self.module, inputs, names, call)
+            program, eager_out = record(self.module, inputs, names, call)
             entry = core.build(program.to_dict(), list(inputs) + _seed(program), self._order, self._semantics,
                                self._workaround(), _module_class(self.module))
             cached = self._cache[key] = (entry, program)
         rec = CallRecord(key, hit, cached[0], self._order)
         rec.program = cached[1]
+        # the recording ran eager torch: its outputs check the engine's first run of the program
+        rec.eager_outputs = None if hit else [t.detach() for t in pytree.tree_flatten(eager_out)[0]
+                                              if isinstance(t, torch.Tensor)]
         rec.input_names = list(names)
         self._history.append(rec)
         return cached, rec
@@ -391,6 +395,8 @@ class JittedModule(torch.nn.Module):
         else:
             outs, _ = entry.forward(engine_inputs)
         rec.outputs = [o.detach() for o in outs]
+        if rec.eager_outputs is not None and not program.random:
+            _check_first_call(self._name, rec)
         rec.timings = entry.forward_timings()
         rec.needs_grad = needs_grad
         rec.rebuild_arguments = rebuild
@@ -400,6 +406,16 @@ class JittedModule(torch.nn.Module):
 
     def __repr__(self):
         return f"<thunder_viz.JittedModule {self._name} order={self._order}>"
+
+
+def _check_first_call(name, rec):
+    """EagerMismatch when the engine's outputs differ from the recording's eager ones."""
+    min_tol, _ = _C.order_facts(rec.order)
+    checks = [_C.check_against_reference(f"output[{i}]", got, want, min_tol)
+              for i, (got, want) in enumerate(zip(rec.outputs, rec.eager_outputs)) if got.is_floating_point()]
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        raise EagerMismatch(name, failed)
 
 
 def _unique(names, n):

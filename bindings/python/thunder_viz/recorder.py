@@ -137,6 +137,9 @@ def header_of(path, line):
 
 
 SEED_INPUT = "rng_seed"
+# Words in the names of ATen operators that draw random numbers.
+RANDOM_WORDS = ("rand", "bernoulli", "dropout", "normal", "multinomial", "uniform", "exponential", "poisson",
+                "geometric", "cauchy", "log_normal")
 
 
 class Program:
@@ -153,6 +156,12 @@ class Program:
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
         self.output_constants = {}    # leaf index -> a non-tensor leaf (None, a number)
         self.num_slots = self.seed_slot + 1
+
+    @property
+    def random(self):
+        """Whether an op draws random numbers (dropout, an ATen fallback such as bernoulli_): its
+        results are not eager's."""
+        return self.uses_seed or any(any(w in op[0] for w in RANDOM_WORDS) for op in self.ops)
 
     def all_input_names(self):
         if not self.uses_seed:
