@@ -4,7 +4,7 @@ the first call (recording and building the pipeline) against one eager step; the
 memory over many steps (the call history is bounded, so it stays flat).
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
-        [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1]
+        [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1]   (models: nanogpt, mlp, tiny)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
 import argparse
@@ -37,7 +37,13 @@ def mlp():
     return model, (x,), lambda out: out.square().mean()
 
 
-MODELS = {"nanogpt": nanogpt, "mlp": mlp}
+def tiny():
+    """Eight small layers: a step bound by the per-call and per-op overheads."""
+    model = torch.nn.Sequential(*[m for _ in range(8) for m in (torch.nn.Linear(64, 64), torch.nn.Tanh())])
+    return model, (torch.randn(16, 64),), lambda out: out.square().mean()
+
+
+MODELS = {"nanogpt": nanogpt, "mlp": mlp, "tiny": tiny}
 
 
 def step(model, opt, args, loss_of):
