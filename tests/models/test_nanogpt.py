@@ -5,7 +5,6 @@ import copy
 import os
 import sys
 
-import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -83,9 +82,7 @@ def test_inference_path_takes_the_last_position():
 
 
 def test_dropout_trains_and_is_off_in_eval():
-    eager, ours = _models(dropout=0.1)
-    if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
-        pytest.skip("nanoGPT's flash path asks scaled_dot_product_attention for dropout, which the recorder refuses")
+    eager, ours = _models(dropout=0.1)  # torch 2.x: the flash path's dropout runs as an ATen fallback
     tm = tv.jit(ours)
     idx, targets = _batch()
     _, loss = tm(idx, targets)
