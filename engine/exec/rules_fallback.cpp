@@ -33,36 +33,9 @@ c10::IValue to_ivalue(const RValue& v) {
       break;
     case RValue::Kind::tuple:
     case RValue::Kind::list: {
-      const auto& items = v.items;
-      auto all = [&](RValue::Kind k) {
-        return std::all_of(items.begin(), items.end(), [&](const RValue& x) { return x.kind == k; });
-      };
-      if (items.empty() || all(RValue::Kind::integer)) {
-        std::vector<int64_t> out;
-        for (const auto& x : items) out.push_back(x.i);
-        return out;
-      }
-      if (all(RValue::Kind::boolean)) {
-        c10::List<bool> out;
-        for (const auto& x : items) out.push_back(x.b);
-        return out;
-      }
-      if (std::all_of(items.begin(), items.end(), [](const RValue& x) { return x.is_number(); })) {
-        std::vector<double> out;
-        for (const auto& x : items) out.push_back(x.number());
-        return out;
-      }
-      if (all(RValue::Kind::tensor)) {
-        std::vector<at::Tensor> out;
-        for (const auto& x : items) out.push_back(x.t);
-        return out;
-      }
-      c10::List<c10::optional<at::Tensor>> out;
-      for (const auto& x : items) {
-        if (!x.is_none() && !x.is_tensor()) throw ExecError("an ATen operator cannot take a mixed sequence", "");
-        out.push_back(x.is_none() ? c10::optional<at::Tensor>() : c10::optional<at::Tensor>(x.t));
-      }
-      return out;
+      std::vector<c10::IValue> items;
+      for (const auto& x : v.items) items.push_back(to_ivalue(x));
+      return ops::fallback_list(items);
     }
     default: break;
   }

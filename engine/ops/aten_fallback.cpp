@@ -66,35 +66,9 @@ struct MetaRun {
   }
 
   c10::IValue sequence(const std::vector<Value>& items) {
-    auto all = [&](Value::Kind k) {
-      return std::all_of(items.begin(), items.end(), [&](const Value& v) { return v.kind == k; });
-    };
-    if (all(Value::Kind::integer) || items.empty()) {
-      std::vector<int64_t> out;
-      for (const auto& v : items) out.push_back(v.i);
-      return out;
-    }
-    if (all(Value::Kind::boolean)) {
-      c10::List<bool> out;
-      for (const auto& v : items) out.push_back(v.b);
-      return out;
-    }
-    if (std::all_of(items.begin(), items.end(), [](const Value& v) { return v.is_number(); })) {
-      std::vector<double> out;
-      for (const auto& v : items) out.push_back(v.as_double());
-      return out;
-    }
-    if (all(Value::Kind::proxy)) {
-      std::vector<at::Tensor> out;
-      for (const auto& v : items) out.push_back((*this)(v).toTensor());
-      return out;
-    }
-    c10::List<c10::optional<at::Tensor>> out;  // Tensor?[] (index)
-    for (const auto& v : items) {
-      if (!v.is_none() && !v.is_proxy()) throw OpError("an ATen operator cannot take the sequence " + python_text(Value::tuple(items)));
-      out.push_back(v.is_none() ? c10::optional<at::Tensor>() : c10::optional<at::Tensor>((*this)(v).toTensor()));
-    }
-    return out;
+    std::vector<c10::IValue> converted;
+    for (const auto& v : items) converted.push_back((*this)(v));
+    return fallback_list(converted);
   }
 };
 
@@ -318,6 +292,35 @@ std::vector<c10::IValue> fallback_stack(const c10::FunctionSchema& schema, std::
     stack.push_back(std::move(v));
   }
   return stack;
+}
+
+c10::IValue fallback_list(const std::vector<c10::IValue>& items) {
+  auto all = [&](auto is) { return std::all_of(items.begin(), items.end(), is); };
+  if (all([](const c10::IValue& v) { return v.isInt(); })) {  // empty too
+    std::vector<int64_t> out;
+    for (const auto& v : items) out.push_back(v.toInt());
+    return out;
+  }
+  if (all([](const c10::IValue& v) { return v.isBool(); })) {
+    c10::List<bool> out;
+    for (const auto& v : items) out.push_back(v.toBool());
+    return out;
+  }
+  if (all([](const c10::IValue& v) { return v.isInt() || v.isDouble() || v.isBool(); })) {
+    std::vector<double> out;
+    for (const auto& v : items) out.push_back(v.isDouble() ? v.toDouble() : v.isInt() ? v.toInt() : v.toBool());
+    return out;
+  }
+  if (all([](const c10::IValue& v) { return v.isTensor(); })) {
+    std::vector<at::Tensor> out;
+    for (const auto& v : items) out.push_back(v.toTensor());
+    return out;
+  }
+  if (!all([](const c10::IValue& v) { return v.isTensor() || v.isNone(); }))
+    throw OpError("an ATen operator cannot take a sequence that mixes tensors with other values");
+  c10::List<c10::optional<at::Tensor>> out;  // Tensor?[] (index)
+  for (const auto& v : items) out.push_back(v.isNone() ? c10::optional<at::Tensor>() : v.toTensor());
+  return out;
 }
 
 std::optional<c10::IValue> fallback_enum(std::string_view spelling) {

@@ -41,6 +41,9 @@ bool fallback_differentiable(const c10::FunctionSchema& schema, size_t i);
 
 std::vector<c10::IValue> fallback_stack(const c10::FunctionSchema& schema, std::vector<c10::IValue> positional,
                                         std::vector<std::pair<std::string, c10::IValue>> keywords);
+// A sequence argument, its items converted one by one, as the list the operator takes: ints, bools,
+// floats (numbers of mixed kinds), tensors, or tensors and Nones (Tensor?[]); OpError otherwise.
+c10::IValue fallback_list(const std::vector<c10::IValue>& items);
 // A layout or memory format spelled as the recorder writes it ("torch.strided", "torch.channels_last").
 std::optional<c10::IValue> fallback_enum(std::string_view spelling);
 

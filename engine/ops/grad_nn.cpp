@@ -103,30 +103,32 @@ Value given(const BoundSymbol& f, size_t i, const char* name) {
   return Value::none();
 }
 
+// An int argument at position i or by keyword; nullopt when absent or None.
+std::optional<int64_t> given_int(const BoundSymbol& f, size_t i, const char* name) {
+  Value v = given(f, i, name);
+  return v.is_none() ? std::nullopt : std::optional<int64_t>(v.i);
+}
+
 Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T logits = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
-  std::vector<Value> args = {V(g), V(logits), V(target)};
-  if (Value ignore = given(f, 4, "ignore_index"); !ignore.is_none()) args.push_back(ignore);
   Out out(f.args.size());
-  out[0] = reduce_like(b, call1(b, "ltorch.cross_entropy_backward", std::move(args)), logits);
+  out[0] = reduce_like(b, cross_entropy_backward(b, g, logits, target, given_int(f, 4, "ignore_index")), logits);
   return out;
 }
 
 // grad of weight[indices] (gathered along dim 0): embedding_backward (one_hot(indices)^T @ g), with
 // nothing into the padding row.
-T scatter_rows(TraceBuilder& b, const T& weight, const T& indices, const T& g, const Value& padding_idx) {
+T scatter_rows(TraceBuilder& b, const T& weight, const T& indices, const T& g, std::optional<int64_t> padding_idx) {
   int64_t n = indices->numel(), rows = weight->shape[0];
   T flat = reshape(b, indices, {n});
   T rest = reshape(b, g, {n, weight->numel() / std::max<int64_t>(rows, 1)});
-  std::vector<Value> args = {V(rest), V(flat), Value::integer(rows)};
-  if (!padding_idx.is_none()) args.push_back(padding_idx);
-  T gw = call1(b, "ltorch.embedding_backward", std::move(args));
+  T gw = embedding_backward(b, rest, flat, rows, padding_idx);
   return sum_to(b, gw, weight->shape, weight->dtype);
 }
 
 Out embedding_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   Out out(f.args.size());
-  out[1] = V(scatter_rows(b, tensor_at(f, 1), tensor_at(f, 0), cts[0].proxy, given(f, 2, "padding_idx")));
+  out[1] = V(scatter_rows(b, tensor_at(f, 1), tensor_at(f, 0), cts[0].proxy, given_int(f, 2, "padding_idx")));
   return out;
 }
 
@@ -145,7 +147,7 @@ Out embedding_backward_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
 
 Out take_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {  // prims.take(a, indices, dim)
   if (f.args.at(2).i != 0) throw OpError("grad of prims.take is implemented for dim 0 only");
-  return {V(scatter_rows(b, tensor_at(f, 0), tensor_at(f, 1), cts[0].proxy, Value::none())), Value::none(),
+  return {V(scatter_rows(b, tensor_at(f, 0), tensor_at(f, 1), cts[0].proxy, std::nullopt)), Value::none(),
           Value::none()};
 }
 

@@ -74,17 +74,19 @@ T log_softmax(TraceBuilder&, const T& a, int64_t dim);
 T cross_entropy(TraceBuilder&, const T& logits, const T& target);  // mean over the batch
 T embedding(TraceBuilder&, const T& indices, const T& weight);
 // grad [n, d], indices [n] (integers < num_weights) -> [num_weights, d]: row k sums the rows of grad
-// whose index is k.
-T embedding_backward(TraceBuilder&, const T& grad, const T& indices, int64_t num_weights);
+// whose index is k; the row `padding_idx` gets none.
+T embedding_backward(TraceBuilder&, const T& grad, const T& indices, int64_t num_weights,
+                     std::optional<int64_t> padding_idx = std::nullopt);
 T dropout(TraceBuilder&, const T& a, double p, int64_t seed, bool training = true);
 // Backward ops (recorded by the gradient rules; decomposed, and run by LibTorch's fused kernels):
 // (grad_a, grad_weight, grad_bias) of layer_norm with weight and bias;
 std::tuple<T, T, T> layer_norm_backward(TraceBuilder&, const T& grad, const T& a, const Dims& normalized_shape,
                                         const T& weight, const T& bias, double eps);
 // grad of softmax(a, dim) from its output; grad [N, C] of cross_entropy(logits, target) for the
-// loss's cotangent `grad` [].
+// loss's cotangent `grad` [] (none for the rows whose target is `ignore_index`).
 T softmax_backward(TraceBuilder&, const T& grad, const T& output, int64_t dim);
-T cross_entropy_backward(TraceBuilder&, const T& grad, const T& logits, const T& target);
+T cross_entropy_backward(TraceBuilder&, const T& grad, const T& logits, const T& target,
+                         std::optional<int64_t> ignore_index = std::nullopt);
 // (grad_q, grad_k, grad_v) of scaled_dot_product_attention(q, k, v, attn_mask, is_causal) for the
 // cotangent `grad` of its `output`; a bool or no mask (a float mask's grad is not computed). The
 // probabilities are recomputed from q and k; the output is an argument for the fused kernel, which

@@ -329,8 +329,11 @@ T cross_entropy(TraceBuilder& b, const T& logits, const T& target) {
 T embedding(TraceBuilder& b, const T& indices, const T& weight) {
   return call1(b, "ltorch.embedding", {V(indices), V(weight)});
 }
-T embedding_backward(TraceBuilder& b, const T& grad, const T& indices, int64_t num_weights) {
-  return call1(b, "ltorch.embedding_backward", {V(grad), V(indices), Value::integer(num_weights)});
+T embedding_backward(TraceBuilder& b, const T& grad, const T& indices, int64_t num_weights,
+                     std::optional<int64_t> padding_idx) {
+  std::vector<Value> args = {V(grad), V(indices), Value::integer(num_weights)};
+  if (padding_idx) args.push_back(Value::integer(*padding_idx));
+  return call1(b, "ltorch.embedding_backward", std::move(args));
 }
 std::tuple<T, T, T> layer_norm_backward(TraceBuilder& b, const T& grad, const T& a, const Dims& normalized_shape,
                                         const T& weight, const T& bias, double eps) {
@@ -341,8 +344,11 @@ std::tuple<T, T, T> layer_norm_backward(TraceBuilder& b, const T& grad, const T&
 T softmax_backward(TraceBuilder& b, const T& grad, const T& output, int64_t dim) {
   return call1(b, "ltorch.softmax_backward", {V(grad), V(output), Value::integer(dim)});
 }
-T cross_entropy_backward(TraceBuilder& b, const T& grad, const T& logits, const T& target) {
-  return call1(b, "ltorch.cross_entropy_backward", {V(grad), V(logits), V(target)});
+T cross_entropy_backward(TraceBuilder& b, const T& grad, const T& logits, const T& target,
+                         std::optional<int64_t> ignore_index) {
+  std::vector<Value> args = {V(grad), V(logits), V(target)};
+  if (ignore_index) args.push_back(Value::integer(*ignore_index));
+  return call1(b, "ltorch.cross_entropy_backward", std::move(args));
 }
 T dropout(TraceBuilder& b, const T& a, double p, int64_t seed, bool training) {
   return call1(b, "ltorch.dropout", {V(a), Value::floating(p), Value::integer(seed), Value::boolean(training)});

@@ -186,7 +186,7 @@ def _module_class(module):
 
 def _constant_key(value):
     """A hashable key of a non-tensor leaf of a call's arguments; TypeError for what cannot be one."""
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or _is_scalar(value):
         return (type(value).__name__, repr(value))
     raise TypeError(f"jitted modules take tensors, None, numbers and strings (in tuples, lists and dicts), "
                     f"got a {type(value).__name__}")
@@ -213,8 +213,6 @@ class JittedModule(torch.nn.Module):
                  history_limit=DEFAULT_HISTORY_LIMIT):
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"thunder_viz.jit expects a torch.nn.Module, got {type(module).__name__}")
-        if history_limit is not None and history_limit < 1:
-            raise ValueError(f"history_limit must be at least 1 (or None for no limit), got {history_limit}")
         super().__init__()
         self._module = module
         del self.training  # read from the wrapped module, as Thunder's ThunderModule does
@@ -228,7 +226,8 @@ class JittedModule(torch.nn.Module):
         self._core_state = None  # the parameter and buffer objects (and metadata) the core was built on
         self._state = None  # _ModuleState of the module, made at the first call
         self._cache = {}
-        self._history = collections.deque(maxlen=history_limit)
+        self._history = collections.deque()
+        self.history_limit = history_limit
         self._listeners = []  # fn(jitted module, CallRecord, inputs) after every call (Inspector)
         self.cache_hits = 0
         self.cache_misses = 0
@@ -311,7 +310,7 @@ class JittedModule(torch.nn.Module):
         return self._core, (tuple(m for _, _, m in tensors[:len(params)]), attributes)
 
     def _bind(self, args, kwargs):
-        """(tensors, their names, a key of everything else, rebuild(tensors) -> (args, kwargs))."""
+        """(tensors, a key of everything else, rebuild(tensors) -> (args, kwargs), the bound arguments)."""
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -323,17 +322,16 @@ class JittedModule(torch.nn.Module):
                 tensors.append(leaf)
             else:
                 constants.append((i, _constant_key(leaf)))
-        names = _unique(self._tensor_names(bound), len(tensors))
 
         def rebuild(new_tensors):
             it = iter(new_tensors)
-            rebuilt = [next(it) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
-            a, k = pytree.tree_unflatten(rebuilt, spec)
-            return a, k
-        return tensors, names, (tuple(constants), str(spec)), rebuild
+            return pytree.tree_unflatten([next(it) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves], spec)
+        return tensors, (tuple(constants), str(spec)), rebuild, bound
 
-    def _tensor_names(self, bound):
-        """Each tensor's name: its parameter's, with the position inside a nested argument."""
+    @staticmethod
+    def _tensor_names(bound):
+        """Each tensor's name: its parameter's, with the position inside a nested argument (made for a
+        recording; a cache hit reads them from the recorded program)."""
         names = []
         for pname, value in bound.arguments.items():
             sub, _ = pytree.tree_flatten(value)
@@ -344,7 +342,7 @@ class JittedModule(torch.nn.Module):
                 names.extend(f"{pname}_{k}" for k in range(len(ts)))
         return names
 
-    def _entry(self, inputs, names, constants, call):
+    def _entry(self, inputs, bound, constants, call):
         """(entry, program) for these inputs: a hit reuses them, a miss records and builds anew."""
         process_group.join()  # under torch.distributed (torchrun): once per process, at the first call
         core, module_key = self._get_core()
@@ -355,6 +353,7 @@ class JittedModule(torch.nn.Module):
             self.cache_hits += 1
         else:
             self.cache_misses += 1
+            names = _unique(self._tensor_names(bound), len(inputs))
             program, eager_out = record(self.module, inputs, names, call)
             entry = core.build(program.to_dict(), list(inputs) + _seed(program), self._order, self._semantics,
                                self._workaround(), _module_class(self.module))
@@ -364,14 +363,14 @@ class JittedModule(torch.nn.Module):
         # the recording ran eager torch: its outputs check the engine's first run of the program
         rec.eager_outputs = None if hit else [t.detach() for t in pytree.tree_flatten(eager_out)[0]
                                               if isinstance(t, torch.Tensor)]
-        rec.input_names = list(names)
+        rec.input_names = list(rec.program.input_names)
         self._history.append(rec)
         return cached, rec
 
     def prepare(self, *args, **kwargs):
         """Acquires (or finds in the cache) the traces for these arguments without running them."""
-        inputs, names, constants, rebuild = self._bind(args, kwargs)
-        (entry, program), rec = self._entry(inputs, names, constants, lambda: self.module(*args, **kwargs))
+        inputs, constants, rebuild, bound = self._bind(args, kwargs)
+        (entry, program), rec = self._entry(inputs, bound, constants, lambda: self.module(*args, **kwargs))
         return rec
 
     def forward(self, *args, **kwargs):
@@ -382,8 +381,8 @@ class JittedModule(torch.nn.Module):
                 "the engine runs the recorded dtypes and does not follow torch's autocast. Apply the engine's "
                 "autocast transform instead (thunder_viz.jit(model, transforms=['autocast'])), or call it "
                 "outside torch.autocast")
-        inputs, names, constants, rebuild = self._bind(args, kwargs)
-        (entry, program), rec = self._entry(inputs, names, constants, lambda: self.module(*args, **kwargs))
+        inputs, constants, rebuild, bound = self._bind(args, kwargs)
+        (entry, program), rec = self._entry(inputs, bound, constants, lambda: self.module(*args, **kwargs))
         engine_inputs = inputs + _seed(program)
         entry.timed = self.timing or bool(self._listeners)
         params = self._param_list
