@@ -17,6 +17,7 @@ void add_run_command(CLI::App& app, Runner& run) {
   struct Options {
     ModelOptions model;
     std::string order = "jit";
+    int world = 1;
     std::string device = "cpu";
     bool stages = false;
     int depth = 0;
@@ -30,6 +31,7 @@ void add_run_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<Options>();
   o->model.add_to(*cmd);
   cmd->add_option("--order", o->order, "transforms in the order they are applied, e.g. jit,remat")->capture_default_str();
+  cmd->add_option("--world", o->world, "ranks (threads; gloo on cpu, NCCL on cuda)")->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_flag("--stages", o->stages, "print every stage of every trace, not only the final ones");
   cmd->add_option("--depth", o->depth, "subsymbol levels to print")->capture_default_str();
@@ -42,8 +44,9 @@ void add_run_command(CLI::App& app, Runner& run) {
   o->semantics.add_to(*cmd);
   o->outputs.add_to(*cmd);
   o->launch.add_to(*cmd);
-  cmd->callback([&run, o] {
-    run = [o] {
+  auto* world_option = cmd->get_option("--world");
+  cmd->callback([&run, o, world_option] {
+    run = [o, world_option] {
       o->semantics.check();
       if (o->cuda_graph && o->device != "cuda")
         throw BadInput("--cuda-graph replays the step as a CUDA graph: add --device cuda");
@@ -54,7 +57,11 @@ void add_run_command(CLI::App& app, Runner& run) {
       PipelineSpec spec;
       spec.order = parse_order(o->order);
       spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
+      spec.world_size = o->world;
       if (launch) {
+        if (world_option->count() && o->world != launch->size())
+          throw BadInput("--world " + std::to_string(o->world) + " but the launch has WORLD_SIZE=" +
+                         std::to_string(launch->size()) + " (drop --world under --launch env)");
         spec.world_size = launch->size();
         LaunchOptions::attach(request, *launch);
       }

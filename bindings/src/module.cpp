@@ -358,6 +358,10 @@ class JitCore {
     context.world_size = rank.world;
     context.rank = rank.rank;
     if (rank.comm) context.broadcast_from_rank0 = [comm = rank.comm](at::Tensor& t) { comm->broadcast(t, 0); };
+    if (const Transform* d = validated.parameter_distributor(); d && !d->subgroups(context).empty() && rank.world > 1)
+      throw py::value_error("thunder_viz: " + d->name() + " runs its collectives on subgroups of the ranks (a mesh), which "
+                            "the Python door does not form; run it with the CLI: thunder-viz compare --order jit," +
+                            d->name() + " --order " + d->name() + ",jit --world 4");
     {
       py::gil_scoped_release release;
       entry->build(validated, context);

@@ -387,6 +387,12 @@ PipelineSpec spec(const Cursor& c, const Context& ctx) {
     c.field("world_size").fail("world size " + std::to_string(world) + " is out of range (at most " +
                                std::to_string(1 << 20) + ")");
   s.world_size = static_cast<int>(world);
+  if (auto g = c.optional_field("shard_group")) {
+    const int64_t group = g->integer_at_least(1);
+    if (group > world || world % group != 0)
+      g->fail("shard group of " + std::to_string(group) + " ranks does not divide the world of " + std::to_string(world));
+    s.shard_group = static_cast<int>(group);
+  }
   s.device = string_field(c, "device");
   return s;
 }

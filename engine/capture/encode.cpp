@@ -191,6 +191,7 @@ Json encode_pipeline(const PipelineRecord& p) {
                {"workaround", p.spec.workaround},
                {"world_size", p.spec.world_size},
                {"device", p.spec.device}};
+  if (p.spec.shard_group > 0) spec["shard_group"] = p.spec.shard_group;
   Json outcome = {{"kind", outcome_name(p.outcome.kind)}, {"rule", p.outcome.rule}, {"reasons", p.outcome.reasons}};
   Json j = {{"spec", std::move(spec)},
             {"error", p.error},

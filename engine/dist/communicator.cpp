@@ -30,6 +30,12 @@ bool nccl_available() {
 #endif
 }
 
+Communicator* ProcessGroups::find(const std::string& name) const {
+  for (const auto& [n, c] : named)
+    if (n == name) return c;
+  return nullptr;
+}
+
 void Communicator::all_reduce(at::Tensor& tensor) { all_reduce_async(tensor)->wait(); }
 at::Tensor Communicator::all_gather(const at::Tensor& input) { return all_gather_async(input)->result(); }
 at::Tensor Communicator::reduce_scatter(const at::Tensor& input) { return reduce_scatter_async(input)->result(); }
@@ -101,7 +107,7 @@ std::string join_ranks(const std::vector<int>& ranks) {
 }
 
 CommBase::CommBase(std::shared_ptr<Store> store, int rank, int size, const CommOptions& options, std::string backend)
-    : store_(std::move(store)), rank_(rank), size_(size), backend_(std::move(backend)),
+    : store_(std::move(store)), options_(options), rank_(rank), size_(size), backend_(std::move(backend)),
       timeout_ms_(options.timeout.count()) {}
 
 CommBase::~CommBase() = default;
@@ -133,19 +139,49 @@ void CommBase::abort(const std::string& reason) {
     abort_reason_ = reason;
     aborted_ = true;
   }
-  try {  // tell the other ranks (other processes poll "abort" while they wait)
-    if (!store_->check("abort")) store_->set("abort", "rank " + std::to_string(rank_) + " aborted: " + reason);
-  } catch (...) {
+  // tell the other ranks (other processes poll "abort" while they wait)
+  announce_abort("rank " + std::to_string(rank_) + " aborted: " + reason);
+}
+
+void CommBase::announce_abort(const std::string& message) {
+  for (const auto& store : {store_, parent_store_}) {
+    if (!store) continue;
+    try {
+      if (!store->check("abort")) store->set("abort", message);
+    } catch (...) {
+    }
   }
 }
 
 std::optional<std::string> CommBase::remote_abort() {
-  try {
-    return store_->try_get("abort");
-  } catch (...) {
-    return std::nullopt;
+  for (const auto& store : {store_, parent_store_}) {
+    if (!store) continue;
+    try {
+      if (auto v = store->try_get("abort")) return v;
+    } catch (...) {
+    }
   }
+  return std::nullopt;
 }
+
+std::unique_ptr<Communicator> CommBase::subgroup(const std::vector<int>& ranks, const std::string& tag) {
+  auto self = std::find(ranks.begin(), ranks.end(), rank_);
+  if (self == ranks.end())
+    usage("subgroup", "rank " + std::to_string(rank_) + " is not among the subgroup's ranks " + join_ranks(ranks) +
+                          " (only members call subgroup)");
+  for (int r : ranks)
+    if (r < 0 || r >= size_ || std::count(ranks.begin(), ranks.end(), r) > 1)
+      usage("subgroup", "the subgroup's ranks " + join_ranks(ranks) + " must be distinct ranks below " +
+                            std::to_string(size_));
+  if (tag.empty() || tag.find('/') != std::string::npos) usage("subgroup", "the tag must be a non-empty name without '/'");
+  CommOptions o = options_;
+  o.timeout = timeout();
+  auto sub = make_communicator(parse_backend(backend_), store_->prefixed("sub/" + tag), static_cast<int>(self - ranks.begin()),
+                               static_cast<int>(ranks.size()), o);
+  static_cast<CommBase&>(*sub).parent_store_ = store_;
+  return sub;
+}
+
 
 std::string CommBase::where(const Op& op) const {
   std::ostringstream s;
@@ -216,14 +252,9 @@ void CommBase::fail(const Op& op, const std::string& what, DistError::Kind kind)
     m << "Every rank reached this " << op.name << "; a peer failed during it or its connection broke.";
   std::string msg = m.str();
   set_broken(msg);
-  if (kind != DistError::Kind::aborted) {
-    try {
-      if (!store_->check("abort"))
-        store_->set("abort", "rank " + std::to_string(rank_) + ": " + op.name + " " +
-                                 (kind == DistError::Kind::timeout ? "timed out" : "failed"));
-    } catch (...) {
-    }
-  }
+  if (kind != DistError::Kind::aborted)
+    announce_abort("rank " + std::to_string(rank_) + ": " + op.name + " " +
+                   (kind == DistError::Kind::timeout ? "timed out" : "failed"));
   throw DistError(kind, msg, op.name, op.timeout, known ? missing : std::vector<int>{});
 }
 

@@ -23,6 +23,12 @@
 //  - make_communicator() joins a group through a Store (store.h); every rank calls it with the
 //    same store contents, its own rank and the same size. It blocks until all ranks joined
 //    (bounded by the timeout). The NCCL backend exists only when built with TV_HAVE_CUDA.
+//  - subgroup(ranks, tag): a communicator over some ranks of this one (a mesh's row or column),
+//    on the same backend, store (keys under "sub/<tag>/") and device. Every listed rank calls it
+//    with the same ranks and tag; ranks of the parent that are not listed do not. The subgroup's
+//    rank is this rank's index in `ranks`. It must be destroyed before its parent. An abort of the
+//    parent, on any rank, aborts the subgroup's waits too, and a subgroup's failure is announced
+//    to the whole parent group.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -117,8 +123,18 @@ class Communicator {
   void broadcast(at::Tensor& tensor, int root = 0);
   void barrier();
 
+  virtual std::unique_ptr<Communicator> subgroup(const std::vector<int>& ranks, const std::string& tag) = 0;
+
   virtual void abort(const std::string& reason) = 0;
   virtual bool broken() const = 0;  // an earlier collective failed or abort() was called
+};
+
+// The communicators one rank's collectives run on, by the group names traces give them: the
+// world's group and subgroups (hybrid sharding's shard and replicate groups). Not owning.
+struct ProcessGroups {
+  Communicator* world = nullptr;
+  std::vector<std::pair<std::string, Communicator*>> named;  // group name -> communicator
+  Communicator* find(const std::string& name) const;          // null when not named
 };
 
 std::unique_ptr<Communicator> make_communicator(Backend backend, std::shared_ptr<Store> store, int rank, int size,

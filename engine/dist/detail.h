@@ -38,6 +38,7 @@ class CommBase : public Communicator {
   void set_timeout(std::chrono::milliseconds t) override;
   void abort(const std::string& reason) override;
   bool broken() const override;
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& ranks, const std::string& tag) override;
 
   // Starts a collective: throws if broken/aborted, marks arrival in the store.
   Op begin(const std::string& name);
@@ -60,9 +61,12 @@ class CommBase : public Communicator {
   std::string where(const Op& op) const;  // "on rank 0 of 3 (gloo, collective #5, timeout 2000 ms)"
   std::string abort_reason() const;
   std::optional<std::string> remote_abort();
+  void announce_abort(const std::string& message);  // sets "abort" in the store(s) unless set
   void set_broken(const std::string& why);
 
   std::shared_ptr<Store> store_;
+  std::shared_ptr<Store> parent_store_;  // a subgroup's parent's store: aborts are read and written there too
+  CommOptions options_;                  // what subgroups are made with (a backend sets the device it uses)
   int rank_;
   int size_;
   std::string backend_;

@@ -126,6 +126,7 @@ class NcclComm : public CommBase {
         fail(op, "no CUDA device is visible" + (ce != cudaSuccess ? ": " + cuda_msg(ce) : std::string()),
              DistError::Kind::init);
       device_ = o.device >= 0 ? o.device : rank;
+      options_.device = device_;  // subgroups on the same device
       if (device_ >= count)
         fail(op,
              "rank " + std::to_string(rank) + " needs CUDA device " + std::to_string(device_) + " but only " +

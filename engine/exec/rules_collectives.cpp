@@ -1,6 +1,6 @@
 // Execution rules of the distributed prims (transforms/collectives.h).
-// A collective starts asynchronously on the communicator found in ExecOptions::user
-// (`std::any_cast<dist::Communicator*>(options.user)`) and yields a handle: a runtime name
+// A collective starts asynchronously on its group's communicator, found in ExecOptions::user
+// (exec/collective_rules.h), and yields a handle: a runtime name
 // "FUTURE#<id>" keyed into a process-wide table of pending work. torch_wait_prim_impl waits on it,
 // removes it from the table and returns the tensor. The wait is on the device stream
 // (Work::wait_on_stream; gloo's blocks): the host runs on and queues more work, as torch's DDP does.
@@ -51,13 +51,15 @@ RValue handle(Pending p) {
   return RValue::name(kPrefix + std::to_string(id));
 }
 
-void check_group(const std::vector<RValue>& a, size_t i, const char* symbol) {
+// The communicator of the group argument at `i`, or null (one rank alone).
+dist::Communicator* group_at(const ExecContext& c, const std::vector<RValue>& a, size_t i, const char* symbol) {
   const RValue& g = rarg(a, i, "group");
   if (g.is_none())
     throw ExecError(std::string(symbol) +
                         ": ValueError: None had an unexpected type <class 'NoneType'>. Supported types are <class "
                         "'torch.distributed.distributed_c10d.ProcessGroup'>",
                     symbol);
+  return communicator(c.options, g.kind == RValue::Kind::name ? g.s : std::string());
 }
 
 void check_sum(const std::vector<RValue>& a, size_t i, const char* symbol) {
@@ -68,23 +70,23 @@ void check_sum(const std::vector<RValue>& a, size_t i, const char* symbol) {
 
 RValue all_reduce(const ExecContext& c, const std::vector<RValue>& a, const RKwargs&) {
   check_sum(a, 1, collectives::kAllReduce);
-  check_group(a, 2, collectives::kAllReduce);
+  auto* comm = group_at(c, a, 2, collectives::kAllReduce);
   Pending p;
   const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
   bool skip_clone = a.size() > 4 && a[4].is_number() && a[4].integer_value() != 0;
   p.tensor = skip_clone ? t : t.clone();
   p.in_place = true;
-  if (auto* comm = communicator(c.options)) p.work = comm->all_reduce_async(p.tensor);
+  if (comm) p.work = comm->all_reduce_async(p.tensor);
   return handle(std::move(p));
 }
 
 RValue all_gather(const ExecContext& c, const std::vector<RValue>& a, const RKwargs&) {
-  check_group(a, 1, collectives::kAllGather);
+  auto* comm = group_at(c, a, 1, collectives::kAllGather);
   Pending p;
   const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
   if (a.size() > 3 && a[3].is_number() && a[3].integer_value() != 0)
     throw ExecError(std::string(collectives::kAllGather) + ": only dim 0 is supported", collectives::kAllGather);
-  if (auto* comm = communicator(c.options))
+  if (comm)
     p.work = comm->all_gather_async(t.contiguous());
   else
     p.tensor = t.dim() == 0 ? t.reshape({1}).clone() : t.clone();
@@ -93,10 +95,10 @@ RValue all_gather(const ExecContext& c, const std::vector<RValue>& a, const RKwa
 
 RValue reduce_scatter(const ExecContext& c, const std::vector<RValue>& a, const RKwargs&) {
   check_sum(a, 1, collectives::kReduceScatter);
-  check_group(a, 2, collectives::kReduceScatter);
+  auto* comm = group_at(c, a, 2, collectives::kReduceScatter);
   Pending p;
   const at::Tensor& t = rules::tensor_at(a, 0, "tensor");
-  if (auto* comm = communicator(c.options))
+  if (comm)
     p.work = comm->reduce_scatter_async(t.contiguous());
   else
     p.tensor = t.clone();
@@ -133,10 +135,24 @@ void detail::register_collective_rules() {
   detail::add_builtin(collectives::kWait, ExecRule(wait));
 }
 
-dist::Communicator* communicator(const ExecOptions& options) {
+dist::Communicator* communicator(const ExecOptions& options, const std::string& group) {
   if (!options.user.has_value()) return nullptr;
   if (auto* p = std::any_cast<dist::Communicator*>(&options.user)) return *p;
-  return nullptr;
+  auto* groups = std::any_cast<const dist::ProcessGroups*>(&options.user);
+  if (!groups || !*groups) return nullptr;
+  if (group.empty() || group == collectives::kGroup) return (*groups)->world;
+  if (auto* comm = (*groups)->find(group)) return comm;
+  throw ExecError("no communicator for the process group '" + group +
+                      "' on this rank: the run made no such group (a trace of a mesh replayed without its mesh?)",
+                  "collective");
+}
+
+std::vector<dist::Communicator*> communicators(const ExecOptions& options) {
+  std::vector<dist::Communicator*> out;
+  if (auto* world = communicator(options)) out.push_back(world);
+  if (auto* groups = std::any_cast<const dist::ProcessGroups*>(&options.user); groups && *groups)
+    for (const auto& [name, comm] : (*groups)->named) out.push_back(comm);
+  return out;
 }
 
 size_t pending_collectives() {

@@ -67,7 +67,8 @@ std::vector<Value> all_gather_grad(TraceBuilder& b, const BoundSymbol& f, const 
   int64_t rows = shard->shape.empty() ? 1 : shard->shape[0];
   int world = static_cast<int>(g->shape.at(0) / std::max<int64_t>(rows, 1));
   ProxyPtr mean = ltorch::true_divide(b, Value::of(g), Value::integer(world));
-  ProxyPtr out = wait(b, reduce_scatter(b, mean, world));
+  Value group = f.args.size() > 1 ? f.args[1] : Value::name(kGroup);
+  ProxyPtr out = wait(b, reduce_scatter(b, mean, world, group));
   if (out->shape != shard->shape) out = ltorch::reshape(b, out, shard->shape);
   return {Value::of(out), Value::none(), Value::none(), Value::none()};
 }
@@ -104,6 +105,11 @@ void register_collective_symbols() {
 
 Value group_argument(bool found) { return found ? Value::name(kGroup) : Value::none(); }
 
+std::string group_name(int index) {
+  std::string world = kGroup;
+  return world.substr(0, world.rfind('_') + 1) + std::to_string(index);
+}
+
 ProxyPtr all_reduce(TraceBuilder& b, const ProxyPtr& t, bool skip_clone) {
   return all_reduce(b, t, group_argument(true), skip_clone);
 }
@@ -116,16 +122,16 @@ ProxyPtr all_reduce(TraceBuilder& b, const ProxyPtr& t, const Value& group, bool
   return out;
 }
 
-ProxyPtr all_gather(TraceBuilder& b, const ProxyPtr& t, int world_size) {
+ProxyPtr all_gather(TraceBuilder& b, const ProxyPtr& t, int group_size, const Value& group) {
   register_collective_symbols();
-  return record(b, kAllGather, {Value::of(t), Value::name(kGroup), Value::boolean(true), Value::integer(0)},
-                future_like(b, *t, scaled_dim0(*t, world_size, true)));
+  return record(b, kAllGather, {Value::of(t), group, Value::boolean(true), Value::integer(0)},
+                future_like(b, *t, scaled_dim0(*t, group_size, true)));
 }
 
-ProxyPtr reduce_scatter(TraceBuilder& b, const ProxyPtr& t, int world_size) {
+ProxyPtr reduce_scatter(TraceBuilder& b, const ProxyPtr& t, int group_size, const Value& group) {
   register_collective_symbols();
-  return record(b, kReduceScatter, {Value::of(t), Value::name(kSumOp), Value::name(kGroup), Value::boolean(true)},
-                future_like(b, *t, scaled_dim0(*t, world_size, false)));
+  return record(b, kReduceScatter, {Value::of(t), Value::name(kSumOp), group, Value::boolean(true)},
+                future_like(b, *t, scaled_dim0(*t, group_size, false)));
 }
 
 ProxyPtr wait(TraceBuilder& b, const ProxyPtr& future) {

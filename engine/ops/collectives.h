@@ -4,14 +4,17 @@
 //    torch_all_gather_prim_impl(t, <group>, True, 0)                -> FUTURE [W*N, ...]
 //    torch_reduce_scatter_prim_impl(t, _DistributedReduceOps_SUM_0, <group>, True) -> FUTURE [N/W, ...]
 //    torch_wait_prim_impl(ft)                                        -> the tensor
-//    The reduce op and the group are opaque names (Value::name); the group is
-//    `_torch_distributed_distributed_c10d_ProcessGroup_1`. Every symbol has the trait "collective"
-//    (DCE, CSE, fusion and remat leave them alone).
+//    The reduce op and the group are opaque names (Value::name); the world's group is
+//    `_torch_distributed_distributed_c10d_ProcessGroup_1` (kGroup), a mesh's subgroups are
+//    `..._ProcessGroup_2`, `_3`, ... (group_name). The executor runs a collective on the
+//    communicator of its group's name. Every symbol has the trait "collective" (DCE, CSE, fusion
+//    and remat leave them alone).
 //  - The recorders below append one bound symbol at the builder's current level and return its
-//    output; gather and scatter take the world size (the group's size is not in the arguments).
+//    output; gather and scatter take the group's size (it is not in the arguments).
 //  - Gradient rules (installed by register_collective_symbols): wait passes its cotangent through;
-//    all_gather's cotangent is divided by W and reduce-scattered, so differentiating a forward
-//    that gathers shards gives each rank the shard of the mean gradient (FSDP's backward).
+//    all_gather's cotangent is divided by the group's size W and reduce-scattered over the same
+//    group, so differentiating a forward that gathers shards gives each rank the shard of the
+//    group's mean gradient (FSDP's backward).
 //  - Execution rules live in exec/rules_collectives.cpp (exec/collective_rules.h).
 #pragma once
 #include <string>
@@ -35,6 +38,8 @@ class CollectiveTypeError : public OpError {
 
 // The group argument: the process group's name, or None when the reader found none.
 Value group_argument(bool found);
+// The name of the world's group (index 1) or of a subgroup (index 2, 3, ...), as Thunder numbers them.
+std::string group_name(int index);
 
 // Registers the four symbols and their gradient rules. Idempotent.
 void register_collective_symbols();
@@ -45,8 +50,8 @@ ProxyPtr all_reduce(TraceBuilder&, const ProxyPtr& t, bool skip_clone = false);
 // The same with the group the caller read. A group that is not a process group (None) is recorded
 // first, then its meta check throws CollectiveTypeError, so the builder ends with the failing call.
 ProxyPtr all_reduce(TraceBuilder&, const ProxyPtr& t, const Value& group, bool skip_clone);
-ProxyPtr all_gather(TraceBuilder&, const ProxyPtr& t, int world_size);
-ProxyPtr reduce_scatter(TraceBuilder&, const ProxyPtr& t, int world_size);
+ProxyPtr all_gather(TraceBuilder&, const ProxyPtr& t, int group_size, const Value& group = Value::name(kGroup));
+ProxyPtr reduce_scatter(TraceBuilder&, const ProxyPtr& t, int group_size, const Value& group = Value::name(kGroup));
 ProxyPtr wait(TraceBuilder&, const ProxyPtr& future);
 
 // A builder that never hands out a name already used in `t` (params, outputs, subsymbols): the

@@ -37,6 +37,7 @@ std::string PipelineSpec::label() const {
   for (const auto& t : order) out += (out.empty() ? "" : ",") + t;
   if (semantics != "lazy") out += " " + semantics;
   if (!workaround.empty()) out += " workaround " + workaround;
+  if (shard_group > 0) out += " shard group " + std::to_string(shard_group);
   return out;
 }
 

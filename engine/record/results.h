@@ -80,7 +80,8 @@ struct PipelineSpec {
   std::string workaround;          // "" or "process-group"
   int world_size = 1;
   std::string device = "cpu";
-  std::string label() const;       // "jit,ddp" (+ " thunder-2024-03" + " workaround process-group")
+  int shard_group = 0;             // hsdp: ranks per shard group (0: its default)
+  std::string label() const;       // "jit,ddp" (+ " thunder-2024-03" + " workaround process-group" + " shard group 2")
 };
 
 struct Replay {

@@ -30,7 +30,7 @@ std::vector<std::string> argument_names(const jit::Module& m, const Trace& compu
 
 // Waits on the host for the collectives the step left on the device stream; throws their failure.
 void settle(const exec::Executor& executor) {
-  if (dist::Communicator* comm = exec::communicator(executor.options())) comm->settle();
+  for (dist::Communicator* comm : exec::communicators(executor.options())) comm->settle();
 }
 
 // Ranks that share an NCCL communicator meet on the device before their backward. A rank ahead

@@ -124,6 +124,17 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
       context.device = *d;
     context.semantics = &find_semantics(spec.semantics);
     context.workaround = spec.workaround;
+    context.shard_group_size = spec.shard_group;
+    // The subgroups (hsdp's mesh) are formed before the pipeline, in the same order on every rank.
+    std::vector<std::unique_ptr<dist::Communicator>> subgroups;
+    dist::ProcessGroups groups{comm, {}};
+    if (comm && distributor)
+      for (const auto& g : distributor->subgroups(context)) {
+        std::string tag = g.name;
+        for (int r : g.ranks) tag += "-" + std::to_string(r);
+        subgroups.push_back(comm->subgroup(g.ranks, tag));
+        groups.named.emplace_back(g.name, subgroups.back().get());
+      }
     BuiltPipeline built;
     try {
       built = build_pipeline(module, order, context);
@@ -139,12 +150,14 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
       o.cuda_graph_steps = request.cuda_graph_steps;
       o.generated_kernels = request.generated_kernels;
       o.reference_module = &reference;
-      if (comm) o.prepare_executor = [comm](std::any& user) { user = comm; };
+      if (comm && groups.named.empty()) o.prepare_executor = [comm](std::any& user) { user = comm; };
+      if (comm && !groups.named.empty())
+        o.prepare_executor = [&groups](std::any& user) { user = static_cast<const dist::ProcessGroups*>(&groups); };
       if (distributed)
-        o.expected_grad = [&, rank](const std::string& name, const at::Tensor& own) {
+        o.expected_grad = [&mean, distributor, context](const std::string& name, const at::Tensor& own) {
           auto it = mean.find(name);
           if (it == mean.end()) return own;
-          return distributor->local_gradient(it->second.to(own.device()), rank, spec.world_size);
+          return distributor->local_gradient(it->second.to(own.device()), context);
         };
       r = replay_rank(module, built, rank, o);
     }

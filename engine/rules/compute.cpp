@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "transforms/hsdp.h"
 #include "transforms/order.h"
 #include "transforms/semantics.h"
 
@@ -229,6 +230,12 @@ std::string rules_markdown(const RulesMatrix& m) {
       "traces (canonical form, every stage) and the numbers (against LibTorch eager). It is computed once per "
       "semantics mode (`--semantics`): which transform reads module state when.\n",
       m.model, m.world_size, m.world_size);
+  if (std::find(m.transforms.begin(), m.transforms.end(), "hsdp") != m.transforms.end()) {
+    auto mesh = hybrid_mesh(m.world_size, 0);
+    out += fmt::format(
+        "hsdp runs on its default mesh: {} shard groups of {} ranks (fsdp within each group, ddp across them).\n",
+        mesh.replicas, mesh.shards);
+  }
   if (m.semantics.size() > 1) {
     out += "\n## The semantics modes side by side\n\nWho reads `process_group_for_ddp` when:\n\n| reader |";
     for (const auto& mode : m.semantics) out += " " + mode + " |";

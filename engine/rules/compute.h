@@ -15,6 +15,7 @@
 
 #include "session/run.h"
 #include "record/rules_matrix.h"
+#include "transforms/transform.h"
 
 namespace tv {
 
@@ -22,7 +23,7 @@ struct RulesRequest {
   std::string model = "linear";
   std::map<std::string, std::string> params;
   int world_size = 2;
-  std::vector<std::string> transforms = {"jit", "ddp", "fsdp", "autocast", "remat"};
+  std::vector<std::string> transforms = transform_names();  // every transform the engine has, jit first
   // Longer orders, each compared with its reverse.
   std::vector<std::vector<std::string>> longer_orders = {{"jit", "ddp", "remat"}, {"jit", "fsdp", "autocast"}};
   // One rank per process: every cell runs with these (RunRequest); world_size is then the launch's.

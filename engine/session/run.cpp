@@ -8,6 +8,7 @@
 #include "pipeline/pipeline.h"
 #include "replay/world_replay.h"
 #include "session/assess.h"
+#include "transforms/hsdp.h"
 
 namespace tv {
 namespace {
@@ -31,6 +32,7 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
     check_workaround(semantics, spec.workaround);
     // refused orders fail before any rank starts
     ValidatedOrder order(spec.order, semantics, jit::python_class(request.model));
+    check_shard_group(spec.order, spec.world_size, spec.shard_group);
     // One rank per process needs one device per process.
     if (auto why = exec::device_unavailable(spec.device, request.launch ? 1 : spec.world_size); !why.empty()) {
       record.error = why;

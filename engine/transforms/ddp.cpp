@@ -64,14 +64,8 @@ class Ddp : public Transform {
 
   void post_optimization(StageHistory& h, const TransformContext& c) const override {
     auto bwd = h.last(TraceKind::backward);
-    auto computation = h.forward.empty() ? nullptr : h.forward.front().trace;
-    if (!bwd || !computation) return;
-    std::vector<std::string> params;
-    if (auto prologue = h.last(TraceKind::prologue)) params = parameter_proxies(*prologue);
-    std::vector<size_t> slots;
-    for (size_t i = 0; i < computation->params.size(); ++i)
-      for (const auto& p : params)
-        if (p == computation->params[i].proxy->name) slots.push_back(i);
+    if (!bwd || h.forward.empty()) return;
+    auto slots = parameter_gradient_slots(h);
     int world = std::max(c.world_size, 1);
     // The plain all-reduces are the gradient of the forward's synchronize, which reads the group
     // at the call; the bucketing replaces them with its own, reading the group where the semantics
@@ -117,6 +111,18 @@ std::vector<std::string> parameter_proxies(const Trace& prologue) {
   for (const auto& b : prologue.body)
     if (b.symbol == &structural::get_parameter() && b.output()) out.push_back(b.output()->name);
   return out;
+}
+
+std::vector<size_t> parameter_gradient_slots(const StageHistory& h) {
+  std::vector<size_t> slots;
+  if (h.forward.empty()) return slots;
+  const Trace& computation = *h.forward.front().trace;
+  std::vector<std::string> params;
+  if (auto prologue = h.last(TraceKind::prologue)) params = parameter_proxies(*prologue);
+  for (size_t i = 0; i < computation.params.size(); ++i)
+    for (const auto& p : params)
+      if (p == computation.params[i].proxy->name) slots.push_back(i);
+  return slots;
 }
 
 TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,

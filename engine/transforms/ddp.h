@@ -31,6 +31,10 @@ std::unique_ptr<Transform> make_ddp_transform();
 // Names of the proxies the prologue unpacks with get_parameter (the module's parameters).
 std::vector<std::string> parameter_proxies(const Trace& prologue);
 
+// The slots of the backward's returned tuple that hold the parameters' gradients (the computation's
+// arguments the prologue unpacks with get_parameter).
+std::vector<size_t> parameter_gradient_slots(const StageHistory& h);
+
 // The backward with the gradients in `slots` (indices into its returned tuple) averaged over
 // `world` ranks by all-reduce; `bucket_bytes` <= 0 gives one all-reduce per gradient.
 TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,

@@ -9,7 +9,9 @@
 #include "jit/module.h"
 #include "ops/ltorch.h"
 #include "ops/collectives.h"
+#include "passes/sort_collectives.h"
 #include "transforms/ddp.h"
+#include "transforms/hsdp.h"
 
 namespace tv {
 namespace {
@@ -29,35 +31,50 @@ struct Gather {
   std::vector<BoundSymbol> chain;  // all_gather, wait, split, reshape: defines `full`
 };
 
+// The ranks a rank shards its parameters over: the world (fsdp) or its mesh's shard group (hsdp).
+struct ShardGroup {
+  int size = 1;
+  int index = 0;  // this rank's shard
+  Value name;     // the collectives' group argument
+};
+
 class Fsdp : public Transform {
  public:
-  std::string name() const override { return "fsdp"; }
+  explicit Fsdp(bool hybrid) : hybrid_(hybrid) {}
+  std::string name() const override { return hybrid_ ? "hsdp" : "fsdp"; }
   std::vector<std::string> claims() const override { return {kParameterDistribution}; }
-  at::Tensor local_gradient(const at::Tensor& mean, int rank, int world) const override {
-    return fsdp_shard(mean, rank, world);
+  at::Tensor local_gradient(const at::Tensor& mean, const TransformContext& c) const override {
+    auto g = shard_group(c);
+    return fsdp_shard(mean, g.index, g.size);
+  }
+  std::vector<Subgroup> subgroups(const TransformContext& c) const override {
+    if (!hybrid_) return {};
+    auto mesh = hybrid_mesh(c.world_size, c.shard_group_size);
+    return {{collectives::group_name(kShardGroup), mesh.shard_group(c.rank)},
+            {collectives::group_name(kReplicateGroup), mesh.replicate_group(c.rank)}};
   }
 
   void transform_module(jit::Module& m, const TransformContext& c) const override {
     if (c.broadcast_from_rank0) broadcast_module(m, c.broadcast_from_rank0);
-    int world = std::max(c.world_size, 1);
+    auto group = shard_group(c);
     std::vector<std::pair<std::string, std::vector<int64_t>>> full;  // qualified name, full shape
     for (auto& p : m.parameters) {
       const at::Tensor& t = *p.value;
       full.emplace_back(p.name, t.sizes().vec());
-      at::Tensor shard = fsdp_shard(t.detach(), c.rank, world);
+      at::Tensor shard = fsdp_shard(t.detach(), group.index, group.size);
       shard.set_requires_grad(t.requires_grad());
       p.value = std::make_shared<at::Tensor>(shard);
     }
     m.set_attribute("use_fsdp", true);
     // The model's forward is written for full parameters: it sees the gathered ones. The prologue
     // and the computation's signature keep the shards.
-    m.forward = [inner = m.forward, full, world](jit::ForwardContext& ctx) {
+    m.forward = [inner = m.forward, full, group](jit::ForwardContext& ctx) {
       const jit::Module& mod = ctx.module();
       std::map<std::string, ProxyPtr, std::less<>> inputs, tensors;
       for (const auto& i : mod.inputs) inputs[i.name] = ctx.input(i.name);
       for (const auto& list : {&mod.parameters, &mod.buffers})
         for (const auto& p : *list) tensors[p.name] = ctx.param(p.name);
-      for (const auto& [name, shape] : full) tensors[name] = gather(ctx.builder(), tensors[name], shape, world).full;
+      for (const auto& [name, shape] : full) tensors[name] = gather(ctx.builder(), tensors[name], shape, group).full;
       jit::ForwardContext gathered(ctx.builder(), mod, inputs, tensors);
       return inner(gathered);
     };
@@ -126,21 +143,43 @@ class Fsdp : public Transform {
     std::string pass = std::string("fsdp backward (") + (c.zero3 ? "zero3" : "zero2") + ")";
     if (!c.zero3) {  // the gathered parameters stay saved for backward
       h.record_timed(TraceKind::backward, pass, [&] { return derive(*bwd, pass); });
-      return;
+    } else {
+      auto f = derive(*fwd, pass), bw = derive(*bwd, pass);
+      rematerialize_gathers(*f, *bw);
+      double ms = milliseconds_since(start);  // one pass made both
+      h.record(TraceKind::forward, pass, f, ms);
+      h.record(TraceKind::backward, pass, bw, ms);
     }
-    auto f = derive(*fwd, pass), bw = derive(*bwd, pass);
-    rematerialize_gathers(*f, *bw);
-    double ms = milliseconds_since(start);  // one pass made both
-    h.record(TraceKind::forward, pass, f, ms);
-    h.record(TraceKind::backward, pass, bw, ms);
+    if (hybrid_) average_across_replicas(h, c);
   }
 
  private:
-  static Gather gather(TraceBuilder& b, const ProxyPtr& shard, const std::vector<int64_t>& full_shape, int world) {
+  static constexpr int kShardGroup = 2, kReplicateGroup = 3;  // the subgroups' numbers (collectives::group_name)
+
+  ShardGroup shard_group(const TransformContext& c) const {
+    if (!hybrid_) return {std::max(c.world_size, 1), c.rank, Value::name(collectives::kGroup)};
+    auto mesh = hybrid_mesh(c.world_size, c.shard_group_size);
+    return {mesh.shards, mesh.shard_index(c.rank), Value::name(collectives::group_name(kShardGroup))};
+  }
+
+  // hsdp: the gradient shards, each the mean over its shard group, averaged across the replicas.
+  void average_across_replicas(StageHistory& h, const TransformContext& c) const {
+    auto bwd = h.last(TraceKind::backward);
+    auto mesh = hybrid_mesh(c.world_size, c.shard_group_size);
+    std::string pass = "hsdp replicate (" + std::to_string(mesh.replicas) + " ranks)";
+    Value group = Value::name(collectives::group_name(kReplicateGroup));
+    auto averaged = h.record_timed(TraceKind::backward, pass, [&] {
+      return ddp_backward(*bwd, parameter_gradient_slots(h), mesh.replicas, 0, pass, group);
+    });
+    h.record_timed(TraceKind::backward, "Sort Collectives", [&] { return passes::sort_collectives(*averaged); });
+  }
+
+  static Gather gather(TraceBuilder& b, const ProxyPtr& shard, const std::vector<int64_t>& full_shape,
+                       const ShardGroup& group) {
     size_t mark = b.trace().body.size();
     Gather g;
     g.shard = shard;
-    ProxyPtr t = collectives::wait(b, collectives::all_gather(b, shard, world));
+    ProxyPtr t = collectives::wait(b, collectives::all_gather(b, shard, group.size, group.name));
     int64_t rows = full_shape.empty() ? 1 : full_shape[0];
     if (t->shape[0] != rows) t = ltorch::split(b, t, rows, 0).front();
     if (t->shape != full_shape) t = ltorch::reshape(b, t, full_shape);
@@ -213,14 +252,15 @@ class Fsdp : public Transform {
     bw.body.insert(bw.body.begin() + static_cast<std::ptrdiff_t>(at) + 1, regather.begin(), regather.end());
   }
 
+  bool hybrid_;
   mutable std::vector<Gather> gathers_;
 };
 
 }  // namespace
 
-std::unique_ptr<Transform> make_fsdp_transform() {
+std::unique_ptr<Transform> make_fsdp_transform(bool hybrid) {
   collectives::register_collective_symbols();
-  return std::make_unique<Fsdp>();
+  return std::make_unique<Fsdp>(hybrid);
 }
 
 at::Tensor fsdp_shard(const at::Tensor& full, int rank, int world) {

@@ -27,7 +27,9 @@ class Tensor;
 
 namespace tv {
 
-std::unique_ptr<Transform> make_fsdp_transform();
+// hybrid: hsdp's transform (hsdp.h), fsdp over this rank's shard group of the mesh, then the
+// gradient shards averaged across the replicas.
+std::unique_ptr<Transform> make_fsdp_transform(bool hybrid = false);
 
 // Rank `rank`'s shard of `full` over `world` ranks: rows [rank*S, (rank+1)*S) of `full` padded
 // with zero rows to W*S rows on dim 0 (S = ceil(N/W)); a 0-d tensor counts as [1].

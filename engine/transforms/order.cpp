@@ -13,9 +13,11 @@ const std::vector<CompositionRule>& composition_rules() {
        "Applying a transform twice would redo its work (divide gradients twice, shard shards): each appears once.",
        "list each transform once"},
       {rule::kOneParameterDistribution,
-       "ddp and fsdp both decide how parameters live on the ranks (replicated vs sharded): only one of them may own "
-       "the same parameters.",
-       "choose one of ddp and fsdp"},
+       "ddp, fsdp and hsdp each decide how parameters live on the ranks (replicated, sharded, sharded within groups "
+       "and replicated across them): only one of them may own the same parameters. Applying ddp on top of fsdp would "
+       "all-reduce gradients fsdp already reduce-scattered; hsdp is the composition that works (fsdp within groups "
+       "of ranks, ddp across the groups).",
+       "choose one of ddp, fsdp and hsdp (hsdp for fsdp within groups and ddp across them)"},
       {rule::kStateReadAtCall,
        "A transform that sets module state (ddp's process group) must run before that state is read. Thunder "
        "(thunder-2024-03) snapshotted process_group_for_ddp when jit() was called and DDP's backward bucketing read "
@@ -58,7 +60,7 @@ namespace {
 
 // Thunder's TypeError when ddp or fsdp is given a module that is not jitted (thunder-2026-01).
 std::string unjitted_module_error(const std::string& transform, const std::string& module_class) {
-  if (transform == "fsdp")
+  if (transform == "fsdp" || transform == "hsdp")
     return "TypeError: Expected `model` to be of type `thunder.core.module.ThunderModule`, but got " +
            module_class.substr(module_class.rfind('.') + 1);
   return "TypeError: Thunder DDP only works on ThunderModule, got <class '" + module_class + "'>";
@@ -87,7 +89,10 @@ ValidatedOrder::ValidatedOrder(std::vector<std::string> names, const SemanticsMo
       for (const auto& [claim, owner] : claims)
         if (claim == c)
           throw IllegalOrder("one-" + c, "'" + owner + "' and '" + name + "' both claim the " + c + " of the same parameters",
-                             "choose one of " + owner + " and " + name);
+                             c == kParameterDistribution && name != "hsdp" && owner != "hsdp"
+                                 ? "choose one of " + owner + " and " + name + ", or hsdp for " +
+                                       "fsdp within groups of ranks and ddp across the groups (--order jit,hsdp)"
+                                 : "choose one of " + owner + " and " + name);
     for (const auto& c : t->claims()) claims.emplace_back(c, name);
     if (semantics.distributors_need_jitted_module && t->distributes_parameters() && jits == 0)
       throw IllegalOrder(rule::kThunderModuleOnly, unjitted_module_error(name, module_class),

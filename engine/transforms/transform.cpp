@@ -10,6 +10,7 @@
 #include "ops/collectives.h"
 #include "transforms/ddp.h"
 #include "transforms/fsdp.h"
+#include "transforms/hsdp.h"
 #include "transforms/remat.h"
 
 namespace tv {
@@ -38,6 +39,7 @@ void register_builtins() {
   std::call_once(once, [] {
     register_transform("ddp", [] { return make_ddp_transform(); });
     register_transform("fsdp", [] { return make_fsdp_transform(); });
+    register_transform("hsdp", [] { return make_hsdp_transform(); });
     register_transform("autocast", [] { return make_autocast_transform(); });
     register_transform("remat", [] { return make_remat_transform(); });
     collectives::register_collective_symbols();
@@ -58,7 +60,7 @@ bool Transform::distributes_parameters() const {
   return false;
 }
 
-at::Tensor Transform::local_gradient(const at::Tensor& mean, int, int) const { return mean; }
+at::Tensor Transform::local_gradient(const at::Tensor& mean, const TransformContext&) const { return mean; }
 
 void broadcast_module(jit::Module& m, const std::function<void(at::Tensor&)>& broadcast) {
   for (auto* list : {&m.parameters, &m.buffers})

@@ -40,12 +40,20 @@ struct TransformContext {
   std::function<void(at::Tensor&)> broadcast_from_rank0;
   double bucket_size_mb = 25.0;                 // ddp gradient buckets
   bool zero3 = true;                            // fsdp: reshard after forward (zero-3) or not (zero-2)
+  int shard_group_size = 0;                     // hsdp: ranks per shard group; 0: the default (hsdp.h)
   DType autocast_dtype = DType::bf16;
   const SemanticsMode* semantics = nullptr;  // null: lazy
   std::string workaround;                    // "" or kWorkaroundProcessGroup
   ModuleState at_jit, at_call;               // set by the pipeline build from the order
   bool finds_process_group(StateConsumer) const;
   const SemanticsMode& mode() const;
+};
+
+// A group of ranks a transform's collectives run on besides the world (hybrid sharding's shard and
+// replicate groups): its name as the traces write it, and its ranks in the world.
+struct Subgroup {
+  std::string name;
+  std::vector<int> ranks;
 };
 
 class Transform {
@@ -56,9 +64,13 @@ class Transform {
   virtual std::vector<std::string> claims() const { return {}; }
   bool distributes_parameters() const;  // claims kParameterDistribution
 
-  // The gradient this rank holds of a parameter whose gradient averaged over the ranks is `mean`
-  // (for a transform that distributes parameters): the mean itself, or fsdp's shard of it.
-  virtual at::Tensor local_gradient(const at::Tensor& mean, int rank, int world) const;
+  // The gradient this rank (context.rank of context.world_size) holds of a parameter whose
+  // gradient averaged over the ranks is `mean` (for a transform that distributes parameters): the
+  // mean itself, or fsdp's shard of it.
+  virtual at::Tensor local_gradient(const at::Tensor& mean, const TransformContext& context) const;
+  // The subgroups this rank belongs to, in the order every rank must form them (the world's
+  // communicator makes them before the first call).
+  virtual std::vector<Subgroup> subgroups(const TransformContext&) const { return {}; }
   // The dtype the transform computes in where it lowers precision (autocast), so the replay
   // checks the numbers within that dtype's tolerance.
   virtual std::optional<DType> computes_in(const TransformContext&) const { return std::nullopt; }
@@ -68,7 +80,7 @@ class Transform {
   virtual void post_optimization(StageHistory&, const TransformContext&) const {}
 };
 
-// A transform by name ("ddp", "fsdp", "autocast", "remat"); throws std::invalid_argument listing
+// A transform by name ("ddp", "fsdp", "hsdp", "autocast", "remat"); throws std::invalid_argument listing
 // the known names. "jit" is not a transform but the point where the module is jitted.
 std::unique_ptr<Transform> make_transform(const std::string& name);
 std::vector<std::string> transform_names();  // every name make_transform accepts, "jit" first

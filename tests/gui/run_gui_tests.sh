@@ -176,7 +176,7 @@ script "$s.script.json" '[
 check "rules: exit 0" test $? -eq 0
 check "rules: opens on the rules panel" json "$s.open.json" /panel eq '"rules"'
 check "rules: no error" json "$s.open.json" /error eq '""'
-check "rules: transforms of the matrix" json "$s.open.json" /rules/transforms eq '["jit","ddp","fsdp","autocast","remat"]'
+check "rules: transforms of the matrix" json "$s.open.json" /rules/transforms eq '["jit","ddp","fsdp","hsdp","autocast","remat"]'
 check "rules: every cell drawn with its verdict and colour" "$CHECK" rules-drawn "$s.open.json" "$s.tvz.json"
 check "rules: nothing selected yet" json "$s.open.json" /rules/selected/order eq '[]'
 check "rules: click ran both orders" json "$s.clicked.json" /capture/pipelines/1/order eq '["ddp","jit"]'

@@ -56,6 +56,13 @@ expect 2 "--workaround: workaround 'process-group' has nothing to work around in
 expect 2 "--workaround: workaround 'process-group' has nothing to work around in semantics 'thunder-2026-01'" -- run --model linear --semantics thunder-2026-01 --workaround process-group
 expect 2 "--semantics: unknown semantics 'eager'" -- rules --semantics eager
 expect 2 "one-parameter-distribution" -- compare --model linear --order jit,ddp,fsdp --order ddp,jit --world 2
+# Hybrid sharding: fsdp within shard groups and ddp across them, on a 2 x 2 gloo mesh, both orders
+# against averaged eager gradients; fsdp with ddp is refused and points to hsdp; the mesh is checked.
+expect 0 "verdict: equivalent \(mlp, world 4, cpu, lazy\)" -- compare --model mlp --order jit,hsdp --order hsdp,jit --world 4 --shard-group 2
+expect 0 "hsdp replicate \(2 ranks\)" -- run --model mlp --order jit,hsdp --world 4 --stages
+expect 2 "or hsdp for fsdp within groups of ranks and ddp across the groups" -- compare --model mlp --order jit,fsdp,ddp --order jit,ddp --world 4
+expect 2 "--shard-group: hsdp: a shard group of 3 ranks does not divide the world of 4 ranks" -- run --model mlp --order jit,hsdp --world 4 --shard-group 3
+expect 2 "--shard-group: a shard group \(2 ranks\) is hsdp's mesh, and the order has no hsdp" -- compare --model mlp --order jit,fsdp --order fsdp,jit --world 4 --shard-group 2
 # A pipeline's own outcome stands apart from its comparison's verdict: the order that passed is not
 # labelled failed because the other side failed.
 expect 1 "P1 \[ddp,jit thunder-2024-03\] vs P0 \[jit,ddp thunder-2024-03\]: not comparable: P0 \[jit,ddp thunder-2024-03\] failed" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2024-03 --out "$tmp/seed.tvz.json"

@@ -29,6 +29,7 @@
 #include "ops/collectives.h"
 #include "transforms/distributed_state.h"
 #include "transforms/fsdp.h"
+#include "transforms/hsdp.h"
 
 using namespace tv;
 
@@ -137,7 +138,7 @@ struct RankRun {
 // Rank r: the model with seed r (its own inputs and, before the broadcast, its own weights),
 // the pipeline built with the communicator, then prologue -> forward -> backward executed.
 RankRun run_rank(const std::string& model, const std::vector<std::string>& order, int rank, dist::Communicator& comm,
-                 bool zero3 = true, double bucket_mb = 25.0) {
+                 bool zero3 = true, double bucket_mb = 25.0, int shard_group = 0) {
   auto m = jit::make_model(model, {{"seed", std::to_string(rank)}});
   TransformContext c;
   c.world_size = comm.size();
@@ -145,6 +146,18 @@ RankRun run_rank(const std::string& model, const std::vector<std::string>& order
   c.broadcast_from_rank0 = [&comm](at::Tensor& t) { comm.broadcast(t, 0); };
   c.zero3 = zero3;
   c.bucket_size_mb = bucket_mb;
+  c.shard_group_size = shard_group;
+  // A mesh's subgroups (hsdp), formed in the transform's order on every rank.
+  std::vector<std::unique_ptr<dist::Communicator>> subgroups;
+  dist::ProcessGroups groups{&comm, {}};
+  ValidatedOrder validated(order);
+  if (auto* d = validated.parameter_distributor())
+    for (const auto& g : d->subgroups(c)) {
+      std::string tag = g.name;
+      for (int r : g.ranks) tag += "-" + std::to_string(r);
+      subgroups.push_back(comm.subgroup(g.ranks, tag));
+      groups.named.emplace_back(g.name, subgroups.back().get());
+    }
   auto built = build(m, spec_of(order, comm.size()), c);
   RankRun out;
   for (const auto& p : m.parameters) out.weights[p.name] = p.value->clone();
@@ -153,7 +166,10 @@ RankRun run_rank(const std::string& model, const std::vector<std::string>& order
   JitModuleView view(m);
   exec::ExecOptions eo;
   eo.module = &view;
-  eo.user = &comm;
+  if (groups.named.empty())
+    eo.user = &comm;
+  else
+    eo.user = static_cast<const dist::ProcessGroups*>(&groups);
   exec::Executor ex(eo);
   std::vector<at::Tensor> inputs;
   for (const auto& i : m.inputs) inputs.push_back(*i.value);
@@ -516,6 +532,60 @@ TEST_P(TransformsNumerics, GradsEqualMeanOfEager) {
     }
   }
   EXPECT_EQ(exec::pending_collectives(), 0u);
+}
+
+// hsdp on an R x S mesh: rank r holds shard r % S of the gradient averaged over all W ranks (both
+// reductions: over the shard group, then across the replicas), from eager autograd alone.
+class TransformsHsdp : public ::testing::TestWithParam<std::tuple<std::string, int, int>> {};
+
+std::string hsdp_case_name(const ::testing::TestParamInfo<TransformsHsdp::ParamType>& info) {
+  const auto& [model, world, shards] = info.param;
+  return model + "_" + std::to_string(world / shards) + "x" + std::to_string(shards);
+}
+
+TEST_P(TransformsHsdp, GradsEqualMeanOfEager) {
+  auto [model, world, shards] = GetParam();
+  auto reference = mean_eager_grads(model, world);
+  auto runs = dist::World(world).run_collect([&, shards = shards](int rank, dist::Communicator& comm) {
+    return run_rank(model, {"jit", "hsdp"}, rank, comm, true, 25.0, shards);
+  });
+  auto rank0 = jit::make_model(model, {{"seed", "0"}});
+  for (int r = 0; r < world; ++r) {
+    for (const auto& p : rank0.parameters)
+      EXPECT_TRUE(at::equal(runs[r].weights.at(p.name), fsdp_shard(*p.value, r % shards, shards)))
+          << "rank " << r << " weight " << p.name;
+    for (const auto& [name, g] : reference) {
+      ASSERT_TRUE(runs[r].grads.count(name)) << name;
+      expect_close(runs[r].grads[name], fsdp_shard(g, r % shards, shards),
+                   model + " hsdp " + std::to_string(world / shards) + "x" + std::to_string(shards) + " rank " +
+                       std::to_string(r) + " " + name);
+    }
+  }
+  EXPECT_EQ(exec::pending_collectives(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gloo, TransformsHsdp,
+                         ::testing::Values(std::make_tuple("mlp", 4, 2), std::make_tuple("linear", 4, 2),
+                                           std::make_tuple("mlp", 6, 3), std::make_tuple("mlp", 4, 1),
+                                           std::make_tuple("mlp", 4, 4)),
+                         hsdp_case_name);
+
+TEST(TransformsHsdp, MeshIsCheckedAgainstTheWorldAndTheOrder) {
+  EXPECT_EQ(hybrid_mesh(4, 0).shards, 2);
+  EXPECT_EQ(hybrid_mesh(3, 0).shards, 3);
+  EXPECT_EQ(hybrid_mesh(4, 2).replicate_group(1), (std::vector<int>{1, 3}));
+  EXPECT_EQ(hybrid_mesh(4, 2).shard_group(3), (std::vector<int>{2, 3}));
+  EXPECT_THROW(hybrid_mesh(4, 3), std::invalid_argument);
+  EXPECT_THROW(hybrid_mesh(4, 8), std::invalid_argument);
+  EXPECT_THROW(check_shard_group({"jit", "fsdp"}, 4, 2), std::invalid_argument);
+  EXPECT_NO_THROW(check_shard_group({"jit", "fsdp"}, 4, 0));
+  try {
+    ValidatedOrder({"jit", "fsdp", "ddp"});
+    FAIL() << "fsdp with ddp was accepted";
+  } catch (const IllegalOrder& e) {
+    EXPECT_NE(std::string(e.what()).find("hsdp"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ValidatedOrder({"jit", "hsdp", "ddp"}), IllegalOrder);
 }
 
 INSTANTIATE_TEST_SUITE_P(Gloo, TransformsNumerics,

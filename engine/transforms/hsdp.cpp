@@ -1,0 +1,47 @@
+#include "transforms/hsdp.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "transforms/fsdp.h"
+
+namespace tv {
+
+std::unique_ptr<Transform> make_hsdp_transform() { return make_fsdp_transform(/*hybrid=*/true); }
+
+std::vector<int> HybridMesh::shard_group(int rank) const {
+  std::vector<int> out;
+  for (int s = 0; s < shards; ++s) out.push_back(rank / shards * shards + s);
+  return out;
+}
+
+std::vector<int> HybridMesh::replicate_group(int rank) const {
+  std::vector<int> out;
+  for (int r = 0; r < replicas; ++r) out.push_back(r * shards + shard_index(rank));
+  return out;
+}
+
+HybridMesh hybrid_mesh(int world, int shard_group_size) {
+  world = std::max(world, 1);
+  int s = shard_group_size > 0 ? shard_group_size : (world % 2 == 0 ? world / 2 : world);
+  if (shard_group_size < 0 || s > world || world % s != 0)
+    throw std::invalid_argument("hsdp: a shard group of " + std::to_string(shard_group_size) +
+                                " ranks does not divide the world of " + std::to_string(world) +
+                                " ranks into equal groups (use a divisor of " + std::to_string(world) +
+                                ", e.g. --shard-group " + std::to_string(world % 2 == 0 ? world / 2 : world) + ")");
+  return {world / s, s};
+}
+
+void check_shard_group(const std::vector<std::string>& order, int world, int shard_group_size) {
+  bool hybrid = std::find(order.begin(), order.end(), "hsdp") != order.end();
+  if (!hybrid) {
+    if (shard_group_size != 0)
+      throw std::invalid_argument("a shard group (" + std::to_string(shard_group_size) +
+                                  (shard_group_size == 1 ? " rank" : " ranks") + ") is hsdp's mesh, and the order has no hsdp (use --order jit,hsdp, or drop --shard-group)");
+    return;
+  }
+  hybrid_mesh(world, shard_group_size);
+}
+
+}  // namespace tv
