@@ -12,7 +12,6 @@
 #include "codegen/elementwise.h"
 #include "exec/aten_util.h"
 #include "exec/generated_kernels.h"
-#include "exec/gradient_batches.h"
 #include "exec/rule_util.h"
 #include "format/printer.h"
 
@@ -536,7 +535,6 @@ struct Executor::NameTables {
     // change while it lives (ir/trace.h), and `owner` tells whether it still does.
     std::weak_ptr<const Trace> owner;
     std::vector<StatementIds> statements;
-    GradientBatches gradient_batches;  // with `statements`
   };
   std::unordered_map<const Trace*, Entry> by_trace;
   bool fused_attention = false;  // rules::fused_attention_on(the executor's device)
@@ -549,19 +547,12 @@ struct Executor::NameTables {
     std::weak_ptr<const Trace> owner = trace.weak_from_this();
     if (owner.expired()) {
       e.statements.clear();
-      e.gradient_batches = {};
     } else if (e.owner.lock().get() != &trace || e.statements.size() != trace.body.size()) {
       e.owner = owner;
       e.statements.clear();
       e.statements.reserve(trace.body.size());
       for (const auto& b : trace.body) e.statements.push_back(statement_ids(b, e.ids));
       mark_matmul_operands(trace, e.statements, fused_attention);
-      std::vector<std::vector<uint32_t>> reads, writes;
-      for (const auto& st : e.statements) {
-        reads.push_back(st.reads);
-        writes.push_back(st.writes);
-      }
-      e.gradient_batches = plan_gradient_batches(trace, reads, writes);
     }
     return e;
   }
@@ -597,32 +588,6 @@ RValue Executor::run(const Trace& trace, const std::vector<at::Tensor>& inputs) 
 }
 
 namespace {
-
-// Holds a batch member's operands for the batch instead of running it; false (run it in place)
-// when an operand is not a tensor value.
-bool defer_to_batch(PendingGradients& pending, int batch, const StatementIds& st, const Scope& scope) {
-  std::vector<at::Tensor> operands;
-  for (uint32_t id : st.reads) {
-    const RValue* v = scope.find(id);
-    if (!v || !v->is_tensor() || !v->t.defined()) return false;
-    operands.push_back(v->t);
-  }
-  pending.defer(batch, st.writes.at(0), std::move(operands));
-  return true;
-}
-
-void run_gradient_batches(PendingGradients& pending, Scope& scope, const Trace& trace, const GradientBatches& plan) {
-  try {
-    pending.run([&](uint32_t id, at::Tensor t) { scope.set(id, RValue::of(std::move(t))); });
-  } catch (const c10::Error& e) {
-    std::string members;
-    for (const auto& batch : plan.batches)
-      for (size_t i : batch.members) members += "\n  " + statement_text(trace.body[i]);
-    throw ExecError("the batched gradients of these statements failed: " + std::string(e.what_without_backtrace()) +
-                        members,
-                    "gradient batch");
-  }
-}
 
 }  // namespace
 
@@ -701,22 +666,14 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
     throw ExecError(trace.function_name + " expects " + std::to_string(positional.size()) + " inputs, got " +
                     std::to_string(inputs.size()));
 
-  // Hooks that look at each statement's own outputs or times get every statement run in place.
-  const GradientBatches& batches = names.gradient_batches;
-  bool batching = !names.statements.empty() && !batches.batches.empty() && !timer_ && !options_.on_output &&
-                  !options_.detect_non_finite;
-  PendingGradients pending(batches);
   RValue result;
   for (size_t index = 0; index < trace.body.size(); ++index) {
     const BoundSymbol& b = trace.body[index];
     const StatementIds* known = names.statements.empty() ? nullptr : &names.statements[index];
     if (b.symbol->form == PrintForm::ret) {
-      if (pending.any()) run_gradient_batches(pending, scope, trace, batches);
       result = b.args.empty() ? RValue::none() : run.result(b, scope, known);
       break;
     }
-    if (batching && batches.batch_of[index] >= 0 && defer_to_batch(pending, batches.batch_of[index], *known, scope))
-      continue;
     if (timer_) timer_->begin(index);
     run.exec(b, scope, known);
     if (known)

@@ -16,9 +16,8 @@
 // `generated_kernels` turns it off), each planned once per region and reused by later runs.
 // For a trace owned by a shared pointer, each statement's constant arguments are evaluated once,
 // an output that a later batched matmul reads is made contiguous once when its batch dims do not
-// flatten (the same values; the matmuls then copy nothing), and same-shaped gradients that only
-// the return reads run as one batched op each (exec/gradient_batches.h), unless a timing, output
-// or non-finite hook asks for every statement in place.
+// flatten (the same values; the matmuls then copy nothing). What runs is what the trace says:
+// batching same-shaped gradients is a pass of the pipeline (passes/batch_gradients.h).
 // An Executor is not thread-safe; use one per thread (rank).
 #pragma once
 #include <any>

@@ -220,6 +220,16 @@ void register_torch_rules() {
     for (const auto& v : rarg(a, 0, "tensors").items) ts.push_back(v.tensor());
     return RValue::of(at::cat(ts, int_at(a, 1, "dim")));
   });
+  def("ltorch.stack", [](Args a, Kw) {
+    std::vector<at::Tensor> ts;
+    for (const auto& v : rarg(a, 0, "tensors").items) ts.push_back(v.tensor());
+    return RValue::of(at::stack(ts, int_at(a, 1, "dim")));
+  });
+  def("ltorch.unbind", [](Args a, Kw) {
+    std::vector<RValue> parts;
+    for (const auto& t : at::unbind(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))) parts.push_back(RValue::of(t));
+    return RValue::tuple(std::move(parts));
+  });
 
   def("ltorch.sum", [](Args a, Kw k) {
     at::Tensor t = tensor_at(a, 0, "a");

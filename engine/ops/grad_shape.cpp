@@ -101,6 +101,22 @@ Out slice_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return out;
 }
 
+// stack and unbind swap roles: stack's grad is its cotangent unbound, unbind's its cotangents stacked.
+Out stack_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T g = cts[0].proxy;
+  int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(g));
+  std::vector<Value> grads;
+  for (const T& p : unbind(b, g, dim)) grads.push_back(Value::of(p));
+  return {Value::list(grads), Value::none()};
+}
+
+Out unbind_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0);
+  std::vector<T> pieces;
+  for (size_t i = 0; i < f.outputs.size(); ++i) pieces.push_back(grad::cotangent_or_zeros(b, f, cts, i));
+  return {Value::of(stack(b, pieces, meta::normalize_dim(f.args.at(1).i, rank(a)))), Value::none()};
+}
+
 Out cat_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T g = cts[0].proxy;
   const auto& items = f.args.at(0).items;
@@ -143,6 +159,8 @@ void register_shape_grads() {
   register_grad_rule("prims.broadcast_in_dim", first_only(broadcast_back));
   register_grad_rule("ltorch.split", split_rule);
   register_grad_rule("ltorch.cat", cat_rule);
+  register_grad_rule("ltorch.stack", stack_rule);
+  register_grad_rule("ltorch.unbind", unbind_rule);
   register_grad_rule("prims.cat", cat_rule);
   register_grad_rule("prims.slice", slice_rule);
 }

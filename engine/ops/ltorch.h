@@ -106,6 +106,8 @@ T broadcast_in_dim(TraceBuilder&, const T& a, const Dims& shape, const Dims& bro
 T convert_element_type(TraceBuilder&, const T& a, DType dtype);
 std::vector<T> split(TraceBuilder&, const T& a, int64_t split_size, int64_t dim);
 T cat(TraceBuilder&, const std::vector<T>& tensors, int64_t dim);
+T stack(TraceBuilder&, const std::vector<T>& tensors, int64_t dim);  // tensors of one shape
+std::vector<T> unbind(TraceBuilder&, const T& a, int64_t dim);
 
 // Reductions (dims empty: all dimensions)
 T sum(TraceBuilder&, const T& a, const Dims& dims = {}, bool keepdim = false);

@@ -1,4 +1,5 @@
-// Shape ltorch ops: reshape/view, transpose/permute, unsqueeze/expand/broadcast_in_dim, split, cat.
+// Shape ltorch ops: reshape/view, transpose/permute, unsqueeze/expand/broadcast_in_dim, split, cat,
+// stack (unsqueeze each, cat) and unbind (a slice and a reshape per piece).
 // Each resolves torch conveniences (-1 sizes, negative dims) and records a concrete prim:
 // `ltorch.reshape(t5, (-1, 10))` -> `prims.reshape(t5, (2, 10))`,
 // `ltorch.permute(t, (1, 0))` -> `prims.transpose(t, (1, 0))`, unsqueeze/expand -> broadcast_in_dim.
@@ -116,6 +117,41 @@ Value cat_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.cat", {Value::list(list.items), Value::integer(int_arg(args, 1, "dim"))}));
 }
 
+Value stack_impl(TraceBuilder& b, Args args, Kw) {
+  const Value& list = arg(args, 0, "tensors");
+  if (!list.is_sequence() || list.items.empty()) throw OpError("stack expects a non-empty list of tensors");
+  std::vector<T> tensors;
+  for (size_t i = 0; i < list.items.size(); ++i) {
+    if (!list.items[i].is_proxy() || !list.items[i].proxy->is_tensor())
+      throw OpError("stack expects tensors; item " + std::to_string(i) + " is not one");
+    tensors.push_back(list.items[i].proxy);
+    if (tensors.back()->shape != tensors.front()->shape)
+      throw OpError("stack expects tensors of one shape; item " + std::to_string(i) + " is " +
+                    shape_text(tensors.back()->shape) + ", item 0 " + shape_text(tensors.front()->shape));
+  }
+  int64_t dim = meta::normalize_dim(int_arg(args, 1, "dim"), rank(tensors.front()) + 1);
+  std::vector<Value> lifted;
+  for (const auto& t : tensors) lifted.push_back(V(unsqueeze(b, t, dim)));
+  return Value::of(call1(b, "prims.cat", {Value::list(std::move(lifted)), Value::integer(dim)}));
+}
+
+Value unbind_impl(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  if (a->shape.empty()) throw OpError("unbind expects a tensor of at least one dimension, got a 0-d one");
+  int64_t dim = meta::normalize_dim(int_arg(args, 1, "dim"), rank(a));
+  Shape piece_shape = a->shape;
+  piece_shape.erase(piece_shape.begin() + dim);
+  std::vector<Value> pieces;
+  for (int64_t k = 0; k < a->shape[dim]; ++k) {
+    Dims begin(a->shape.size(), 0), end = a->shape;
+    begin[dim] = k;
+    end[dim] = k + 1;
+    T slice = call1(b, "prims.slice", {Value::of(a), Value::ints(begin), Value::ints(end), Value::none()});
+    pieces.push_back(Value::of(call1(b, "prims.reshape", {Value::of(slice), Value::ints(piece_shape)})));
+  }
+  return Value::tuple(std::move(pieces));
+}
+
 std::vector<Value> values_of(const std::vector<T>& ts) {
   std::vector<Value> out;
   for (const auto& t : ts) out.push_back(V(t));
@@ -152,6 +188,15 @@ std::vector<T> split(TraceBuilder& b, const T& a, int64_t split_size, int64_t di
 T cat(TraceBuilder& b, const std::vector<T>& tensors, int64_t dim) {
   return call1(b, "ltorch.cat", {Value::list(values_of(tensors)), Value::integer(dim)});
 }
+T stack(TraceBuilder& b, const std::vector<T>& tensors, int64_t dim) {
+  return call1(b, "ltorch.stack", {Value::list(values_of(tensors)), Value::integer(dim)});
+}
+std::vector<T> unbind(TraceBuilder& b, const T& a, int64_t dim) {
+  Value out = b.call("ltorch.unbind", {V(a), Value::integer(dim)});
+  std::vector<T> pieces;
+  for_each_proxy(out, [&](const ProxyPtr& p) { pieces.push_back(p); });
+  return pieces;
+}
 
 }  // namespace tv::ltorch
 
@@ -169,6 +214,8 @@ void register_shape() {
   define("ltorch.broadcast_in_dim", false, shape, broadcast_in_dim_impl);
   define("ltorch.split", false, shape, split_impl);
   define("ltorch.cat", false, shape, cat_impl);
+  define("ltorch.stack", false, shape, stack_impl);
+  define("ltorch.unbind", false, shape, unbind_impl);
 }
 
 }  // namespace tv::ops

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "jit/acquire.h"
+#include "passes/batch_gradients.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/delete_last_used.h"
@@ -83,6 +84,8 @@ void build(BuiltPipeline& out, jit::Module& module, const ValidatedOrder& order,
   for (auto kind : {TraceKind::forward, TraceKind::backward}) {
     run_pass(h, kind, "Common Subexpression Elimination", [](const Trace& t) { return passes::common_subexpression_elimination(t); });
     run_pass(h, kind, "Fusion", [](const Trace& t) { return passes::fusion_grouping(t); });
+    if (kind == TraceKind::backward)
+      run_pass(h, kind, "Batch Gradients", [](const Trace& t) { return passes::batch_gradients(t); });
     bool clears = kind == TraceKind::backward;
     run_pass(h, kind, "Delete Last Used", [clears](const Trace& t) { return passes::delete_last_used(t, clears); });
   }

@@ -13,7 +13,10 @@
 #include "exec/rule_util.h"
 #include "exec/small_gemm.h"
 #include "format/parser.h"
+#include "format/printer.h"
+#include "ops/grad_rules.h"
 #include "ops/ltorch.h"
+#include "passes/batch_gradients.h"
 #include "test_util.h"
 
 namespace tv {
@@ -749,49 +752,40 @@ TEST_F(ExecTest, ExecLayerNormBackwardTakesTheForwardsStatistics) {
   for (size_t k = 0; k < 3; ++k) expect_close(got[k], want[k], "gradient " + std::to_string(k) + " after x changed");
 }
 
-// Same-shaped gradients that only the return reads run as one batched op each: the statements'
-// own rules are not called for them, the values are theirs; a matmul whose output another
-// statement reads, and every statement under a timing hook, runs in place.
-TEST_F(ExecTest, ExecBatchesSameShapedGradientsOnlyTheReturnReads) {
+// The Batch Gradients pass: same-shaped gradients that only the return reads become one stack,
+// one batched op and one unbind per group, with the statements' values; a matmul whose output
+// another statement reads stays as it is.
+TEST_F(ExecTest, BatchGradientsPassKeepsTheValues) {
   Ts in{randn({5, 3}), randn({3, 4}), randn({5, 3}), randn({3, 4}), randn({5, 3}), randn({3, 4}), randn({2, 5, 4}),
         randn({2, 5, 4})};
   TracePtr t = trace_of(in, [](TraceBuilder& b, const P& p) {
-    T used = ltorch::matmul(b, p[4], p[5]);  // read by the exp below: in place
+    T used = ltorch::matmul(b, p[4], p[5]);  // read by the exp below: stays
     return Value::tuple({V(ltorch::matmul(b, p[0], p[1])), V(ltorch::matmul(b, p[2], p[3])), V(ltorch::exp(b, used)),
-                         V(ltorch::sum(b, p[6], {0, 1}, false)), V(ltorch::sum(b, p[7], {0, 1}, false))});
+                         V(ltorch::sum(b, p[6], {0, -2}, false)), V(ltorch::sum(b, p[7], {0, -2}, false))});
   });
   std::vector<int64_t> batch_dims{0, 1};
   Ts want{at::mm(in[0], in[1]), at::mm(in[2], in[3]), at::mm(in[4], in[5]).exp(), in[6].sum(batch_dims),
           in[7].sum(batch_dims)};
+  TracePtr batched = passes::batch_gradients(*t);
   std::map<std::string, int> calls;
-  std::vector<std::pair<std::string, std::shared_ptr<const exec::ExecRule>>> originals;
-  for (const char* name : {"ltorch.matmul", "ltorch.sum"}) {
-    auto original = exec::find_exec_rule(name);
-    originals.emplace_back(name, original);
-    exec::register_exec_rule(name, exec::ExecRule([&calls, name, original](const exec::ExecContext& c, const auto& a,
-                                                                          const auto& k) {
-                               ++calls[name];
-                               return (*original)(c, a, k);
-                             }));
+  for (const auto& s : batched->body) ++calls[s.name()];
+  EXPECT_EQ(calls["ltorch.matmul"], 2) << print_trace(*batched) << "the two returned matmuls as one, the read one alone";
+  EXPECT_EQ(calls["ltorch.sum"], 1) << print_trace(*batched);
+  EXPECT_EQ(calls["ltorch.stack"], 3) << print_trace(*batched);
+  EXPECT_EQ(calls["ltorch.unbind"], 2) << print_trace(*batched);
+  EXPECT_EQ(passes::batch_gradients(*batched)->body.size(), batched->body.size()) << "nothing left to batch";
+  // It prints and parses back, and runs to the statements' values.
+  TracePtr reparsed = parse_trace(print_trace(*batched)).trace;
+  ASSERT_TRUE(reparsed);
+  EXPECT_EQ(print_trace(*reparsed), print_trace(*batched));
+  for (const auto& trace : {t, batched, reparsed}) {
+    Ts got = exec::tensors_of(Executor().run(*trace, in));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) expect_close(got[i], want[i], "output " + std::to_string(i));
   }
-  Executor ex;
-  Ts got = exec::tensors_of(ex.run(*t, in));
-  ExecOptions timed;
-  timed.on_timing = [](const BoundSymbol&, const exec::SymbolTime&) {};
-  std::map<std::string, int> batched_calls = calls;
-  calls.clear();
-  Ts got_timed = exec::tensors_of(Executor(timed).run(*t, in));
-  for (const auto& [name, rule] : originals) exec::register_exec_rule(name, *rule);
-
-  EXPECT_EQ(batched_calls["ltorch.matmul"], 1) << "the two returned matmuls run as one batch";
-  EXPECT_EQ(batched_calls["ltorch.sum"], 0);
-  EXPECT_EQ(calls["ltorch.matmul"], 3) << "under a timing hook every statement runs in place";
-  EXPECT_EQ(calls["ltorch.sum"], 2);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    expect_close(got[i], want[i], "batched output " + std::to_string(i));
-    expect_close(got_timed[i], want[i], "output " + std::to_string(i) + " in place");
-  }
+  // The batched statements differentiate like the ones they replace.
+  EXPECT_NE(find_grad_rule("ltorch.stack"), nullptr);
+  EXPECT_NE(find_grad_rule("ltorch.unbind"), nullptr);
 }
 
 // On CUDA, attention's backward takes the log-sum-exp its fused forward computed for the same
