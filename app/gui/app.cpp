@@ -41,8 +41,11 @@ void App::draw_status_line() {
   ImGui::TextColored(t.muted, "| %s", session.source.empty() ? "(nothing open)" : session.source.c_str());
   if (session.capture) {
     ImGui::SameLine();
-    ImGui::TextColored(t.muted, "| model %s, %zu pipeline(s)", session.capture->model.name.c_str(),
-                       session.capture->pipelines.size());
+    const auto& model = session.capture->model.name;
+    if (session.source == "model " + model)  // a live run: the source names the model already
+      ImGui::TextColored(t.muted, "| %zu pipeline(s)", session.capture->pipelines.size());
+    else
+      ImGui::TextColored(t.muted, "| model %s, %zu pipeline(s)", model.c_str(), session.capture->pipelines.size());
   }
   ImGui::SameLine(ImGui::GetWindowWidth() - 90);
   if (ImGui::SmallButton(tour.open ? "close tour" : "tour")) tour.open = !tour.open;

@@ -83,8 +83,45 @@ const char* diff_mark(DiffKind k) {
   return "?";
 }
 
+static bool is_change(DiffKind k) { return k == DiffKind::changed || k == DiffKind::added || k == DiffKind::removed; }
+
+void DiffPanel::next_change(int direction) {
+  int n = static_cast<int>(diff_.statements.size());
+  for (int step = 1; step <= n; ++step) {
+    int r = ((focus_ < 0 ? (direction > 0 ? -1 : 0) : focus_) + direction * step % n + n) % n;
+    if (is_change(diff_.statements[r].kind)) {
+      focus_ = r;
+      scroll_to_focus_ = true;
+      return;
+    }
+  }
+}
+
+void DiffPanel::build_display(bool fold) {
+  constexpr int kContext = 3;
+  display_.clear();
+  int n = static_cast<int>(diff_.statements.size());
+  std::vector<bool> keep(n, !fold);
+  for (int r = 0; r < n && fold; ++r)
+    if (is_change(diff_.statements[r].kind))
+      for (int k = std::max(0, r - kContext); k <= std::min(n - 1, r + kContext); ++k) keep[k] = true;
+  for (int r = 0; r < n;) {
+    if (keep[r]) {
+      display_.push_back(r++);
+      continue;
+    }
+    int start = r;
+    while (r < n && !keep[r]) ++r;
+    display_.push_back(-(r - start));
+  }
+  display_folded_ = fold;
+}
+
 void DiffPanel::draw_selectors(Session& s) {
   DiffSelection& d = s.diff;
+  ImGui::Checkbox("follow the selected stage", &d.follow_selection);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("selecting a stage in the stage browser diffs it against the stage before it");
+  ImGui::SameLine();
   int mode = d.across_pipelines ? 1 : 0;
   ImGui::RadioButton("two stages of one pipeline", &mode, 0);
   ImGui::SameLine();
@@ -134,6 +171,8 @@ void DiffPanel::draw(Session& s) {
   }
   ImGui::SameLine();
   bool recompute = ImGui::Checkbox("subsymbols", &subsymbols_);
+  ImGui::SameLine();
+  bool fold_changed = ImGui::Checkbox("fold unchanged", &s.diff.fold_unchanged);
   if (recompute || a->trace != left_ || b->trace != right_) {
     left_ = a->trace;
     right_ = b->trace;
@@ -141,7 +180,10 @@ void DiffPanel::draw(Session& s) {
     options.depth = subsymbols_ ? PrintOptions::kAllLevels : 0;
     options.headers = false;
     diff_ = diff_traces(*left_, *right_, options);
+    focus_ = -1;
+    fold_changed = true;
   }
+  if (fold_changed || display_folded_ != s.diff.fold_unchanged) build_display(s.diff.fold_unchanged);
   ImGui::Separator();
   if (diff_.same_program)
     ImGui::TextColored(t.ok, "same program%s", diff_.same_text ? " (identical text)" : ", different names");
@@ -150,11 +192,18 @@ void DiffPanel::draw(Session& s) {
   ImGui::SameLine();
   ImGui::Text("  = renamed %d   ~ changed %d   + added %d   - removed %d", diff_.count(DiffKind::renamed),
               diff_.count(DiffKind::changed), diff_.count(DiffKind::added), diff_.count(DiffKind::removed));
+  ImGui::SameLine();
+  if (ImGui::SmallButton("previous change")) next_change(-1);
+  ImGui::SameLine();
+  if (ImGui::SmallButton("next change")) next_change(+1);
+  bool typing = ImGui::GetIO().WantTextInput;
+  if (!typing && ImGui::IsWindowFocused(ImGuiFocusedFlags_RootAndChildWindows) && ImGui::IsKeyPressed('N'))
+    next_change(ImGui::GetIO().KeyShift ? -1 : +1);
   if (s.diff.unified) draw_unified();
   else draw_side_by_side();
 }
 
-void DiffPanel::draw_side_by_side() const {
+void DiffPanel::draw_side_by_side() {
   const auto flags = ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Resizable;
   if (!ImGui::BeginTable("diff", 4, flags)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
@@ -163,13 +212,32 @@ void DiffPanel::draw_side_by_side() const {
   ImGui::TableSetupColumn("", ImGuiTableColumnFlags_WidthFixed, 16);
   ImGui::TableSetupColumn("right", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableHeadersRow();
+  if (scroll_to_focus_ && focus_ >= 0) {
+    // A folded focus row is unfolded around it: every change keeps its context, so it is shown.
+    int at = 0;
+    for (int i = 0; i < static_cast<int>(display_.size()); ++i)
+      if (display_[i] == focus_) at = i;
+    float row_height = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y + 1;
+    ImGui::SetScrollY(std::max(0.0f, (at - 3) * row_height));
+    scroll_to_focus_ = false;
+  }
   ImGuiListClipper clipper;
-  clipper.Begin(static_cast<int>(diff_.statements.size()));
+  clipper.Begin(static_cast<int>(display_.size()));
   while (clipper.Step()) {
-    for (int r = clipper.DisplayStart; r < clipper.DisplayEnd; ++r) {
-      const DiffRow& row = diff_.statements[r];
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      int r = display_[i];
       ImGui::TableNextRow();
+      if (r < 0) {
+        ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("... %d unchanged statement%s", -r, r == -1 ? "" : "s");
+        ImGui::TableNextColumn();
+        ImGui::TableNextColumn();
+        continue;
+      }
+      const DiffRow& row = diff_.statements[r];
       if (ImU32 bg = kind_background(row.kind)) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, bg);
+      if (r == focus_) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, theme().changed_bg);
       ImGui::TableNextColumn();
       ImGui::TextDisabled("%d", r + 1);
       ImGui::TableNextColumn();

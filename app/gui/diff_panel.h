@@ -1,8 +1,13 @@
 // Diff panel: two stages side by side (two stages of one pipeline, or the same stage of two
 // pipelines), rows from diff_traces with a text mark and a colour per kind — " " same, "="
-// renamed, "~" changed, "+" added, "-" removed — or the unified text.
+// renamed, "~" changed, "+" added, "-" removed — or the unified text. By default it follows the
+// stage browser: the selected stage against the one before it. Runs of unchanged statements fold
+// to three rows of context around each change; "next change" / "previous change" (keys N and
+// Shift+N) move to the next row that differs and scroll it into view.
 // Contract: the diff is computed once per pair of traces and kept until the selection changes.
 #pragma once
+#include <vector>
+
 #include "diff/diff.h"
 #include "gui/session.h"
 
@@ -14,14 +19,24 @@ struct DiffPanel {
   void draw(Session& s);
   // The diff now shown (after a frame), or null when the selection has no two traces.
   const TraceDiff* current() const { return left_ ? &diff_ : nullptr; }
+  // The row of diff_.statements last moved to by next/previous change (-1: none).
+  int focused_row() const { return focus_; }
+  int displayed_rows() const { return static_cast<int>(display_.size()); }  // folds count as one
+  void next_change(int direction);  // +1 next, -1 previous; wraps around
 
  private:
   void draw_selectors(Session& s);
-  void draw_side_by_side() const;
+  void draw_side_by_side();
   void draw_unified() const;
+  // The rows shown: an index into diff_.statements, or -n for a fold of n unchanged rows.
+  void build_display(bool fold);
   TracePtr left_, right_;
   TraceDiff diff_;
   bool subsymbols_ = false;  // rows show top-level statements only unless asked
+  std::vector<int> display_;
+  bool display_folded_ = false;
+  int focus_ = -1;
+  bool scroll_to_focus_ = false;
 };
 
 }  // namespace tv::gui

@@ -224,9 +224,13 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
   } else if (name == "diff") {
     s.diff.across_pipelines = v.value("across", s.diff.across_pipelines);
     s.diff.unified = v.value("unified", s.diff.unified);
+    s.diff.follow_selection = v.value("follow", s.diff.follow_selection);
+    s.diff.fold_unchanged = v.value("fold", s.diff.fold_unchanged);
     if (v.contains("left")) s.diff.left = stage_ref(s, v["left"]);
     if (v.contains("right")) s.diff.right = stage_ref(s, v["right"]);
     s.select_panel(Panel::diff);
+  } else if (name == "next_change") {
+    app.diff.next_change(v.get<int>() < 0 ? -1 : +1);
   } else if (name == "tour") {
     app.tour.open = v.get<bool>();
   } else if (name == "load") {

@@ -7,7 +7,7 @@
 // {"wait_idle":true} {"key":"Down"} (also "Up", "Enter", "Escape", "Ctrl+F", "Shift+Enter", a letter)
 // {"text":"linear"} {"find":"linear"} {"depth":0} {"hide_unchanged":true} {"filter":"DCE"}
 // {"open_rule":["ddp","jit"]} (or {"order":["jit","ddp"],"semantics":"thunder-2024-03"}: what a click on that cell does)
-// {"diff":{"across":true,"left":{..},"right":{..},"unified":false}}
+// {"diff":{"across":true,"left":{..},"right":{..},"unified":false,"follow":true,"fold":true}} {"next_change":1}
 // {"tour":true} {"load":"FILE"} {"frames":N} {"dump":"OUT.json"} {"screenshot":"OUT.png"} (the next
 // frame, tooltips included) {"quit":true}
 // Mouse: a synthetic mouse replaces the platform's for the whole scripted run (no mouse over the

@@ -58,6 +58,12 @@ void Session::select_panel(Panel p) {
 void Session::select_stage(StageRef ref) {
   if (!stage(ref)) return;
   selected = ref;
+  if (diff.follow_selection) {
+    diff.across_pipelines = false;
+    diff.right = ref;
+    diff.left = ref;
+    diff.left.stage = std::max(0, ref.stage - 1);
+  }
 }
 
 void Session::poll() {

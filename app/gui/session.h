@@ -37,6 +37,9 @@ struct DiffSelection {
   bool across_pipelines = false;  // false: two stages of one pipeline; true: same stage of two pipelines
   StageRef left, right;
   bool unified = false;
+  // Selecting a stage diffs it against the stage before it (two stages of one pipeline).
+  bool follow_selection = true;
+  bool fold_unchanged = true;  // runs of unchanged statements folded to a few lines of context
 };
 
 struct Session {

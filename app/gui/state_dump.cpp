@@ -164,10 +164,15 @@ json dump_state(const App& app) {
   j["selected"] = stage_json(s, s.selected);
   j["trace"] = trace_json(app);
   json diff{{"across_pipelines", s.diff.across_pipelines}, {"unified", s.diff.unified},
+            {"follow_selection", s.diff.follow_selection}, {"fold_unchanged", s.diff.fold_unchanged},
             {"left", stage_json(s, s.diff.left)}, {"right", stage_json(s, s.diff.right)}};
   if (const TraceDiff* d = app.diff.current()) {
     diff["same_program"] = d->same_program;
     diff["rows"] = d->statements.size();
+    diff["displayed_rows"] = app.diff.displayed_rows();
+    int focus = app.diff.focused_row();
+    diff["focus_row"] = focus;
+    diff["focus_kind"] = focus >= 0 ? std::string(diff_kind_name(d->statements[focus].kind)) : std::string();
     for (DiffKind k : {DiffKind::same, DiffKind::renamed, DiffKind::changed, DiffKind::added, DiffKind::removed})
       diff["count"][std::string(diff_kind_name(k))] = d->count(k);
   }

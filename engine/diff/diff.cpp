@@ -32,20 +32,36 @@ std::vector<std::string> split_lines(const std::string& text) {
   return out;
 }
 
-// Runs the LCS and turns delete-then-add runs into "changed" pairs.
+// Runs the LCS on `a` and `b`. A run of deletions and additions between common elements is
+// aligned once more on the coarse keys (`coarse_a`, `coarse_b`: the statement's symbol): an
+// element removed and one added with the same coarse key, in order, are one "changed" row; the
+// others stay removed or added. So 160 removed and 164 added statements of other symbols read as
+// such, not as 160 changed.
 template <typename Fill>
-std::vector<DiffRow> align(const std::vector<std::string>& a, const std::vector<std::string>& b, Fill fill) {
+std::vector<DiffRow> align(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                           const std::vector<std::string>& coarse_a, const std::vector<std::string>& coarse_b, Fill fill) {
   dtl::Diff<std::string, std::vector<std::string>> d(a, b);
   d.compose();
   std::vector<DiffRow> rows, removed, added;
   auto flush = [&] {
-    size_t pairs = std::min(removed.size(), added.size());
-    for (size_t i = 0; i < pairs; ++i) {
-      DiffRow r{DiffKind::changed, removed[i].left, added[i].right};
-      rows.push_back(r);
+    if (removed.empty() || added.empty()) {
+      rows.insert(rows.end(), removed.begin(), removed.end());
+      rows.insert(rows.end(), added.begin(), added.end());
+    } else {
+      std::vector<std::string> ra, rb;
+      for (const auto& r : removed) ra.push_back(coarse_a[r.left]);
+      for (const auto& r : added) rb.push_back(coarse_b[r.right]);
+      dtl::Diff<std::string, std::vector<std::string>> run(ra, rb);
+      run.compose();
+      for (const auto& [elem, info] : run.getSes().getSequence()) {
+        if (info.type == dtl::SES_COMMON)
+          rows.push_back({DiffKind::changed, removed[info.beforeIdx - 1].left, added[info.afterIdx - 1].right});
+        else if (info.type == dtl::SES_DELETE)
+          rows.push_back(removed[info.beforeIdx - 1]);
+        else
+          rows.push_back(added[info.afterIdx - 1]);
+      }
     }
-    for (size_t i = pairs; i < removed.size(); ++i) rows.push_back(removed[i]);
-    for (size_t i = pairs; i < added.size(); ++i) rows.push_back(added[i]);
     removed.clear();
     added.clear();
   };
@@ -89,14 +105,20 @@ TraceDiff diff_traces(const Trace& left, const Trace& right, const PrintOptions&
   out.same_text = left_text == right_text;
   out.same_program = canonically_equal(left, right);
 
-  std::vector<std::string> lk, rk;
-  for (const auto& b : left.body) lk.push_back(blind_key(b));
-  for (const auto& b : right.body) rk.push_back(blind_key(b));
+  std::vector<std::string> lk, rk, lsym, rsym;
+  for (const auto& b : left.body) {
+    lk.push_back(blind_key(b));
+    lsym.push_back(b.name());
+  }
+  for (const auto& b : right.body) {
+    rk.push_back(blind_key(b));
+    rsym.push_back(b.name());
+  }
   // Names of the left trace mapped to the right one, learnt from aligned statements in order.
   std::unordered_map<std::string, ProxyPtr> to_right;
   for (size_t i = 0; i < left.params.size() && i < right.params.size(); ++i)
     to_right[left.params[i].proxy->name] = right.params[i].proxy;
-  out.statements = align(lk, rk, [&](DiffRow& r) {
+  out.statements = align(lk, rk, lsym, rsym, [&](DiffRow& r) {
     if (r.left >= 0) r.left_text = print_bound_symbol(left.body[r.left], options.depth);
     if (r.right >= 0) r.right_text = print_bound_symbol(right.body[r.right], options.depth);
     if (r.kind != DiffKind::same) return;
@@ -116,7 +138,8 @@ TraceDiff diff_traces(const Trace& left, const Trace& right, const PrintOptions&
     r.kind = equal ? DiffKind::renamed : DiffKind::changed;
   });
   auto ll = split_lines(left_text), rl = split_lines(right_text);
-  out.lines = align(ll, rl, [&](DiffRow& r) {
+  // Lines pair up in order within a run (any removed line with the next added one).
+  out.lines = align(ll, rl, std::vector<std::string>(ll.size()), std::vector<std::string>(rl.size()), [&](DiffRow& r) {
     if (r.left >= 0) r.left_text = ll[r.left];
     if (r.right >= 0) r.right_text = rl[r.right];
   });

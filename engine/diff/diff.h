@@ -1,7 +1,9 @@
 // Diff of two traces: statements aligned on a rename-blind key, text lines as a fallback.
 // Contract: `diff_traces` aligns top-level bound symbols with an LCS (libdtl) on keys in which
 // proxy names are blanked, so a rename is not a change; an aligned pair whose canonical statements
-// differ in anything but names is "changed". `same_program` is canonical equality of the whole
+// differ in anything but names is "changed". Within a run of removed and added statements, only a
+// removed and an added statement of the same symbol (aligned in order) make a "changed" row; the
+// rest are "removed" and "added". `same_program` is canonical equality of the whole
 // traces. `lines` is a plain line diff of the printed texts for what statements cannot show.
 #pragma once
 #include <string>

@@ -344,5 +344,29 @@ check "seed failure: the trace view shows the failed stage" json "$s.state.json"
 check "seed failure: the failing line is the all-reduce" json "$s.state.json" /trace/failed_text contains "torch_all_reduce_prim_impl"
 check "seed failure: its group argument is None" json "$s.state.json" /trace/failed_text contains "_DistributedReduceOps_SUM_0, None, True"
 
+# 13. Stage diffs follow the stage browser: selecting ddp's bucketing stage diffs it against the
+# stage before it; unchanged runs fold to context; next change moves to a row that differs.
+s="$OUT/stage-diff"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "backward", "stage": 2}},
+  {"select_panel": "diff"}, {"frames": 3}, {"dump": "'"$s"'.selected.json"},
+  {"next_change": 1}, {"frames": 3}, {"dump": "'"$s"'.next.json"},
+  {"diff": {"fold": false}}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui --model gpt --param layers=2 --order jit,ddp --world 2 --script "$s.script.json" \
+  --dump-state "$s.state.json" >"$s.log" 2>&1
+check "stage diff: exit 0" test $? -eq 0
+check "stage diff: no script error" no_script_errors "$s.state.json"
+check "stage diff: right is the selected stage" json "$s.selected.json" /diff/right/pass eq '"ddp bucketing (25 MB)"'
+check "stage diff: left is the stage before it" json "$s.selected.json" /diff/left/pass eq '"ddp pass"'
+check "stage diff: folding is on by default" json "$s.selected.json" /diff/fold_unchanged eq true
+check "stage diff: next change is a change" json "$s.next.json" /diff/focus_kind oneof '["changed","added","removed"]'
+check "stage diff: unfolded shows every row" json "$s.state.json" /diff/fold_unchanged eq false
+/usr/bin/python3 - "$s.selected.json" "$s.state.json" <<'PY' && pass "stage diff: folding hides rows, unfolding shows them all" || fail "stage diff: folding hides rows, unfolding shows them all"
+import json, sys
+folded, unfolded = (json.load(open(p))["diff"] for p in sys.argv[1:3])
+assert folded["displayed_rows"] < folded["rows"], folded
+assert unfolded["displayed_rows"] == unfolded["rows"], unfolded
+PY
+
 echo "GUI tests: $PASSED passed, $FAILED failed (outputs in $OUT)"
 [ $FAILED -eq 0 ]

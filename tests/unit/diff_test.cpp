@@ -3,6 +3,7 @@
 
 #include "diff/diff.h"
 #include "format/parser.h"
+#include "ops/ltorch.h"
 #include "test_util.h"
 
 using namespace tv;
@@ -53,4 +54,32 @@ TEST(Diff, IdenticalTracesAreAllSame) {
   EXPECT_TRUE(d.same_text);
   EXPECT_TRUE(d.same_program);
   EXPECT_EQ(d.count(DiffKind::same), static_cast<int>(t->body.size()));
+}
+
+// Within a run of removed and added statements only statements of one symbol pair up as "changed";
+// the rest read as removed and added (a bucketing stage's 160 removed and 164 added statements are
+// not "160 changed").
+TEST(Diff, OnlyStatementsOfOneSymbolPairAsChanged) {
+  auto build = [](bool right) {
+    TraceBuilder b;
+    auto x = b.input(make_tensor("x", {2, 3}, DType::f32, Device{}));
+    auto y = b.input(make_tensor("y", {2, 3}, DType::f32, Device{}));
+    auto t = ltorch::add(b, Value::of(x), Value::of(y));
+    if (right) {
+      t = ltorch::tanh(b, ltorch::sub(b, Value::of(t), Value::of(y)));
+      t = ltorch::neg(b, t);
+    } else {
+      t = ltorch::mul(b, Value::of(t), Value::of(x));
+    }
+    return b.finish(Value::of(ltorch::exp(b, t)));
+  };
+  auto d = diff_traces(*build(false), *build(true));
+  EXPECT_FALSE(d.same_program);
+  EXPECT_EQ(d.count(DiffKind::removed), 1) << unified_text(d);
+  EXPECT_EQ(d.count(DiffKind::added), 3) << unified_text(d);
+  for (const auto& r : d.statements)
+    if (r.kind == DiffKind::changed) {
+      auto symbol = [](const std::string& text) { return text.substr(text.find('=') + 1, text.find('(') - text.find('=')); };
+      EXPECT_EQ(symbol(r.left_text), symbol(r.right_text)) << r.left_text << " | " << r.right_text;
+    }
 }
