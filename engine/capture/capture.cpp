@@ -1,6 +1,7 @@
 #include "capture/capture.h"
 
 #include "capture/atomic_file.h"
+#include "capture/compress.h"
 #include "capture/decode.h"
 #include "capture/encode.h"
 #include "capture/json_text.h"
@@ -54,7 +55,7 @@ CaptureError::CaptureError(std::string file, std::string json_path, std::string 
       trace_column_(trace_column) {}
 
 std::string capture_to_json(const Capture& c) {
-  return capture_detail::encode_capture(c).dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
+  return capture_detail::encode_capture(c).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 Capture capture_from_json(const std::string& text, const std::string& source_name) {
@@ -72,11 +73,27 @@ Capture capture_from_json(const std::string& text, const std::string& source_nam
 }
 
 void save_capture(const Capture& c, const std::string& path) {
-  capture_detail::write_file_atomically(path, capture_to_json(c));
+  std::string text = capture_to_json(c);
+  if (capture_detail::compression_requested(path)) {
+    try {
+      text = capture_detail::gzip(text);
+    } catch (const std::runtime_error& e) {
+      throw CaptureError(path, "", e.what());
+    }
+  }
+  capture_detail::write_file_atomically(path, text);
 }
 
 Capture load_capture(const std::string& path) {
-  return capture_from_json(capture_detail::read_whole_file(path), path);
+  std::string data = capture_detail::read_whole_file(path);
+  if (capture_detail::compressed(data)) {
+    try {
+      data = capture_detail::gunzip(data, capture_detail::kMaxInputBytes);
+    } catch (const std::runtime_error& e) {
+      throw CaptureError(path, "", e.what());
+    }
+  }
+  return capture_from_json(data, path);
 }
 
 }  // namespace tv

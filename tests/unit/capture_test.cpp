@@ -361,6 +361,40 @@ TEST(CaptureRoundTrip, RealisticCaptureSurvivesSaveAndLoad) {
   EXPECT_EQ(capture_to_json(loaded), contents(path));
 }
 
+// A name ending in ".gz" saves gzip (smaller, the same document inside); a load recognises gzip by
+// its bytes, whatever the name; a cut-off or damaged gzip file is a CaptureError naming the file.
+TEST(CaptureRoundTrip, GzipCaptureSurvivesSaveAndLoad) {
+  TempDir dir;
+  Capture original = realistic_capture();
+  auto plain = dir.file("run.tvz.json"), packed = dir.file("run.tvz.json.gz");
+  save_capture(original, plain);
+  save_capture(original, packed);
+  std::string bytes = contents(packed);
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(bytes[1]), 0x8b);
+  EXPECT_LT(bytes.size() * 3, contents(plain).size()) << "gzip should pay on repeated trace text";
+  EXPECT_EQ(capture_to_json(load_capture(packed)), contents(plain));
+  auto renamed = dir.file("renamed.tvz.json");
+  fs::copy_file(packed, renamed);
+  EXPECT_EQ(capture_to_json(load_capture(renamed)), contents(plain));
+
+  auto cut = dir.file("cut.tvz.json.gz");
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  try {
+    load_capture(cut);
+    FAIL() << "a cut-off gzip capture loaded";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.tvz.json.gz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cut off"), std::string::npos) << e.what();
+  }
+  auto damaged = dir.file("damaged.tvz.json.gz");
+  std::string flipped = bytes;
+  for (size_t i = 20; i < flipped.size() && i < 60; ++i) flipped[i] = static_cast<char>(~flipped[i]);
+  std::ofstream(damaged, std::ios::binary) << flipped;
+  EXPECT_THROW(load_capture(damaged), CaptureError);
+}
+
 // The traces of mlp under jit,ddp and jit,fsdp on 2 ranks, not replayed: their parameter proxies
 // are laid out (replicated, fully_sharded), which the printed text does not show.
 Capture distributed_capture() {
@@ -985,7 +1019,7 @@ Capture large_capture() {
   Capture c = realistic_capture();
   auto& fwd = c.pipelines[1].stages.forward;
   auto base = fwd;
-  for (int copy = 0; copy < 200; ++copy) fwd.insert(fwd.end(), base.begin(), base.end());
+  for (int copy = 0; copy < 300; ++copy) fwd.insert(fwd.end(), base.begin(), base.end());
   return c;
 }
 
