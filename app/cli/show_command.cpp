@@ -9,6 +9,7 @@
 #include "session/assess.h"
 #include "format/printer.h"
 #include "jit/acquire.h"
+#include "passes/memory.h"
 #include "rules/compute.h"
 
 namespace tv::cli {
@@ -22,7 +23,27 @@ struct Options {
   std::string pipeline;  // empty: every pipeline
   std::string stage;     // index or pass name; empty: the list of stages and the final trace
   int depth = PrintOptions::kAllLevels;
+  bool memory = false;   // per stage: peak live bytes and saved-for-backward bytes instead of the traces
 };
+
+std::string megabytes(int64_t bytes) { return fmt::format("{:.3f} MB", static_cast<double>(bytes) / 1e6); }
+
+// One line per stage of each kind: what a run of that stage's trace holds at most (passes/memory.h).
+void show_memory(const PipelineRecord& p, const Options& o) {
+  for (auto kind : kTraceKinds) {
+    if (o.trace != "all" && o.trace != trace_kind_name(kind) && !(o.trace == "computation" && kind == TraceKind::forward))
+      continue;
+    const auto& stages = p.stages.of(kind);
+    for (size_t i = 0; i < stages.size(); ++i) {
+      if (!stages[i].trace) continue;
+      auto m = passes::trace_memory(*stages[i].trace);
+      std::string at = m.peak_at < 0 ? "the inputs" : fmt::format("statement {}", m.peak_at);
+      std::cout << fmt::format("  {:<8} {:>2} {:<40} peak live {:>12} (after {}){}\n", trace_kind_name(kind), i,
+                               stages[i].pass, megabytes(m.peak_live), at,
+                               m.saved_for_backward ? "  saved for backward " + megabytes(m.saved_for_backward) : "");
+    }
+  }
+}
 
 int show_model(const Options& o) {
   if (o.trace == "backward")
@@ -80,6 +101,10 @@ void show_pipeline(const Capture& c, int index, const Options& o) {
   std::cout << fmt::format("##### pipeline {} [{}] world {} {}: {}\n", index, p.spec.label(), p.spec.world_size,
                            p.spec.device, pipeline_line(c, index));
   for (const auto& reason : p.outcome.reasons) std::cout << "  " << reason << "\n";
+  if (o.memory) {
+    show_memory(p, o);
+    return;
+  }
   PrintOptions options;
   options.depth = o.depth;
   bool shown = false;
@@ -142,13 +167,17 @@ void add_show_command(CLI::App& app, Runner& run) {
   cmd->add_option("--pipeline", o->pipeline, "with FILE: only this pipeline (index)");
   cmd->add_option("--stage", o->stage, "with FILE: print this stage (index or pass name) instead of the final trace");
   cmd->add_option("--depth", o->depth, "subsymbol levels to print (0: top level only, as trace.python())");
+  cmd->add_flag("--memory", o->memory,
+                "with FILE: per stage, the most tensor bytes a run holds at once (from the trace's del placement) and "
+                "what the forward saves for the backward, instead of the traces");
   cmd->callback([&run, o, cmd] {
     bool model = cmd->get_option("--model")->count() > 0;
     run = [o, model] {
       if (o->file.empty() == !model)
         throw BadInput("show: give exactly one of FILE.tvz.json or --model NAME (e.g. show run.tvz.json, show --model mlp)");
-      if (model && (!o->pipeline.empty() || !o->stage.empty()))
-        throw BadInput("show --model: --pipeline and --stage need a capture FILE");
+      if (model && (!o->pipeline.empty() || !o->stage.empty() || o->memory))
+        throw BadInput("show --model: --pipeline, --stage and --memory need a capture FILE");
+      if (o->memory && !o->stage.empty()) throw BadInput("show --memory lists every stage: drop --stage");
       return model ? show_model(*o) : show_capture(*o);
     };
   });

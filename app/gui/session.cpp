@@ -84,6 +84,7 @@ void Session::adopt(Capture c) {
   if (!c.rules && carry_rules) c.rules = std::move(carry_rules);
   carry_rules.reset();
   capture = std::make_shared<const Capture>(std::move(c));
+  memory_.clear();
   if (capture->pipelines.empty() && capture->rules) select_panel(Panel::rules);  // a rules-only capture
   if (!stage(selected)) selected = first_stage(*capture, 0);
   diff.left = selected;
@@ -110,6 +111,14 @@ const Stage* Session::stage(const StageRef& ref) const {
   const auto& list = p->stages.of(ref.kind);
   if (ref.stage < 0 || ref.stage >= static_cast<int>(list.size())) return nullptr;
   return &list[ref.stage];
+}
+
+const passes::TraceMemory* Session::memory(const StageRef& ref) const {
+  const Stage* st = stage(ref);
+  if (!st || !st->trace) return nullptr;
+  auto it = memory_.find(st->trace.get());
+  if (it == memory_.end()) it = memory_.emplace(st->trace.get(), passes::trace_memory(*st->trace)).first;
+  return &it->second;
 }
 
 std::string pipeline_outcome(const Capture& c, int index) {

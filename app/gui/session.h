@@ -4,6 +4,7 @@
 // same methods), so a click and a script action take one code path. The capture is replaced
 // only between frames, when the worker hands over a result.
 #pragma once
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "capture/capture.h"
 #include "gui/engine_worker.h"
 #include "gui/ui_targets.h"
+#include "passes/memory.h"
 #include "session/run.h"
 
 namespace tv::gui {
@@ -67,8 +69,11 @@ struct Session {
   // Queries.
   const PipelineRecord* pipeline(int index) const;
   const Stage* stage(const StageRef&) const;
+  // What a run of the stage's trace holds at most (passes/memory.h), computed once per trace.
+  const passes::TraceMemory* memory(const StageRef&) const;
  private:
   void adopt(Capture capture);
+  mutable std::map<const Trace*, passes::TraceMemory> memory_;  // of the capture's traces
 };
 
 // The pipeline's own outcome: "passed", "failed" or "refused" (record/verdict.h); "none" for no pipeline.

@@ -1,6 +1,7 @@
 #include "gui/stage_browser.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <string>
 
 #include "gui/theme.h"
@@ -98,7 +99,16 @@ void StageBrowser::draw(Session& s) {
         const float x = ImGui::GetCursorPosX(), avail = ImGui::GetContentRegionAvail().x;
         const float columns = ImGui::CalcTextSize("00000.0 ms changed").x + 8;
         if (ImGui::Selectable(label.c_str(), selected, 0, ImVec2(avail - columns, 0))) s.select_stage(ref);
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", st.pass.c_str());
+        if (ImGui::IsItemHovered()) {
+          const auto* m = s.memory(ref);
+          if (m && m->saved_for_backward)
+            ImGui::SetTooltip("%s\npeak live %.3f MB, saved for backward %.3f MB", st.pass.c_str(), m->peak_live / 1e6,
+                              m->saved_for_backward / 1e6);
+          else if (m)
+            ImGui::SetTooltip("%s\npeak live %.3f MB", st.pass.c_str(), m->peak_live / 1e6);
+          else
+            ImGui::SetTooltip("%s", st.pass.c_str());
+        }
         if (selected && scroll_pending) {
           ImGui::SetScrollHereY();
           scroll_pending = false;
@@ -114,6 +124,21 @@ void StageBrowser::draw(Session& s) {
     ImGui::TreePop();
   }
   ImGui::EndChild();
+}
+
+// Peak live megabytes across the stages of kind `k`, one small plot per pipeline (what remat and
+// the del placement changed, at a glance).
+static void draw_memory_plots(const Session& s, TraceKind k) {
+  const auto& pipelines = s.capture->pipelines;
+  for (int p = 0; p < static_cast<int>(pipelines.size()); ++p) {
+    std::vector<float> peaks;
+    for (int i = 0; i < static_cast<int>(pipelines[p].stages.of(k).size()); ++i)
+      if (const auto* m = s.memory({p, k, i})) peaks.push_back(static_cast<float>(m->peak_live / 1e6));
+    if (peaks.size() < 2) continue;
+    std::string label = "P" + std::to_string(p) + " " + kind_label(k) + ": peak live MB by stage";
+    ImGui::PlotLines(("##memory" + std::to_string(p) + kind_label(k)).c_str(), peaks.data(), static_cast<int>(peaks.size()),
+                     0, label.c_str(), 0.0f, FLT_MAX, ImVec2(0, 60));
+  }
 }
 
 void draw_stage_overview(Session& s) {
@@ -153,9 +178,15 @@ void draw_stage_overview(Session& s) {
         ImGui::TextColored(t.muted, "%.1f ms", st.milliseconds);
         ImGui::SameLine();
         badge(r == 0 || st.changed);
+        if (const auto* m = s.memory(ref)) {
+          ImGui::SameLine();
+          ImGui::TextColored(t.muted, m->saved_for_backward ? "peak %.2f MB, saved %.2f MB" : "peak %.2f MB",
+                             m->peak_live / 1e6, m->saved_for_backward / 1e6);
+        }
       }
     }
     ImGui::EndTable();
+    draw_memory_plots(s, k);
   }
 }
 

@@ -18,6 +18,10 @@ json stage_json(const Session& s, const StageRef& r) {
   if (const Stage* st = s.stage(r)) {
     j["pass"] = st->pass;
     j["changed"] = st->changed;
+    if (const auto* m = s.memory(r)) {
+      j["peak_live_bytes"] = m->peak_live;
+      j["saved_for_backward_bytes"] = m->saved_for_backward;
+    }
   }
   return j;
 }

@@ -6,5 +6,6 @@
 #include "passes/dce.h"
 #include "passes/delete_last_used.h"
 #include "passes/fusion.h"
+#include "passes/memory.h"
 #include "passes/pass_util.h"
 #include "passes/remat.h"

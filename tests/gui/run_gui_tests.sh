@@ -345,7 +345,8 @@ check "seed failure: the failing line is the all-reduce" json "$s.state.json" /t
 check "seed failure: its group argument is None" json "$s.state.json" /trace/failed_text contains "_DistributedReduceOps_SUM_0, None, True"
 
 # 13. Stage diffs follow the stage browser: selecting ddp's bucketing stage diffs it against the
-# stage before it; unchanged runs fold to context; next change moves to a row that differs.
+# stage before it; unchanged runs fold to context; next change moves to a row that differs. The
+# selected stage carries its memory (peak live bytes from its statements).
 s="$OUT/stage-diff"
 script "$s.script.json" '[
   {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "backward", "stage": 2}},
@@ -361,6 +362,8 @@ check "stage diff: left is the stage before it" json "$s.selected.json" /diff/le
 check "stage diff: folding is on by default" json "$s.selected.json" /diff/fold_unchanged eq true
 check "stage diff: next change is a change" json "$s.next.json" /diff/focus_kind oneof '["changed","added","removed"]'
 check "stage diff: unfolded shows every row" json "$s.state.json" /diff/fold_unchanged eq false
+check "memory: the selected stage's peak live bytes" json "$s.selected.json" /selected/peak_live_bytes ge 100000
+check "memory: the backward saves nothing for a later pass" json "$s.selected.json" /selected/saved_for_backward_bytes eq 0
 /usr/bin/python3 - "$s.selected.json" "$s.state.json" <<'PY' && pass "stage diff: folding hides rows, unfolding shows them all" || fail "stage diff: folding hides rows, unfolding shows them all"
 import json, sys
 folded, unfolded = (json.load(open(p))["diff"] for p in sys.argv[1:3])

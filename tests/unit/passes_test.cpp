@@ -465,3 +465,21 @@ TEST_F(Passes, PassesNameThemselvesAndKeepInputs) {
   }
   EXPECT_EQ(print_trace(*t), before);
 }
+
+// Peak live bytes from the statements: every output allocated when it runs, freed at its del; a
+// reshape (a view) adds nothing. Without dels the peak is everything the trace makes.
+TEST_F(Passes, TraceMemoryFollowsTheDels) {
+  Small s;  // x, y: f32[2, 3], 24 bytes each
+  auto a = ltorch::add(s.b, V(s.x), V(s.y));
+  auto c = ltorch::exp(s.b, a);
+  auto r = ltorch::reshape(s.b, c, {3, 2});
+  auto d = ltorch::mul(s.b, V(r), V(ltorch::reshape(s.b, s.x, {3, 2})));
+  auto t = s.b.finish(V(d));
+  auto before = trace_memory(*t);
+  EXPECT_EQ(before.peak_live, 5 * 24) << print_trace(*t);
+  ASSERT_GE(before.peak_at, 0);
+  EXPECT_EQ(t->body[before.peak_at].name(), "ltorch.mul");
+  EXPECT_EQ(before.saved_for_backward, 0);
+  auto after = trace_memory(*delete_last_used(*t));
+  EXPECT_EQ(after.peak_live, 3 * 24) << print_trace(*delete_last_used(*t));
+}
