@@ -172,7 +172,8 @@ void DiffPanel::draw(Session& s) {
   ImGui::SameLine();
   bool recompute = ImGui::Checkbox("subsymbols", &subsymbols_);
   ImGui::SameLine();
-  bool fold_changed = ImGui::Checkbox("fold unchanged", &s.diff.fold_unchanged);
+  ImGui::Checkbox("fold unchanged", &s.diff.fold_unchanged);
+  bool rebuild = display_folded_ != s.diff.fold_unchanged;
   if (recompute || a->trace != left_ || b->trace != right_) {
     left_ = a->trace;
     right_ = b->trace;
@@ -181,9 +182,9 @@ void DiffPanel::draw(Session& s) {
     options.headers = false;
     diff_ = diff_traces(*left_, *right_, options);
     focus_ = -1;
-    fold_changed = true;
+    rebuild = true;
   }
-  if (fold_changed || display_folded_ != s.diff.fold_unchanged) build_display(s.diff.fold_unchanged);
+  if (rebuild) build_display(s.diff.fold_unchanged);
   ImGui::Separator();
   if (diff_.same_program)
     ImGui::TextColored(t.ok, "same program%s", diff_.same_text ? " (identical text)" : ", different names");

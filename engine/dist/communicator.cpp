@@ -30,9 +30,16 @@ bool nccl_available() {
 #endif
 }
 
+void ProcessGroups::form(const std::string& name, const std::vector<int>& ranks) {
+  if (!world) throw DistError(DistError::Kind::usage, "tv.dist: subgroup '" + name + "' needs a world to form it from");
+  std::string tag = name;
+  for (int r : ranks) tag += "-" + std::to_string(r);
+  named.emplace_back(name, world->subgroup(ranks, tag));
+}
+
 Communicator* ProcessGroups::find(const std::string& name) const {
   for (const auto& [n, c] : named)
-    if (n == name) return c;
+    if (n == name) return c.get();
   return nullptr;
 }
 
@@ -181,7 +188,6 @@ std::unique_ptr<Communicator> CommBase::subgroup(const std::vector<int>& ranks, 
   static_cast<CommBase&>(*sub).parent_store_ = store_;
   return sub;
 }
-
 
 std::string CommBase::where(const Op& op) const {
   std::ostringstream s;

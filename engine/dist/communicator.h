@@ -130,11 +130,16 @@ class Communicator {
 };
 
 // The communicators one rank's collectives run on, by the group names traces give them: the
-// world's group and subgroups (hybrid sharding's shard and replicate groups). Not owning.
+// world's group (not owned) and the subgroups formed from it (hybrid sharding's shard and
+// replicate groups), owned and destroyed before the world.
 struct ProcessGroups {
+  explicit ProcessGroups(Communicator* world) : world(world) {}
   Communicator* world = nullptr;
-  std::vector<std::pair<std::string, Communicator*>> named;  // group name -> communicator
-  Communicator* find(const std::string& name) const;          // null when not named
+  std::vector<std::pair<std::string, std::unique_ptr<Communicator>>> named;  // group name -> subgroup
+  // Forms the subgroup `name` of `ranks` from the world (world->subgroup, tagged by the name and
+  // the ranks); every listed rank calls it, in the same order as every other rank.
+  void form(const std::string& name, const std::vector<int>& ranks);
+  Communicator* find(const std::string& name) const;  // null when not named
 };
 
 std::unique_ptr<Communicator> make_communicator(Backend backend, std::shared_ptr<Store> store, int rank, int size,

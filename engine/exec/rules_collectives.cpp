@@ -151,7 +151,7 @@ std::vector<dist::Communicator*> communicators(const ExecOptions& options) {
   std::vector<dist::Communicator*> out;
   if (auto* world = communicator(options)) out.push_back(world);
   if (auto* groups = std::any_cast<const dist::ProcessGroups*>(&options.user); groups && *groups)
-    for (const auto& [name, comm] : (*groups)->named) out.push_back(comm);
+    for (const auto& [name, comm] : (*groups)->named) out.push_back(comm.get());
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "ops/collectives.h"
 #include "ops/ltorch.h"
+#include "ops/meta.h"
 #include "passes/pass_util.h"
 
 namespace tv::passes {
@@ -55,10 +56,10 @@ std::vector<ProxyPtr> batched(TraceBuilder& b, const std::vector<const BoundSymb
   if (first.name() != "ltorch.sum") {
     out = ltorch::matmul(b, ltorch::stack(b, lhs, 0), ltorch::stack(b, rhs, 0));
   } else {
-    ProxyPtr stacked = ltorch::stack(b, lhs, 0);
-    std::vector<int64_t> dims;
-    for (int64_t d : first.args[1].as_ints()) dims.push_back((d < 0 ? d + static_cast<int64_t>(stacked->shape.size()) - 1 : d) + 1);
-    out = ltorch::sum(b, stacked, dims, false);
+    const auto member_rank = static_cast<int64_t>(lhs.front()->shape.size());
+    std::vector<int64_t> dims;  // the members' dims, one further in along the stacked dim 0
+    for (int64_t d : first.args[1].as_ints()) dims.push_back(meta::normalize_dim(d, member_rank) + 1);
+    out = ltorch::sum(b, ltorch::stack(b, lhs, 0), dims, false);
   }
   return ltorch::unbind(b, out, 0);
 }

@@ -126,15 +126,9 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
     context.workaround = spec.workaround;
     context.shard_group_size = spec.shard_group;
     // The subgroups (hsdp's mesh) are formed before the pipeline, in the same order on every rank.
-    std::vector<std::unique_ptr<dist::Communicator>> subgroups;
-    dist::ProcessGroups groups{comm, {}};
+    dist::ProcessGroups groups(comm);
     if (comm && distributor)
-      for (const auto& g : distributor->subgroups(context)) {
-        std::string tag = g.name;
-        for (int r : g.ranks) tag += "-" + std::to_string(r);
-        subgroups.push_back(comm->subgroup(g.ranks, tag));
-        groups.named.emplace_back(g.name, subgroups.back().get());
-      }
+      for (const auto& g : distributor->subgroups(context)) groups.form(g.name, g.ranks);
     BuiltPipeline built;
     try {
       built = build_pipeline(module, order, context);
@@ -150,9 +144,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
       o.cuda_graph_steps = request.cuda_graph_steps;
       o.generated_kernels = request.generated_kernels;
       o.reference_module = &reference;
-      if (comm && groups.named.empty()) o.prepare_executor = [comm](std::any& user) { user = comm; };
-      if (comm && !groups.named.empty())
-        o.prepare_executor = [&groups](std::any& user) { user = static_cast<const dist::ProcessGroups*>(&groups); };
+      if (comm) o.prepare_executor = [&groups](std::any& user) { user = static_cast<const dist::ProcessGroups*>(&groups); };
       if (distributed)
         o.expected_grad = [&mean, distributor, context](const std::string& name, const at::Tensor& own) {
           auto it = mean.find(name);

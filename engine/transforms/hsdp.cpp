@@ -24,12 +24,13 @@ std::vector<int> HybridMesh::replicate_group(int rank) const {
 
 HybridMesh hybrid_mesh(int world, int shard_group_size) {
   world = std::max(world, 1);
-  int s = shard_group_size > 0 ? shard_group_size : (world % 2 == 0 ? world / 2 : world);
+  const int default_size = world % 2 == 0 ? world / 2 : world;
+  int s = shard_group_size > 0 ? shard_group_size : default_size;
   if (shard_group_size < 0 || s > world || world % s != 0)
     throw std::invalid_argument("hsdp: a shard group of " + std::to_string(shard_group_size) +
                                 " ranks does not divide the world of " + std::to_string(world) +
                                 " ranks into equal groups (use a divisor of " + std::to_string(world) +
-                                ", e.g. --shard-group " + std::to_string(world % 2 == 0 ? world / 2 : world) + ")");
+                                ", e.g. --shard-group " + std::to_string(default_size) + ")");
   return {world / s, s};
 }
 
@@ -38,7 +39,8 @@ void check_shard_group(const std::vector<std::string>& order, int world, int sha
   if (!hybrid) {
     if (shard_group_size != 0)
       throw std::invalid_argument("a shard group (" + std::to_string(shard_group_size) +
-                                  (shard_group_size == 1 ? " rank" : " ranks") + ") is hsdp's mesh, and the order has no hsdp (use --order jit,hsdp, or drop --shard-group)");
+                                  (shard_group_size == 1 ? " rank" : " ranks") +
+                                  ") is hsdp's mesh, and the order has no hsdp (use --order jit,hsdp, or drop --shard-group)");
     return;
   }
   hybrid_mesh(world, shard_group_size);

@@ -148,16 +148,10 @@ RankRun run_rank(const std::string& model, const std::vector<std::string>& order
   c.bucket_size_mb = bucket_mb;
   c.shard_group_size = shard_group;
   // A mesh's subgroups (hsdp), formed in the transform's order on every rank.
-  std::vector<std::unique_ptr<dist::Communicator>> subgroups;
-  dist::ProcessGroups groups{&comm, {}};
+  dist::ProcessGroups groups(&comm);
   ValidatedOrder validated(order);
   if (auto* d = validated.parameter_distributor())
-    for (const auto& g : d->subgroups(c)) {
-      std::string tag = g.name;
-      for (int r : g.ranks) tag += "-" + std::to_string(r);
-      subgroups.push_back(comm.subgroup(g.ranks, tag));
-      groups.named.emplace_back(g.name, subgroups.back().get());
-    }
+    for (const auto& g : d->subgroups(c)) groups.form(g.name, g.ranks);
   auto built = build(m, spec_of(order, comm.size()), c);
   RankRun out;
   for (const auto& p : m.parameters) out.weights[p.name] = p.value->clone();
