@@ -1,4 +1,6 @@
-// thunder-viz: the command line (batch mode) and the GUI of Thunder Viz.
+// thunder-viz-engine: the command line (batch mode) and the GUI of Thunder Viz, every command. Users
+// run `thunder-viz` (reader/main.cpp), which answers what only reads a capture itself and becomes
+// this program for the rest.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -6,6 +8,7 @@
 #include <string>
 #include <system_error>
 
+#include "capture/capture.h"
 #include "cli/command.h"
 #include "exec/device_check.h"
 #include "ir/builder.h"
@@ -14,26 +17,6 @@
 #endif
 
 namespace {
-
-// An error message as the terminal may show it: without LibTorch's backtrace, and with control
-// bytes of the input (ESC sequences, ...) escaped as \xNN instead of sent to the terminal.
-std::string printable_error(const std::string& what) {
-  std::string text = what;
-  if (auto at = text.find("Exception raised from "); at != std::string::npos) text.erase(at);
-  if (auto at = text.find("\nframe #0: "); at != std::string::npos) text.erase(at);  // LibTorch 1.13's
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  std::string out;
-  for (unsigned char c : text) {
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 // LibTorch's out-of-memory report ("[enforce fail at alloc_cpu.cpp:75] ... you tried to allocate N
 // bytes ...") as what ran out, how much was asked for, and what to do.
@@ -49,7 +32,7 @@ std::string out_of_memory(const std::string& what) {
 }
 
 int report(const std::string& what, int code) {
-  std::cerr << "error: " << printable_error(what) << "\n";
+  std::cerr << "error: " << tv::app::printable_error(what) << "\n";
   return code;
 }
 
@@ -89,6 +72,8 @@ int main(int argc, char** argv) {
   } catch (const tv::cli::BadInput& e) {
     return report(e.what(), tv::cli::kBadInput);
   } catch (const tv::OpError& e) {
+    return report(e.what(), tv::cli::kBadInput);
+  } catch (const tv::CaptureError& e) {  // a stored trace read after the load (they are parsed when first read)
     return report(e.what(), tv::cli::kBadInput);
   } catch (const std::bad_alloc&) {
     return report("out of memory; try a smaller model (--param) or fewer ranks (--world)", tv::cli::kDifference);

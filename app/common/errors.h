@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <stdexcept>
+#include <string>
 
 namespace tv::app {
 
@@ -17,5 +18,9 @@ class BadInput : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// An error message as the terminal may show it: without LibTorch's backtrace, and with control
+// bytes of the input (ESC sequences, ...) escaped as \xNN instead of sent to the terminal.
+std::string printable_error(const std::string& what);
 
 }  // namespace tv::app

@@ -162,11 +162,15 @@ void DiffPanel::draw(Session& s) {
   clamp_pipeline(s.diff.left.pipeline);
   clamp_pipeline(s.diff.right.pipeline);
   draw_selectors(s);
-  const Stage* a = s.stage(s.diff.left);
-  const Stage* b = s.stage(s.diff.right);
-  if (!a || !b || !a->trace || !b->trace) {
+  TracePtr a = s.trace(s.diff.left);
+  TracePtr b = s.trace(s.diff.right);
+  if (!a || !b) {
     left_ = right_ = nullptr;
-    ImGui::TextColored(t.muted, "choose two stages that exist");
+    std::string why = s.unreadable(a ? s.diff.right : s.diff.left);
+    if (!why.empty())
+      ImGui::TextWrapped("%s", why.c_str());
+    else
+      ImGui::TextColored(t.muted, "choose two stages that exist");
     return;
   }
   ImGui::SameLine();
@@ -174,9 +178,9 @@ void DiffPanel::draw(Session& s) {
   ImGui::SameLine();
   ImGui::Checkbox("fold unchanged", &s.diff.fold_unchanged);
   bool rebuild = display_folded_ != s.diff.fold_unchanged;
-  if (recompute || a->trace != left_ || b->trace != right_) {
-    left_ = a->trace;
-    right_ = b->trace;
+  if (recompute || a != left_ || b != right_) {
+    left_ = a;
+    right_ = b;
     PrintOptions options;
     options.depth = subsymbols_ ? PrintOptions::kAllLevels : 0;
     options.headers = false;

@@ -85,6 +85,7 @@ void Session::adopt(Capture c) {
   carry_rules.reset();
   capture = std::make_shared<const Capture>(std::move(c));
   memory_.clear();
+  unreadable_.clear();
   if (capture->pipelines.empty() && capture->rules) select_panel(Panel::rules);  // a rules-only capture
   if (!stage(selected)) selected = first_stage(*capture, 0);
   diff.left = selected;
@@ -113,11 +114,27 @@ const Stage* Session::stage(const StageRef& ref) const {
   return &list[ref.stage];
 }
 
-const passes::TraceMemory* Session::memory(const StageRef& ref) const {
+TracePtr Session::trace(const StageRef& ref) const {
   const Stage* st = stage(ref);
-  if (!st || !st->trace) return nullptr;
-  auto it = memory_.find(st->trace.get());
-  if (it == memory_.end()) it = memory_.emplace(st->trace.get(), passes::trace_memory(*st->trace)).first;
+  if (!st || !st->trace || unreadable_.count(st)) return nullptr;
+  try {
+    return st->trace.shared();
+  } catch (const CaptureError& e) {  // parsed once: a damaged text is not parsed again every frame
+    unreadable_[st] = e.what();
+    return nullptr;
+  }
+}
+
+std::string Session::unreadable(const StageRef& ref) const {
+  auto it = unreadable_.find(stage(ref));
+  return it == unreadable_.end() ? std::string() : it->second;
+}
+
+const passes::TraceMemory* Session::memory(const StageRef& ref) const {
+  TracePtr t = trace(ref);
+  if (!t) return nullptr;
+  auto it = memory_.find(t.get());
+  if (it == memory_.end()) it = memory_.emplace(t.get(), passes::trace_memory(*t)).first;
   return &it->second;
 }
 

@@ -69,11 +69,16 @@ struct Session {
   // Queries.
   const PipelineRecord* pipeline(int index) const;
   const Stage* stage(const StageRef&) const;
+  // The stage's trace, parsed when first read; null when there is none or when its stored text does
+  // not parse, and then `unreadable` says why (the capture error: JSON path, line and column).
+  TracePtr trace(const StageRef&) const;
+  std::string unreadable(const StageRef&) const;
   // What a run of the stage's trace holds at most (passes/memory.h), computed once per trace.
   const passes::TraceMemory* memory(const StageRef&) const;
  private:
   void adopt(Capture capture);
   mutable std::map<const Trace*, passes::TraceMemory> memory_;  // of the capture's traces
+  mutable std::map<const Stage*, std::string> unreadable_;      // stored texts that did not parse
 };
 
 // The pipeline's own outcome: "passed", "failed" or "refused" (record/verdict.h); "none" for no pipeline.

@@ -86,10 +86,10 @@ json replay_json(const App& app) {
 
 json trace_json(const App& app) {
   const Session& s = app.session;
-  const Stage* st = s.stage(s.selected);
-  if (!st || !st->trace) return nullptr;
-  int depth = std::clamp(app.trace.depth, 0, max_subsymbol_depth(*st->trace));
-  TraceText text = build_trace_text(*st->trace, depth);
+  TracePtr trace = s.trace(s.selected);
+  if (!trace) return nullptr;
+  int depth = std::clamp(app.trace.depth, 0, max_subsymbol_depth(*trace));
+  TraceText text = build_trace_text(*trace, depth);
   json lines = json::array(), visible = json::array();
   for (size_t i = 0; i < text.lines.size() && i < 40; ++i) lines.push_back(text.lines[i].text);
   for (size_t i = app.trace.first_visible; i < text.lines.size() && visible.size() < 20; ++i)

@@ -108,16 +108,20 @@ void TraceView::draw(Session& s) {
   const Theme& t = theme();
   hovered.reset();
   const Stage* stage = s.stage(s.selected);
-  if (!stage || !stage->trace) {
-    ImGui::TextColored(t.muted, "%s", s.capture ? "select a stage at the left" : "no capture yet");
+  TracePtr trace = s.trace(s.selected);
+  if (!stage || !trace) {
+    if (std::string why = s.unreadable(s.selected); !why.empty())
+      ImGui::TextWrapped("%s", why.c_str());
+    else
+      ImGui::TextColored(t.muted, "%s", s.capture ? "select a stage at the left" : "no capture yet");
     return;
   }
-  if (stage->trace != depth_of_) {  // walking every bound symbol is O(trace): once per trace
-    depth_of_ = stage->trace;
-    max_depth_ = max_subsymbol_depth(*stage->trace);
+  if (trace != depth_of_) {  // walking every bound symbol is O(trace): once per trace
+    depth_of_ = trace;
+    max_depth_ = max_subsymbol_depth(*trace);
   }
   const int max_depth = max_depth_;
-  refresh(stage->trace, std::clamp(depth, 0, max_depth));
+  refresh(trace, std::clamp(depth, 0, max_depth));
   if (s.jump_to_statement >= 0) {
     if (s.jump_to_statement < static_cast<int>(text_.statement_line.size()))
       marked_line = scroll_to = text_.statement_line[s.jump_to_statement];
@@ -154,7 +158,7 @@ void TraceView::draw_toolbar(Session& s, int max_depth) {
   ImGui::Text("P%d %s  %s #%d  %s", s.selected.pipeline, p->spec.label().c_str(),
               std::string(trace_kind_name(s.selected.kind)).c_str(), s.selected.stage, stage->pass.c_str());
   ImGui::SameLine();
-  ImGui::TextColored(t.muted, "(%zu lines, %zu statements)", text_.lines.size(), stage->trace->body.size());
+  ImGui::TextColored(t.muted, "(%zu lines, %zu statements)", text_.lines.size(), depth_of_->body.size());
   int shown = std::clamp(depth, 0, max_depth);
   ImGui::SetNextItemWidth(160);
   if (ImGui::SliderInt("subsymbol depth", &shown, 0, std::max(max_depth, 0))) depth = shown;

@@ -54,7 +54,7 @@ py::object provenance_of(const Trace& t) {
   return d;
 }
 
-PyStage stage_of(const Stage& s) { return PyStage{s.pass, PyTrace{s.trace}, s.milliseconds, s.changed}; }
+PyStage stage_of(const Stage& s) { return PyStage{s.pass, PyTrace{s.trace.shared()}, s.milliseconds, s.changed}; }
 
 // The loader's range for a world size (engine/capture/decode.cpp): nothing saves what cannot load.
 void check_world_size(const char* where, int world_size) {

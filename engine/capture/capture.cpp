@@ -58,8 +58,9 @@ std::string capture_to_json(const Capture& c) {
   return capture_detail::encode_capture(c).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-Capture capture_from_json(const std::string& text, const std::string& source_name) {
+Capture capture_from_json(std::string text, const std::string& source_name) {
   auto document = parse_document(text, source_name);
+  std::string().swap(text);  // the document holds it all now: a large capture's peak is one copy
   try {
     return capture_detail::decode_capture(document, source_name);
   } catch (const CaptureError&) {
@@ -93,7 +94,14 @@ Capture load_capture(const std::string& path) {
       throw CaptureError(path, "", e.what());
     }
   }
-  return capture_from_json(data, path);
+  return capture_from_json(std::move(data), path);
+}
+
+void parse_stored_traces(const Capture& c) {
+  for (const auto& p : c.pipelines)
+    for (auto kind : kTraceKinds)
+      for (const auto& stage : p.stages.of(kind))
+        if (stage.trace) stage.trace.shared();
 }
 
 }  // namespace tv

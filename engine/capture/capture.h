@@ -3,8 +3,10 @@
 // rename): a crash or kill during a save leaves the previous file intact. `load_capture` checks
 // the version and the structure; a bad document throws CaptureError with the JSON path of the
 // problem ("/pipelines/0/stages/forward/2/text") and what was expected; a newer version is refused,
-// an older one upgraded. Traces are stored as their printed text (all levels) plus structure,
-// and are re-parsed on load, so a loaded capture holds real traces.
+// an older one upgraded. Traces are stored as their printed text (all levels) and parsed when a
+// stage's trace is first read (StageTrace), so a loaded capture holds real traces and opening one
+// costs the JSON only; a stored text that does not parse throws CaptureError (its JSON path, line
+// and column) where it is read, or from parse_stored_traces.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -32,8 +34,10 @@ class CaptureError : public std::runtime_error {
 
 void save_capture(const Capture&, const std::string& path);
 Capture load_capture(const std::string& path);
+// Parses every stored trace not yet read: the first that does not parse throws its CaptureError.
+void parse_stored_traces(const Capture&);
 // The same from and to a string (used by the Python package and tests).
 std::string capture_to_json(const Capture&);
-Capture capture_from_json(const std::string& text, const std::string& source_name = "<string>");
+Capture capture_from_json(std::string text, const std::string& source_name = "<string>");
 
 }  // namespace tv

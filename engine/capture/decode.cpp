@@ -69,8 +69,8 @@ Distribution distribution(const Cursor& c) {
   c.fail("expected a parameter layout (replicated, fully_sharded), found \"" + s.substr(0, 40) + "\"");
 }
 
-// The structure is derived from the text (which is what a load uses) but is part of the format:
-// check it all, without recursion, so a deeply nested hand edit cannot exhaust the stack.
+// Before version 4 a stage also stored its trace's structure, derived from the text (which is what
+// a load uses); it was part of the format: check it all, without recursion, so a deeply nested hand edit cannot exhaust the stack.
 void check_structure(const Cursor& s) {
   string_field(s, "function");
   auto params = s.field("params");
@@ -103,31 +103,50 @@ void check_structure(const Cursor& s) {
   }
 }
 
-// The parameters' layout (replicated under ddp, fully_sharded under fsdp), which the printed text
-// does not show, from the structure's params onto the trace just parsed. The parser made one proxy
-// per name, shared by every use and owned by this trace alone, so setting it on the parameter's
-// proxy sets it everywhere.
-void restore_distributions(const Cursor& structure, const Trace& trace) {
+// Parameter layouts by name (replicated under ddp, fully_sharded under fsdp): the printed text does
+// not show them.
+using Layouts = std::vector<std::pair<std::string, Distribution>>;
+
+// Before version 4: from the params of the stage's structure.
+Layouts layouts_of_structure(const Cursor& structure) {
+  Layouts out;
   auto params = structure.field("params");
   for (size_t i = 0, n = params.size(); i < n; ++i) {
     auto p = params.at(i);
-    auto d = p.optional_field("distribution");
-    if (!d) continue;
-    std::string name = string_field(p, "name");
-    for (const auto& param : trace.params)
-      if (param.proxy->name == name) const_cast<Proxy&>(*param.proxy).distribution = distribution(*d);
+    if (auto d = p.optional_field("distribution")) out.emplace_back(string_field(p, "name"), distribution(*d));
   }
+  return out;
 }
 
-TracePtr trace_from_text(const Cursor& text) {
-  auto r = parse_trace(text.string());
-  if (r.trace) return r.trace;
-  int line = r.error ? r.error->line : 0, column = r.error ? r.error->column : 0;
-  std::string message = r.error ? r.error->message : "unknown parse error";
-  throw CaptureError(text.file(), text.path(),
-                     "the stored trace does not parse: line " + std::to_string(line) + ", column " +
-                         std::to_string(column) + ": " + message,
-                     line, column);
+// Version 4: {"t_weight": "replicated", ...}.
+Layouts layouts_of(const Cursor& c) {
+  c.expect_object();
+  Layouts out;
+  for (const auto& [key, value] : c.json().items())
+    out.emplace_back(key, distribution(Cursor(value, c.path() + "/" + escape_pointer_token(key), c.file())));
+  return out;
+}
+
+// The stored text, parsed when the stage is first read. The parser made one proxy per name, shared
+// by every use and owned by this trace alone, so setting a layout on the parameter's proxy sets it
+// everywhere.
+StageTrace stored_trace(const Cursor& text, Layouts layouts) {
+  return StageTrace::stored(
+      text.string(), [file = text.file(), path = text.path(), layouts = std::move(layouts)](const std::string& source) {
+        auto r = parse_trace(source);
+        if (!r.trace) {
+          int line = r.error ? r.error->line : 0, column = r.error ? r.error->column : 0;
+          std::string message = r.error ? r.error->message : "unknown parse error";
+          throw CaptureError(file, path,
+                             "the stored trace does not parse: line " + std::to_string(line) + ", column " +
+                                 std::to_string(column) + ": " + message,
+                             line, column);
+        }
+        for (const auto& [name, layout] : layouts)
+          for (const auto& param : r.trace->params)
+            if (param.proxy->name == name) const_cast<Proxy&>(*param.proxy).distribution = layout;
+        return r.trace;
+      });
 }
 
 Stage stage(const Cursor& c, const Context& ctx) {
@@ -137,16 +156,20 @@ Stage stage(const Cursor& c, const Context& ctx) {
   s.changed = bool_field(c, "changed");
   if (auto f = c.optional_field("failed_at")) s.failed_at = static_cast<int>(f->integer_at_least(0));
   auto text = c.field("text");
-  if (!text.json().is_null()) s.trace = trace_from_text(text);
-  if (ctx.version >= 1) {
+  const bool has_text = !text.json().is_null();
+  Layouts layouts;
+  if (ctx.version >= 4) {
+    if (auto d = c.optional_field("distributions")) layouts = layouts_of(*d);
+  } else if (ctx.version >= 1) {
     auto structure = c.field("structure");
     if (!structure.json().is_null()) {
       check_structure(structure);
-      if (s.trace) restore_distributions(structure, *s.trace);
-    } else if (s.trace) {
+      layouts = layouts_of_structure(structure);
+    } else if (has_text) {
       structure.fail_expected("an object (the trace's structure)");
     }
   }
+  if (has_text) s.trace = stored_trace(text, std::move(layouts));
   return s;
 }
 

@@ -7,31 +7,6 @@
 namespace tv::capture_detail {
 namespace {
 
-std::string_view param_kind_name(ParamKind k) {
-  switch (k) {
-    case ParamKind::positional: return "positional";
-    case ParamKind::varargs: return "varargs";
-    case ParamKind::varkw: return "varkw";
-  }
-  return "positional";
-}
-
-Json encode_bound_symbol(const BoundSymbol& b) {
-  Json outputs = Json::array();
-  for (const auto& o : b.outputs) outputs.push_back({{"name", o->name}, {"type", type_text(*o)}});
-  Json inputs = Json::array();
-  for (const auto& p : b.inputs()) inputs.push_back(p->name);
-  Json j = {{"symbol", b.symbol ? b.symbol->name : std::string()}, {"outputs", std::move(outputs)},
-            {"inputs", std::move(inputs)}};
-  if (!b.header.empty()) j["header"] = b.header;
-  if (!b.subsymbols.empty()) {
-    Json subs = Json::array();
-    for (const auto& s : b.subsymbols) subs.push_back(encode_bound_symbol(s));
-    j["subsymbols"] = std::move(subs);
-  }
-  return j;
-}
-
 Json encode_check(const TensorCheck& c) {
   return {{"name", c.name},
           {"stats", encode_tensor_stats(c.stats)},
@@ -80,29 +55,21 @@ Json encode_number(double v) {
   return v;
 }
 
-Json encode_trace_structure(const Trace& t) {
-  Json params = Json::array();
-  for (const auto& p : t.params) {
-    Json param = {{"name", p.proxy->name}, {"type", type_text(*p.proxy)}, {"kind", param_kind_name(p.kind)}};
-    if (p.proxy->distribution != Distribution::none)  // not in the printed type: kept here
-      param["distribution"] = std::string(distribution_name(p.proxy->distribution));
-    params.push_back(std::move(param));
-  }
-  Json body = Json::array();
-  for (const auto& b : t.body) body.push_back(encode_bound_symbol(b));
-  return {{"function", t.function_name}, {"params", std::move(params)}, {"bound_symbols", std::move(body)}};
-}
-
 Json encode_stage(const Stage& s) {
   Json j = {{"pass", s.pass}, {"milliseconds", encode_number(s.milliseconds)}, {"changed", s.changed}};
   if (s.failed()) j["failed_at"] = s.failed_at;
-  if (s.trace) {
-    j["text"] = print_trace(*s.trace);
-    j["structure"] = encode_trace_structure(*s.trace);
-  } else {
+  if (!s.trace) {
     j["text"] = nullptr;  // a stage without a trace (never made by the engine)
-    j["structure"] = nullptr;
+    return j;
   }
+  // A trace read from a capture is written back as it was stored (parse and print agree on it).
+  const std::string* stored = s.trace.stored_text();
+  j["text"] = stored ? *stored : print_trace(*s.trace);
+  Json layouts = Json::object();
+  for (const auto& p : s.trace->params)
+    if (p.proxy->distribution != Distribution::none)
+      layouts[p.proxy->name] = std::string(distribution_name(p.proxy->distribution));
+  if (!layouts.empty()) j["distributions"] = std::move(layouts);
   return j;
 }
 

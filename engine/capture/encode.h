@@ -11,9 +11,6 @@ namespace tv::capture_detail {
 using Json = nlohmann::ordered_json;
 
 Json encode_number(double);
-// The structure of a trace for tools that do not parse the text: function, params, bound symbols
-// with their outputs, inputs, header and nested subsymbols.
-Json encode_trace_structure(const Trace&);
 Json encode_stage(const Stage&);
 Json encode_stage_history(const StageHistory&);
 Json encode_tensor_stats(const TensorStats&);

@@ -31,6 +31,26 @@ bool parse_trace_kind(std::string_view s, TraceKind* out) {
   return false;
 }
 
+StageTrace::StageTrace(TracePtr made) : made_(std::move(made)) {}
+
+StageTrace StageTrace::stored(std::string text, Parse parse) {
+  StageTrace t;
+  t.stored_ = std::make_shared<Stored>();
+  t.stored_->text = std::move(text);
+  t.stored_->parse = std::move(parse);
+  return t;
+}
+
+const TracePtr& StageTrace::shared() const {
+  if (!stored_) return made_;
+  Stored& s = *stored_;
+  // call_once leaves the flag unset when the parse throws: the next read throws again.
+  std::call_once(s.once, [&s] { s.trace = s.parse(s.text); });
+  return s.trace;
+}
+
+const std::string* StageTrace::stored_text() const { return stored_ ? &stored_->text : nullptr; }
+
 std::vector<Stage>& StageHistory::of(TraceKind k) {
   switch (k) {
     case TraceKind::prologue: return prologue;
@@ -54,7 +74,7 @@ void StageHistory::record(TraceKind k, std::string pass, TracePtr trace, double 
     changed = !previous || !trace || cached.text != text;
   }
   cached = {trace.get(), std::move(text)};
-  list.push_back({std::move(pass), std::move(trace), milliseconds, changed});
+  list.push_back({std::move(pass), StageTrace(std::move(trace)), milliseconds, changed});
 }
 
 TracePtr StageHistory::record_timed(TraceKind k, std::string pass, const std::function<TracePtr()>& make) {
@@ -70,7 +90,7 @@ double milliseconds_since(std::chrono::steady_clock::time_point start) {
 
 TracePtr StageHistory::last(TraceKind k) const {
   const auto& list = of(k);
-  return list.empty() ? nullptr : list.back().trace;
+  return list.empty() ? nullptr : list.back().trace.shared();
 }
 
 std::vector<StageComparison> compare_stages(const StageHistory& left, const StageHistory& right) {

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +25,43 @@ inline constexpr TraceKind kTraceKinds[] = {TraceKind::prologue, TraceKind::forw
 std::string_view trace_kind_name(TraceKind);            // "prologue", "forward", "backward", "epilogue"
 bool parse_trace_kind(std::string_view, TraceKind* out);  // also accepts "computation" for forward
 
+// A stage's trace: the one a pass made, or the printed text a capture stored, parsed the first time
+// it is asked for (a capture of a deep model holds hundreds of traces and a viewer shows a few).
+// Copies share the parse. Reading a stored text that does not parse throws what `parse` throws,
+// at every read. Safe to read from several threads.
+class StageTrace {
+ public:
+  using Parse = std::function<TracePtr(const std::string& text)>;
+
+  StageTrace() = default;
+  StageTrace(TracePtr made);  // NOLINT(google-explicit-constructor): a pass's trace is a stage's trace
+  StageTrace(std::nullptr_t) {}
+  static StageTrace stored(std::string text, Parse parse);
+
+  const TracePtr& shared() const;  // parses a stored text on first use
+  const Trace* get() const { return shared().get(); }
+  const Trace& operator*() const { return *shared(); }
+  const Trace* operator->() const { return shared().get(); }
+  explicit operator bool() const { return made_ || stored_; }
+  bool operator==(std::nullptr_t) const { return !*this; }
+
+  // The text this trace was stored as (a save writes it back as it is); null for a made trace.
+  const std::string* stored_text() const;
+
+ private:
+  struct Stored {
+    std::string text;
+    Parse parse;
+    std::once_flag once;
+    TracePtr trace;
+  };
+  TracePtr made_;
+  std::shared_ptr<Stored> stored_;
+};
+
 struct Stage {
   std::string pass;          // "Dead Code Elimination"; the first stage is "acquisition"
-  TracePtr trace;
+  StageTrace trace;
   double milliseconds = 0;   // time the pass took
   bool changed = true;       // differs from the previous stage (always true for stage 0)
   // The pass stopped here: the trace is partial, up to and including the top-level bound symbol

@@ -15,6 +15,7 @@
 
 #include "session/run.h"
 #include "record/rules_matrix.h"
+#include "rules/text.h"
 #include "transforms/transform.h"
 
 namespace tv {
@@ -35,9 +36,5 @@ struct RulesRequest {
 RulesMatrix compute_rules(const RulesRequest&, const ProgressFn& progress = {});
 // The short text of a rule; empty for an unknown name.
 std::string rule_explanation(const std::string& rule);
-// Text, Markdown or JSON renderings (deterministic: no timings).
-std::string rules_text(const RulesMatrix&);
-std::string rules_markdown(const RulesMatrix&);
-std::string rules_json(const RulesMatrix&);
 
 }  // namespace tv

@@ -275,4 +275,6 @@ at::Tensor fsdp_shard(const at::Tensor& full, int rank, int world) {
   return shard;
 }
 
+std::unique_ptr<Transform> make_hsdp_transform() { return make_fsdp_transform(/*hybrid=*/true); }
+
 }  // namespace tv

@@ -4,11 +4,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "transforms/fsdp.h"
-
 namespace tv {
 
-std::unique_ptr<Transform> make_hsdp_transform() { return make_fsdp_transform(/*hybrid=*/true); }
+// The mesh only: the transform is fsdp's over a shard group (make_hsdp_transform, in fsdp.cpp), so
+// what reads a mesh (the rules' renderings) does not bring the transforms with it.
 
 std::vector<int> HybridMesh::shard_group(int rank) const {
   std::vector<int> out;

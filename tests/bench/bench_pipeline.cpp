@@ -29,10 +29,10 @@ BuiltPipeline build(const std::string& model, const std::map<std::string, std::s
   return build_pipeline(m, ValidatedOrder(std::move(order)), TransformContext{});
 }
 
-void pipeline_table() {
+void pipeline_table(const std::vector<int>& depths, const std::vector<std::vector<std::string>>& orders) {
   std::cout << "| gpt layers | order | forward bsyms | backward bsyms | pipeline ms | us per bsym |\n| --- | --- | --- | --- | --- | --- |\n";
-  for (int layers : {1, 4, 16, 32, 96})
-    for (auto order : {std::vector<std::string>{"jit"}, {"jit", "ddp"}, {"jit", "fsdp"}}) {
+  for (int layers : depths)
+    for (const auto& order : orders) {
       BuiltPipeline b;
       double us = bench::median_us(layers >= 32 ? 1 : 3, [&] { b = build("gpt", gpt(layers), order); });
       size_t f = b.stages.last(TraceKind::forward)->size(), bw = b.stages.last(TraceKind::backward)->size();
@@ -74,8 +74,23 @@ void remat_table() {
 
 }  // namespace
 
-int main() {
-  pipeline_table();
+int main(int argc, char** argv) {
+  // `--pipeline LAYERS ORDER`: that row of the first table alone (for a profiler).
+  if (argc == 4 && std::string(argv[1]) == "--pipeline") {
+    std::vector<std::string> order;
+    for (std::string rest = argv[3]; !rest.empty();) {
+      auto comma = rest.find(',');
+      order.push_back(rest.substr(0, comma));
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
+    pipeline_table({std::stoi(argv[2])}, {order});
+    return 0;
+  }
+  if (argc != 1) {
+    std::cerr << "usage: tv_bench_pipeline [--pipeline LAYERS ORDER]   (e.g. --pipeline 32 jit,ddp)\n";
+    return 2;
+  }
+  pipeline_table({1, 4, 16, 32, 96}, {{"jit"}, {"jit", "ddp"}, {"jit", "fsdp"}});
   step_table();
   remat_table();
   return 0;

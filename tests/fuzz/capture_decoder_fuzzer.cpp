@@ -1,7 +1,8 @@
 // libFuzzer harness: the capture decoder, strictly. Any document may be refused, with a
 // CaptureError only (no other exception, crash, leak or hang). Whatever loads must save to a
 // document that loads, and that document must save identically (load -> save -> load -> save is a
-// fixed point): a file the tool writes always loads back.
+// fixed point): a file the tool writes always loads back. Every stored trace is read (a load parses
+// them when first read), so a text that does not parse is a refusal like any other.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -14,6 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tv::Capture loaded;
   try {
     loaded = tv::capture_from_json(input, "fuzz.tvz.json");
+    tv::parse_stored_traces(loaded);
   } catch (const tv::CaptureError&) {
     return 0;
   }
@@ -21,6 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tv::Capture back;
   try {
     back = tv::capture_from_json(saved, "saved.tvz.json");
+    tv::parse_stored_traces(back);
   } catch (const tv::CaptureError& e) {
     tv::fuzz::violation("what loads saves to a document that loads", input, saved, e.what());
   }

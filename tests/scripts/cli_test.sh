@@ -72,6 +72,32 @@ expect 2 "--shard-group: a shard group \(2 ranks\) is hsdp's mesh, and the order
 expect 1 "P1 \[ddp,jit thunder-2024-03\] vs P0 \[jit,ddp thunder-2024-03\]: not comparable: P0 \[jit,ddp thunder-2024-03\] failed" -- compare --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2024-03 --out "$tmp/seed.tvz.json"
 expect 0 "pipeline 1 \[ddp,jit thunder-2024-03\] world 2 cpu: passed; vs P0 \[jit,ddp thunder-2024-03\]: not comparable" -- show "$tmp/seed.tvz.json"
 expect 0 "backward stage [0-9]+/[0-9]+: ddp bucketing \(25 MB\) \(FAILED at bound symbol" -- show "$tmp/seed.tvz.json" --pipeline 0 --trace backward --stage "ddp bucketing (25 MB)"
+# `show FILE` runs in the front door, without LibTorch (the engine for everything else), and prints
+# what the engine prints; a stored trace is parsed when shown: a damaged one is exit 2 with its path,
+# line and column, where it is shown or up front with --check.
+if ldd "$tool" | grep -q "libtorch\|libc10"; then
+  echo "FAIL: $tool (the front door) loads LibTorch"; failures=$((failures + 1))
+else
+  passes=$((passes + 1))
+fi
+engine="$(dirname "$tool")/thunder-viz-engine"
+if cmp -s <("$tool" show "$tmp/seed.tvz.json") <("$engine" show "$tmp/seed.tvz.json"); then
+  passes=$((passes + 1))
+else
+  echo "FAIL: show prints differently in the front door and in the engine"; failures=$((failures + 1))
+fi
+/usr/bin/python3 - "$tmp/seed.tvz.json" "$tmp/damaged.tvz.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+stage = doc["pipelines"][1]["stages"]["forward"][0]
+stage["text"] = stage["text"].replace("ltorch.linear(", "ltorch.linear((", 1)
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+expect 0 "backward stage" -- show "$tmp/damaged.tvz.json" --pipeline 0
+expect 2 "damaged.tvz.json: /pipelines/1/stages/forward/0/text: the stored trace does not parse: line [0-9]+, column [0-9]+" -- show "$tmp/damaged.tvz.json" --pipeline 1 --trace forward --stage 0
+expect 2 "/pipelines/1/stages/forward/0/text: the stored trace does not parse" -- show "$tmp/damaged.tvz.json" --check
+expect 2 "/pipelines/1/stages/forward/0/text: the stored trace does not parse" -- show "$tmp/damaged.tvz.json" --memory
+expect 2 "show --model: --pipeline, --stage, --memory and --check need a capture FILE" -- show --model linear --check
 expect 2 "unknown transform 'dpp'" -- compare --model linear --order jit,dpp --order jit --world 2
 # Replay timings as a Chrome trace (Perfetto): one complete event per timed bound symbol, prologue, forward, backward in turn.
 expect 0 "passed: mlp" -- run --model mlp --chrome-trace "$tmp/mlp.chrome.json"

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -481,7 +482,7 @@ TEST(CaptureRoundTrip, CudaGraphRelativeDifference) {
   EXPECT_FALSE(older->matches());
 }
 
-TEST(CaptureFormat, DocumentLayoutAndStructure) {
+TEST(CaptureFormat, DocumentLayout) {
   Json doc = doc_of(realistic_capture());
   EXPECT_EQ(doc.begin().key(), "format");
   EXPECT_EQ(doc["format"], "thunder-viz-capture");
@@ -491,28 +492,19 @@ TEST(CaptureFormat, DocumentLayoutAndStructure) {
   EXPECT_EQ(fwd[0]["pass"], "acquisition");
   EXPECT_EQ(fwd[6]["pass"], "Delete Last Used");
   EXPECT_EQ(fwd[6]["text"], read_file(fs::path(TV_FIXTURES_DIR) / "linear__fwd__06.txt"));
+  // Each trace is stored once, as its text; no parameter is distributed here.
+  EXPECT_FALSE(fwd[6].contains("structure"));
+  EXPECT_FALSE(fwd[6].contains("distributions"));
 
-  const auto& s = fwd[6]["structure"];
-  EXPECT_EQ(s["function"], "computation");
-  ASSERT_EQ(s["params"].size(), 2u);
-  EXPECT_EQ(s["params"][1]["name"], "t_weight");
-  EXPECT_EQ(s["params"][1]["type"], "cuda:0 f32[10, 5]");
-  EXPECT_EQ(s["params"][1]["kind"], "positional");
-  const Json* linear = nullptr;
-  for (const auto& b : s["bound_symbols"])
-    if (b["symbol"] == "torch.nn.functional.linear") linear = &b;
-  ASSERT_TRUE(linear);
-  EXPECT_EQ((*linear)["outputs"][0]["name"], "t16");
-  EXPECT_EQ((*linear)["outputs"][0]["type"], "cuda:0 f32[2, 10]");
-  EXPECT_EQ((*linear)["inputs"], Json::array({"input", "t_weight"}));
-  EXPECT_NE((*linear)["header"].get<std::string>().find("linear.py:134"), std::string::npos);
-  EXPECT_EQ((*linear)["subsymbols"][0]["symbol"], "ltorch.linear");
-  EXPECT_EQ((*linear)["subsymbols"][0]["subsymbols"][0]["symbol"], "prims.linear");
-
-  const auto& prologue = doc["pipelines"][0]["stages"]["prologue"][1]["structure"];
-  EXPECT_EQ(prologue["function"], "prologue");
-  EXPECT_EQ(prologue["params"][0]["kind"], "varargs");
-  EXPECT_EQ(prologue["params"][1]["kind"], "varkw");
+  // The layouts of distributed parameters, which the text does not show.
+  Json distributed = doc_of(distributed_capture());
+  const auto& ddp = distributed["pipelines"][0]["stages"]["forward"][0];
+  ASSERT_TRUE(ddp.contains("distributions")) << ddp.dump().substr(0, 400);
+  for (const auto& [name, layout] : ddp["distributions"].items()) {
+    EXPECT_EQ(name.rfind("t_", 0), 0u) << name;
+    EXPECT_EQ(layout, "replicated");
+  }
+  EXPECT_EQ(distributed["pipelines"][1]["stages"]["forward"][0]["distributions"].begin().value(), "fully_sharded");
 
   // Non-finite numbers are strings; the optional replay of a refused pipeline is null.
   EXPECT_EQ(doc["pipelines"][0]["replay"]["ranks"][0]["gradients"][0]["max_abs"], "NaN");
@@ -572,13 +564,18 @@ TEST(CaptureSchema, WrittenDocumentsMatchTheSchema) {
   }
   {
     Json d = good;
-    d["pipelines"][0]["stages"]["forward"][0]["structure"]["params"][0]["distribution"] = "scattered";
+    d["pipelines"][0]["stages"]["forward"][0]["distributions"] = {{"t_weight", "scattered"}};
     bad.push_back({"unknown-layout", d});
   }
   {
     Json d = good;
-    d["pipelines"][0]["stages"]["forward"][0]["structure"]["bound_symbols"][0]["outputs"] = "t0";
-    bad.push_back({"outputs-not-a-list", d});
+    d["pipelines"][0]["stages"]["forward"][0]["distributions"] = Json::array({"t_weight"});
+    bad.push_back({"layouts-not-an-object", d});
+  }
+  {
+    Json d = good;
+    d["pipelines"][0]["stages"]["forward"][0]["structure"] = Json::object();
+    bad.push_back({"version-3-structure", d});
   }
   {
     Json d = good;
@@ -722,7 +719,7 @@ TEST(CaptureErrors, NewerVersionIsRefused) {
   d["pipelines"] = "whatever a future version keeps here";
   auto e = error_of(d.dump(), "future.tvz.json");
   EXPECT_EQ(e.json_path(), "/version");
-  EXPECT_NE(e.message().find("this capture was written by a newer thunder-viz (version 7 > 3); upgrade the tool"),
+  EXPECT_NE(e.message().find("this capture was written by a newer thunder-viz (version 7 > 4); upgrade the tool"),
             std::string::npos)
       << e.what();
 }
@@ -801,6 +798,67 @@ TEST(CaptureErrors, OlderVersionIsUpgraded) {
   EXPECT_EQ(error_of(unknown.dump()).json_path(), "/version");
 }
 
+// Version 3 files as the tool wrote them (the fuzzers' seed captures): each trace was also stored as
+// a structure, which a load still checks and takes the parameters' layouts from.
+TEST(CaptureErrors, Version3FilesLoadAndUpgrade) {
+  const std::string folder = std::string(TV_SOURCE_DIR) + "/tests/fuzz/corpus/capture/";
+  int layouts = 0;
+  for (const char* name : {"compare_seed.tvz.json", "compare_seed_2024.tvz.json", "rules_linear.tvz.json", "run_linear.tvz.json"}) {
+    SCOPED_TRACE(name);
+    Json doc = Json::parse(read_file(folder + name));
+    ASSERT_EQ(doc["version"], 3);
+    Capture c = load_capture(folder + name);
+    EXPECT_EQ(c.loaded_from_version, 3);
+    ASSERT_EQ(c.pipelines.size(), doc["pipelines"].size());
+    for (size_t p = 0; p < c.pipelines.size(); ++p)
+      for (auto kind : kTraceKinds) {
+        const auto& stored = doc["pipelines"][p]["stages"][std::string(trace_kind_name(kind))];
+        const auto& stages = c.pipelines[p].stages.of(kind);
+        ASSERT_EQ(stages.size(), stored.size());
+        for (size_t i = 0; i < stages.size(); ++i) {
+          ASSERT_TRUE(stages[i].trace);
+          EXPECT_EQ(print_trace(*stages[i].trace), stored[i]["text"].get<std::string>());
+          for (const auto& param : stored[i]["structure"]["params"]) {
+            if (!param.contains("distribution")) continue;
+            ++layouts;
+            for (const auto& q : stages[i].trace->params)
+              if (q.proxy->name == param["name"]) EXPECT_EQ(q.proxy->distribution, Distribution::replicated);
+          }
+        }
+      }
+    // Saved, it is version 4: the texts once, the layouts beside them, and it loads to the same capture.
+    Json saved = Json::parse(capture_to_json(c));
+    EXPECT_EQ(saved["version"], kCaptureVersion);
+    EXPECT_EQ(capture_to_json(capture_from_json(saved.dump())), saved.dump() + "\n");
+  }
+  EXPECT_EQ(layouts, 21);
+
+  // A damaged structure in a version 3 file is still refused, at its path.
+  Json doc = Json::parse(read_file(folder + "compare_seed.tvz.json"));
+  doc["pipelines"][0]["stages"]["forward"][1]["structure"]["params"][0]["distribution"] = "scattered";
+  EXPECT_EQ(error_of(doc.dump()).json_path(), "/pipelines/0/stages/forward/1/structure/params/0/distribution");
+  doc = Json::parse(read_file(folder + "compare_seed.tvz.json"));
+  doc["pipelines"][0]["stages"]["forward"][1]["structure"]["bound_symbols"][0]["outputs"] = "t0";
+  EXPECT_EQ(error_of(doc.dump()).json_path(), "/pipelines/0/stages/forward/1/structure/bound_symbols/0/outputs");
+}
+
+// A load parses no trace: each is parsed once, when first read, from any number of threads at once.
+TEST(CaptureRoundTrip, StoredTracesAreParsedOnceWhenFirstRead) {
+  Capture c = capture_from_json(capture_to_json(realistic_capture()));
+  const Stage& stage = c.pipelines[0].stages.forward[3];
+  ASSERT_TRUE(stage.trace.stored_text());
+  std::vector<const Trace*> seen(8);
+  std::vector<std::thread> readers;
+  for (size_t i = 0; i < seen.size(); ++i) readers.emplace_back([&, i] { seen[i] = stage.trace.get(); });
+  for (auto& r : readers) r.join();
+  for (const Trace* t : seen) EXPECT_EQ(t, seen[0]);
+  ASSERT_TRUE(seen[0]);
+  EXPECT_EQ(print_trace(*seen[0]), *stage.trace.stored_text());
+  // A copy of the stage shares the parse.
+  Stage copy = stage;
+  EXPECT_EQ(copy.trace.get(), seen[0]);
+}
+
 TEST(CaptureErrors, TruncatedEmptyAndBinaryFiles) {
   TempDir dir;
   std::string text = capture_to_json(small_capture());
@@ -866,7 +924,20 @@ TEST(CaptureErrors, StoredTraceWithSyntaxErrorGivesPathAndLineColumn) {
   int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(call), '\n'));
   text_value = text;
 
-  auto e = error_of(d.dump(), "run.tvz.json");
+  // The document loads: a stored text is parsed when its stage is first read, and that read throws.
+  Capture c = capture_from_json(d.dump(), "run.tvz.json");
+  const auto& forward = c.pipelines[0].stages.forward;
+  EXPECT_TRUE(forward[1].trace.get());
+  CaptureError e("", "", "");
+  try {
+    forward[2].trace.shared();
+    FAIL() << "the damaged text parsed";
+  } catch (const CaptureError& thrown) {
+    e = thrown;
+  }
+  EXPECT_THROW(parse_stored_traces(c), CaptureError);
+  EXPECT_THROW(forward[2].trace.shared(), CaptureError);  // every read, not the first only
+  EXPECT_THROW(capture_to_json(c), CaptureError);         // nothing saves a text that does not parse
   EXPECT_EQ(e.json_path(), "/pipelines/0/stages/forward/2/text");
   EXPECT_EQ(e.trace_line(), line);
   EXPECT_GT(e.trace_column(), 0);
@@ -980,7 +1051,7 @@ TEST(CaptureFuzz, TenThousandMutatedDocumentsNeverCrash) {
   for (int i = 0; i < 10000; ++i) {
     std::string input = mutate(text, doc, ptrs, rng);
     try {
-      capture_from_json(input, "fuzz.tvz.json");
+      parse_stored_traces(capture_from_json(input, "fuzz.tvz.json"));
       ++loaded;
     } catch (const CaptureError& e) {
       ++refused;
@@ -1019,7 +1090,7 @@ Capture large_capture() {
   Capture c = realistic_capture();
   auto& fwd = c.pipelines[1].stages.forward;
   auto base = fwd;
-  for (int copy = 0; copy < 300; ++copy) fwd.insert(fwd.end(), base.begin(), base.end());
+  for (int copy = 0; copy < 600; ++copy) fwd.insert(fwd.end(), base.begin(), base.end());
   return c;
 }
 

@@ -1,0 +1,74 @@
+// thunder-viz: the front door of the command line. What only reads a capture (`show FILE`) runs
+// here, in a process without LibTorch: loading LibTorch and what it links takes about 0.4 s and
+// 160 MB before main(), several times what reading a capture costs. Every other command, `--help`,
+// and any invocation this door does not parse (its mistakes included, so their messages are the
+// engine's) run in thunder-viz-engine, the program next to this one, which this process becomes
+// (execv) with the same arguments.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <new>
+#include <string>
+
+#include "capture/capture.h"
+#include "cli/show_capture.h"
+#include "common/errors.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using tv::app::BadInput;
+using tv::app::kBadInput;
+using tv::app::kDifference;
+
+constexpr const char* kEngine = "thunder-viz-engine";
+
+int report(const std::string& what, int code) {
+  std::cerr << "error: " << tv::app::printable_error(what) << "\n";
+  return code;
+}
+
+[[noreturn]] void become_engine(char** argv) {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  fs::path engine = (ec ? fs::path(argv[0]) : self).parent_path() / kEngine;
+  execv(engine.c_str(), argv);
+  std::cerr << "error: cannot start " << engine.string() << ": " << std::strerror(errno)
+            << "; it is built with this program (ninja -C build thunder-viz-engine) and must sit next to it\n";
+  std::exit(kDifference);
+}
+
+// `show FILE` with only the options the reader has; anything else is the engine's.
+bool reads_a_capture_only(int argc, char** argv, tv::cli::ShowCaptureOptions& options) {
+  if (argc < 3 || std::string(argv[1]) != "show") return false;
+  CLI::App app;
+  auto* show = app.add_subcommand("show");
+  tv::cli::add_show_capture_options(*show, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Error&) {  // help, a mistake, an engine-only option (--model, --memory)
+    return false;
+  }
+  return !options.file.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tv::cli::ShowCaptureOptions options;
+  if (!reads_a_capture_only(argc, argv, options)) become_engine(argv);
+  try {
+    return tv::cli::show_capture(options);
+  } catch (const BadInput& e) {
+    return report(e.what(), kBadInput);
+  } catch (const tv::CaptureError& e) {  // a stored trace read after the load (they are parsed when first read)
+    return report(e.what(), kBadInput);
+  } catch (const std::bad_alloc&) {
+    return report("out of memory while reading the capture", kDifference);
+  } catch (const std::exception& e) {
+    return report(e.what(), kDifference);
+  }
+}
