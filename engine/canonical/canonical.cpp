@@ -1,5 +1,8 @@
 #include "canonical/canonical.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <unordered_map>
 
 #include "format/printer.h"
@@ -52,7 +55,9 @@ TracePtr canonical(const Trace& t) {
 
 std::string canonical_text(const Trace& t) { return print_trace(*canonical(t)); }
 
-bool canonically_equal(const Trace& a, const Trace& b) { return canonical_text(a) == canonical_text(b); }
+bool canonically_equal(const Trace& a, const Trace& b) {
+  return canonical_shape(a) == canonical_shape(b) && (same_objects(a, b) || canonical_text(a) == canonical_text(b));
+}
 
 uint64_t canonical_hash(const Trace& t) {
   uint64_t h = 1469598103934665603ull;
@@ -60,6 +65,119 @@ uint64_t canonical_hash(const Trace& t) {
     h ^= c;
     h *= 1099511628211ull;
   }
+  return h;
+}
+
+namespace {
+
+void mix(uint64_t& h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+}
+
+// Only what the printer writes the same way whatever the names: kinds, sizes, integers, booleans,
+// strings. (A proxy is its kind alone; a float or a dtype, whose spellings may coincide, too.)
+void mix_value(uint64_t& h, const Value& v) {
+  mix(h, static_cast<uint64_t>(v.kind));
+  switch (v.kind) {
+    case Value::Kind::boolean: mix(h, v.b); break;
+    case Value::Kind::integer: mix(h, static_cast<uint64_t>(v.i)); break;
+    case Value::Kind::string:
+    case Value::Kind::name: mix(h, std::hash<std::string>{}(v.s)); break;
+    case Value::Kind::tuple:
+    case Value::Kind::list:
+      mix(h, v.items.size());
+      for (const auto& item : v.items) mix_value(h, item);
+      break;
+    case Value::Kind::dict:
+      mix(h, v.entries.size());
+      for (const auto& [key, value] : v.entries) {
+        mix_value(h, key);
+        mix_value(h, value);
+      }
+      break;
+    default: break;
+  }
+}
+
+// Whether the statement's printing shows every argument and keyword argument, and its output count.
+bool prints_all_arguments(PrintForm form) {
+  return form == PrintForm::call || form == PrintForm::annotated_call || form == PrintForm::method;
+}
+
+void mix_shape(uint64_t& h, const std::vector<BoundSymbol>& body) {
+  mix(h, body.size());
+  for (const auto& b : body) {
+    mix(h, reinterpret_cast<uintptr_t>(b.symbol));
+    if (b.symbol && prints_all_arguments(b.symbol->form)) {
+      mix(h, b.outputs.size());
+      mix(h, b.args.size());
+      for (const auto& a : b.args) mix_value(h, a);
+      mix(h, b.kwargs.size());
+      for (const auto& [key, value] : b.kwargs) {
+        mix(h, std::hash<std::string>{}(key));
+        mix_value(h, value);
+      }
+    } else if (b.symbol && (b.symbol->form == PrintForm::ret || b.symbol->form == PrintForm::del)) {
+      mix(h, b.args.size());
+      for (const auto& a : b.args) mix_value(h, a);
+    }
+    mix_shape(h, b.subsymbols);
+  }
+}
+
+bool same_value(const Value& a, const Value& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Value::Kind::none: return true;
+    case Value::Kind::boolean: return a.b == b.b;
+    case Value::Kind::integer: return a.i == b.i;
+    case Value::Kind::floating: return a.f == b.f || (a.f != a.f && b.f != b.f);  // NaN prints as NaN
+    case Value::Kind::string:
+    case Value::Kind::name: return a.s == b.s;
+    case Value::Kind::dtype: return a.dtype == b.dtype && a.s == b.s;
+    case Value::Kind::device: return a.device == b.device;
+    case Value::Kind::proxy: return a.proxy == b.proxy;
+    case Value::Kind::tuple:
+    case Value::Kind::list:
+      return a.items.size() == b.items.size() &&
+             std::equal(a.items.begin(), a.items.end(), b.items.begin(), same_value);
+    case Value::Kind::dict:
+      return a.entries.size() == b.entries.size() &&
+             std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(),
+                        [](const auto& x, const auto& y) { return same_value(x.first, y.first) && same_value(x.second, y.second); });
+  }
+  return false;
+}
+
+bool same_statements(const std::vector<BoundSymbol>& a, const std::vector<BoundSymbol>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const BoundSymbol &x = a[i], &y = b[i];
+    if (x.symbol != y.symbol || x.outputs != y.outputs || x.tags != y.tags || x.args.size() != y.args.size() ||
+        x.kwargs.size() != y.kwargs.size() || x.output_target.has_value() != y.output_target.has_value())
+      return false;
+    if (!std::equal(x.args.begin(), x.args.end(), y.args.begin(), same_value)) return false;
+    for (size_t k = 0; k < x.kwargs.size(); ++k)
+      if (x.kwargs[k].first != y.kwargs[k].first || !same_value(x.kwargs[k].second, y.kwargs[k].second)) return false;
+    if (x.output_target && !same_value(*x.output_target, *y.output_target)) return false;
+    if (!x.subsymbols.shares_with(y.subsymbols) && !same_statements(x.subsymbols, y.subsymbols)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool same_objects(const Trace& a, const Trace& b) {
+  if (a.function_name != b.function_name || a.params.size() != b.params.size()) return false;
+  for (size_t i = 0; i < a.params.size(); ++i)
+    if (a.params[i].proxy != b.params[i].proxy || a.params[i].kind != b.params[i].kind) return false;
+  return same_statements(a.body, b.body);
+}
+
+uint64_t canonical_shape(const Trace& t) {
+  uint64_t h = std::hash<std::string>{}(t.function_name);
+  mix(h, t.params.size());
+  mix_shape(h, t.body);
   return h;
 }
 

@@ -64,17 +64,27 @@ std::vector<Stage>& StageHistory::of(TraceKind k) {
 const std::vector<Stage>& StageHistory::of(TraceKind k) const { return const_cast<StageHistory*>(this)->of(k); }
 
 void StageHistory::record(TraceKind k, std::string pass, TracePtr trace, double milliseconds) {
+  auto start = std::chrono::steady_clock::now();
   auto& list = of(k);
-  auto& cached = canonical_of_last_[static_cast<size_t>(k)];
-  std::string text = trace ? canonical_text(*trace) : std::string();
+  auto& last = canonical_of_last_[static_cast<size_t>(k)];
+  CanonicalOfLast next{trace.get(), trace ? canonical_shape(*trace) : 0, std::nullopt};
   bool changed = true;
   if (!list.empty()) {
     const Trace* previous = list.back().trace.get();
-    if (cached.trace != previous) cached = {previous, previous ? canonical_text(*previous) : std::string()};
-    changed = !previous || !trace || cached.text != text;
+    if (last.trace != previous) last = {previous, previous ? canonical_shape(*previous) : 0, std::nullopt};
+    // Different shapes: different programs. The same objects: the same program. Else the texts decide.
+    if (previous && trace && last.shape == next.shape) {
+      if (same_objects(*previous, *trace)) {
+        changed = false;
+      } else {
+        if (!last.text) last.text = canonical_text(*previous);
+        next.text = canonical_text(*trace);
+        changed = *last.text != *next.text;
+      }
+    }
   }
-  cached = {trace.get(), std::move(text)};
-  list.push_back({std::move(pass), StageTrace(std::move(trace)), milliseconds, changed});
+  last = std::move(next);
+  list.push_back({std::move(pass), StageTrace(std::move(trace)), milliseconds + milliseconds_since(start), changed});
 }
 
 TracePtr StageHistory::record_timed(TraceKind k, std::string pass, const std::function<TracePtr()>& make) {

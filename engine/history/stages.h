@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,7 +63,7 @@ class StageTrace {
 struct Stage {
   std::string pass;          // "Dead Code Elimination"; the first stage is "acquisition"
   StageTrace trace;
-  double milliseconds = 0;   // time the pass took
+  double milliseconds = 0;   // time the pass took, its comparison with the previous stage included
   bool changed = true;       // differs from the previous stage (always true for stage 0)
   // The pass stopped here: the trace is partial, up to and including the top-level bound symbol
   // at this index, the one that failed, then the return. -1 when the pass completed.
@@ -82,11 +83,14 @@ struct StageHistory {
   TracePtr last(TraceKind) const;  // null when there is none
 
  private:
-  // The canonical text of each kind's last stage, kept from the record that compared it, so each
-  // trace is put in canonical form once. Keyed by the trace, so a list changed directly is seen.
+  // What the comparison of each kind's last stage with the next one needs, kept from the record
+  // that made it, so each trace is put in canonical form at most once: its shape always, its
+  // canonical text only once a comparison needed it (equal shapes). Keyed by the trace, so a list
+  // changed directly is seen.
   struct CanonicalOfLast {
     const Trace* trace = nullptr;
-    std::string text;
+    uint64_t shape = 0;
+    std::optional<std::string> text;
   };
   CanonicalOfLast canonical_of_last_[4];
 };

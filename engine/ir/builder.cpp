@@ -49,7 +49,7 @@ Value TraceBuilder::call(const Symbol& symbol, std::vector<Value> args, Kwargs k
     b.header = std::move(pending_header_);
     pending_header_.clear();
   }
-  levels_.push_back(&b.subsymbols);
+  levels_.push_back(&b.subsymbols.mutable_vec());
   Value out;
   try {
     out = symbol.impl(*this, b.args, b.kwargs);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/cow_vector.h"
 #include "ir/symbol.h"
 #include "ir/value.h"
 
@@ -23,7 +24,7 @@ struct BoundSymbol {
   // `(_, _)`. Its proxies are placeholders, the k-th standing for outputs[k] (so renaming the
   // outputs needs no change here); `_` is a name. Ignored when its proxy count differs from outputs.
   std::optional<Value> output_target;
-  std::vector<BoundSymbol> subsymbols;    // its decomposition, one level down
+  CowVector<BoundSymbol> subsymbols;      // its decomposition, one level down (shared by copies until changed)
   std::string header;                     // source location printed as a comment above it
   std::vector<std::string> tags;
 

@@ -1,5 +1,6 @@
 #include "passes/cse.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,8 +18,20 @@ ProxyPtr replace(const Replacements& r, const ProxyPtr& p) {
   return it == r.end() ? p : it->second;
 }
 
-// Rewrites the reads of `b` and of its subsymbols (outputs stay).
+bool reads_any(const BoundSymbol& b, const Replacements& r) {
+  bool found = false;
+  auto check = [&](const ProxyPtr& p) { found = found || r.count(p->name) > 0; };
+  for (const auto& a : b.args) for_each_proxy(a, check);
+  for (const auto& [k, v] : b.kwargs) for_each_proxy(v, check);
+  if (found) return true;
+  const auto& subsymbols = b.subsymbols.vec();
+  return std::any_of(subsymbols.begin(), subsymbols.end(), [&](const BoundSymbol& s) { return reads_any(s, r); });
+}
+
+// Rewrites the reads of `b` and of its subsymbols (outputs stay). A statement that reads nothing
+// replaced is left as it is, so its subsymbols stay shared with the trace it was copied from.
 void substitute(BoundSymbol& b, const Replacements& r) {
+  if (!reads_any(b, r)) return;
   auto fn = [&](const ProxyPtr& p) { return replace(r, p); };
   for (auto& a : b.args) a = map_proxies(a, fn);
   for (auto& [k, v] : b.kwargs) v = map_proxies(v, fn);
