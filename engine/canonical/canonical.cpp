@@ -56,7 +56,7 @@ TracePtr canonical(const Trace& t) {
 std::string canonical_text(const Trace& t) { return print_trace(*canonical(t)); }
 
 bool canonically_equal(const Trace& a, const Trace& b) {
-  return canonical_shape(a) == canonical_shape(b) && (same_objects(a, b) || canonical_text(a) == canonical_text(b));
+  return same_shape(a, b) && (same_objects(a, b) || canonical_text(a) == canonical_text(b));
 }
 
 uint64_t canonical_hash(const Trace& t) {
@@ -70,32 +70,26 @@ uint64_t canonical_hash(const Trace& t) {
 
 namespace {
 
-void mix(uint64_t& h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-}
-
-// Only what the printer writes the same way whatever the names: kinds, sizes, integers, booleans,
-// strings. (A proxy is its kind alone; a float or a dtype, whose spellings may coincide, too.)
-void mix_value(uint64_t& h, const Value& v) {
-  mix(h, static_cast<uint64_t>(v.kind));
-  switch (v.kind) {
-    case Value::Kind::boolean: mix(h, v.b); break;
-    case Value::Kind::integer: mix(h, static_cast<uint64_t>(v.i)); break;
+// Whether two values print alike whatever the names, as far as that is cheap to see: kinds, sizes,
+// integers, booleans, strings. (A proxy is its kind alone; a float or a dtype, whose spellings may
+// coincide, too.) False means they print differently.
+bool same_value_shape(const Value& a, const Value& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Value::Kind::boolean: return a.b == b.b;
+    case Value::Kind::integer: return a.i == b.i;
     case Value::Kind::string:
-    case Value::Kind::name: mix(h, std::hash<std::string>{}(v.s)); break;
+    case Value::Kind::name: return a.s == b.s;
     case Value::Kind::tuple:
     case Value::Kind::list:
-      mix(h, v.items.size());
-      for (const auto& item : v.items) mix_value(h, item);
-      break;
+      return a.items.size() == b.items.size() &&
+             std::equal(a.items.begin(), a.items.end(), b.items.begin(), same_value_shape);
     case Value::Kind::dict:
-      mix(h, v.entries.size());
-      for (const auto& [key, value] : v.entries) {
-        mix_value(h, key);
-        mix_value(h, value);
-      }
-      break;
-    default: break;
+      return a.entries.size() == b.entries.size() &&
+             std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(), [](const auto& x, const auto& y) {
+               return same_value_shape(x.first, y.first) && same_value_shape(x.second, y.second);
+             });
+    default: return true;
   }
 }
 
@@ -104,25 +98,27 @@ bool prints_all_arguments(PrintForm form) {
   return form == PrintForm::call || form == PrintForm::annotated_call || form == PrintForm::method;
 }
 
-void mix_shape(uint64_t& h, const std::vector<BoundSymbol>& body) {
-  mix(h, body.size());
-  for (const auto& b : body) {
-    mix(h, reinterpret_cast<uintptr_t>(b.symbol));
-    if (b.symbol && prints_all_arguments(b.symbol->form)) {
-      mix(h, b.outputs.size());
-      mix(h, b.args.size());
-      for (const auto& a : b.args) mix_value(h, a);
-      mix(h, b.kwargs.size());
-      for (const auto& [key, value] : b.kwargs) {
-        mix(h, std::hash<std::string>{}(key));
-        mix_value(h, value);
-      }
-    } else if (b.symbol && (b.symbol->form == PrintForm::ret || b.symbol->form == PrintForm::del)) {
-      mix(h, b.args.size());
-      for (const auto& a : b.args) mix_value(h, a);
-    }
-    mix_shape(h, b.subsymbols);
+bool same_arguments_shape(const BoundSymbol& x, const BoundSymbol& y) {
+  if (x.args.size() != y.args.size() || !std::equal(x.args.begin(), x.args.end(), y.args.begin(), same_value_shape))
+    return false;
+  if (!prints_all_arguments(x.symbol->form)) return true;
+  if (x.outputs.size() != y.outputs.size() || x.kwargs.size() != y.kwargs.size()) return false;
+  for (size_t k = 0; k < x.kwargs.size(); ++k)
+    if (x.kwargs[k].first != y.kwargs[k].first || !same_value_shape(x.kwargs[k].second, y.kwargs[k].second)) return false;
+  return true;
+}
+
+bool same_statement_shapes(const std::vector<BoundSymbol>& a, const std::vector<BoundSymbol>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const BoundSymbol &x = a[i], &y = b[i];
+    if (x.symbol != y.symbol) return false;
+    const PrintForm form = x.symbol ? x.symbol->form : PrintForm::call;
+    const bool shows_arguments = prints_all_arguments(form) || form == PrintForm::ret || form == PrintForm::del;
+    if (x.symbol && shows_arguments && !same_arguments_shape(x, y)) return false;
+    if (!x.subsymbols.shares_with(y.subsymbols) && !same_statement_shapes(x.subsymbols, y.subsymbols)) return false;
   }
+  return true;
 }
 
 bool same_value(const Value& a, const Value& b) {
@@ -174,11 +170,9 @@ bool same_objects(const Trace& a, const Trace& b) {
   return same_statements(a.body, b.body);
 }
 
-uint64_t canonical_shape(const Trace& t) {
-  uint64_t h = std::hash<std::string>{}(t.function_name);
-  mix(h, t.params.size());
-  mix_shape(h, t.body);
-  return h;
+bool same_shape(const Trace& a, const Trace& b) {
+  return a.function_name == b.function_name && a.params.size() == b.params.size() &&
+         same_statement_shapes(a.body, b.body);
 }
 
 }  // namespace tv

@@ -17,13 +17,12 @@ std::string canonical_text(const Trace&);
 bool canonically_equal(const Trace&, const Trace&);
 // FNV-1a of canonical_text: the same value in every process.
 uint64_t canonical_hash(const Trace&);
-// A cheap hash of what the printer writes the same way whatever the names: the function's name,
-// the number of parameters and, at every level, each statement's symbol, its subsymbol count and,
-// where the statement prints them all, its arguments' kinds, sizes, integers and strings. Traces
-// whose shapes differ are never canonically equal; equal shapes prove nothing (compare
-// canonical_text).
-// Symbols hash by identity: the value holds within one process only.
-uint64_t canonical_shape(const Trace&);
+// Whether two traces agree in what the printer writes the same way whatever the names: the
+// function's name, the number of parameters and, at every level, each statement's symbol, its
+// subsymbols and, where the statement prints them all, its arguments' kinds, sizes, integers and
+// strings. Cheap, and quick to say no: traces of different shapes are never canonically equal;
+// the same shape proves nothing (compare canonical_text).
+bool same_shape(const Trace&, const Trace&);
 // Whether two traces are made of the same objects: the same symbols, the same proxies (by
 // pointer), equal literals and statement layout. What a pass that changed nothing returns; such
 // traces print alike, so they are canonically equal. False proves nothing.

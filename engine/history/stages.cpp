@@ -67,13 +67,13 @@ void StageHistory::record(TraceKind k, std::string pass, TracePtr trace, double 
   auto start = std::chrono::steady_clock::now();
   auto& list = of(k);
   auto& last = canonical_of_last_[static_cast<size_t>(k)];
-  CanonicalOfLast next{trace.get(), trace ? canonical_shape(*trace) : 0, std::nullopt};
+  CanonicalOfLast next{trace.get(), std::nullopt};
   bool changed = true;
   if (!list.empty()) {
     const Trace* previous = list.back().trace.get();
-    if (last.trace != previous) last = {previous, previous ? canonical_shape(*previous) : 0, std::nullopt};
-    // Different shapes: different programs. The same objects: the same program. Else the texts decide.
-    if (previous && trace && last.shape == next.shape) {
+    if (last.trace != previous) last = {previous, std::nullopt};
+    // Another shape: another program. The same objects: the same program. Else the texts decide.
+    if (previous && trace && same_shape(*previous, *trace)) {
       if (same_objects(*previous, *trace)) {
         changed = false;
       } else {

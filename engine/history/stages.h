@@ -83,13 +83,11 @@ struct StageHistory {
   TracePtr last(TraceKind) const;  // null when there is none
 
  private:
-  // What the comparison of each kind's last stage with the next one needs, kept from the record
-  // that made it, so each trace is put in canonical form at most once: its shape always, its
-  // canonical text only once a comparison needed it (equal shapes). Keyed by the trace, so a list
-  // changed directly is seen.
+  // The canonical text of each kind's last stage once a comparison needed it (the same shape as
+  // the next stage's, other objects), so each trace is put in canonical form at most once. Keyed
+  // by the trace, so a list changed directly is seen.
   struct CanonicalOfLast {
     const Trace* trace = nullptr;
-    uint64_t shape = 0;
     std::optional<std::string> text;
   };
   CanonicalOfLast canonical_of_last_[4];

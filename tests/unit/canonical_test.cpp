@@ -61,3 +61,38 @@ TEST(Canonical, NamesFollowDefinitionOrder) {
   EXPECT_EQ(c->body[2].output()->name, "p2");
   EXPECT_EQ(c->body[2].args[0].proxy->name, "p1");
 }
+
+// The quick checks in front of the canonical text agree with it: a different shape is a different
+// program, the same objects the same program; every other case goes to the text.
+TEST(Canonical, ShapeAndIdentityAgreeWithTheText) {
+  const std::string text = tv::testing::read_file(std::string(TV_FIXTURES_DIR) + "/linear__bwd__00.txt");
+  auto a = parse(text);
+  auto renamed = parse(rename_all(rename_all(text, "t19", "u19"), "t17", "zz"));
+  auto other_axes = parse(rename_all(text, "(1, 0)", "(0, 1)"));  // same symbols, other literals
+  auto ddp = parse(tv::testing::read_file(std::string(TV_FIXTURES_DIR) + "/ddp_jit_then_ddp__bwd__00.txt"));
+  ASSERT_TRUE(a && renamed && other_axes && ddp);
+
+  EXPECT_TRUE(same_shape(*a, *renamed));
+  EXPECT_FALSE(same_objects(*a, *renamed));  // other proxies
+  EXPECT_TRUE(canonically_equal(*a, *renamed));
+
+  EXPECT_FALSE(same_shape(*a, *other_axes));  // an integer argument differs
+  EXPECT_FALSE(canonically_equal(*a, *other_axes));
+  EXPECT_FALSE(same_shape(*a, *ddp));
+  EXPECT_FALSE(canonically_equal(*a, *ddp));
+
+  // A copy (what a pass that changed nothing returns) is the same objects: equal without a text.
+  auto copy = std::make_shared<Trace>(*a);
+  copy->provenance.reset();
+  EXPECT_TRUE(same_objects(*a, *copy));
+  EXPECT_TRUE(canonically_equal(*a, *copy));
+  // Changing one statement of the copy leaves the original and its shared subsymbols as they were.
+  const std::string before = canonical_text(*a);
+  for (auto& b : copy->body)
+    if (!b.subsymbols.empty()) {
+      b.subsymbols.clear();
+      break;
+    }
+  EXPECT_FALSE(same_shape(*a, *copy));
+  EXPECT_EQ(canonical_text(*a), before);
+}
