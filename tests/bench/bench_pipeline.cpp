@@ -29,12 +29,14 @@ BuiltPipeline build(const std::string& model, const std::map<std::string, std::s
   return build_pipeline(m, ValidatedOrder(std::move(order)), TransformContext{});
 }
 
-void pipeline_table(const std::vector<int>& depths, const std::vector<std::vector<std::string>>& orders) {
+// `repeats` builds per row, the median reported (0: 3 below 32 layers, 1 from 32 up).
+void pipeline_table(const std::vector<int>& depths, const std::vector<std::vector<std::string>>& orders, int repeats = 0) {
   std::cout << "| gpt layers | order | forward bsyms | backward bsyms | pipeline ms | us per bsym |\n| --- | --- | --- | --- | --- | --- |\n";
   for (int layers : depths)
     for (const auto& order : orders) {
       BuiltPipeline b;
-      double us = bench::median_us(layers >= 32 ? 1 : 3, [&] { b = build("gpt", gpt(layers), order); });
+      int n = repeats > 0 ? repeats : layers >= 32 ? 1 : 3;
+      double us = bench::median_us(n, [&] { b = build("gpt", gpt(layers), order); });
       size_t f = b.stages.last(TraceKind::forward)->size(), bw = b.stages.last(TraceKind::backward)->size();
       std::string label;
       for (const auto& o : order) label += (label.empty() ? "" : ",") + o;
@@ -75,7 +77,8 @@ void remat_table() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `--pipeline LAYERS ORDER`: that row of the first table alone (for a profiler).
+  // `--pipeline LAYERS ORDER`: that row of the first table alone, one build (for a profiler, and
+  // for tests/bench/pipeline_instructions.sh).
   if (argc == 4 && std::string(argv[1]) == "--pipeline") {
     std::vector<std::string> order;
     for (std::string rest = argv[3]; !rest.empty();) {
@@ -83,7 +86,7 @@ int main(int argc, char** argv) {
       order.push_back(rest.substr(0, comma));
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
-    pipeline_table({std::stoi(argv[2])}, {order});
+    pipeline_table({std::stoi(argv[2])}, {order}, 1);
     return 0;
   }
   if (argc != 1) {

@@ -822,7 +822,7 @@ TEST(CaptureErrors, Version3FilesLoadAndUpgrade) {
             if (!param.contains("distribution")) continue;
             ++layouts;
             for (const auto& q : stages[i].trace->params)
-              if (q.proxy->name == param["name"]) EXPECT_EQ(q.proxy->distribution, Distribution::replicated);
+              if (q.proxy->name == param["name"].get<std::string>()) EXPECT_EQ(q.proxy->distribution, Distribution::replicated);
           }
         }
       }

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Instructions the pipeline executes per bound symbol (callgrind), beside tv_bench_pipeline's times:
+# instruction counts repeat from run to run on a shared, noisy machine where times do not.
+# Counts only tv::build_pipeline (acquisition, autograd, transforms, passes, the stage history) of
+# one build of gpt (d_model 64) for each depth, order jit,ddp unless given.
+# Usage: tests/bench/pipeline_instructions.sh BUILD_DIR [ORDER] [LAYERS...]   (default: jit,ddp 1 4 16 32)
+set -euo pipefail
+build=${1:?usage: pipeline_instructions.sh BUILD_DIR [ORDER] [LAYERS...]}
+order=${2:-jit,ddp}
+shift $(( $# >= 2 ? 2 : 1 ))
+depths=("$@")
+((${#depths[@]})) || depths=(1 4 16 32)
+bench=$build/bin/tv_bench_pipeline
+[ -x "$bench" ] || { echo "missing $bench (ninja -C $build tv_bench_pipeline)" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+echo "| gpt layers | order | bound symbols | instructions (millions) | instructions per bound symbol |"
+echo "| --- | --- | --- | --- | --- |"
+for layers in "${depths[@]}"; do
+  valgrind --tool=callgrind --callgrind-out-file="$work/out" "--toggle-collect=tv::build_pipeline*" \
+    "$bench" --pipeline "$layers" "$order" > "$work/row" 2> "$work/log"
+  ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/log")
+  # the row: | layers | order | forward bsyms | backward bsyms | ms | us |
+  bsyms=$(awk -F'|' 'NR == 3 { print $4 + $5 }' "$work/row")
+  awk -v l="$layers" -v o="$order" -v b="$bsyms" -v ir="$ir" \
+    'BEGIN { printf "| %s | %s | %d | %.1f | %.0f |\n", l, o, b, ir / 1e6, ir / b }'
+done
