@@ -22,7 +22,7 @@ struct PyTrace {
 
 struct PyStage {
   std::string pass;
-  PyTrace trace;
+  StageTrace trace;  // a capture's stored text is parsed when Python first reads `trace`
   double milliseconds = 0;
   bool changed = true;
 };

@@ -54,7 +54,7 @@ py::object provenance_of(const Trace& t) {
   return d;
 }
 
-PyStage stage_of(const Stage& s) { return PyStage{s.pass, PyTrace{s.trace.shared()}, s.milliseconds, s.changed}; }
+PyStage stage_of(const Stage& s) { return PyStage{s.pass, s.trace, s.milliseconds, s.changed}; }
 
 // The loader's range for a world size (engine/capture/decode.cpp): nothing saves what cannot load.
 void check_world_size(const char* where, int world_size) {
@@ -118,7 +118,7 @@ void bind_traces(py::module_& m) {
 
   py::class_<PyStage>(m, "Stage", "One stage of a stage history: the pass that made a trace.")
       .def_readonly("pass_name", &PyStage::pass)
-      .def_readonly("trace", &PyStage::trace)
+      .def_property_readonly("trace", [](const PyStage& s) { return PyTrace{s.trace.shared()}; })
       .def_readonly("milliseconds", &PyStage::milliseconds)
       .def_readonly("changed", &PyStage::changed)
       .def("__repr__", [](const PyStage& s) { return "<Stage '" + s.pass + "'" + (s.changed ? "" : " unchanged") + ">"; });

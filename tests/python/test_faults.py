@@ -109,3 +109,14 @@ def test_parse_errors_escape_the_inputs_control_bytes():
     with pytest.raises(tv.TraceParseError) as info:
         tv.parse('import torch\n\ndef computation(x):\n  # x: "cpu \x1b[31mf32[2]"\n  return x')
     assert "\x1b" not in str(info.value) and "\\x1b" in str(info.value)
+
+
+def test_a_damaged_stored_trace_is_a_capture_error_where_it_is_read():
+    doc = json.loads(tv.run_model("linear").to_json())
+    stage = doc["pipelines"][0]["stages"]["forward"][0]
+    stage["text"] = stage["text"].replace("ltorch.linear(", "ltorch.linear((", 1)
+    c = _C.Capture.from_json(json.dumps(doc))  # loads: a stored trace is parsed when first read
+    forward = c.stages(0)["forward"]
+    assert forward[1].trace.canonical_hash()  # the others read fine
+    with pytest.raises(_C.CaptureError, match="/pipelines/0/stages/forward/0/text: the stored trace does not parse"):
+        forward[0].trace
