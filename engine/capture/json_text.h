@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,7 +31,7 @@ J parse_json_strict(const std::string& text) {
     bool array = false;
     size_t index = 0;               // arrays: the element being read
     std::string key;                // objects: the member being read
-    std::vector<std::string> keys;  // objects: the members read so far
+    std::unordered_set<std::string> keys;  // objects: the members read so far (a large map stays linear)
   };
   std::vector<Frame> frames;
   std::optional<JsonTextError> duplicate;  // reported once the whole text is known to be JSON
@@ -60,10 +61,8 @@ J parse_json_strict(const std::string& text) {
       case Event::key: {
         auto& f = frames.back();
         f.key = parsed.template get<std::string>();
-        for (const auto& k : f.keys)
-          if (k == f.key && !duplicate)
-            duplicate = JsonTextError(path(), "the key \"" + f.key + "\" appears twice in this object; keep one");
-        f.keys.push_back(f.key);
+        if (!f.keys.insert(f.key).second && !duplicate)
+          duplicate = JsonTextError(path(), "the key \"" + f.key + "\" appears twice in this object; keep one");
         break;
       }
       case Event::object_end:
