@@ -10,10 +10,16 @@ std::vector<ProxyPtr> BoundSymbol::inputs() const {
   return out;
 }
 
+std::optional<size_t> Trace::return_index() const {
+  for (size_t i = body.size(); i-- > 0;)
+    if (body[i].symbol->form == PrintForm::ret) return i;
+  return std::nullopt;
+}
+
 Value Trace::returned() const {
-  for (auto it = body.rbegin(); it != body.rend(); ++it)
-    if (it->symbol->form == PrintForm::ret) return it->args.empty() ? Value::none() : it->args[0];
-  return Value::none();
+  auto at = return_index();
+  if (!at || body[*at].args.empty()) return Value::none();
+  return body[*at].args[0];
 }
 
 std::shared_ptr<Trace> derive(const Trace& t, std::string pass_name) {

@@ -59,6 +59,8 @@ struct Trace : std::enable_shared_from_this<Trace> {
 
   // The value of the trailing `return` statement, None when there is none.
   Value returned() const;
+  // The index in `body` of the trailing `return` statement; nullopt when there is none.
+  std::optional<size_t> return_index() const;
   // Number of bound symbols, subsymbols not counted.
   size_t size() const { return body.size(); }
 };

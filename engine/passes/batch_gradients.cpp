@@ -70,10 +70,9 @@ TracePtr batch_gradients(const Trace& t, int64_t max_bytes) {
   PassTimer timer;
   const std::string pass = "Batch Gradients";
   auto out = derive(t, pass);
-  size_t ret = t.body.size();
-  for (size_t i = 0; i < t.body.size() && ret == t.body.size(); ++i)
-    if (t.body[i].symbol->form == PrintForm::ret) ret = i;
-  if (ret == t.body.size()) return timer.finish(out, pass);
+  const auto return_at = t.return_index();
+  if (!return_at) return timer.finish(out, pass);
+  const size_t ret = *return_at;
 
   std::unordered_map<std::string, int> readers;  // by statements other than `del` and the return
   for (size_t i = 0; i < t.body.size(); ++i)

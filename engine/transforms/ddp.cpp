@@ -23,8 +23,7 @@ std::string mb_text(double mb) {
 
 // Index of the trailing return statement.
 size_t return_index(const Trace& t) {
-  for (size_t i = t.body.size(); i-- > 0;)
-    if (t.body[i].symbol->form == PrintForm::ret) return i;
+  if (auto at = t.return_index()) return *at;
   throw std::runtime_error("trace '" + t.function_name + "' has no return statement");
 }
 
