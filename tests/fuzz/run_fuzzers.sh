@@ -79,7 +79,11 @@ for t in "${targets[@]}"; do
   fi
   start=$(date +%s)
   if "$exe" "${common[@]}" "${args[@]}" "$work/corpus" $(seeds "$t") >"$work/run.log" 2>&1; then
-    execs=$(grep -ho 'stat::number_of_executed_units: *[0-9]*' "$work/run.log" | awk '{s += $2} END {print s + 0}')
+    execs=$( { grep -ho 'stat::number_of_executed_units: *[0-9]*' "$work/run.log" || true; } | awk '{s += $2} END {print s + 0}')
+    if [ "$execs" -eq 0 ]; then  # fork mode (--jobs N) prints no unit counts: its last progress line has the total
+      execs=$( { grep -o '^#[0-9]*' "$work/run.log" || true; } | tail -1 | tr -d '#')
+      execs=${execs:-0}
+    fi
     took=$(( $(date +%s) - start ))
     echo "ok   $t: $execs inputs in $took s ($(( execs / (took > 0 ? took : 1) )) per second), $(ls "$work/corpus" | wc -l) new corpus entries"
   else
