@@ -31,12 +31,9 @@ std::string out_of_memory(const std::string& what) {
   return "out of memory" + asked + "; try a smaller model (--param), fewer ranks (--world) or more memory";
 }
 
-int report(const std::string& what, int code) {
-  std::cerr << "error: " << tv::app::printable_error(what) << "\n";
-  return code;
-}
-
 }  // namespace
+
+using tv::app::report_error;
 
 int main(int argc, char** argv) {
   CLI::App app{"Thunder Viz: inspect, compare and replay the traces of a Thunder-style JIT"};
@@ -70,21 +67,21 @@ int main(int argc, char** argv) {
   try {
     return run();
   } catch (const tv::cli::BadInput& e) {
-    return report(e.what(), tv::cli::kBadInput);
+    return report_error(e.what(), tv::cli::kBadInput);
   } catch (const tv::OpError& e) {
-    return report(e.what(), tv::cli::kBadInput);
+    return report_error(e.what(), tv::cli::kBadInput);
   } catch (const tv::CaptureError& e) {  // a stored trace read after the load (they are parsed when first read)
-    return report(e.what(), tv::cli::kBadInput);
+    return report_error(e.what(), tv::cli::kBadInput);
   } catch (const std::bad_alloc&) {
-    return report("out of memory; try a smaller model (--param) or fewer ranks (--world)", tv::cli::kDifference);
+    return report_error("out of memory; try a smaller model (--param) or fewer ranks (--world)", tv::cli::kDifference);
   } catch (const std::system_error& e) {
     if (e.code() == std::errc::resource_unavailable_try_again)
-      return report(std::string("could not start a thread (") + e.what() +
+      return report_error(std::string("could not start a thread (") + e.what() +
                         "): the process reached its limit of threads (ulimit -u) or of memory; use fewer ranks (--world)",
                     tv::cli::kDifference);
-    return report(e.what(), tv::cli::kDifference);
+    return report_error(e.what(), tv::cli::kDifference);
   } catch (const std::exception& e) {
-    if (tv::exec::is_out_of_memory(e.what())) return report(out_of_memory(e.what()), tv::cli::kDifference);
-    return report(e.what(), tv::cli::kDifference);
+    if (tv::exec::is_out_of_memory(e.what())) return report_error(out_of_memory(e.what()), tv::cli::kDifference);
+    return report_error(e.what(), tv::cli::kDifference);
   }
 }

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/report_text.h"
-#include "common/errors.h"
+#include "common/checked.h"
 #include "rules/text.h"
 #include "session/assess.h"
 
@@ -92,12 +92,7 @@ bool shows_kind(const std::string& trace, TraceKind kind) {
 }
 
 int show_capture(const ShowCaptureOptions& o) {
-  Capture c;
-  try {
-    c = load_capture(o.file);
-  } catch (const CaptureError& e) {
-    throw BadInput(e.what());
-  }
+  Capture c = app::load_capture_checked(o.file);
   if (o.check) parse_stored_traces(c);
   int only = -1;
   if (!o.pipeline.empty()) {
@@ -115,7 +110,6 @@ int show_capture(const ShowCaptureOptions& o) {
   if (c.rules && only < 0) std::cout << rules_text(*c.rules);
   return kOk;
 }
-
 
 void add_show_capture_options(CLI::App& cmd, ShowCaptureOptions& o) {
   cmd.add_option("file", o.file, "a capture written by run/compare/rules/batch --out");

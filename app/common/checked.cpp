@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "capture/atomic_file.h"
 #include "transforms/order.h"
 
 namespace tv::app {
@@ -34,38 +33,6 @@ std::vector<std::string> parse_order(const std::string& order) {
     throw BadInput("--order " + order + ": " + e.what());
   }
   return out;
-}
-
-std::string read_text_file(const std::string& path) {
-  try {
-    return capture_detail::read_whole_file(path);
-  } catch (const CaptureError& e) {
-    throw BadInput(std::string(e.what()) + "; check the path");
-  }
-}
-
-void write_output_file(const std::string& path, const std::string& contents) {
-  try {
-    capture_detail::write_file_atomically(path, contents);
-  } catch (const CaptureError& e) {
-    throw BadInput(std::string("cannot write ") + e.what());
-  }
-}
-
-void save_capture_checked(const Capture& capture, const std::string& path) {
-  try {
-    save_capture(capture, path);
-  } catch (const CaptureError& e) {
-    throw BadInput(std::string("cannot write ") + e.what());
-  }
-}
-
-Capture load_capture_checked(const std::string& path) {
-  try {
-    return load_capture(path);
-  } catch (const CaptureError& e) {
-    throw BadInput(e.what());
-  }
 }
 
 Capture run_pipelines_checked(const RunRequest& request, const ProgressFn& progress) {

@@ -1,6 +1,7 @@
 #include "common/errors.h"
 
 #include <cstdio>
+#include <iostream>
 
 namespace tv::app {
 
@@ -20,6 +21,11 @@ std::string printable_error(const std::string& what) {
     }
   }
   return out;
+}
+
+int report_error(const std::string& what, int code) {
+  std::cerr << "error: " << printable_error(what) << "\n";
+  return code;
 }
 
 }  // namespace tv::app

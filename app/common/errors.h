@@ -22,5 +22,7 @@ class BadInput : public std::runtime_error {
 // An error message as the terminal may show it: without LibTorch's backtrace, and with control
 // bytes of the input (ESC sequences, ...) escaped as \xNN instead of sent to the terminal.
 std::string printable_error(const std::string& what);
+// Writes "error: <printable_error(what)>" to stderr; returns `code` (the exit code).
+int report_error(const std::string& what, int code);
 
 }  // namespace tv::app

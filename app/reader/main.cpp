@@ -26,11 +26,6 @@ using tv::app::kDifference;
 
 constexpr const char* kEngine = "thunder-viz-engine";
 
-int report(const std::string& what, int code) {
-  std::cerr << "error: " << tv::app::printable_error(what) << "\n";
-  return code;
-}
-
 [[noreturn]] void become_engine(char** argv) {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -57,18 +52,20 @@ bool reads_a_capture_only(int argc, char** argv, tv::cli::ShowCaptureOptions& op
 
 }  // namespace
 
+using tv::app::report_error;
+
 int main(int argc, char** argv) {
   tv::cli::ShowCaptureOptions options;
   if (!reads_a_capture_only(argc, argv, options)) become_engine(argv);
   try {
     return tv::cli::show_capture(options);
   } catch (const BadInput& e) {
-    return report(e.what(), kBadInput);
+    return report_error(e.what(), kBadInput);
   } catch (const tv::CaptureError& e) {  // a stored trace read after the load (they are parsed when first read)
-    return report(e.what(), kBadInput);
+    return report_error(e.what(), kBadInput);
   } catch (const std::bad_alloc&) {
-    return report("out of memory while reading the capture", kDifference);
+    return report_error("out of memory while reading the capture", kDifference);
   } catch (const std::exception& e) {
-    return report(e.what(), kDifference);
+    return report_error(e.what(), kDifference);
   }
 }

@@ -70,27 +70,46 @@ uint64_t canonical_hash(const Trace& t) {
 
 namespace {
 
-// Whether two values print alike whatever the names, as far as that is cheap to see: kinds, sizes,
-// integers, booleans, strings. (A proxy is its kind alone; a float or a dtype, whose spellings may
-// coincide, too.) False means they print differently.
-bool same_value_shape(const Value& a, const Value& b) {
+// How two values are compared: as the same objects (the same proxies, equal literals), or by shape
+// (what prints alike whatever the names and is cheap to see: kinds, sizes, integers, booleans,
+// strings; a proxy is its kind alone, and so are a float, a dtype and a device, whose spellings may
+// coincide). Different shapes print differently.
+enum class Match { objects, shape };
+
+bool same_value(const Value& a, const Value& b, Match match) {
   if (a.kind != b.kind) return false;
+  const bool objects = match == Match::objects;
+  auto same = [match](const Value& x, const Value& y) { return same_value(x, y, match); };
   switch (a.kind) {
+    case Value::Kind::none: return true;
     case Value::Kind::boolean: return a.b == b.b;
     case Value::Kind::integer: return a.i == b.i;
+    case Value::Kind::floating: return !objects || a.f == b.f || (a.f != a.f && b.f != b.f);  // NaN prints as NaN
     case Value::Kind::string:
     case Value::Kind::name: return a.s == b.s;
+    case Value::Kind::dtype: return !objects || (a.dtype == b.dtype && a.s == b.s);
+    case Value::Kind::device: return !objects || a.device == b.device;
+    case Value::Kind::proxy: return !objects || a.proxy == b.proxy;
     case Value::Kind::tuple:
     case Value::Kind::list:
-      return a.items.size() == b.items.size() &&
-             std::equal(a.items.begin(), a.items.end(), b.items.begin(), same_value_shape);
+      return a.items.size() == b.items.size() && std::equal(a.items.begin(), a.items.end(), b.items.begin(), same);
     case Value::Kind::dict:
       return a.entries.size() == b.entries.size() &&
-             std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(), [](const auto& x, const auto& y) {
-               return same_value_shape(x.first, y.first) && same_value_shape(x.second, y.second);
+             std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(), [&](const auto& x, const auto& y) {
+               return same(x.first, y.first) && same(x.second, y.second);
              });
-    default: return true;
   }
+  return false;
+}
+
+bool same_arguments(const BoundSymbol& x, const BoundSymbol& y, Match match) {
+  auto same = [match](const Value& u, const Value& v) { return same_value(u, v, match); };
+  if (x.args.size() != y.args.size() || x.kwargs.size() != y.kwargs.size() ||
+      !std::equal(x.args.begin(), x.args.end(), y.args.begin(), same))
+    return false;
+  for (size_t k = 0; k < x.kwargs.size(); ++k)
+    if (x.kwargs[k].first != y.kwargs[k].first || !same(x.kwargs[k].second, y.kwargs[k].second)) return false;
+  return true;
 }
 
 // Whether the statement's printing shows every argument and keyword argument, and its output count.
@@ -98,64 +117,34 @@ bool prints_all_arguments(PrintForm form) {
   return form == PrintForm::call || form == PrintForm::annotated_call || form == PrintForm::method;
 }
 
-bool same_arguments_shape(const BoundSymbol& x, const BoundSymbol& y) {
-  if (x.args.size() != y.args.size() || !std::equal(x.args.begin(), x.args.end(), y.args.begin(), same_value_shape))
-    return false;
-  if (!prints_all_arguments(x.symbol->form)) return true;
-  if (x.outputs.size() != y.outputs.size() || x.kwargs.size() != y.kwargs.size()) return false;
-  for (size_t k = 0; k < x.kwargs.size(); ++k)
-    if (x.kwargs[k].first != y.kwargs[k].first || !same_value_shape(x.kwargs[k].second, y.kwargs[k].second)) return false;
-  return true;
+// Whether two statements of one symbol agree in the shape of what their printing shows in full:
+// every argument and the output count of a call, the arguments of a `return` or a `del`.
+bool same_printed_arguments(const BoundSymbol& x, const BoundSymbol& y) {
+  const PrintForm form = x.symbol->form;
+  if (prints_all_arguments(form)) return x.outputs.size() == y.outputs.size() && same_arguments(x, y, Match::shape);
+  if (form != PrintForm::ret && form != PrintForm::del) return true;
+  auto same = [](const Value& u, const Value& v) { return same_value(u, v, Match::shape); };
+  return x.args.size() == y.args.size() && std::equal(x.args.begin(), x.args.end(), y.args.begin(), same);
 }
 
 bool same_statement_shapes(const std::vector<BoundSymbol>& a, const std::vector<BoundSymbol>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     const BoundSymbol &x = a[i], &y = b[i];
-    if (x.symbol != y.symbol) return false;
-    const PrintForm form = x.symbol ? x.symbol->form : PrintForm::call;
-    const bool shows_arguments = prints_all_arguments(form) || form == PrintForm::ret || form == PrintForm::del;
-    if (x.symbol && shows_arguments && !same_arguments_shape(x, y)) return false;
+    if (x.symbol != y.symbol || (x.symbol && !same_printed_arguments(x, y))) return false;
     if (!x.subsymbols.shares_with(y.subsymbols) && !same_statement_shapes(x.subsymbols, y.subsymbols)) return false;
   }
   return true;
-}
-
-bool same_value(const Value& a, const Value& b) {
-  if (a.kind != b.kind) return false;
-  switch (a.kind) {
-    case Value::Kind::none: return true;
-    case Value::Kind::boolean: return a.b == b.b;
-    case Value::Kind::integer: return a.i == b.i;
-    case Value::Kind::floating: return a.f == b.f || (a.f != a.f && b.f != b.f);  // NaN prints as NaN
-    case Value::Kind::string:
-    case Value::Kind::name: return a.s == b.s;
-    case Value::Kind::dtype: return a.dtype == b.dtype && a.s == b.s;
-    case Value::Kind::device: return a.device == b.device;
-    case Value::Kind::proxy: return a.proxy == b.proxy;
-    case Value::Kind::tuple:
-    case Value::Kind::list:
-      return a.items.size() == b.items.size() &&
-             std::equal(a.items.begin(), a.items.end(), b.items.begin(), same_value);
-    case Value::Kind::dict:
-      return a.entries.size() == b.entries.size() &&
-             std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(),
-                        [](const auto& x, const auto& y) { return same_value(x.first, y.first) && same_value(x.second, y.second); });
-  }
-  return false;
 }
 
 bool same_statements(const std::vector<BoundSymbol>& a, const std::vector<BoundSymbol>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     const BoundSymbol &x = a[i], &y = b[i];
-    if (x.symbol != y.symbol || x.outputs != y.outputs || x.tags != y.tags || x.args.size() != y.args.size() ||
-        x.kwargs.size() != y.kwargs.size() || x.output_target.has_value() != y.output_target.has_value())
+    if (x.symbol != y.symbol || x.outputs != y.outputs || x.tags != y.tags ||
+        x.output_target.has_value() != y.output_target.has_value() || !same_arguments(x, y, Match::objects))
       return false;
-    if (!std::equal(x.args.begin(), x.args.end(), y.args.begin(), same_value)) return false;
-    for (size_t k = 0; k < x.kwargs.size(); ++k)
-      if (x.kwargs[k].first != y.kwargs[k].first || !same_value(x.kwargs[k].second, y.kwargs[k].second)) return false;
-    if (x.output_target && !same_value(*x.output_target, *y.output_target)) return false;
+    if (x.output_target && !same_value(*x.output_target, *y.output_target, Match::objects)) return false;
     if (!x.subsymbols.shares_with(y.subsymbols) && !same_statements(x.subsymbols, y.subsymbols)) return false;
   }
   return true;

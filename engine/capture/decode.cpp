@@ -70,7 +70,8 @@ Distribution distribution(const Cursor& c) {
 }
 
 // Before version 4 a stage also stored its trace's structure, derived from the text (which is what
-// a load uses); it was part of the format: check it all, without recursion, so a deeply nested hand edit cannot exhaust the stack.
+// a load uses); it was part of the format: check it all, without recursion, so a deeply nested hand
+// edit cannot exhaust the stack.
 void check_structure(const Cursor& s) {
   string_field(s, "function");
   auto params = s.field("params");

@@ -1,0 +1,40 @@
+// The file entry points of checked.h, in a file of their own: the front door (app/reader) reads
+// captures with them and links no more of the engine than that.
+#include "capture/atomic_file.h"
+#include "common/checked.h"
+
+namespace tv::app {
+
+std::string read_text_file(const std::string& path) {
+  try {
+    return capture_detail::read_whole_file(path);
+  } catch (const CaptureError& e) {
+    throw BadInput(std::string(e.what()) + "; check the path");
+  }
+}
+
+void write_output_file(const std::string& path, const std::string& contents) {
+  try {
+    capture_detail::write_file_atomically(path, contents);
+  } catch (const CaptureError& e) {
+    throw BadInput(std::string("cannot write ") + e.what());
+  }
+}
+
+void save_capture_checked(const Capture& capture, const std::string& path) {
+  try {
+    save_capture(capture, path);
+  } catch (const CaptureError& e) {
+    throw BadInput(std::string("cannot write ") + e.what());
+  }
+}
+
+Capture load_capture_checked(const std::string& path) {
+  try {
+    return load_capture(path);
+  } catch (const CaptureError& e) {
+    throw BadInput(e.what());
+  }
+}
+
+}  // namespace tv::app
