@@ -10,10 +10,12 @@
 #include <unordered_set>
 
 #include "codegen/elementwise.h"
-#include "exec/aten_util.h"
+#include "exec/exec_rules.h"
 #include "exec/generated_kernels.h"
-#include "exec/rule_util.h"
 #include "format/printer.h"
+#include "ops/ltorch.h"
+#include "runtime/aten_util.h"
+#include "runtime/rule_util.h"
 
 namespace tv::exec {
 
@@ -34,7 +36,7 @@ struct Executor::RegionPlans {
     std::string first = region.outputs.empty() ? "" : region.outputs[0]->name;
     auto it = by_region.find(&region);
     if (it == by_region.end() || it->second.members != region.subsymbols.size() || it->second.first_output != first)
-      it = by_region.insert_or_assign(&region, Entry{region.subsymbols.size(), first, codegen::plan_region(region)}).first;
+      it = by_region.insert_or_assign(&region, Entry{region.subsymbols.size(), first, codegen::plan_region(region), nullptr, {}, {}}).first;
     return it->second;
   }
 };
@@ -502,7 +504,7 @@ class Run {
   // while it executes).
   const ExecRule* rule_of(const Symbol& symbol) const {
     auto it = rules_.find(&symbol);
-    if (it == rules_.end()) it = rules_.emplace(&symbol, find_exec_rule(symbol.name)).first;
+    if (it == rules_.end()) it = rules_.emplace(&symbol, find_exec_rule(symbol)).first;
     return it->second.get();
   }
 
@@ -537,7 +539,7 @@ struct Executor::NameTables {
     std::vector<StatementIds> statements;
   };
   std::unordered_map<const Trace*, Entry> by_trace;
-  bool fused_attention = false;  // rules::fused_attention_on(the executor's device)
+  bool fused_attention = false;  // ltorch::fused_attention_on(the executor's device)
 
   // Bounded: traces long gone (or rebuilt at the same address) hold their proxies until cleared.
   Entry& of(const Trace& trace) {
@@ -572,7 +574,7 @@ std::string NonFiniteReport::describe() const {
 
 Executor::Executor(ExecOptions options)
     : options_(std::move(options)), plans_(std::make_shared<RegionPlans>()), names_(std::make_shared<NameTables>()) {
-  names_->fused_attention = rules::fused_attention_on(options_.device);
+  names_->fused_attention = ltorch::fused_attention_on(options_.device);
 }
 
 size_t Executor::generated_kernel_launches() const { return plans_->launches; }

@@ -1,4 +1,4 @@
-// Executor: interprets a Trace on runtime values with the execution-rule table (exec/rules.h).
+// Executor: interprets a Trace on runtime values with the execution-rule table (runtime/rules.h).
 // Contract: `run(trace, inputs, kwargs)` binds one runtime value per positional parameter (in
 // order), the rest of `inputs` to a *args parameter as a tuple and `kwargs` to a **kwargs
 // parameter as a dict, executes the body top to bottom and returns the `return` statement's value
@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
-#include "exec/rules.h"
-#include "exec/runtime.h"
 #include "exec/symbol_timer.h"
 #include "ir/trace.h"
+#include "runtime/rules.h"
+#include "runtime/value.h"
 
 namespace tv::exec {
 

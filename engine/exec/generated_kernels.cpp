@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "exec/aten_util.h"
+#include "runtime/aten_util.h"
 
 #ifdef TV_HAVE_CUDA
 #include <ATen/cuda/jiterator.h>

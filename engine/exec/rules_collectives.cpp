@@ -19,9 +19,10 @@
 
 #include "dist/communicator.h"
 #include "exec/collective_rules.h"
+#include "exec/exec_rules.h"
 #include "exec/executor.h"
-#include "exec/rule_util.h"
 #include "ops/collectives.h"
+#include "runtime/rule_util.h"
 
 namespace tv::exec {
 namespace {
@@ -129,10 +130,12 @@ RValue wait(const ExecContext&, const std::vector<RValue>& a, const RKwargs&) {
 }  // namespace
 
 void detail::register_collective_rules() {
-  detail::add_builtin(collectives::kAllReduce, ExecRule(all_reduce));
-  detail::add_builtin(collectives::kAllGather, ExecRule(all_gather));
-  detail::add_builtin(collectives::kReduceScatter, ExecRule(reduce_scatter));
-  detail::add_builtin(collectives::kWait, ExecRule(wait));
+  collectives::register_collective_symbols();
+  auto& registry = SymbolRegistry::global();
+  set_exec_rule(*registry.find(collectives::kAllReduce), ExecRule(all_reduce));
+  set_exec_rule(*registry.find(collectives::kAllGather), ExecRule(all_gather));
+  set_exec_rule(*registry.find(collectives::kReduceScatter), ExecRule(reduce_scatter));
+  set_exec_rule(*registry.find(collectives::kWait), ExecRule(wait));
 }
 
 dist::Communicator* communicator(const ExecOptions& options, const std::string& group) {

@@ -2,8 +2,9 @@
 // get_thunder_module, get_submodule), its parameters and attributes, thunder._get_cache_info(),
 // and the checks (prims.check_*; Thunder's short spellings check_len, check_tensor_metadata, ...).
 // A failed check throws ExecError "input 'x': expected shape (2, 5), got (3, 5)".
+#include "exec/exec_rules.h"
 #include "exec/executor.h"
-#include "exec/rule_util.h"
+#include "runtime/rule_util.h"
 
 namespace tv::exec::detail {
 
@@ -11,7 +12,12 @@ namespace {
 
 using namespace rules;
 
-void def(const std::string& name, ExecRule fn) { add_builtin(name, std::move(fn)); }
+// The rule of `name` printed in `form` (the symbol is the one acquisition defines, or the opaque one
+// a parsed printout of Thunder's has).
+void def(std::string_view name, PrintForm form, ExecRule fn) {
+  set_exec_rule(SymbolRegistry::global().find_or_opaque(name, form), std::move(fn));
+}
+void def(std::string_view name, ExecRule fn) { def(name, PrintForm::call, std::move(fn)); }
 
 // The name of the checked value: the proxy of the first argument.
 std::string subject(const ExecContext& ctx) {
@@ -139,6 +145,7 @@ RValue check_literal(const ExecContext& ctx, Args a, Kw) {
 }  // namespace
 
 void register_prologue_rules() {
+  // Acquisition's spellings (prims.check_*) and the short ones of Thunder's printouts.
   def("prims.check_len", check_len);
   def("check_len", check_len);
   def("prims.check_tensor_shape_and_metadata", check_tensor);
@@ -152,7 +159,7 @@ void register_prologue_rules() {
   def("check_literal_like", check_literal);
 
   // x = args[0], v = cache_info['key']
-  def("unpack_key", [](const ExecContext& ctx, Args a, Kw) -> RValue {
+  set_exec_rule(structural::unpack_key(), [](const ExecContext& ctx, Args a, Kw) -> RValue {
     const RValue& obj = rarg(a, 0, "object");
     const RValue& key = rarg(a, 1, "key");
     std::string target = ctx.bsym.output() ? ctx.bsym.output()->name : "value";
@@ -173,25 +180,25 @@ void register_prologue_rules() {
     throw ExecError("cannot subscript " + describe(obj) + " with " + describe(key), ctx.bsym.name());
   });
   // m.training, m.in_features
-  def("unpack_attr", [](const ExecContext& ctx, Args a, Kw) -> RValue {
+  set_exec_rule(structural::unpack_attr(), [](const ExecContext& ctx, Args a, Kw) -> RValue {
     const RValue& m = rarg(a, 0, "module");
     std::string name = qualified(m, rarg(a, 1, "name").s);
     auto v = view_of(ctx, m).attribute(name);
     if (!v) throw ExecError("module has no attribute '" + name + "'", ctx.bsym.name());
     return attr_value(*v);
   });
-  def("unpack_function_obj", [](const ExecContext& ctx, Args, Kw) -> RValue {
+  set_exec_rule(structural::unpack_function_obj(), [](const ExecContext& ctx, Args, Kw) -> RValue {
     if (!ctx.options.module)
       throw ExecError("the prologue needs the module (globals()['__function_obj']): set ExecOptions::module",
                       ctx.bsym.name());
     return RValue::of_module(ctx.options.module);
   });
-  def("thunder.core.module.get_thunder_module", [](const ExecContext& ctx, Args a, Kw) -> RValue {
+  def("thunder.core.module.get_thunder_module", PrintForm::annotated_call, [](const ExecContext& ctx, Args a, Kw) -> RValue {
     const RValue& m = rarg(a, 0, "module");
     view_of(ctx, m);
     return m;
   });
-  def("get_submodule", [](const ExecContext& ctx, Args a, Kw) -> RValue {
+  def("get_submodule", PrintForm::method, [](const ExecContext& ctx, Args a, Kw) -> RValue {
     const RValue& m = rarg(a, 0, "module");
     return RValue::of_module(&view_of(ctx, m), qualified(m, rarg(a, 1, "name").s));
   });
@@ -202,9 +209,9 @@ void register_prologue_rules() {
     if (!t || !t->defined()) throw ExecError("module has no parameter or buffer '" + name + "'", ctx.bsym.name());
     return to_run_device(ctx, *t);
   };
-  def("get_parameter", get_parameter);
-  def("get_buffer", get_parameter);
-  def("thunder._get_cache_info", [](const ExecContext& ctx, Args, Kw) -> RValue {
+  set_exec_rule(structural::get_parameter(), get_parameter);
+  def("get_buffer", PrintForm::method, get_parameter);
+  def("thunder._get_cache_info", PrintForm::annotated_call, [](const ExecContext& ctx, Args, Kw) -> RValue {
     std::vector<std::pair<std::string, RValue>> info = {
         {"default_dtype", RValue::of(DType::f32)},
         {"default_device", RValue::of(ctx.options.map_devices ? ctx.options.device : Device{})},

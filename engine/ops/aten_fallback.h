@@ -8,10 +8,10 @@
 //    rule records one `ltorch.fallback_vjp(name, args, kwargs, cotangents, wants)`, whose execution
 //    recomputes the operator under LibTorch's autograd and returns the gradients of the arguments
 //    that want one (floating tensors that require grad and that the operator does not write into
-//    other than as an in-place op's self; None for the others).
+//    other than as an in-place op's self; None for the others); its execution rule calls the
+//    operator through the dispatcher.
 //  - fallback_stack lays a call's values out as the operator's schema wants them: positional ones,
 //    then keyword ones by name, then the schema's defaults; an int given for a float becomes one.
-//    The executor (exec/rules_fallback.cpp) calls the operator through the dispatcher with it.
 //  - A name that is not an ATen operator, or values the schema does not take, are an OpError that
 //    names the operator and the argument.
 #pragma once

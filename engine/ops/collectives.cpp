@@ -98,8 +98,8 @@ void register_collective_symbols() {
         throw OpError(std::string(n) + " needs the world size: record it with tv::collectives::" +
                       (n == std::string(kAllGather) ? "all_gather" : "reduce_scatter"));
       });
-    register_grad_rule(kAllGather, all_gather_grad);
-    register_grad_rule(kWait, wait_grad);
+    register_grad_rule(*SymbolRegistry::global().find(kAllGather), all_gather_grad);
+    register_grad_rule(*SymbolRegistry::global().find(kWait), wait_grad);
   });
 }
 

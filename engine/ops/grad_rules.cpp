@@ -1,7 +1,7 @@
 #include "ops/grad_rules.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 #include <mutex>
 
 #include "ops/ltorch.h"
@@ -16,44 +16,34 @@ std::mutex& table_mutex() {
   return m;
 }
 
-std::map<std::string, GradRule, std::less<>>& table() {
-  static std::map<std::string, GradRule, std::less<>> t;
+// Node-based: a rule's address stays valid while others are added (ATen fallbacks, on first use).
+std::unordered_map<const Symbol*, GradRule>& table() {
+  static std::unordered_map<const Symbol*, GradRule> t;
   return t;
 }
 
 }  // namespace
 
-void register_grad_rule(std::string symbol_name, GradFn fn, GradApplies applies) {
+void register_grad_rule(const Symbol& symbol, GradFn fn, GradApplies applies) {
   std::lock_guard lock(table_mutex());
-  table()[std::move(symbol_name)] = GradRule{std::move(fn), false, std::move(applies)};
+  table()[&symbol] = GradRule{std::move(fn), false, std::move(applies)};
 }
 
-void register_grad_through_decomposition(std::string symbol_name) {
+void register_grad_through_decomposition(const Symbol& symbol) {
   std::lock_guard lock(table_mutex());
-  table()[std::move(symbol_name)] = GradRule{{}, true, {}};
+  table()[&symbol] = GradRule{{}, true, {}};
 }
 
-void register_not_differentiable(std::string symbol_name) {
-  register_grad_rule(std::move(symbol_name), [](TraceBuilder&, const BoundSymbol& fwd, const std::vector<Value>&) {
+void register_not_differentiable(const Symbol& symbol) {
+  register_grad_rule(symbol, [](TraceBuilder&, const BoundSymbol& fwd, const std::vector<Value>&) {
     return std::vector<Value>(fwd.args.size());
   });
 }
 
-void register_grad_rules() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    ltorch::register_ops();
-    register_elementwise_grads();
-    register_shape_grads();
-    register_reduction_grads();
-    register_nn_grads();
-  });
-}
-
-const GradRule* find_grad_rule(std::string_view symbol_name) {
-  register_grad_rules();
+const GradRule* find_grad_rule(const Symbol& symbol) {
+  ltorch::register_ops();
   std::lock_guard lock(table_mutex());
-  auto it = table().find(symbol_name);
+  auto it = table().find(&symbol);
   return it == table().end() ? nullptr : &it->second;
 }
 

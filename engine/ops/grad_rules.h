@@ -1,4 +1,5 @@
-// Gradient rules: one table keyed by symbol name ("ltorch.mul", "prims.linear"), JAX-style.
+// Gradient rules: one table keyed by Symbol, JAX-style; each op family registers its symbols' rules
+// in the file that defines them (engine/ops/<family>.cpp).
 // Contract: a rule records the vector-Jacobian product of one forward bound symbol into the
 // backward builder, as ltorch ops, and returns one cotangent per positional argument of the
 // forward symbol: None where the argument is not a differentiable tensor (numbers, indices,
@@ -9,8 +10,6 @@
 // A symbol registered `through_decomposition` is differentiated by splicing its subsymbols into
 // the forward and differentiating those (what Thunder does for gelu); so is one whose rule has an
 // `applies` test that the forward symbol fails (sdpa with a float mask, whose grad the rule omits).
-// The rules themselves live next to the ops in engine/ops/grad_*.cpp; register_grad_rules()
-// installs them all once.
 #pragma once
 #include <functional>
 #include <string>
@@ -32,14 +31,12 @@ struct GradRule {
   GradApplies applies;                 // empty: always; else where false, differentiate the subsymbols
 };
 
-void register_grad_rule(std::string symbol_name, GradFn fn, GradApplies applies = {});
-void register_grad_through_decomposition(std::string symbol_name);
+void register_grad_rule(const Symbol& symbol, GradFn fn, GradApplies applies = {});
+void register_grad_through_decomposition(const Symbol& symbol);
 // A rule that gives None for every argument (comparisons, creation, integer ops).
-void register_not_differentiable(std::string symbol_name);
-// The rule of a symbol, nullptr when it has none. Installs the rules on first use.
-const GradRule* find_grad_rule(std::string_view symbol_name);
-// Installs every rule (and the ops); idempotent and thread-safe.
-void register_grad_rules();
+void register_not_differentiable(const Symbol& symbol);
+// The rule of a symbol, nullptr when it has none. Registers the op families first (ltorch::register_ops).
+const GradRule* find_grad_rule(const Symbol& symbol);
 
 // ---- helpers for writing rules ----
 namespace grad {
@@ -63,11 +60,5 @@ bool flag(const BoundSymbol& fwd, size_t i, std::string_view keyword, bool fallb
 T unreduce(TraceBuilder& bwd, const T& g, const Shape& shape, const std::vector<int64_t>& dims, bool keepdim);
 
 }  // namespace grad
-
-// Registration of each family (engine/ops/grad_*.cpp), called by register_grad_rules.
-void register_elementwise_grads();
-void register_shape_grads();
-void register_reduction_grads();
-void register_nn_grads();
 
 }  // namespace tv

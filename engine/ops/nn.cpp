@@ -6,15 +6,29 @@
 // (a - mean) * rsqrt(var + eps) with var_mean(correction=0). A backward op is decomposed like any
 // other op, so the trace shows what it computes, but the executor runs LibTorch's fused kernel for
 // it: as a chain of single ops a backward reads and writes its activations several times over.
+// The file holds, in order, each op's meta and decomposition, its gradient rule, its execution rule.
+#include <torch/version.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <tuple>
+#include <utility>
 
+#include "ops/grad_rules.h"
 #include "ops/ltorch.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
+#include "runtime/forward_residues.h"
+#include "runtime/rule_util.h"
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define TV_FUSED_ATTENTION 1
+#else
+#define TV_FUSED_ATTENTION 0
+#endif
 
 namespace tv::ltorch {
 
@@ -370,6 +384,442 @@ T take_along_dim(TraceBuilder& b, const T& a, const T& indices, int64_t dim) {
 
 }  // namespace tv::ltorch
 
+// ---- Gradient rules ----
+// Gradient rules of the neural-network ops. linear follows Thunder's rule exactly (the fixtures'
+// backward: reshape(g, (-1, N)), permute, reshape(x, (-1, K)), matmul; bias grad = sum over the
+// batch dims). Gathers scatter their grad: embedding and take through ltorch.embedding_backward
+// (a one-hot matmul when decomposed; LibTorch's scatter when executed), take_along_dim with a
+// one-hot sum, since the op set has no scatter. layer_norm (with weight and bias), softmax and
+// cross_entropy record their backward ops (ltorch.*_backward: decomposed in the trace, one LibTorch
+// kernel when executed); so does scaled_dot_product_attention without a float mask (one fused
+// kernel each way on CUDA; with a float mask it is differentiated through its decomposition, which
+// gives the mask its grad). The backward ops are differentiated through their decompositions.
+// dropout's grad is dropout of g with the same seed (the same mask, nothing saved).
+
+namespace tv {
+
+namespace {
+
+using ops::op;
+
+using namespace tv::ltorch;
+using ops::call1;
+using grad::reduce_like;
+using grad::sum_to;
+using grad::tensor_at;
+using Cts = const std::vector<Value>&;
+using Out = std::vector<Value>;
+
+Value V(const ProxyPtr& p) { return p ? Value::of(p) : Value::none(); }
+int64_t rank(const T& a) { return static_cast<int64_t>(a->shape.size()); }
+
+Out linear_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T x = tensor_at(f, 0), w = tensor_at(f, 1), bias = tensor_at(f, 2), g = cts[0].proxy;
+  int64_t n = g->shape.back(), k = x->shape.back();
+  // One statement per line: C++ leaves the order of nested calls in arguments unspecified.
+  T g2 = reshape(b, g, {-1, n});
+  T gx = reshape(b, matmul(b, g2, w), x->shape);
+  T gt = permute(b, reshape(b, g, {-1, n}), {1, 0});
+  T gw = matmul(b, gt, reshape(b, x, {-1, k}));
+  Out out = {reduce_like(b, gx, x), reduce_like(b, gw, w), Value::none()};
+  if (bias) {
+    Dims batch;
+    for (int64_t d = 0; d + 1 < rank(g); ++d) batch.push_back(d);
+    out[2] = reduce_like(b, batch.empty() ? g : sum(b, g, batch, false), bias);
+  }
+  return out;
+}
+
+// Batched matmul; 1-D operands are lifted to [1, K] / [K, 1] and their grads reduced back.
+Out matmul_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), c = tensor_at(f, 1), g = cts[0].proxy;
+  T a2 = rank(a) == 1 ? reshape(b, a, {1, a->shape[0]}) : a;
+  T c2 = rank(c) == 1 ? reshape(b, c, {c->shape[0], 1}) : c;
+  auto out2 = meta::matmul_shape(a2->shape, c2->shape);
+  T g2 = g->shape == out2 ? g : reshape(b, g, out2);
+  T ga = sum_to(b, matmul(b, g2, transpose(b, c2, -2, -1)), a2->shape, a->dtype);
+  T gc = sum_to(b, matmul(b, transpose(b, a2, -2, -1), g2), c2->shape, c->dtype);
+  if (rank(a) == 1) ga = reshape(b, ga, a->shape);
+  if (rank(c) == 1) gc = reshape(b, gc, c->shape);
+  return {Value::of(ga), Value::of(gc)};
+}
+
+Out layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), w = tensor_at(f, 2), bias = tensor_at(f, 3), g = cts[0].proxy;
+  if (w && bias) {
+    auto [ga, gw, gb] = layer_norm_backward(b, g, a, f.args.at(1).as_ints(), w, bias, f.args.at(4).as_double());
+    return {reduce_like(b, ga, a), Value::none(), reduce_like(b, gw, w), reduce_like(b, gb, bias), Value::none()};
+  }
+  auto [ga, xhat] = ops::layer_norm_input_grad(b, g, a, ops::normalized_dims(a, f.args.at(1).as_ints()), w, f.args.at(4));
+  return {reduce_like(b, ga, a), Value::none(), w ? reduce_like(b, mul(b, V(g), V(xhat)), w) : Value::none(),
+          reduce_like(b, g, bias), Value::none()};
+}
+
+Out softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), out = f.output(), g = cts[0].proxy;
+  int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(a));
+  return {reduce_like(b, softmax_backward(b, g, out, dim), a), Value::none()};
+}
+
+Out log_softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), out = f.output(), g = cts[0].proxy;
+  int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(a));
+  T total = sum(b, g, {dim}, true);
+  return {reduce_like(b, sub(b, V(g), V(mul(b, V(exp(b, out)), V(total)))), a), Value::none()};
+}
+
+bool sdpa_rule_applies(const BoundSymbol& f) {
+  T mask = tensor_at(f, 3);
+  return !mask || mask->dtype == DType::b8;
+}
+
+Out sdpa_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T q = tensor_at(f, 0), k = tensor_at(f, 1), v = tensor_at(f, 2), mask = tensor_at(f, 3), g = cts[0].proxy;
+  bool causal = grad::flag(f, 4, "is_causal", false);
+  auto [gq, gk, gv] = scaled_dot_product_attention_backward(b, g, q, k, v, mask, f.output(), causal);
+  return {reduce_like(b, gq, q), reduce_like(b, gk, k), reduce_like(b, gv, v), Value::none(), Value::none()};
+}
+
+// An argument at position i or by keyword; None when absent.
+Value given(const BoundSymbol& f, size_t i, const char* name) {
+  if (i < f.args.size()) return f.args[i];
+  for (const auto& [k, v] : f.kwargs)
+    if (k == name) return v;
+  return Value::none();
+}
+
+// An int argument at position i or by keyword; nullopt when absent or None.
+std::optional<int64_t> given_int(const BoundSymbol& f, size_t i, const char* name) {
+  Value v = given(f, i, name);
+  return v.is_none() ? std::nullopt : std::optional<int64_t>(v.i);
+}
+
+Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T logits = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
+  Out out(f.args.size());
+  out[0] = reduce_like(b, cross_entropy_backward(b, g, logits, target, given_int(f, 4, "ignore_index")), logits);
+  return out;
+}
+
+// grad of weight[indices] (gathered along dim 0): embedding_backward (one_hot(indices)^T @ g), with
+// nothing into the padding row.
+T scatter_rows(TraceBuilder& b, const T& weight, const T& indices, const T& g, std::optional<int64_t> padding_idx) {
+  int64_t n = indices->numel(), rows = weight->shape[0];
+  T flat = reshape(b, indices, {n});
+  T rest = reshape(b, g, {n, weight->numel() / std::max<int64_t>(rows, 1)});
+  T gw = embedding_backward(b, rest, flat, rows, padding_idx);
+  return sum_to(b, gw, weight->shape, weight->dtype);
+}
+
+Out embedding_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  Out out(f.args.size());
+  out[1] = V(scatter_rows(b, tensor_at(f, 1), tensor_at(f, 0), cts[0].proxy, given_int(f, 2, "padding_idx")));
+  return out;
+}
+
+// embedding_backward(g, indices, rows[, padding_idx]) is linear in g: its transpose gathers the
+// cotangent's rows (zero where the index is the padding row).
+Out embedding_backward_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T indices = tensor_at(f, 1), gathered = embedding(b, indices, cts[0].proxy);
+  if (Value padding = given(f, 3, "padding_idx"); !padding.is_none() && padding.i >= 0) {
+    T kept = convert_element_type(b, ne(b, V(indices), padding), gathered->dtype);
+    gathered = mul(b, V(gathered), V(unsqueeze(b, kept, 1)));
+  }
+  Out out(f.args.size());
+  out[0] = V(gathered);
+  return out;
+}
+
+Out take_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {  // prims.take(a, indices, dim)
+  if (f.args.at(2).i != 0) throw OpError("grad of prims.take is implemented for dim 0 only");
+  return {V(scatter_rows(b, tensor_at(f, 0), tensor_at(f, 1), cts[0].proxy, std::nullopt)), Value::none(),
+          Value::none()};
+}
+
+// out = take_along_dim(a, idx, d): grad[..., k, ...] = sum_j g[..., j, ...] * (idx[..., j, ...] == k).
+Out take_along_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), idx = tensor_at(f, 1), g = cts[0].proxy;
+  int64_t r = rank(a), d = meta::normalize_dim(f.args.at(2).i, r);
+  T gt = d == r - 1 ? g : transpose(b, g, d, -1), it = d == r - 1 ? idx : transpose(b, idx, d, -1);
+  T hits = ops::one_hot(b, it, a->shape[d], g->dtype);                                     // [..., J, K]
+  T s = sum(b, mul(b, V(unsqueeze(b, gt, -1)), V(hits)), {r - 1}, false);             // [..., K]
+  T ga = d == r - 1 ? s : transpose(b, s, d, -1);
+  return {reduce_like(b, ga, a), Value::none(), Value::none()};
+}
+
+Out dropout_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  std::vector<Value> args = f.args;  // the same p, seed, training and offset: the same mask
+  args[0] = V(cts[0].proxy);
+  T ga = call1(b, "ltorch.dropout", std::move(args));
+  Out out(f.args.size());
+  out[0] = reduce_like(b, ga, tensor_at(f, 0));
+  return out;
+}
+
+void register_nn_gradients() {
+  for (const char* n : {"ltorch.linear", "prims.linear"}) register_grad_rule(op(n), linear_rule);
+  for (const char* n : {"ltorch.matmul", "prims.matmul"}) register_grad_rule(op(n), matmul_rule);
+  register_grad_rule(op("ltorch.layer_norm"), layer_norm_rule);
+  register_grad_rule(op("ltorch.softmax"), softmax_rule);
+  register_grad_rule(op("ltorch.log_softmax"), log_softmax_rule);
+  register_grad_rule(op("ltorch.cross_entropy"), cross_entropy_rule);
+  register_grad_rule(op("ltorch.embedding"), embedding_rule);
+  register_grad_rule(op("ltorch.embedding_backward"), embedding_backward_rule);
+  register_grad_rule(op("prims.take"), take_rule);
+  for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(op(n), take_along_rule);
+  register_grad_rule(op("ltorch.dropout"), dropout_rule);
+  register_grad_rule(op("ltorch.scaled_dot_product_attention"), sdpa_rule, sdpa_rule_applies);
+  for (const char* n : {"ltorch.layer_norm_backward", "ltorch.softmax_backward", "ltorch.cross_entropy_backward",
+                        "ltorch.scaled_dot_product_attention_backward"})
+    register_grad_through_decomposition(op(n));
+}
+
+}  // namespace
+
+}  // namespace tv
+
+// ---- Execution rules: direct at:: calls (faster and closer to eager than the decompositions) ----
+
+namespace tv::exec {
+
+namespace {
+
+using namespace rules;
+using ops::exec_rule;
+using ops::same_exec_rule;
+using TT = const at::Tensor&;
+
+// The statistics (mean and rstd) of the layer norms that forwards computed, by input tensor, so
+// that layer_norm_backward on the same input takes them instead of computing them again (a kernel
+// launch per norm saved in a host-bound step).
+struct LayerNormStats {
+  std::vector<int64_t> normalized;
+  double eps;
+  at::Tensor mean, rstd;
+};
+
+ResiduesByTensor<LayerNormStats>& layer_norm_stats() {
+  thread_local ResiduesByTensor<LayerNormStats> stats;
+  return stats;
+}
+
+// -- attention --
+// Rules for scaled_dot_product_attention and its backward (ltorch.scaled_dot_product_attention_backward,
+// recorded by its gradient rule). On CUDA with LibTorch 2.1 or later, 4-d q, k and v of one dtype
+// (f32, f16, bf16), no mask, head dims a multiple of 8 and the last dim dense run LibTorch's
+// memory-efficient attention kernels: one call each way (one kernel forward, four backward), where
+// the matmuls, scale, mask, softmax, their backward and the operands' copies took about fifteen
+// kernels. PyTorch documents that backward as not deterministic: two runs can differ in the last
+// bits. The forward keeps the kernel's log-sum-exp by its output (forward_residues.h) for the
+// backward, which recomputes it on a miss. Anything else runs softmax(q k^T / sqrt(E), masked) v as
+// single at:: calls, the backward with the probabilities recomputed.
+
+bool causal_at(Args a, size_t i, Kw k) { return flag_at(a, i, k, "is_causal"); }
+
+at::Tensor mask_at(Args a, size_t i, Kw k) {
+  const RValue* v = argument(a, i, k, "attn_mask");
+  return v && v->is_tensor() ? v->t : at::Tensor();
+}
+
+// softmax(q k^T / sqrt(E)) with causal keeping j <= i, a bool mask keeping where true, a float mask
+// added.
+at::Tensor attention_probabilities(TT q, TT k, TT mask, bool causal) {
+  at::Tensor scores = rules::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  double minus_inf = -std::numeric_limits<double>::infinity();
+  if (causal) {
+    at::Tensor keep = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).tril();
+    scores = scores.masked_fill(keep.logical_not(), minus_inf);
+  }
+  if (mask.defined())
+    scores = mask.scalar_type() == at::kBool ? scores.masked_fill(mask.logical_not(), minus_inf) : scores + mask;
+  return at::softmax(scores, -1);
+}
+
+#if TV_FUSED_ATTENTION
+bool fused_kernel_applies(TT q, TT k, TT v, TT mask, bool causal) {
+  if (!q.is_cuda() || mask.defined() || q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
+    return false;
+  at::ScalarType st = q.scalar_type();
+  if ((st != at::kFloat && st != at::kHalf && st != at::kBFloat16) || k.scalar_type() != st || v.scalar_type() != st)
+    return false;
+  for (int64_t d : {0, 1})
+    if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) return false;
+  if (k.size(2) != v.size(2) || k.size(3) != q.size(3) || (causal && q.size(2) != k.size(2))) return false;
+  if (q.size(3) % 8 != 0 || v.size(3) % 8 != 0) return false;
+  return q.stride(-1) == 1 && k.stride(-1) == 1 && v.stride(-1) == 1;
+}
+
+// The fused forward's log-sum-exp and random state, by its output, with the inputs it came from.
+struct AttentionResidue {
+  at::Tensor log_sumexp, philox_seed, philox_offset;
+  SeenTensor q, k, v;
+  bool causal;
+};
+
+ResiduesByTensor<AttentionResidue>& attention_residues() {
+  thread_local ResiduesByTensor<AttentionResidue> residues;
+  return residues;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_forward(TT q, TT k, TT v, bool causal) {
+  return at::_scaled_dot_product_efficient_attention(q, k, v, {}, /*compute_log_sumexp=*/true, /*dropout_p=*/0.0,
+                                                     causal);
+}
+#endif
+
+RValue attention(Args a, Kw kw) {
+  TT q = tensor_at(a, 0, "query"), k = tensor_at(a, 1, "key"), v = tensor_at(a, 2, "value");
+  at::Tensor mask = mask_at(a, 3, kw);
+  bool causal = causal_at(a, 4, kw);
+#if TV_FUSED_ATTENTION
+  if (fused_kernel_applies(q, k, v, mask, causal)) {
+    auto [out, lse, seed, offset] = fused_forward(q, k, v, causal);
+    attention_residues().remember(out, {lse, seed, offset, SeenTensor::of(q), SeenTensor::of(k), SeenTensor::of(v),
+                                        causal});
+    return RValue::of(out);
+  }
+#endif
+  return RValue::of(rules::matmul(attention_probabilities(q, k, mask, causal), v));
+}
+
+RValue attention_backward(Args a, Kw kw) {
+  at::Tensor g = tensor_at(a, 0, "grad");
+  TT q = tensor_at(a, 1, "query"), k = tensor_at(a, 2, "key"), v = tensor_at(a, 3, "value");
+  at::Tensor mask = mask_at(a, 4, kw);
+  bool causal = causal_at(a, 6, kw);
+#if TV_FUSED_ATTENTION
+  if (fused_kernel_applies(q, k, v, mask, causal)) {
+    TT out = tensor_at(a, 5, "output");
+    at::Tensor o = out, lse, seed, offset;
+    const AttentionResidue* r = attention_residues().recall(out);
+    if (r && r->causal == causal && r->q.is(q) && r->k.is(k) && r->v.is(v))
+      lse = r->log_sumexp, seed = r->philox_seed, offset = r->philox_offset;
+    else
+      std::tie(o, lse, seed, offset) = fused_forward(q, k, v, causal);
+    if (g.stride(-1) != 1) g = g.contiguous();
+    auto [gq, gk, gv, unused] = at::_scaled_dot_product_efficient_attention_backward(
+        g, q, k, v, at::Tensor(), o, lse, seed, offset, /*dropout_p=*/0.0, std::array<bool, 4>{true, true, true, false},
+        causal);
+    return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
+  }
+#endif
+  at::Tensor p = attention_probabilities(q, k, mask, causal);
+  at::Tensor gv = rules::matmul(p.transpose(-2, -1), g);
+  at::Tensor gp = rules::matmul(g, v.transpose(-2, -1));
+  double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  at::Tensor gs = at::_softmax_backward_data(gp, p, -1, p.scalar_type()).mul_(scale);
+  at::Tensor gq = rules::matmul(gs, k), gk = rules::matmul(gs.transpose(-2, -1), q);
+  return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
+}
+
+void register_nn_execution() {
+  same_exec_rule("ltorch.linear", "prims.linear");
+  same_exec_rule("ltorch.matmul", "prims.matmul");
+
+  exec_rule("ltorch.layer_norm", [](Args a, Kw) {
+    const at::Tensor& x = tensor_at(a, 0, "a");
+    auto normalized = ints_at(a, 1, "normalized_shape");
+    double eps = a.size() > 4 ? number_at(a, 4, "eps") : 1e-5;
+    auto [out, mean, rstd] =
+        at::native_layer_norm(x, normalized, optional_tensor_at(a, 2), optional_tensor_at(a, 3), eps);
+    layer_norm_stats().remember(x, {normalized, eps, std::move(mean), std::move(rstd)});
+    return RValue::of(out);
+  });
+  exec_rule("ltorch.softmax", [](Args a, Kw) { return RValue::of(at::softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))); });
+  exec_rule("ltorch.log_softmax", [](Args a, Kw) {
+    return RValue::of(at::log_softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim")));
+  });
+  // Thunder's layout (a, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing),
+  // each by position or keyword, as its printouts pass them; absent ones take torch's defaults.
+  exec_rule("ltorch.cross_entropy", [](Args a, Kw k) {
+    const RValue* weight = argument(a, 2, k, "weight");
+    const RValue* ignore = argument(a, 4, k, "ignore_index");
+    const RValue* reduction = argument(a, 6, k, "reduction");
+    const RValue* smoothing = argument(a, 7, k, "label_smoothing");
+    for (const char* legacy : {"size_average", "reduce"})
+      if (const RValue* v = argument(a, std::string_view(legacy) == "reduce" ? 5 : 3, k, legacy); v && !v->is_none())
+        throw ExecError(std::string("ltorch.cross_entropy: the legacy argument ") + legacy + " is not supported; pass reduction",
+                        "ltorch.cross_entropy");
+    std::string mode = reduction && reduction->kind == RValue::Kind::string ? reduction->s : "mean";
+    if (mode != "mean" && mode != "sum" && mode != "none")
+      throw ExecError("ltorch.cross_entropy: unknown reduction '" + mode + "'", "ltorch.cross_entropy");
+    int64_t code = mode == "none" ? at::Reduction::None : mode == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
+    return RValue::of(at::cross_entropy_loss(
+        tensor_at(a, 0, "logits"), tensor_at(a, 1, "target"),
+        weight && !weight->is_none() ? c10::optional<at::Tensor>(weight->tensor()) : c10::nullopt, code,
+        ignore && !ignore->is_none() ? ignore->integer_value() : -100,
+        smoothing && !smoothing->is_none() ? smoothing->number() : 0.0));
+  });
+  // The backward ops: LibTorch's fused kernels instead of their decompositions.
+  exec_rule("ltorch.softmax_backward", [](Args a, Kw) {
+    const at::Tensor& out = tensor_at(a, 1, "output");
+    return RValue::of(at::_softmax_backward_data(tensor_at(a, 0, "grad"), out, int_at(a, 2, "dim"), out.scalar_type()));
+  });
+  // softmax - one_hot(target), times g / N; with ignore_index (argument 3) the ignored rows are zero
+  // and N counts the kept rows.
+  exec_rule("ltorch.cross_entropy_backward", [](Args a, Kw) {
+    const at::Tensor &g = tensor_at(a, 0, "grad"), &target = tensor_at(a, 2, "target");
+    at::Tensor p = at::softmax(tensor_at(a, 1, "logits"), 1);
+    if (a.size() < 4 || a[3].is_none()) {
+      p.scatter_add_(1, target.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
+      return RValue::of(p.mul_(g.div(static_cast<double>(target.size(0)))));
+    }
+    at::Tensor kept = target.ne(int_at(a, 3, "ignore_index"));
+    at::Tensor safe = at::where(kept, target, at::zeros_like(target));
+    p.scatter_add_(1, safe.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
+    at::Tensor kept_rows = kept.to(p.scalar_type());
+    return RValue::of(p.mul_(kept_rows.unsqueeze(1)).mul_(g.div(kept_rows.sum())));
+  });
+  exec_rule("ltorch.layer_norm_backward", [](Args a, Kw) {
+    at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");
+    at::Tensor w = tensor_at(a, 3, "weight"), bias = tensor_at(a, 4, "bias");
+    auto normalized = ints_at(a, 2, "normalized_shape");
+    double eps = number_at(a, 5, "eps");
+    // The decomposition's result dtypes (with autocast the input can be bf16 and the weight f32).
+    at::ScalarType ga_type = at::promote_types(at::promote_types(g.scalar_type(), x.scalar_type()), w.scalar_type());
+    at::ScalarType gw_type = at::promote_types(g.scalar_type(), x.scalar_type()), gb_type = g.scalar_type();
+    // One compute dtype; float for half and bfloat16 (the kernel takes the statistics in float).
+    at::ScalarType compute = at::promote_types(ga_type, bias.scalar_type());
+    if (compute == at::kHalf || compute == at::kBFloat16) compute = at::kFloat;
+    // The forward's statistics when it normalised this very tensor in the compute dtype; else
+    // computed as the forward kernel computes them (one launch, where var_mean, add and rsqrt took
+    // three).
+    const LayerNormStats* seen = x.scalar_type() == compute ? layer_norm_stats().recall(x) : nullptr;
+    at::Tensor mean, rstd;
+    if (seen && seen->normalized == normalized && seen->eps == eps) mean = seen->mean, rstd = seen->rstd;
+    g = g.to(compute), x = x.to(compute), w = w.to(compute), bias = bias.to(compute);
+    x = x.contiguous();
+    if (!mean.defined()) std::tie(std::ignore, mean, rstd) = at::native_layer_norm(x, normalized, {}, {}, eps);
+    auto [ga, gw, gb] =
+        at::native_layer_norm_backward(g.contiguous(), x, normalized, mean, rstd, w, bias, {true, true, true});
+    return RValue::tuple({RValue::of(ga.to(ga_type)), RValue::of(gw.to(gw_type)), RValue::of(gb.to(gb_type))});
+  });
+  exec_rule("ltorch.embedding_backward", [](Args a, Kw) {
+    int64_t padding = a.size() < 4 || a[3].is_none() ? -1 : int_at(a, 3, "padding_idx");
+    return RValue::of(at::embedding_dense_backward(tensor_at(a, 0, "grad"), tensor_at(a, 1, "indices"),
+                                                   int_at(a, 2, "num_weights"), padding, /*scale_grad_by_freq=*/false));
+  });
+  // padding_idx changes only the gradient; passed on for runs under LibTorch's autograd (the reference).
+  exec_rule("ltorch.embedding", [](Args a, Kw k) {
+    const RValue* padding = argument(a, 2, k, "padding_idx");
+    return RValue::of(at::embedding(tensor_at(a, 1, "weight"), tensor_at(a, 0, "indices"),
+                                    padding && !padding->is_none() ? padding->integer_value() : -1));
+  });
+  exec_rule("ltorch.take_along_dim", [](Args a, Kw) {
+    return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));
+  });
+  set_exec_rule(ops::op("ltorch.scaled_dot_product_attention"), SimpleExecRule(attention));
+  set_exec_rule(ops::op("ltorch.scaled_dot_product_attention_backward"), SimpleExecRule(attention_backward));
+}
+
+}  // namespace
+
+}  // namespace tv::exec
+
+bool tv::ltorch::fused_attention_on(const Device& device) {
+  return TV_FUSED_ATTENTION && device.kind == Device::Kind::cuda;
+}
+
 namespace tv::ops {
 
 Shape normalized_dims(const T& a, const Shape& normalized) {
@@ -417,6 +867,8 @@ void register_nn() {
   define("ltorch.scaled_dot_product_attention", false, {}, sdpa_impl);
   define("ltorch.scaled_dot_product_attention_backward", false, {}, sdpa_backward_impl);
   define("ltorch.take_along_dim", false, {}, take_along_dim_impl);
+  register_nn_gradients();
+  exec::register_nn_execution();
 }
 
 }  // namespace tv::ops

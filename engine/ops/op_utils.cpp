@@ -1,19 +1,30 @@
 #include "ops/op_utils.h"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace tv::ops {
 
-void define(std::string name, bool is_prim, std::vector<std::string> traits, SymbolImpl impl) {
+const Symbol& define(std::string name, bool is_prim, std::vector<std::string> traits, SymbolImpl impl) {
   auto& registry = SymbolRegistry::global();
-  if (const Symbol* existing = registry.find(name); existing && !existing->opaque) return;  // already defined
+  if (const Symbol* existing = registry.find(name); existing && !existing->opaque) return *existing;  // already defined
   // add() upgrades an opaque placeholder the parser made in place, so parsed traces gain the impl.
   Symbol s;
   s.name = std::move(name);
   s.is_prim = is_prim;
   s.traits = std::move(traits);
   s.impl = std::move(impl);
-  registry.add(std::move(s));
+  return registry.add(std::move(s));
+}
+
+void exec_rule(std::string_view name, exec::SimpleExecRule rule) { exec::set_exec_rule(op(name), std::move(rule)); }
+
+void same_exec_rule(std::string_view name, std::string_view of) { exec::share_exec_rule(op(name), op(of)); }
+
+const Symbol& op(std::string_view name) {
+  const Symbol* s = SymbolRegistry::global().find(name);
+  if (!s || s->opaque) throw std::logic_error("no op '" + std::string(name) + "' is defined (a registration bug)");
+  return *s;
 }
 
 T call1(TraceBuilder& b, std::string_view name, std::vector<Value> args, Kwargs kwargs) {

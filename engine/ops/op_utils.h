@@ -9,14 +9,23 @@
 #include <vector>
 
 #include "ir/builder.h"
+#include "runtime/rules.h"
 
 namespace tv::ops {
 
 using T = ProxyPtr;
 using Shape = std::vector<int64_t>;
 
-// Registers `name` (PrintForm::call) with its impl and traits.
-void define(std::string name, bool is_prim, std::vector<std::string> traits, SymbolImpl impl);
+// Registers `name` (PrintForm::call) with its impl and traits; the symbol.
+const Symbol& define(std::string name, bool is_prim, std::vector<std::string> traits, SymbolImpl impl);
+// The defined op `name` (call form), for registering its other rules; std::logic_error when no
+// family defined it (a misspelt name is a registration bug, not a silent rule for nothing).
+const Symbol& op(std::string_view name);
+
+// Registers the execution rule of the defined op `name`; `same_exec_rule` gives `name` the rule of
+// `of` (an ltorch op that runs as its prim).
+void exec_rule(std::string_view name, exec::SimpleExecRule rule);
+void same_exec_rule(std::string_view name, std::string_view of);
 
 // Calls a symbol and returns its first output proxy (what single-output ops return).
 T call1(TraceBuilder& b, std::string_view name, std::vector<Value> args, Kwargs kwargs = {});

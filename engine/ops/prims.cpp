@@ -1,11 +1,15 @@
-// Meta functions of the prims (see prims.h for the list and argument order).
+// The prims (see prims.h for the list and argument order): meta functions, then execution rules.
+// Their gradient rules are those of the ltorch ops of their family (elementwise.cpp, shape.cpp, ...).
 #include "ops/prims.h"
+
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <numeric>
 
 #include "ops/meta.h"
 #include "ops/op_utils.h"
+#include "runtime/rule_util.h"
 
 namespace tv::prims {
 
@@ -286,6 +290,173 @@ Value uniform_philox_meta(TraceBuilder& b, Args args, Kw) {
 
 }  // namespace
 
+
+}  // namespace tv::prims
+
+// ---- Execution rules: one at:: call each ----
+
+namespace tv::exec {
+
+namespace {
+
+using namespace rules;
+using ops::exec_rule;
+using TT = const at::Tensor&;
+
+at::Tensor prim_div(const at::Tensor& x, const at::Tensor& y) {
+  at::ScalarType dt = at::result_type(x, y);
+  if (at::isIntegralType(dt, /*includeBool=*/true)) return at::div(x, y, "trunc");
+  return at::div(x, y);
+}
+
+RValue convert(const RValue& v, DType dtype) {
+  if (v.is_tensor()) return RValue::of(v.t.to(to_scalar_type(dtype)));
+  double x = v.number();
+  if (is_floating(dtype)) return RValue::floating(x);
+  if (dtype == DType::b8) return RValue::boolean(x != 0);
+  return RValue::integer(static_cast<int64_t>(x));
+}
+
+void register_prim_execution() {
+  exec_rule("prims.neg", [](Args a, Kw) { return unary(a, [](TT x) { return at::neg(x); }); });
+  exec_rule("prims.exp", [](Args a, Kw) { return unary(a, [](TT x) { return at::exp(x); }); });
+  exec_rule("prims.log", [](Args a, Kw) { return unary(a, [](TT x) { return at::log(x); }); });
+  exec_rule("prims.tanh", [](Args a, Kw) { return unary(a, [](TT x) { return at::tanh(x); }); });
+  exec_rule("prims.erf", [](Args a, Kw) { return unary(a, [](TT x) { return at::erf(x); }); });
+  exec_rule("prims.rsqrt", [](Args a, Kw) { return unary(a, [](TT x) { return at::rsqrt(x); }); });
+  exec_rule("prims.sqrt", [](Args a, Kw) { return unary(a, [](TT x) { return at::sqrt(x); }); });
+
+  exec_rule("prims.add", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::add(x, y); }); });
+  exec_rule("prims.sub", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::sub(x, y); }); });
+  exec_rule("prims.mul", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::mul(x, y); }); });
+  exec_rule("prims.div", [](Args a, Kw) { return binary(a, prim_div); });
+  exec_rule("prims.pow", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::pow(x, y); }); });
+  exec_rule("prims.maximum", [](Args a, Kw) {
+    const RValue &x = rarg(a, 0, "a"), &y = rarg(a, 1, "b");
+    if (!x.is_tensor() && !y.is_tensor()) return binary(a, [](TT x, TT y) { return at::maximum(x, y); });
+    at::Tensor tx = operand(x), ty = operand(y);
+    at::ScalarType dt = at::result_type(tx, ty);
+    at::Device d = x.is_tensor() ? tx.device() : ty.device();
+    return RValue::of(at::maximum(placed(x, tx, d, dt), placed(y, ty, d, dt)));
+  });
+  exec_rule("prims.eq", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::eq(x, y); }); });
+  exec_rule("prims.ne", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::ne(x, y); }); });
+  exec_rule("prims.lt", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::lt(x, y); }); });
+  exec_rule("prims.le", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::le(x, y); }); });
+  exec_rule("prims.gt", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::gt(x, y); }); });
+  exec_rule("prims.ge", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::ge(x, y); }); });
+
+  exec_rule("prims.where", [](Args a, Kw) {
+    return RValue::of(where(tensor_at(a, 0, "pred"), rarg(a, 1, "a"), rarg(a, 2, "b")));
+  });
+  exec_rule("prims.convert_element_type", [](Args a, Kw) {
+    const RValue& d = rarg(a, 1, "dtype");
+    if (d.kind != RValue::Kind::dtype) throw ExecError("expected a dtype, got " + describe(d));
+    return convert(rarg(a, 0, "a"), d.dtype);
+  });
+
+  exec_rule("prims.reshape", [](Args a, Kw) { return RValue::of(reshaped(tensor_at(a, 0, "a"), ints_at(a, 1, "shape"))); });
+  exec_rule("prims.transpose", [](Args a, Kw) {
+    return RValue::of(tensor_at(a, 0, "a").permute(ints_at(a, 1, "permutation")));
+  });
+  exec_rule("prims.broadcast_in_dim", [](Args a, Kw) {
+    return RValue::of(broadcast_in_dim(tensor_at(a, 0, "a"), ints_at(a, 1, "shape"), ints_at(a, 2, "broadcast_dimensions")));
+  });
+  exec_rule("prims.slice", [](Args a, Kw) {
+    at::Tensor t = tensor_at(a, 0, "a");
+    auto start = ints_at(a, 1, "start_indices"), end = ints_at(a, 2, "end_indices");
+    std::vector<int64_t> strides;
+    if (a.size() > 3 && !a[3].is_none()) strides = a[3].ints();
+    for (size_t k = 0; k < start.size(); ++k)
+      t = t.slice(static_cast<int64_t>(k), start[k], end[k], strides.empty() ? 1 : strides[k]);
+    return RValue::of(t);
+  });
+  exec_rule("prims.cat", [](Args a, Kw) {
+    std::vector<at::Tensor> ts;
+    for (const auto& v : rarg(a, 0, "tensors").items) ts.push_back(v.tensor());
+    return RValue::of(at::cat(ts, int_at(a, 1, "dim")));
+  });
+  exec_rule("prims.shallow_copy", [](Args a, Kw) { return RValue(rarg(a, 0, "a")); });
+
+  exec_rule("prims.sum", [](Args a, Kw) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    auto dims = ints_at(a, 1, "dims");
+    return RValue::of(dims.empty() ? t : at::sum(t, dims));
+  });
+  exec_rule("prims.amax", [](Args a, Kw) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    auto dims = ints_at(a, 1, "dims");
+    return RValue::of(dims.empty() ? t : at::amax(t, dims));
+  });
+  exec_rule("prims.var_mean", [](Args a, Kw k) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    const RValue* c = rkwarg(k, "correction");
+    int64_t correction = c ? c->integer_value() : (a.size() > 2 ? a[2].integer_value() : 1);
+    auto [var, mean] = var_mean(t, reduction_dims(rarg(a, 1, "dims"), t.dim()), correction, false);
+    return RValue::tuple({RValue::of(var), RValue::of(mean)});
+  });
+
+  exec_rule("prims.linear", [](Args a, Kw) {
+    return RValue::of(rules::linear(tensor_at(a, 0, "a"), tensor_at(a, 1, "w"), optional_tensor_at(a, 2)));
+  });
+  exec_rule("prims.matmul", [](Args a, Kw) {
+    return RValue::of(rules::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b")));
+  });
+
+  exec_rule("prims.take", [](Args a, Kw) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    const at::Tensor& idx = tensor_at(a, 1, "indices");
+    int64_t dim = int_at(a, 2, "dim");
+    if (dim < 0) dim += t.dim();
+    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().begin() + dim);
+    shape.insert(shape.end(), idx.sizes().begin(), idx.sizes().end());
+    shape.insert(shape.end(), t.sizes().begin() + dim + 1, t.sizes().end());
+    return RValue::of(t.index_select(dim, idx.reshape({-1})).reshape(shape));
+  });
+  exec_rule("prims.take_along_axis", [](Args a, Kw) {
+    return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));
+  });
+
+  exec_rule("prims.full", [](Args a, Kw) {
+    return RValue::of(at::full(ints_at(a, 0, "shape"), scalar_of(rarg(a, 1, "fill_value")),
+                               options_of(rarg(a, 3, "dtype").dtype, rarg(a, 2, "device").device)));
+  });
+  exec_rule("prims.iota", [](Args a, Kw) {
+    int64_t length = int_at(a, 0, "length");
+    DType dtype = rarg(a, 4, "dtype").dtype;
+    Device device = rarg(a, 3, "device").device;
+    at::Tensor t;
+    if (is_floating(dtype)) {
+      t = at::arange(length, options_of(DType::f64, device)) * number_at(a, 2, "step") + number_at(a, 1, "start");
+    } else {
+      t = at::arange(length, options_of(DType::i64, device)) * int_at(a, 2, "step") + int_at(a, 1, "start");
+    }
+    return RValue::of(t.to(to_scalar_type(dtype)));
+  });
+  // Deterministic in (seed, offset); not bit-identical to Thunder's philox stream.
+  exec_rule("prims.uniform_philox", [](Args a, Kw) {
+    auto shape = ints_at(a, 0, "shape");
+    double lo = number_at(a, 1, "minval"), hi = number_at(a, 2, "maxval");
+    Device device = rarg(a, 3, "device").device;
+    DType dtype = rarg(a, 4, "dtype").dtype;
+    // The seed is an int, or a tensor of shape [] the caller drew from its generator.
+    const RValue& given = rarg(a, 5, "seed");
+    int64_t drawn = given.kind == RValue::Kind::tensor ? given.tensor().item<int64_t>() : given.integer_value();
+    uint64_t seed = static_cast<uint64_t>(drawn) * 0x9E3779B97F4A7C15ull +
+                    static_cast<uint64_t>(int_at(a, 6, "offset"));
+    at::Generator gen = at::detail::createCPUGenerator(seed);
+    at::Tensor r = at::rand(shape, gen, at::TensorOptions().dtype(at::kFloat));
+    r = r * (hi - lo) + lo;
+    return RValue::of(r.to(to_device(device), to_scalar_type(dtype)));
+  });
+}
+
+}  // namespace
+
+}  // namespace tv::exec
+
+namespace tv::prims {
+
 void register_prims() {
   for (const char* n : {"neg"}) unary(n, false);
   for (const char* n : {"exp", "log", "tanh", "erf", "rsqrt", "sqrt"}) unary(n, true);
@@ -314,6 +485,7 @@ void register_prims() {
   define("prims.full", true, {"creation"}, full_meta);
   define("prims.iota", true, {"creation"}, iota_meta);
   define("prims.uniform_philox", true, {"creation", "random"}, uniform_philox_meta);
+  exec::register_prim_execution();
 }
 
 }  // namespace tv::prims

@@ -1,11 +1,16 @@
 // Reduction ltorch ops: sum, mean, amax, var_mean over several dims with keepdim.
 // The prims reduce and drop the dims (as in Thunder); keepdim is a following
 // prims.broadcast_in_dim back to the shape with 1s. Empty dims mean "all dims" (printed None).
+// The file holds, in order, each op's meta and decomposition, its gradient rule (and that of the
+// prim of the same name), its execution rule.
+#include <optional>
 #include <algorithm>
 
+#include "ops/grad_rules.h"
 #include "ops/ltorch.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
+#include "runtime/rule_util.h"
 
 namespace tv::ltorch {
 
@@ -107,6 +112,149 @@ std::pair<T, T> var_mean(TraceBuilder& b, const T& a, const Dims& dims, int64_t 
 
 }  // namespace tv::ltorch
 
+// ---- Gradient rules ----
+// Gradient rules of the reductions: the grad is broadcast back over the reduced dims
+// (ltorch.broadcast_in_dim), divided by the count for mean; amax splits the grad evenly among
+// the maxima (as torch does); var_mean combines 2 (a - mean) / (N - correction) and 1 / N.
+
+namespace tv {
+
+namespace {
+
+using ops::op;
+
+using namespace tv::ltorch;
+using grad::tensor_at;
+using grad::unreduce;
+using Cts = const std::vector<Value>&;
+using Out = std::vector<Value>;
+
+struct Reduction {
+  T a;
+  Dims dims;
+  bool keepdim;
+  int64_t count = 1;
+};
+
+Reduction read(const BoundSymbol& f) {
+  Reduction r;
+  r.a = tensor_at(f, 0);
+  r.dims = grad::reduction_dims(f, 1, static_cast<int64_t>(r.a->shape.size()));
+  r.keepdim = grad::flag(f, 2, "keepdim", false);
+  for (int64_t d : r.dims) r.count *= r.a->shape[d];
+  return r;
+}
+
+Out finish(TraceBuilder& b, const BoundSymbol& f, const Reduction& r, const T& ga) {
+  Out out(f.args.size());
+  out[0] = is_floating(r.a->dtype) ? Value::of(grad::sum_to(b, ga, r.a->shape, r.a->dtype)) : Value::none();
+  return out;
+}
+
+Out sum_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  Reduction r = read(f);
+  return finish(b, f, r, unreduce(b, cts[0].proxy, r.a->shape, r.dims, r.keepdim));
+}
+
+Out mean_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  Reduction r = read(f);
+  T scaled = true_divide(b, cts[0], Value::integer(r.count));
+  return finish(b, f, r, unreduce(b, scaled, r.a->shape, r.dims, r.keepdim));
+}
+
+Out amax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  Reduction r = read(f);
+  T g = cts[0].proxy;
+  T maxima = unreduce(b, f.output(), r.a->shape, r.dims, r.keepdim);
+  T mask = convert_element_type(b, eq(b, Value::of(r.a), Value::of(maxima)), g->dtype);
+  T count = sum(b, mask, r.dims, true);
+  T spread = mul(b, Value::of(unreduce(b, g, r.a->shape, r.dims, r.keepdim)), Value::of(mask));
+  return finish(b, f, r, true_divide(b, Value::of(spread), Value::of(count)));
+}
+
+double correction_of(const BoundSymbol& f) {
+  for (const auto& [k, v] : f.kwargs)
+    if (k == "correction" && v.is_number()) return v.as_double();
+  return 1;
+}
+
+Out var_mean_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  Reduction r = read(f);
+  T ga = nullptr;
+  if (cts[0].is_proxy()) {  // d var / d a = 2 (a - mean) / (N - correction)
+    T centered = sub(b, Value::of(r.a), Value::of(unreduce(b, f.outputs[1], r.a->shape, r.dims, r.keepdim)));
+    T gv = unreduce(b, cts[0].proxy, r.a->shape, r.dims, r.keepdim);
+    double scale = 2.0 / (static_cast<double>(r.count) - correction_of(f));
+    ga = mul(b, Value::of(gv), Value::of(mul(b, Value::of(centered), Value::floating(scale))));
+  }
+  if (cts.size() > 1 && cts[1].is_proxy()) {
+    T gm = true_divide(b, Value::of(unreduce(b, cts[1].proxy, r.a->shape, r.dims, r.keepdim)),
+                       Value::integer(r.count));
+    ga = ga ? add(b, Value::of(ga), Value::of(gm)) : gm;
+  }
+  return finish(b, f, r, ga);
+}
+
+void register_reduction_gradients() {
+  // The prims take (a, dims) and never keep dims; the same rules read them.
+  for (const char* n : {"ltorch.sum", "prims.sum"}) register_grad_rule(op(n), sum_rule);
+  register_grad_rule(op("ltorch.mean"), mean_rule);
+  for (const char* n : {"ltorch.amax", "prims.amax"}) register_grad_rule(op(n), amax_rule);
+  for (const char* n : {"ltorch.var_mean", "prims.var_mean"}) register_grad_rule(op(n), var_mean_rule);
+}
+
+}  // namespace
+
+}  // namespace tv
+
+// ---- Execution rules: direct at:: calls (faster and closer to eager than the decompositions) ----
+
+namespace tv::exec {
+
+namespace {
+
+using namespace rules;
+using ops::exec_rule;
+using ops::same_exec_rule;
+using TT = const at::Tensor&;
+
+std::optional<DType> dtype_kw(Kw k) {
+  const RValue* d = rkwarg(k, "dtype");
+  if (!d || d->is_none()) return std::nullopt;
+  if (d->kind != RValue::Kind::dtype) throw ExecError("dtype= expects a dtype, got " + describe(*d));
+  return d->dtype;
+}
+
+bool keepdim_at(Args a, size_t i, Kw k) { return flag_at(a, i, k, "keepdim"); }
+
+void register_reduction_execution() {
+  exec_rule("ltorch.sum", [](Args a, Kw k) {
+    at::Tensor t = tensor_at(a, 0, "a");
+    if (auto d = dtype_kw(k)) t = t.to(to_scalar_type(*d));
+    return RValue::of(at::sum(t, reduction_dims(a.size() > 1 ? a[1] : RValue::none(), t.dim()), keepdim_at(a, 2, k)));
+  });
+  exec_rule("ltorch.mean", [](Args a, Kw k) {
+    at::Tensor t = tensor_at(a, 0, "a");
+    if (auto d = dtype_kw(k)) t = t.to(to_scalar_type(*d));
+    return RValue::of(at::mean(t, reduction_dims(a.size() > 1 ? a[1] : RValue::none(), t.dim()), keepdim_at(a, 2, k)));
+  });
+  exec_rule("ltorch.amax", [](Args a, Kw k) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    return RValue::of(at::amax(t, reduction_dims(rarg(a, 1, "dims"), t.dim()), keepdim_at(a, 2, k)));
+  });
+  exec_rule("ltorch.var_mean", [](Args a, Kw k) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    const RValue* c = rkwarg(k, "correction");
+    auto [var, mean] = rules::var_mean(t, reduction_dims(rarg(a, 1, "dims"), t.dim()), c ? c->integer_value() : 1,
+                                       keepdim_at(a, 2, k));
+    return RValue::tuple({RValue::of(var), RValue::of(mean)});
+  });
+}
+
+}  // namespace
+
+}  // namespace tv::exec
+
 namespace tv::ops {
 
 void register_reduction() {
@@ -116,6 +264,8 @@ void register_reduction() {
   define("ltorch.mean", false, red, mean_impl);
   define("ltorch.amax", false, red, amax_impl);
   define("ltorch.var_mean", false, red, var_mean_impl);
+  register_reduction_gradients();
+  exec::register_reduction_execution();
 }
 
 }  // namespace tv::ops

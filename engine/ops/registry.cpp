@@ -1,9 +1,11 @@
-// register_ops(): registers every prim and ltorch symbol exactly once, whichever thread asks first.
+// register_ops(): registers every prim and ltorch op (meta, decomposition, gradient and execution rule)
+// and Thunder's spellings of them exactly once, whichever thread asks first.
 #include <mutex>
 
 #include "ops/ltorch.h"
 #include "ops/op_utils.h"
 #include "ops/prims.h"
+#include "ops/spellings.h"
 
 namespace tv::ltorch {
 
@@ -16,6 +18,7 @@ void register_ops() {
     ops::register_reduction();
     ops::register_nn();
     ops::register_creation();
+    ops::register_spellings();
   });
 }
 

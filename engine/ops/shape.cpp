@@ -3,9 +3,15 @@
 // Each resolves torch conveniences (-1 sizes, negative dims) and records a concrete prim:
 // `ltorch.reshape(t5, (-1, 10))` -> `prims.reshape(t5, (2, 10))`,
 // `ltorch.permute(t, (1, 0))` -> `prims.transpose(t, (1, 0))`, unsqueeze/expand -> broadcast_in_dim.
+// The file holds, in order, each op's meta and decomposition, its gradient rule (and those of the
+// shape prims), its execution rule.
 #include "ops/ltorch.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
+#include <algorithm>
+#include <functional>
+#include "ops/grad_rules.h"
+#include "runtime/rule_util.h"
 
 namespace tv::ltorch {
 
@@ -200,6 +206,220 @@ std::vector<T> unbind(TraceBuilder& b, const T& a, int64_t dim) {
 
 }  // namespace tv::ltorch
 
+// ---- Gradient rules ----
+// Gradient rules of the shape ops: a reshape's grad is reshaped back, a permutation's grad is
+// permuted by the inverse, a broadcast's grad is summed over the broadcast dims, split and cat
+// swap roles (cat's grad is cut with ltorch.split when the pieces are equal, prims.slice otherwise),
+// a slice's grad is put back in place between zeros (cat), a strided one interleaved with zeros first.
+
+namespace tv {
+
+namespace {
+
+using ops::op;
+
+using namespace tv::ltorch;
+using grad::tensor_at;
+using Cts = const std::vector<Value>&;
+using Out = std::vector<Value>;
+
+int64_t rank(const T& a) { return static_cast<int64_t>(a->shape.size()); }
+
+T call1_slice(TraceBuilder& b, const T& a, const Dims& begin, const Dims& end) {
+  return b.call("prims.slice", {Value::of(a), Value::ints(begin), Value::ints(end), Value::none()}).proxy;
+}
+
+// Only the first argument is differentiable; `fn` maps g to its grad.
+GradFn first_only(std::function<T(TraceBuilder&, const BoundSymbol&, const T& a, const T& g)> fn) {
+  return [fn](TraceBuilder& b, const BoundSymbol& f, Cts cts) -> Out {
+    Out out(f.args.size());
+    T a = tensor_at(f, 0);
+    out[0] = Value::of(grad::sum_to(b, fn(b, f, a, cts[0].proxy), a->shape, a->dtype));
+    return out;
+  };
+}
+
+T reshape_back(TraceBuilder& b, const BoundSymbol&, const T& a, const T& g) { return reshape(b, g, a->shape); }
+
+T permute_back(TraceBuilder& b, const Dims& perm, const T& g) {
+  Dims inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
+  return permute(b, g, inverse);
+}
+
+T broadcast_back(TraceBuilder& b, const BoundSymbol& f, const T& a, const T& g) {
+  Dims bdims = f.args.at(2).as_ints(), summed;
+  for (int64_t d = 0; d < rank(g); ++d) {
+    auto it = std::find(bdims.begin(), bdims.end(), d);
+    if (it == bdims.end() || (a->shape[it - bdims.begin()] == 1 && g->shape[d] != 1)) summed.push_back(d);
+  }
+  T r = summed.empty() ? g : sum(b, g, summed, false);
+  return r->shape == a->shape ? r : reshape(b, r, a->shape);
+}
+
+Out split_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0);
+  std::vector<T> pieces;
+  for (size_t i = 0; i < f.outputs.size(); ++i) pieces.push_back(grad::cotangent_or_zeros(b, f, cts, i));
+  int64_t dim = meta::normalize_dim(f.args.at(2).i, rank(a));
+  return {Value::of(pieces.size() == 1 ? pieces[0] : cat(b, pieces, dim)), Value::none(), Value::none()};
+}
+
+// `g` along `dim` spread to every `stride`-th place of a span of `length` (zeros between).
+T interleave_zeros(TraceBuilder& b, const T& g, int64_t dim, int64_t stride, int64_t length) {
+  Dims gap_shape = g->shape;
+  gap_shape.insert(gap_shape.begin() + dim + 1, stride - 1);
+  T spread = cat(b, {unsqueeze(b, g, dim + 1), zeros(b, gap_shape, g->dtype, g->device)}, dim + 1);
+  Dims merged = g->shape;
+  merged[dim] *= stride;
+  spread = reshape(b, spread, merged);
+  if (merged[dim] == length) return spread;
+  Dims begin(merged.size(), 0), end = merged;
+  end[dim] = length;
+  return call1_slice(b, spread, begin, end);
+}
+
+// prims.slice(a, start, end, strides): g goes back to the places it was read from, zeros elsewhere.
+Out slice_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), g = cts[0].proxy;
+  Dims start = f.args.at(1).as_ints(), end = f.args.at(2).as_ints();
+  Dims strides = f.args.size() > 3 && !f.args[3].is_none() ? f.args[3].as_ints() : Dims(start.size(), 1);
+  T full = g;
+  for (int64_t d = 0; d < rank(a); ++d) {
+    int64_t size = a->shape[d];
+    int64_t span = std::min(end[d], size) - start[d];  // the places [start, start + span) the slice covers
+    if (strides[d] > 1 && full->shape[d] > 0) full = interleave_zeros(b, full, d, strides[d], span);
+    std::vector<T> parts;
+    auto zeros_of = [&](int64_t n) {
+      Dims shape = full->shape;
+      shape[d] = n;
+      return zeros(b, shape, g->dtype, g->device);
+    };
+    int64_t covered = strides[d] > 1 ? span : full->shape[d];
+    if (start[d] > 0) parts.push_back(zeros_of(start[d]));
+    parts.push_back(full);
+    if (start[d] + covered < size) parts.push_back(zeros_of(size - start[d] - covered));
+    if (parts.size() > 1) full = cat(b, parts, d);
+  }
+  Out out(f.args.size());
+  out[0] = grad::reduce_like(b, full, a);
+  return out;
+}
+
+// stack and unbind swap roles: stack's grad is its cotangent unbound, unbind's its cotangents stacked.
+Out stack_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T g = cts[0].proxy;
+  int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(g));
+  std::vector<Value> grads;
+  for (const T& p : unbind(b, g, dim)) grads.push_back(Value::of(p));
+  return {Value::list(grads), Value::none()};
+}
+
+Out unbind_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0);
+  std::vector<T> pieces;
+  for (size_t i = 0; i < f.outputs.size(); ++i) pieces.push_back(grad::cotangent_or_zeros(b, f, cts, i));
+  return {Value::of(stack(b, pieces, meta::normalize_dim(f.args.at(1).i, rank(a)))), Value::none()};
+}
+
+Out cat_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T g = cts[0].proxy;
+  const auto& items = f.args.at(0).items;
+  int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(g));
+  bool equal = true;
+  for (const auto& v : items) equal = equal && v.proxy->shape[dim] == items[0].proxy->shape[dim];
+  std::vector<Value> grads;
+  if (equal && !items.empty() && items[0].proxy->shape[dim] > 0) {
+    for (const T& p : split(b, g, items[0].proxy->shape[dim], dim)) grads.push_back(Value::of(p));
+  } else {
+    int64_t start = 0;
+    for (const auto& v : items) {
+      Dims begin(g->shape.size(), 0), end = g->shape;
+      begin[dim] = start;
+      end[dim] = start += v.proxy->shape[dim];
+      grads.push_back(b.call("prims.slice", {Value::of(g), Value::ints(begin), Value::ints(end), Value::none()}));
+    }
+  }
+  for (size_t i = 0; i < items.size(); ++i)
+    grads[i] = grad::reduce_like(b, grads[i].proxy, items[i].proxy);
+  return {Value::list(grads), Value::none()};
+}
+
+void register_shape_gradients() {
+  for (const char* n : {"ltorch.reshape", "ltorch.view", "ltorch.unsqueeze", "prims.reshape"})
+    register_grad_rule(op(n), first_only(reshape_back));
+  register_grad_rule(op("ltorch.transpose"), first_only([](TraceBuilder& b, const BoundSymbol& f, const T&, const T& g) {
+                       return transpose(b, g, f.args.at(1).i, f.args.at(2).i);
+                     }));
+  auto permute_rule = first_only([](TraceBuilder& b, const BoundSymbol& f, const T& a, const T& g) {
+    return permute_back(b, meta::normalize_dims(f.args.at(1).as_ints(), rank(a)), g);
+  });
+  register_grad_rule(op("ltorch.permute"), permute_rule);
+  register_grad_rule(op("prims.transpose"), permute_rule);
+  // sum_to (inside first_only) reduces an expanded grad back to the input's shape.
+  register_grad_rule(op("ltorch.expand"), first_only([](TraceBuilder&, const BoundSymbol&, const T&, const T& g) { return g; }));
+  register_grad_rule(op("ltorch.broadcast_in_dim"), first_only(broadcast_back));
+  register_grad_rule(op("prims.broadcast_in_dim"), first_only(broadcast_back));
+  register_grad_rule(op("ltorch.split"), split_rule);
+  register_grad_rule(op("ltorch.cat"), cat_rule);
+  register_grad_rule(op("ltorch.stack"), stack_rule);
+  register_grad_rule(op("ltorch.unbind"), unbind_rule);
+  register_grad_rule(op("prims.cat"), cat_rule);
+  register_grad_rule(op("prims.slice"), slice_rule);
+}
+
+}  // namespace
+
+}  // namespace tv
+
+// ---- Execution rules: direct at:: calls (faster and closer to eager than the decompositions) ----
+
+namespace tv::exec {
+
+namespace {
+
+using namespace rules;
+using ops::exec_rule;
+using ops::same_exec_rule;
+using TT = const at::Tensor&;
+
+void register_shape_execution() {
+  exec_rule("ltorch.reshape", [](Args a, Kw) { return RValue::of(reshaped(tensor_at(a, 0, "a"), sizes_from(a, 1, "shape"))); });
+  same_exec_rule("ltorch.view", "ltorch.reshape");
+  exec_rule("ltorch.transpose", [](Args a, Kw) {
+    return RValue::of(tensor_at(a, 0, "a").transpose(int_at(a, 1, "dim0"), int_at(a, 2, "dim1")));
+  });
+  exec_rule("ltorch.permute", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").permute(sizes_from(a, 1, "dims"))); });
+  exec_rule("ltorch.unsqueeze", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").unsqueeze(int_at(a, 1, "dim"))); });
+  exec_rule("ltorch.expand", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").expand(sizes_from(a, 1, "shape"))); });
+  same_exec_rule("ltorch.broadcast_in_dim", "prims.broadcast_in_dim");
+  exec_rule("ltorch.split", [](Args a, Kw) {
+    std::vector<RValue> parts;
+    for (const auto& t : at::split(tensor_at(a, 0, "a"), int_at(a, 1, "split_size"), int_at(a, 2, "dim")))
+      parts.push_back(RValue::of(t));
+    return RValue::tuple(std::move(parts));
+  });
+  exec_rule("ltorch.cat", [](Args a, Kw) {
+    std::vector<at::Tensor> ts;
+    for (const auto& v : rarg(a, 0, "tensors").items) ts.push_back(v.tensor());
+    return RValue::of(at::cat(ts, int_at(a, 1, "dim")));
+  });
+  exec_rule("ltorch.stack", [](Args a, Kw) {
+    std::vector<at::Tensor> ts;
+    for (const auto& v : rarg(a, 0, "tensors").items) ts.push_back(v.tensor());
+    return RValue::of(at::stack(ts, int_at(a, 1, "dim")));
+  });
+  exec_rule("ltorch.unbind", [](Args a, Kw) {
+    std::vector<RValue> parts;
+    for (const auto& t : at::unbind(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))) parts.push_back(RValue::of(t));
+    return RValue::tuple(std::move(parts));
+  });
+}
+
+}  // namespace
+
+}  // namespace tv::exec
+
 namespace tv::ops {
 
 void register_shape() {
@@ -216,6 +436,8 @@ void register_shape() {
   define("ltorch.cat", false, shape, cat_impl);
   define("ltorch.stack", false, shape, stack_impl);
   define("ltorch.unbind", false, shape, unbind_impl);
+  register_shape_gradients();
+  exec::register_shape_execution();
 }
 
 }  // namespace tv::ops

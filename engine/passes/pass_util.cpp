@@ -2,27 +2,12 @@
 
 #include <algorithm>
 
+#include "ops/spellings.h"
+
 namespace tv::passes {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
-
-// The registered op an opaque name from a Thunder printout stands for, or nullptr.
-const Symbol* alias_of(std::string_view name) {
-  auto& registry = SymbolRegistry::global();
-  std::string target;
-  if (starts_with(name, "torch.nn.functional.")) target = "ltorch." + std::string(name.substr(20));
-  else if (starts_with(name, "torch.")) target = "ltorch." + std::string(name.substr(6));
-  else if (starts_with(name, "torch_") && ends_with(name, "_prim_impl"))
-    target = "prims." + std::string(name.substr(6, name.size() - 6 - 10));
-  if (target.empty()) return nullptr;
-  const Symbol* s = registry.find(target);
-  return s && !s->traits.empty() ? s : nullptr;
-}
 
 // Traits a name alone suggests, for opaque leaves (collectives and checks of Thunder printouts).
 bool name_suggests(std::string_view name, std::string_view trait) {
@@ -44,7 +29,7 @@ bool has_trait(const BoundSymbol& b, std::string_view trait) {
   const Symbol& s = *b.symbol;
   if (s.has(trait)) return true;
   if (!s.traits.empty()) return false;
-  if (const Symbol* alias = alias_of(s.name)) return alias->has(trait);
+  if (const Symbol* op = ops::spelled_op(s.name)) return op->has(trait);
   if (b.subsymbols.empty()) return name_suggests(s.name, trait);
   if (sticky(trait))
     return std::any_of(b.subsymbols.begin(), b.subsymbols.end(), [&](const BoundSymbol& c) { return has_trait(c, trait); });

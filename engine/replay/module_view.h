@@ -2,8 +2,8 @@
 // Contract: a view, not a copy; the Module must outlive it. Parameters and buffers by qualified
 // name ("fc1.weight"), attributes by qualified name ("training", "fc1.in_features").
 #pragma once
-#include "exec/runtime.h"
 #include "jit/module.h"
+#include "runtime/value.h"
 
 namespace tv {
 

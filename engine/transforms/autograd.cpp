@@ -36,7 +36,7 @@ struct ForwardSweep {
   void visit(const BoundSymbol& b, const std::string& header) {
     bool touches = false;
     for (const auto& p : b.inputs()) touches = touches || diff.count(p->name);
-    const GradRule* rule = touches ? find_grad_rule(b.name()) : nullptr;
+    const GradRule* rule = touches ? find_grad_rule(*b.symbol) : nullptr;
     bool decompose = touches && (!rule || rule->through_decomposition || (rule->applies && !rule->applies(b)));
     if (decompose && b.subsymbols.empty())
       throw std::runtime_error("autograd: no gradient rule for '" + b.name() + "' and no decomposition to differentiate");
@@ -137,7 +137,7 @@ Value output_of(const Value& returned) {
 
 ForwardBackward split_forward_backward(const Trace& computation, std::vector<bool> requires_grad) {
   auto start = std::chrono::steady_clock::now();
-  register_grad_rules();
+  ltorch::register_ops();
   ForwardBackward result;
 
   // 1. Forward sweep.
@@ -182,7 +182,7 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
       any = any || out_cts.back().is_proxy();
     }
     if (!any) continue;
-    distribute(bwd, cts, fwd.diff, b, find_grad_rule(b.name())->fn(bwd, b, out_cts));
+    distribute(bwd, cts, fwd.diff, b, find_grad_rule(*b.symbol)->fn(bwd, b, out_cts));
   }
   std::vector<Value> grads;
   for (size_t i = 0; i < params.size(); ++i)

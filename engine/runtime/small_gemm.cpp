@@ -1,4 +1,4 @@
-#include "exec/small_gemm.h"
+#include "runtime/small_gemm.h"
 
 #ifdef TV_HAVE_CUDA
 #include <ATen/ATen.h>

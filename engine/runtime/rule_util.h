@@ -1,12 +1,13 @@
-// Helpers shared by the built-in rule families (internal to engine/exec; .cpp files only).
+// Helpers for writing execution rules (the op families' in engine/ops, the executor's own in
+// engine/exec; .cpp files only).
 // Contract: numbers become "wrapped number" tensors, so at:: ops promote them exactly as PyTorch
 // promotes Python scalars (an int tensor times 2.5 gives float32, a float32 tensor plus 2 stays
 // float32).
 #pragma once
 #include <ATen/ATen.h>
 
-#include "exec/aten_util.h"
-#include "exec/rules.h"
+#include "runtime/aten_util.h"
+#include "runtime/rules.h"
 
 namespace tv::exec::rules {
 
@@ -58,12 +59,15 @@ at::Tensor broadcast_in_dim(const at::Tensor& a, const std::vector<int64_t>& sha
 std::pair<at::Tensor, at::Tensor> var_mean(const at::Tensor& a, const std::vector<int64_t>& dims, int64_t correction,
                                            bool keepdim);
 at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b);
+// `v` as a tensor of dtype `dt` on `device`. A number is made there (a fill kernel) rather than
+// copied from the host: a host-to-device copy cannot be captured in a CUDA graph.
+at::Tensor placed(const RValue& v, const at::Tensor& as_operand, at::Device device, at::ScalarType dt);
 // t.reshape(shape), as a plain view when t is contiguous: one dispatch where reshape takes two or
 // three (a host-bound step runs about a thousand reshapes).
 inline at::Tensor reshaped(const at::Tensor& t, at::IntArrayRef shape) {
   return t.is_contiguous() ? t.view(shape) : t.reshape(shape);
 }
-// a @ b, as at::matmul computes it. Two matrices run as small_gemm (exec/small_gemm.h) on CUDA
+// a @ b, as at::matmul computes it. Two matrices run as small_gemm (runtime/small_gemm.h) on CUDA
 // when it applies, else mm; operands with the same batch dims as one bmm: fewer dispatches than
 // matmul's expand and reshape chain.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
@@ -75,10 +79,5 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bi
 // Whether a batched matmul has to copy `t` (rank 3 or more) first: its batch dims cannot be
 // flattened into one stride, or its matrices are neither row- nor column-major.
 bool batched_matmul_copies(const at::Tensor& t);
-// Whether attention on `device` runs LibTorch's fused kernels when its operands allow (CUDA, LibTorch
-// 2.1 or later; rules_attention.cpp): its q, k and v are then read as they are, not copied.
-bool fused_attention_on(const Device& device);
-// Registers `alias` with the rule already registered as `name`.
-void alias(const std::string& alias, const std::string& name);
 
 }  // namespace tv::exec::rules

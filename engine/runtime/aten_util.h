@@ -1,11 +1,11 @@
-// ATen helpers of the executor (internal to engine/exec; .cpp files only). The dtype and device
+// ATen helpers of execution rules and the executor (.cpp files only). The dtype and device
 // mapping is engine/aten/convert.h's; from_scalar_type throws ExecError for a ScalarType the IR
 // does not know.
 #pragma once
 #include <ATen/ATen.h>
 
 #include "aten/convert.h"
-#include "exec/runtime.h"
+#include "runtime/value.h"
 
 namespace tv::exec {
 

@@ -1,10 +1,10 @@
-#include "exec/runtime.h"
+#include "runtime/value.h"
 
 #include <ATen/ATen.h>
 
-#include "exec/aten_util.h"
 #include "ir/proxy.h"
 #include "ir/python_literal.h"
+#include "runtime/aten_util.h"
 
 namespace tv::exec {
 
