@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 #include <mutex>
+#include <stdexcept>
 
 #include "ops/ltorch.h"
 #include "ops/meta.h"
@@ -26,12 +27,19 @@ std::unordered_map<const Symbol*, GradRule>& table() {
 
 void register_grad_rule(const Symbol& symbol, GradFn fn, GradApplies applies) {
   std::lock_guard lock(table_mutex());
-  table()[&symbol] = GradRule{std::move(fn), false, std::move(applies)};
+  table()[&symbol] = GradRule{std::move(fn), false, std::move(applies), {}};
 }
 
 void register_grad_through_decomposition(const Symbol& symbol) {
   std::lock_guard lock(table_mutex());
-  table()[&symbol] = GradRule{{}, true, {}};
+  table()[&symbol] = GradRule{{}, true, {}, {}};
+}
+
+void register_residues(const Symbol& symbol, WithResidues with_residues) {
+  std::lock_guard lock(table_mutex());
+  auto it = table().find(&symbol);
+  if (it == table().end()) throw std::logic_error("residues of " + symbol.name + ", which has no gradient rule");
+  it->second.with_residues = std::move(with_residues);
 }
 
 void register_not_differentiable(const Symbol& symbol) {

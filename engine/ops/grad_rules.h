@@ -10,8 +10,15 @@
 // A symbol registered `through_decomposition` is differentiated by splicing its subsymbols into
 // the forward and differentiating those (what Thunder does for gelu); so is one whose rule has an
 // `applies` test that the forward symbol fails (sdpa with a float mask, whose grad the rule omits).
+// Residues: a forward kernel may compute, besides its output, what its backward would compute again
+// (layer norm's mean and rstd). Such a symbol's rule has `with_residues`, which gives the statement
+// the augmented forward runs instead: the same outputs first, then the residues, as another symbol
+// (`(t5, t6, t7) = ltorch.native_layer_norm(...)` for `t5 = ltorch.layer_norm(...)`), whose own rule
+// reads them. So residues are saved_for_backward values like any other, shown in the traces;
+// `with_residues` gives nullopt where the kernel has none to give (a dtype it does not keep them in).
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,14 +32,21 @@ using GradFn = std::function<std::vector<Value>(TraceBuilder& bwd, const BoundSy
 
 using GradApplies = std::function<bool(const BoundSymbol& fwd)>;
 
+// The statement with residues for `fwd`, its new proxies named by `names` (a builder that knows
+// every name of the trace); nullopt to keep `fwd`.
+using WithResidues = std::function<std::optional<BoundSymbol>(TraceBuilder& names, const BoundSymbol& fwd)>;
+
 struct GradRule {
   GradFn fn;                           // empty: differentiate the subsymbols instead
   bool through_decomposition = false;
   GradApplies applies;                 // empty: always; else where false, differentiate the subsymbols
+  WithResidues with_residues;          // empty: the forward keeps the statement as it is
 };
 
 void register_grad_rule(const Symbol& symbol, GradFn fn, GradApplies applies = {});
 void register_grad_through_decomposition(const Symbol& symbol);
+// Adds `with_residues` to the rule `symbol` already has.
+void register_residues(const Symbol& symbol, WithResidues with_residues);
 // A rule that gives None for every argument (comparisons, creation, integer ops).
 void register_not_differentiable(const Symbol& symbol);
 // The rule of a symbol, nullptr when it has none. Registers the op families first (ltorch::register_ops).

@@ -69,6 +69,10 @@ T sigmoid(TraceBuilder&, const T& a);
 // Normalisation and losses
 T layer_norm(TraceBuilder&, const T& a, const Dims& normalized_shape, const T& weight, const T& bias,
              double eps = 1e-5);
+// (out, mean, rstd): layer_norm and the statistics it normalised with, shaped as `a` with the
+// normalized dims kept as 1s (what the forward kernel computes; autograd's statement with residues).
+std::tuple<T, T, T> native_layer_norm(TraceBuilder&, const T& a, const Dims& normalized_shape, const T& weight,
+                                      const T& bias, double eps);
 T softmax(TraceBuilder&, const T& a, int64_t dim);
 T log_softmax(TraceBuilder&, const T& a, int64_t dim);
 T cross_entropy(TraceBuilder&, const T& logits, const T& target);  // mean over the batch
@@ -79,9 +83,11 @@ T embedding_backward(TraceBuilder&, const T& grad, const T& indices, int64_t num
                      std::optional<int64_t> padding_idx = std::nullopt);
 T dropout(TraceBuilder&, const T& a, double p, int64_t seed, bool training = true);
 // Backward ops (recorded by the gradient rules; decomposed, and run by LibTorch's fused kernels):
-// (grad_a, grad_weight, grad_bias) of layer_norm with weight and bias;
+// (grad_a, grad_weight, grad_bias) of layer_norm with weight and bias, from the forward's mean and
+// rstd when given (else they are recomputed from a);
 std::tuple<T, T, T> layer_norm_backward(TraceBuilder&, const T& grad, const T& a, const Dims& normalized_shape,
-                                        const T& weight, const T& bias, double eps);
+                                        const T& weight, const T& bias, double eps, const T& mean = nullptr,
+                                        const T& rstd = nullptr);
 // grad of softmax(a, dim) from its output; grad [N, C] of cross_entropy(logits, target) for the
 // loss's cotangent `grad` [] (none for the rows whose target is `ignore_index`).
 T softmax_backward(TraceBuilder&, const T& grad, const T& output, int64_t dim);
@@ -90,10 +96,11 @@ T cross_entropy_backward(TraceBuilder&, const T& grad, const T& logits, const T&
 // (grad_q, grad_k, grad_v) of scaled_dot_product_attention(q, k, v, attn_mask, is_causal) for the
 // cotangent `grad` of its `output`; a bool or no mask (a float mask's grad is not computed). The
 // probabilities are recomputed from q and k; the output is an argument for the fused kernel, which
-// takes it with the forward's log-sum-exp.
+// takes it with the forward's log-sum-exp (`logsumexp`, scaled_dot_product_attention_forward's, when
+// given; else the kernel computes it again).
 std::tuple<T, T, T> scaled_dot_product_attention_backward(TraceBuilder&, const T& grad, const T& q, const T& k,
                                                           const T& v, const T& attn_mask, const T& output,
-                                                          bool is_causal);
+                                                          bool is_causal, const T& logsumexp = nullptr);
 
 // Shapes
 T reshape(TraceBuilder&, const T& a, const Dims& shape);  // one -1 allowed

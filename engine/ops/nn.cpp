@@ -21,7 +21,6 @@
 #include "ops/ltorch.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
-#include "runtime/forward_residues.h"
 #include "runtime/rule_util.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
@@ -57,23 +56,33 @@ Value matmul_impl(TraceBuilder& b, Args args, Kw) {
       call1(b, "prims.matmul", {Value::of(tensor_arg(args, 0, "a")), Value::of(tensor_arg(args, 1, "b"))}));
 }
 
-Value layer_norm_impl(TraceBuilder& b, Args args, Kw) {
+// layer_norm's decomposition: its output, and the mean and rstd it normalised with (the normalized
+// dims kept as 1s).
+std::tuple<T, T, T> layer_norm_parts(TraceBuilder& b, Args args, const char* op) {
   T a = tensor_arg(args, 0, "a");
   Dims normalized = ints_arg(args, 1, "normalized_shape");
   T weight = optional_tensor_arg(args, 2, "weight"), bias = optional_tensor_arg(args, 3, "bias");
   double eps = number_arg(args, 4, "eps");
-  require_floating(a, "layer_norm");
+  require_floating(a, op);
   Dims dims = normalized_dims(a, normalized);
   for (const T& p : {weight, bias})
     if (p && p->shape != normalized)
-      throw OpError("layer_norm parameter of shape " + shape_text(p->shape) + " does not match normalized_shape " +
+      throw OpError(std::string(op) + " parameter of shape " + shape_text(p->shape) + " does not match normalized_shape " +
                     shape_text(normalized));
   auto [var, m] = var_mean(b, a, dims, /*correction=*/0, /*keepdim=*/true);
   T rstd = rsqrt(b, add(b, Value::of(var), Value::floating(eps)));
   T out = mul(b, Value::of(sub(b, Value::of(a), Value::of(m))), Value::of(rstd));
   if (weight) out = mul(b, Value::of(out), Value::of(weight));
   if (bias) out = add(b, Value::of(out), Value::of(bias));
-  return Value::of(out);
+  return {out, m, rstd};
+}
+
+Value layer_norm_impl(TraceBuilder& b, Args args, Kw) { return Value::of(std::get<0>(layer_norm_parts(b, args, "layer_norm"))); }
+
+// (out, mean, rstd): what the forward kernel computes, the statistics kept for the backward.
+Value native_layer_norm_impl(TraceBuilder& b, Args args, Kw) {
+  auto [out, m, rstd] = layer_norm_parts(b, args, "native_layer_norm");
+  return Value::tuple({V(out), V(m), V(rstd)});
 }
 
 // The shifted input a - amax(a, dim) and the keepdim sum of its exp.
@@ -191,20 +200,29 @@ Value embedding_backward_impl(TraceBuilder& b, Args args, Kw kwargs) {
   return Value::of(matmul(b, permute(b, hits, {1, 0}), g));
 }
 
-// (grad_a, grad_weight, grad_bias) of layer_norm(a, normalized_shape, weight, bias, eps), the
-// statistics recomputed from a. Weight and bias are required (the rule of a layer_norm without them
+// (grad_a, grad_weight, grad_bias) of layer_norm(a, normalized_shape, weight, bias, eps), with the
+// forward's mean and rstd when given (arguments 6 and 7, native_layer_norm's), else the statistics
+// recomputed from a. Weight and bias are required (the rule of a layer_norm without them
 // differentiates its decomposition).
 Value layer_norm_backward_impl(TraceBuilder& b, Args args, Kw) {
   T g = tensor_arg(args, 0, "grad"), a = tensor_arg(args, 1, "a");
   Dims normalized = ints_arg(args, 2, "normalized_shape");
   T w = tensor_arg(args, 3, "weight"), bias = tensor_arg(args, 4, "bias");
   Value eps = Value::floating(number_arg(args, 5, "eps"));
+  T mean = args.size() > 7 ? optional_tensor_arg(args, 6, "mean") : nullptr;
+  T rstd = args.size() > 7 ? optional_tensor_arg(args, 7, "rstd") : nullptr;
   if (g->shape != a->shape)
     throw OpError("layer_norm_backward: grad " + shape_text(g->shape) + " and input " + shape_text(a->shape) +
                   " differ in shape");
   Dims dims = normalized_dims(a, normalized), batch;
   for (int64_t d = 0; d < dims.front(); ++d) batch.push_back(d);
-  auto [ga, xhat] = layer_norm_input_grad(b, g, a, dims, w, eps);
+  int64_t normalized_numel = 1;
+  for (int64_t n : normalized) normalized_numel *= n;
+  for (const T& stat : {mean, rstd})
+    if (stat && (stat->shape.size() != a->shape.size() || stat->numel() * normalized_numel != a->numel()))
+      throw OpError("layer_norm_backward: statistics " + shape_text(stat->shape) + " do not match input " +
+                    shape_text(a->shape) + " normalized over " + shape_text(normalized));
+  auto [ga, xhat] = layer_norm_input_grad(b, g, a, dims, w, eps, mean, rstd);
   T gw = mul(b, V(g), V(xhat)), gb = g;
   if (!batch.empty()) {
     gw = sum(b, gw, batch, false);
@@ -272,7 +290,8 @@ void check_attention_inputs(const T& q, const T& k, const T& v) {
 
 // softmax(q k^T / sqrt(E), masked) [..., L, S]: causal keeps j <= i, a bool mask keeps where true, a
 // float mask is added.
-T attention_probabilities(TraceBuilder& b, const T& q, const T& k, const T& mask, bool causal) {
+// q k^T / sqrt(E), with -inf where causal or a bool mask hides a key, plus a float mask.
+T attention_scores(TraceBuilder& b, const T& q, const T& k, const T& mask, bool causal) {
   int64_t L = q->shape[rank(q) - 2], S = k->shape[rank(k) - 2], E = q->shape.back();
   T scores = matmul(b, q, transpose(b, k, -2, -1));
   scores = mul(b, Value::of(scores), Value::floating(1.0 / std::sqrt(static_cast<double>(E))));
@@ -285,7 +304,11 @@ T attention_probabilities(TraceBuilder& b, const T& q, const T& k, const T& mask
     scores = mask->dtype == DType::b8 ? where(b, mask, Value::of(scores), minus_inf)
                                       : add(b, Value::of(scores), Value::of(mask));
   }
-  return softmax(b, scores, -1);
+  return scores;
+}
+
+T attention_probabilities(TraceBuilder& b, const T& q, const T& k, const T& mask, bool causal) {
+  return softmax(b, attention_scores(b, q, k, mask, causal), -1);
 }
 
 Value sdpa_impl(TraceBuilder& b, Args args, Kw) {
@@ -297,11 +320,33 @@ Value sdpa_impl(TraceBuilder& b, Args args, Kw) {
 
 // With P the probabilities and s = 1/sqrt(E): grad_v = P^T g, grad_scores = softmax_backward(g v^T,
 // P) * s, grad_q = grad_scores k, grad_k = grad_scores^T q.
+// (out, logsumexp): attention and the log-sum-exp of each query's scores [..., L] in float, what the
+// fused forward kernel keeps for its backward.
+Value sdpa_forward_impl(TraceBuilder& b, Args args, Kw) {
+  T q = tensor_arg(args, 0, "query"), k = tensor_arg(args, 1, "key"), v = tensor_arg(args, 2, "value");
+  T mask = optional_tensor_arg(args, 3, "attn_mask");
+  check_attention_inputs(q, k, v);
+  T scores = attention_scores(b, q, k, mask, bool_arg(args, 4, "is_causal"));
+  T out = matmul(b, softmax(b, scores, -1), v);
+  T wide = convert_element_type(b, scores, DType::f32);
+  T top = amax(b, wide, {-1}, true);
+  T lse = add(b, V(amax(b, wide, {-1}, false)),
+              V(log(b, sum(b, exp(b, sub(b, V(wide), V(top))), {-1}, false))));
+  return Value::tuple({V(out), V(lse)});
+}
+
 Value sdpa_backward_impl(TraceBuilder& b, Args args, Kw) {
   T g = tensor_arg(args, 0, "grad"), q = tensor_arg(args, 1, "query"), k = tensor_arg(args, 2, "key");
   T v = tensor_arg(args, 3, "value"), mask = optional_tensor_arg(args, 4, "attn_mask");
   T out = tensor_arg(args, 5, "output");
   check_attention_inputs(q, k, v);
+  if (args.size() > 7 && args[7].is_proxy()) {
+    T lse = args[7].proxy;
+    Dims rows(q->shape.begin(), q->shape.end() - 1);
+    if (lse->shape != rows || lse->dtype != DType::f32)
+      throw OpError("scaled_dot_product_attention_backward: log-sum-exp " + type_text(*lse) + " is not f32" +
+                    shape_text(rows) + " (one per query row)");
+  }
   if (g->shape != out->shape)
     throw OpError("scaled_dot_product_attention_backward: grad " + shape_text(g->shape) + " and output " +
                   shape_text(out->shape) + " differ in shape");
@@ -333,6 +378,12 @@ T matmul(TraceBuilder& b, const T& a, const T& c) { return call1(b, "ltorch.matm
 T layer_norm(TraceBuilder& b, const T& a, const Dims& normalized_shape, const T& weight, const T& bias, double eps) {
   return call1(b, "ltorch.layer_norm", {V(a), Value::ints(normalized_shape), V(weight), V(bias), Value::floating(eps)});
 }
+std::tuple<T, T, T> native_layer_norm(TraceBuilder& b, const T& a, const Dims& normalized_shape, const T& weight,
+                                      const T& bias, double eps) {
+  Value out = b.call("ltorch.native_layer_norm",
+                     {V(a), Value::ints(normalized_shape), V(weight), V(bias), Value::floating(eps)});
+  return {out.items.at(0).proxy, out.items.at(1).proxy, out.items.at(2).proxy};
+}
 T softmax(TraceBuilder& b, const T& a, int64_t dim) { return call1(b, "ltorch.softmax", {V(a), Value::integer(dim)}); }
 T log_softmax(TraceBuilder& b, const T& a, int64_t dim) {
   return call1(b, "ltorch.log_softmax", {V(a), Value::integer(dim)});
@@ -350,9 +401,10 @@ T embedding_backward(TraceBuilder& b, const T& grad, const T& indices, int64_t n
   return call1(b, "ltorch.embedding_backward", std::move(args));
 }
 std::tuple<T, T, T> layer_norm_backward(TraceBuilder& b, const T& grad, const T& a, const Dims& normalized_shape,
-                                        const T& weight, const T& bias, double eps) {
-  Value out = b.call("ltorch.layer_norm_backward", {V(grad), V(a), Value::ints(normalized_shape), V(weight), V(bias),
-                                                    Value::floating(eps)});
+                                        const T& weight, const T& bias, double eps, const T& mean, const T& rstd) {
+  std::vector<Value> args = {V(grad), V(a), Value::ints(normalized_shape), V(weight), V(bias), Value::floating(eps)};
+  if (mean && rstd) args.insert(args.end(), {V(mean), V(rstd)});
+  Value out = b.call("ltorch.layer_norm_backward", std::move(args));
   return {out.items.at(0).proxy, out.items.at(1).proxy, out.items.at(2).proxy};
 }
 T softmax_backward(TraceBuilder& b, const T& grad, const T& output, int64_t dim) {
@@ -373,9 +425,10 @@ T scaled_dot_product_attention(TraceBuilder& b, const T& q, const T& k, const T&
 }
 std::tuple<T, T, T> scaled_dot_product_attention_backward(TraceBuilder& b, const T& grad, const T& q, const T& k,
                                                           const T& v, const T& attn_mask, const T& output,
-                                                          bool is_causal) {
-  Value out = b.call("ltorch.scaled_dot_product_attention_backward",
-                     {V(grad), V(q), V(k), V(v), V(attn_mask), V(output), Value::boolean(is_causal)});
+                                                          bool is_causal, const T& logsumexp) {
+  std::vector<Value> args = {V(grad), V(q), V(k), V(v), V(attn_mask), V(output), Value::boolean(is_causal)};
+  if (logsumexp) args.push_back(V(logsumexp));
+  Value out = b.call("ltorch.scaled_dot_product_attention_backward", std::move(args));
   return {out.items.at(0).proxy, out.items.at(1).proxy, out.items.at(2).proxy};
 }
 T take_along_dim(TraceBuilder& b, const T& a, const T& indices, int64_t dim) {
@@ -455,6 +508,46 @@ Out layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
           reduce_like(b, g, bias), Value::none()};
 }
 
+// Replaces every use of `from` in `b` (arguments, outputs, subsymbols) by `to`.
+void substitute(Value& v, const Proxy* from, const T& to) {
+  if (v.is_proxy() && v.proxy.get() == from) v.proxy = to;
+  for (auto& item : v.items) substitute(item, from, to);
+  for (auto& [key, item] : v.entries) substitute(item, from, to);
+}
+void substitute(BoundSymbol& b, const Proxy* from, const T& to) {
+  for (auto& a : b.args) substitute(a, from, to);
+  for (auto& [name, a] : b.kwargs) substitute(a, from, to);
+  for (auto& o : b.outputs)
+    if (o.get() == from) o = to;
+  if (b.subsymbols.empty()) return;
+  for (auto& s : b.subsymbols.mutable_vec()) substitute(s, from, to);
+}
+
+// `t5 = ltorch.layer_norm(...)` as `(t5, t6, t7) = ltorch.native_layer_norm(...)`: the kernel's mean
+// and rstd become saved values, where it keeps them in the input's dtype (f32, f64; in half
+// precision the backward computes them in float) and weight and bias are given.
+std::optional<BoundSymbol> layer_norm_with_residues(TraceBuilder& names, const BoundSymbol& f) {
+  T a = tensor_at(f, 0), w = tensor_at(f, 2), bias = tensor_at(f, 3);
+  if (!w || !bias || (a->dtype != DType::f32 && a->dtype != DType::f64)) return std::nullopt;
+  auto [out, mean, rstd] = native_layer_norm(names, a, f.args.at(1).as_ints(), w, bias, f.args.at(4).as_double());
+  BoundSymbol with = std::move(names.trace().body.back());
+  names.trace().body.pop_back();
+  substitute(with, out.get(), f.output());
+  return with;
+}
+
+Out native_layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  for (size_t k = 1; k < cts.size(); ++k)
+    if (cts[k].is_proxy())
+      throw std::runtime_error("autograd: a gradient through native_layer_norm's " + std::string(k == 1 ? "mean" : "rstd") +
+                               " (" + f.outputs.at(k)->name + ") is not supported");
+  T a = tensor_at(f, 0), w = tensor_at(f, 2), bias = tensor_at(f, 3);
+  if (!w || !bias) return layer_norm_rule(b, f, cts);
+  auto [ga, gw, gb] = layer_norm_backward(b, cts[0].proxy, a, f.args.at(1).as_ints(), w, bias, f.args.at(4).as_double(),
+                                          f.outputs.at(1), f.outputs.at(2));
+  return {reduce_like(b, ga, a), Value::none(), reduce_like(b, gw, w), reduce_like(b, gb, bias), Value::none()};
+}
+
 Out softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T a = tensor_at(f, 0), out = f.output(), g = cts[0].proxy;
   int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(a));
@@ -476,8 +569,29 @@ bool sdpa_rule_applies(const BoundSymbol& f) {
 Out sdpa_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T q = tensor_at(f, 0), k = tensor_at(f, 1), v = tensor_at(f, 2), mask = tensor_at(f, 3), g = cts[0].proxy;
   bool causal = grad::flag(f, 4, "is_causal", false);
-  auto [gq, gk, gv] = scaled_dot_product_attention_backward(b, g, q, k, v, mask, f.output(), causal);
+  T lse = f.outputs.size() > 1 ? f.outputs[1] : nullptr;  // the forward's, with its residue
+  if (cts.size() > 1 && cts[1].is_proxy())
+    throw std::runtime_error("autograd: a gradient through scaled_dot_product_attention_forward's log-sum-exp (" +
+                             lse->name + ") is not supported");
+  auto [gq, gk, gv] = scaled_dot_product_attention_backward(b, g, q, k, v, mask, f.output(), causal, lse);
   return {reduce_like(b, gq, q), reduce_like(b, gk, k), reduce_like(b, gv, v), Value::none(), Value::none()};
+}
+
+// `t = ltorch.scaled_dot_product_attention(q, k, v, None, causal)` on CUDA as
+// `(t, t_lse) = ltorch.scaled_dot_product_attention_forward(...)`, where the fused kernel may run (4-d
+// q, k, v of one floating dtype, no mask, head dims a multiple of 8): the kernel's log-sum-exp
+// becomes a saved value instead of being computed again by the backward.
+std::optional<BoundSymbol> sdpa_with_residues(TraceBuilder& names, const BoundSymbol& f) {
+  T q = tensor_at(f, 0), k = tensor_at(f, 1), v = tensor_at(f, 2), mask = tensor_at(f, 3);
+  if (mask || !fused_attention_on(q->device) || rank(q) != 4 || rank(k) != 4 || rank(v) != 4) return std::nullopt;
+  if (k->dtype != q->dtype || v->dtype != q->dtype || q->shape.back() % 8 != 0 || v->shape.back() % 8 != 0)
+    return std::nullopt;
+  Value out = names.call("ltorch.scaled_dot_product_attention_forward",
+                         {V(q), V(k), V(v), Value::none(), Value::boolean(grad::flag(f, 4, "is_causal", false))});
+  BoundSymbol with = std::move(names.trace().body.back());
+  names.trace().body.pop_back();
+  substitute(with, out.items.at(0).proxy.get(), f.output());
+  return with;
 }
 
 // An argument at position i or by keyword; None when absent.
@@ -560,6 +674,8 @@ void register_nn_gradients() {
   for (const char* n : {"ltorch.linear", "prims.linear"}) register_grad_rule(op(n), linear_rule);
   for (const char* n : {"ltorch.matmul", "prims.matmul"}) register_grad_rule(op(n), matmul_rule);
   register_grad_rule(op("ltorch.layer_norm"), layer_norm_rule);
+  register_residues(op("ltorch.layer_norm"), layer_norm_with_residues);
+  register_grad_rule(op("ltorch.native_layer_norm"), native_layer_norm_rule);
   register_grad_rule(op("ltorch.softmax"), softmax_rule);
   register_grad_rule(op("ltorch.log_softmax"), log_softmax_rule);
   register_grad_rule(op("ltorch.cross_entropy"), cross_entropy_rule);
@@ -569,6 +685,8 @@ void register_nn_gradients() {
   for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(op(n), take_along_rule);
   register_grad_rule(op("ltorch.dropout"), dropout_rule);
   register_grad_rule(op("ltorch.scaled_dot_product_attention"), sdpa_rule, sdpa_rule_applies);
+  register_residues(op("ltorch.scaled_dot_product_attention"), sdpa_with_residues);
+  register_grad_rule(op("ltorch.scaled_dot_product_attention_forward"), sdpa_rule);
   for (const char* n : {"ltorch.layer_norm_backward", "ltorch.softmax_backward", "ltorch.cross_entropy_backward",
                         "ltorch.scaled_dot_product_attention_backward"})
     register_grad_through_decomposition(op(n));
@@ -589,18 +707,11 @@ using ops::exec_rule;
 using ops::same_exec_rule;
 using TT = const at::Tensor&;
 
-// The statistics (mean and rstd) of the layer norms that forwards computed, by input tensor, so
-// that layer_norm_backward on the same input takes them instead of computing them again (a kernel
-// launch per norm saved in a host-bound step).
-struct LayerNormStats {
-  std::vector<int64_t> normalized;
-  double eps;
-  at::Tensor mean, rstd;
-};
-
-ResiduesByTensor<LayerNormStats>& layer_norm_stats() {
-  thread_local ResiduesByTensor<LayerNormStats> stats;
-  return stats;
+RValue native_layer_norm(Args a) {
+  auto [out, mean, rstd] = at::native_layer_norm(tensor_at(a, 0, "a"), ints_at(a, 1, "normalized_shape"),
+                                                 optional_tensor_at(a, 2), optional_tensor_at(a, 3),
+                                                 a.size() > 4 ? number_at(a, 4, "eps") : 1e-5);
+  return RValue::tuple({RValue::of(out), RValue::of(mean), RValue::of(rstd)});
 }
 
 // -- attention --
@@ -610,9 +721,11 @@ ResiduesByTensor<LayerNormStats>& layer_norm_stats() {
 // memory-efficient attention kernels: one call each way (one kernel forward, four backward), where
 // the matmuls, scale, mask, softmax, their backward and the operands' copies took about fifteen
 // kernels. PyTorch documents that backward as not deterministic: two runs can differ in the last
-// bits. The forward keeps the kernel's log-sum-exp by its output (forward_residues.h) for the
-// backward, which recomputes it on a miss. Anything else runs softmax(q k^T / sqrt(E), masked) v as
-// single at:: calls, the backward with the probabilities recomputed.
+// bits. scaled_dot_product_attention_forward also returns the kernel's log-sum-exp (its first L
+// entries per query row: the kernel pads its rows to an alignment), which the backward takes when
+// the trace passes it (a saved value), else the backward runs the forward kernel again for it.
+// Anything else runs softmax(q k^T / sqrt(E), masked) v as single at:: calls, the backward with the
+// probabilities recomputed, the forward's log-sum-exp from the scores.
 
 bool causal_at(Args a, size_t i, Kw k) { return flag_at(a, i, k, "is_causal"); }
 
@@ -621,9 +734,8 @@ at::Tensor mask_at(Args a, size_t i, Kw k) {
   return v && v->is_tensor() ? v->t : at::Tensor();
 }
 
-// softmax(q k^T / sqrt(E)) with causal keeping j <= i, a bool mask keeping where true, a float mask
-// added.
-at::Tensor attention_probabilities(TT q, TT k, TT mask, bool causal) {
+// q k^T / sqrt(E) with causal keeping j <= i, a bool mask keeping where true, a float mask added.
+at::Tensor attention_scores(TT q, TT k, TT mask, bool causal) {
   at::Tensor scores = rules::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   double minus_inf = -std::numeric_limits<double>::infinity();
   if (causal) {
@@ -632,7 +744,11 @@ at::Tensor attention_probabilities(TT q, TT k, TT mask, bool causal) {
   }
   if (mask.defined())
     scores = mask.scalar_type() == at::kBool ? scores.masked_fill(mask.logical_not(), minus_inf) : scores + mask;
-  return at::softmax(scores, -1);
+  return scores;
+}
+
+at::Tensor attention_probabilities(TT q, TT k, TT mask, bool causal) {
+  return at::softmax(attention_scores(q, k, mask, causal), -1);
 }
 
 #if TV_FUSED_ATTENTION
@@ -649,37 +765,46 @@ bool fused_kernel_applies(TT q, TT k, TT v, TT mask, bool causal) {
   return q.stride(-1) == 1 && k.stride(-1) == 1 && v.stride(-1) == 1;
 }
 
-// The fused forward's log-sum-exp and random state, by its output, with the inputs it came from.
-struct AttentionResidue {
-  at::Tensor log_sumexp, philox_seed, philox_offset;
-  SeenTensor q, k, v;
-  bool causal;
-};
-
-ResiduesByTensor<AttentionResidue>& attention_residues() {
-  thread_local ResiduesByTensor<AttentionResidue> residues;
-  return residues;
+// (out, log-sum-exp [..., L] in float) from the fused kernel; its log-sum-exp is a view of the first
+// L entries of the kernel's padded rows.
+std::pair<at::Tensor, at::Tensor> fused_forward(TT q, TT k, TT v, bool causal) {
+  auto [out, lse, seed, offset] = at::_scaled_dot_product_efficient_attention(
+      q, k, v, {}, /*compute_log_sumexp=*/true, /*dropout_p=*/0.0, causal);
+  return {out, lse.narrow(2, 0, q.size(2))};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_forward(TT q, TT k, TT v, bool causal) {
-  return at::_scaled_dot_product_efficient_attention(q, k, v, {}, /*compute_log_sumexp=*/true, /*dropout_p=*/0.0,
-                                                     causal);
+// The log-sum-exp as the kernel gave it, from fused_forward's view: its padded rows, which the view
+// still has in its strides. Undefined for one the kernel may not read: unpadded rows of a length
+// off the kernel's alignment (32), as the unfused forward computes them.
+at::Tensor kernel_log_sumexp(const at::Tensor& lse) {
+  if (!lse.defined() || lse.dim() != 3 || lse.stride(2) != 1 || lse.scalar_type() != at::kFloat) return {};
+  if (lse.stride(1) > lse.size(2))
+    return lse.as_strided({lse.size(0), lse.size(1), lse.stride(1)}, lse.strides(), lse.storage_offset());
+  return lse.is_contiguous() && lse.size(2) % 32 == 0 ? lse : at::Tensor();
 }
 #endif
 
-RValue attention(Args a, Kw kw) {
+// Attention and its log-sum-exp; `with_log_sumexp` false leaves the second undefined.
+std::pair<at::Tensor, at::Tensor> attention_forward(Args a, Kw kw, bool with_log_sumexp) {
   TT q = tensor_at(a, 0, "query"), k = tensor_at(a, 1, "key"), v = tensor_at(a, 2, "value");
   at::Tensor mask = mask_at(a, 3, kw);
   bool causal = causal_at(a, 4, kw);
 #if TV_FUSED_ATTENTION
   if (fused_kernel_applies(q, k, v, mask, causal)) {
-    auto [out, lse, seed, offset] = fused_forward(q, k, v, causal);
-    attention_residues().remember(out, {lse, seed, offset, SeenTensor::of(q), SeenTensor::of(k), SeenTensor::of(v),
-                                        causal});
-    return RValue::of(out);
+    if (with_log_sumexp) return fused_forward(q, k, v, causal);
+    return {std::get<0>(at::_scaled_dot_product_efficient_attention(q, k, v, {}, false, 0.0, causal)), {}};
   }
 #endif
-  return RValue::of(rules::matmul(attention_probabilities(q, k, mask, causal), v));
+  at::Tensor scores = attention_scores(q, k, mask, causal);
+  at::Tensor out = rules::matmul(at::softmax(scores, -1), v);
+  return {out, with_log_sumexp ? at::logsumexp(scores.to(at::kFloat), -1) : at::Tensor()};
+}
+
+RValue attention(Args a, Kw kw) { return RValue::of(attention_forward(a, kw, false).first); }
+
+RValue attention_with_log_sumexp(Args a, Kw kw) {
+  auto [out, lse] = attention_forward(a, kw, true);
+  return RValue::tuple({RValue::of(out), RValue::of(lse)});
 }
 
 RValue attention_backward(Args a, Kw kw) {
@@ -689,17 +814,16 @@ RValue attention_backward(Args a, Kw kw) {
   bool causal = causal_at(a, 6, kw);
 #if TV_FUSED_ATTENTION
   if (fused_kernel_applies(q, k, v, mask, causal)) {
-    TT out = tensor_at(a, 5, "output");
-    at::Tensor o = out, lse, seed, offset;
-    const AttentionResidue* r = attention_residues().recall(out);
-    if (r && r->causal == causal && r->q.is(q) && r->k.is(k) && r->v.is(v))
-      lse = r->log_sumexp, seed = r->philox_seed, offset = r->philox_offset;
-    else
-      std::tie(o, lse, seed, offset) = fused_forward(q, k, v, causal);
+    at::Tensor out = tensor_at(a, 5, "output"), lse = kernel_log_sumexp(optional_tensor_at(a, 7));
+    if (!lse.defined()) {  // no saved log-sum-exp: the forward kernel again
+      std::tie(out, lse) = fused_forward(q, k, v, causal);
+      lse = kernel_log_sumexp(lse);
+    }
     if (g.stride(-1) != 1) g = g.contiguous();
+    at::Tensor no_dropout = at::empty({}, at::kLong);  // the random state the kernel reads only with dropout
     auto [gq, gk, gv, unused] = at::_scaled_dot_product_efficient_attention_backward(
-        g, q, k, v, at::Tensor(), o, lse, seed, offset, /*dropout_p=*/0.0, std::array<bool, 4>{true, true, true, false},
-        causal);
+        g, q, k, v, at::Tensor(), out, lse, no_dropout, no_dropout, /*dropout_p=*/0.0,
+        std::array<bool, 4>{true, true, true, false}, causal);
     return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
   }
 #endif
@@ -716,15 +840,8 @@ void register_nn_execution() {
   same_exec_rule("ltorch.linear", "prims.linear");
   same_exec_rule("ltorch.matmul", "prims.matmul");
 
-  exec_rule("ltorch.layer_norm", [](Args a, Kw) {
-    const at::Tensor& x = tensor_at(a, 0, "a");
-    auto normalized = ints_at(a, 1, "normalized_shape");
-    double eps = a.size() > 4 ? number_at(a, 4, "eps") : 1e-5;
-    auto [out, mean, rstd] =
-        at::native_layer_norm(x, normalized, optional_tensor_at(a, 2), optional_tensor_at(a, 3), eps);
-    layer_norm_stats().remember(x, {normalized, eps, std::move(mean), std::move(rstd)});
-    return RValue::of(out);
-  });
+  exec_rule("ltorch.layer_norm", [](Args a, Kw) { return native_layer_norm(a)[0]; });
+  exec_rule("ltorch.native_layer_norm", [](Args a, Kw) { return native_layer_norm(a); });
   exec_rule("ltorch.softmax", [](Args a, Kw) { return RValue::of(at::softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))); });
   exec_rule("ltorch.log_softmax", [](Args a, Kw) {
     return RValue::of(at::log_softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim")));
@@ -781,15 +898,15 @@ void register_nn_execution() {
     // One compute dtype; float for half and bfloat16 (the kernel takes the statistics in float).
     at::ScalarType compute = at::promote_types(ga_type, bias.scalar_type());
     if (compute == at::kHalf || compute == at::kBFloat16) compute = at::kFloat;
-    // The forward's statistics when it normalised this very tensor in the compute dtype; else
-    // computed as the forward kernel computes them (one launch, where var_mean, add and rsqrt took
-    // three).
-    const LayerNormStats* seen = x.scalar_type() == compute ? layer_norm_stats().recall(x) : nullptr;
-    at::Tensor mean, rstd;
-    if (seen && seen->normalized == normalized && seen->eps == eps) mean = seen->mean, rstd = seen->rstd;
+    // The forward's statistics when the trace passes them (native_layer_norm's); else computed as
+    // the forward kernel computes them (one launch, where var_mean, add and rsqrt took three).
+    at::Tensor mean = optional_tensor_at(a, 6), rstd = optional_tensor_at(a, 7);
     g = g.to(compute), x = x.to(compute), w = w.to(compute), bias = bias.to(compute);
     x = x.contiguous();
-    if (!mean.defined()) std::tie(std::ignore, mean, rstd) = at::native_layer_norm(x, normalized, {}, {}, eps);
+    if (mean.defined() && rstd.defined())
+      mean = mean.to(compute), rstd = rstd.to(compute);
+    else
+      std::tie(std::ignore, mean, rstd) = at::native_layer_norm(x, normalized, {}, {}, eps);
     auto [ga, gw, gb] =
         at::native_layer_norm_backward(g.contiguous(), x, normalized, mean, rstd, w, bias, {true, true, true});
     return RValue::tuple({RValue::of(ga.to(ga_type)), RValue::of(gw.to(gw_type)), RValue::of(gb.to(gb_type))});
@@ -809,6 +926,7 @@ void register_nn_execution() {
     return RValue::of(at::take_along_dim(tensor_at(a, 0, "a"), tensor_at(a, 1, "indices"), int_at(a, 2, "dim")));
   });
   set_exec_rule(ops::op("ltorch.scaled_dot_product_attention"), SimpleExecRule(attention));
+  set_exec_rule(ops::op("ltorch.scaled_dot_product_attention_forward"), SimpleExecRule(attention_with_log_sumexp));
   set_exec_rule(ops::op("ltorch.scaled_dot_product_attention_backward"), SimpleExecRule(attention_backward));
 }
 
@@ -838,10 +956,13 @@ T one_hot(TraceBuilder& b, const T& indices, int64_t classes, DType dtype) {
 }
 
 std::pair<T, T> layer_norm_input_grad(TraceBuilder& b, const T& g, const T& a, const Shape& dims, const T& weight,
-                                      const Value& eps) {
+                                      const Value& eps, T m, T rstd) {
   using namespace tv::ltorch;
-  auto [var, m] = var_mean(b, a, dims, 0, true);
-  T rstd = rsqrt(b, add(b, V(var), eps));
+  if (!m || !rstd) {
+    auto [var, mean] = var_mean(b, a, dims, 0, true);
+    m = mean;
+    rstd = rsqrt(b, add(b, V(var), eps));
+  }
   T xhat = mul(b, V(sub(b, V(a), V(m))), V(rstd));
   T gx = weight ? mul(b, V(g), V(weight)) : g;
   T m1 = mean(b, gx, dims, true);
@@ -855,6 +976,7 @@ void register_nn() {
   define("ltorch.linear", false, {"matmul"}, linear_impl);
   define("ltorch.matmul", false, {"matmul"}, matmul_impl);
   define("ltorch.layer_norm", false, {}, layer_norm_impl);
+  define("ltorch.native_layer_norm", false, {}, native_layer_norm_impl);
   define("ltorch.softmax", false, {}, softmax_impl);
   define("ltorch.log_softmax", false, {}, log_softmax_impl);
   define("ltorch.cross_entropy", false, {}, cross_entropy_impl);
@@ -865,6 +987,7 @@ void register_nn() {
   define("ltorch.cross_entropy_backward", false, {}, cross_entropy_backward_impl);
   define("ltorch.dropout", false, {"random"}, dropout_impl);
   define("ltorch.scaled_dot_product_attention", false, {}, sdpa_impl);
+  define("ltorch.scaled_dot_product_attention_forward", false, {}, sdpa_forward_impl);
   define("ltorch.scaled_dot_product_attention_backward", false, {}, sdpa_backward_impl);
   define("ltorch.take_along_dim", false, {}, take_along_dim_impl);
   register_nn_gradients();

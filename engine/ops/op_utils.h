@@ -58,10 +58,11 @@ Value convert_number(const Value& v, DType dtype);
 Shape normalized_dims(const T& a, const Shape& normalized);
 // 1.0 where indices[..., j] == k, as a [..., classes] tensor of `dtype` (eq against an arange);
 T one_hot(TraceBuilder& b, const T& indices, int64_t classes, DType dtype);
-// layer_norm's input gradient rstd * (gx - mean(gx) - xhat * mean(gx * xhat)), statistics over
-// `dims` recomputed from a, gx = g * weight (g when weight is null), and xhat = (a - mean) * rstd.
+// layer_norm's input gradient rstd * (gx - mean(gx) - xhat * mean(gx * xhat)), with the statistics
+// over `dims` given (the forward's, kept dims) or, when null, recomputed from a; gx = g * weight (g
+// when weight is null), and xhat = (a - mean) * rstd.
 std::pair<T, T> layer_norm_input_grad(TraceBuilder& b, const T& g, const T& a, const Shape& dims, const T& weight,
-                                      const Value& eps);
+                                      const Value& eps, T mean = nullptr, T rstd = nullptr);
 
 // Floating output of floating inputs that require grad.
 bool output_requires_grad(const std::vector<Value>& inputs, DType out);

@@ -1,6 +1,7 @@
 // The forward/backward split, in four steps:
 //  1. forward sweep: copy the computation, splicing in the subsymbols of what is differentiated
-//     through its decomposition, and record the differentiable statements (the tape);
+//     through its decomposition and putting the statement with residues in place of one whose rule
+//     has them (grad_rules.h), and record the differentiable statements (the tape);
 //  2. reverse sweep over the tape: call each rule with its outputs' cotangents, accumulate the
 //     cotangents of its arguments (ltorch.add);
 //  3. dead-code elimination of the backward (grads of inputs that need none, e.g. linear's input);
@@ -8,14 +9,16 @@
 #include "transforms/autograd.h"
 
 #include <chrono>
+#include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include "format/printer.h"
 #include "ir/builder.h"
-#include "ops/ltorch.h"
 #include "ops/grad_rules.h"
+#include "ops/ltorch.h"
 
 namespace tv {
 
@@ -29,14 +32,28 @@ bool is_structural(const BoundSymbol& b) {
 bool differentiable_value(const ProxyPtr& p) { return p->is_tensor() && is_floating(p->dtype); }
 
 struct ForwardSweep {
+  explicit ForwardSweep(const Trace& computation) {
+    for (const auto& p : computation.params) names.reserve_name(p.proxy->name);
+    walk(computation.body, [&](const BoundSymbol& b, int) {
+      for (const auto& o : b.outputs) names.reserve_name(o->name);
+    });
+  }
+
   std::set<std::string> diff;              // names of values that depend on a differentiable input
   std::vector<BoundSymbol> body;           // the augmented forward's statements
   std::vector<const BoundSymbol*> tape;    // differentiable statements, forward order
+  std::deque<BoundSymbol> with_residues;   // statements the sweep made (the tape points into them)
+  TraceBuilder names;                      // fresh names for residues
 
   void visit(const BoundSymbol& b, const std::string& header) {
     bool touches = false;
     for (const auto& p : b.inputs()) touches = touches || diff.count(p->name);
     const GradRule* rule = touches ? find_grad_rule(*b.symbol) : nullptr;
+    if (rule && rule->with_residues && (!rule->applies || rule->applies(b)))
+      if (std::optional<BoundSymbol> replaced = rule->with_residues(names, b)) {
+        with_residues.push_back(std::move(*replaced));
+        return record(with_residues.back(), header);
+      }
     bool decompose = touches && (!rule || rule->through_decomposition || (rule->applies && !rule->applies(b)));
     if (decompose && b.subsymbols.empty())
       throw std::runtime_error("autograd: no gradient rule for '" + b.name() + "' and no decomposition to differentiate");
@@ -44,9 +61,15 @@ struct ForwardSweep {
       for (size_t i = 0; i < b.subsymbols.size(); ++i) visit(b.subsymbols[i], i == 0 ? header : std::string());
       return;
     }
+    if (touches) return record(b, header);
     body.push_back(b);
     body.back().header = header;
-    if (!touches) return;
+  }
+
+  // A differentiable statement: into the forward and onto the tape.
+  void record(const BoundSymbol& b, const std::string& header) {
+    body.push_back(b);
+    body.back().header = header;
     tape.push_back(&b);
     for (const auto& o : b.outputs)
       if (differentiable_value(o)) diff.insert(o->name);
@@ -141,7 +164,7 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
   ForwardBackward result;
 
   // 1. Forward sweep.
-  ForwardSweep fwd;
+  ForwardSweep fwd(computation);
   const auto& params = computation.params;
   for (size_t i = 0; i < params.size(); ++i) {
     const ProxyPtr& p = params[i].proxy;
@@ -163,6 +186,9 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
   TraceBuilder bwd("backward_fn");
   for (const auto& p : params) bwd.reserve_name(p.proxy->name);
   walk(computation.body, [&](const BoundSymbol& b, int) {
+    for (const auto& o : b.outputs) bwd.reserve_name(o->name);
+  });
+  walk(fwd.body, [&](const BoundSymbol& b, int) {  // and the residues' names
     for (const auto& o : b.outputs) bwd.reserve_name(o->name);
   });
   for (const char* n : {"saved_for_backward", "cotangents", "C0", "C1"}) bwd.reserve_name(n);

@@ -362,3 +362,83 @@ TEST(Autograd, GradsEqualLibTorchAutograd) {
     }
   }
 }
+
+namespace {
+
+const BoundSymbol* find_call(const Trace& t, std::string_view name) {
+  for (const auto& b : t.body)
+    if (b.name() == name) return &b;
+  return nullptr;
+}
+
+bool saved(const ForwardBackward& fb, const ProxyPtr& p) {
+  for (const auto& s : fb.saved_tensors)
+    if (s->name == p->name) return true;
+  return false;
+}
+
+}  // namespace
+
+// Layer norm's mean and rstd are saved values: the augmented forward computes them with its output
+// (native_layer_norm) and the backward reads them, in f32; in bf16 the backward recomputes them.
+TEST(Autograd, LayerNormStatisticsAreSavedValues) {
+  lt::register_ops();
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(std::string(short_name(dtype)));
+    TraceBuilder b;
+    auto x = b.input(make_tensor("x", {2, 3, 4}, dtype, Device{}, true));
+    auto w = b.input(make_tensor("w", {4}, dtype, Device{}, true));
+    auto bias = b.input(make_tensor("bias", {4}, dtype, Device{}, true));
+    auto computation = b.finish(V(lt::layer_norm(b, x, {4}, w, bias)));
+    auto fb = split_forward_backward(*computation);
+    const BoundSymbol* native = find_call(*fb.forward, "ltorch.native_layer_norm");
+    const BoundSymbol* backward = find_call(*fb.backward, "ltorch.layer_norm_backward");
+    ASSERT_NE(backward, nullptr) << print_trace(*fb.backward);
+    if (dtype != DType::f32) {
+      EXPECT_EQ(native, nullptr) << print_trace(*fb.forward);
+      EXPECT_NE(find_call(*fb.forward, "ltorch.layer_norm"), nullptr);
+      EXPECT_EQ(backward->args.size(), 6u);
+      continue;
+    }
+    ASSERT_NE(native, nullptr) << print_trace(*fb.forward);
+    ASSERT_EQ(native->outputs.size(), 3u);
+    EXPECT_EQ(native->outputs[0]->name, computation->returned().proxy->name);
+    for (size_t k : {1, 2}) {
+      EXPECT_EQ(native->outputs[k]->shape, (std::vector<int64_t>{2, 3, 1}));
+      EXPECT_TRUE(saved(fb, native->outputs[k])) << native->outputs[k]->name;
+      ASSERT_EQ(backward->args.size(), 8u);
+      EXPECT_EQ(backward->args[5 + k].proxy->name, native->outputs[k]->name);
+    }
+    EXPECT_TRUE(parse_trace(print_trace(*fb.forward)));
+  }
+}
+
+// On CUDA, attention that the fused kernel runs saves the kernel's log-sum-exp (f32, one per query
+// row) for its backward; on the CPU nothing is added.
+TEST(Autograd, FusedAttentionLogSumExpIsASavedValue) {
+  lt::register_ops();
+  for (Device device : {Device{}, Device{Device::Kind::cuda, 0}}) {
+    SCOPED_TRACE(device.str());
+    TraceBuilder b;
+    std::vector<ProxyPtr> qkv;
+    for (const char* n : {"q", "k", "v"}) qkv.push_back(b.input(make_tensor(n, {2, 4, 16, 8}, DType::f32, device, true)));
+    auto computation = b.finish(V(lt::scaled_dot_product_attention(b, qkv[0], qkv[1], qkv[2], nullptr, true)));
+    auto fb = split_forward_backward(*computation);
+    const BoundSymbol* forward = find_call(*fb.forward, "ltorch.scaled_dot_product_attention_forward");
+    const BoundSymbol* backward = find_call(*fb.backward, "ltorch.scaled_dot_product_attention_backward");
+    ASSERT_NE(backward, nullptr);
+    if (!lt::fused_attention_on(device)) {
+      EXPECT_EQ(forward, nullptr) << print_trace(*fb.forward);
+      EXPECT_EQ(backward->args.size(), 7u);
+      continue;
+    }
+    ASSERT_NE(forward, nullptr) << print_trace(*fb.forward);
+    ASSERT_EQ(forward->outputs.size(), 2u);
+    const ProxyPtr& lse = forward->outputs[1];
+    EXPECT_EQ(lse->shape, (std::vector<int64_t>{2, 4, 16}));
+    EXPECT_EQ(lse->dtype, DType::f32);
+    EXPECT_TRUE(saved(fb, lse));
+    ASSERT_EQ(backward->args.size(), 8u);
+    EXPECT_EQ(backward->args[7].proxy->name, lse->name);
+  }
+}

@@ -319,6 +319,34 @@ TEST_P(ExecOps, ExecNormalisationAndLosses) {
              auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
              return Ts{reference_attention(d(x[0]), d(x[1]), d(x[2]), true).to(x[0].scalar_type())};
            });
+  // The forward with its log-sum-exp (autograd's statement with residues on CUDA), and the backward
+  // that takes it (32 query rows: the fused kernel's alignment, so it reads this one as it is).
+  auto scores_of = [](const at::Tensor& q, const at::Tensor& k) {
+    at::Tensor s = at::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+    return s.masked_fill(at::ones({q.size(-2), k.size(-2)}, s.options().dtype(at::kBool)).tril().logical_not(), -INFINITY);
+  };
+  check_op("sdpa_forward causal 4-d", {randn({2, 2, 32, 16}), randn({2, 2, 32, 16}), randn({2, 2, 32, 16})},
+           [](TraceBuilder& b, const P& p) {
+             return b.call("ltorch.scaled_dot_product_attention_forward",
+                           {V(p[0]), V(p[1]), V(p[2]), Value::none(), Value::boolean(true)});
+           },
+           [&](const Ts& x) {
+             auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
+             return Ts{reference_attention(d(x[0]), d(x[1]), d(x[2]), true).to(x[0].scalar_type()),
+                       at::logsumexp(scores_of(d(x[0]), d(x[1])), -1).to(at::kFloat)};
+           });
+  if (g_config.dtype == at::kFloat) {  // the log-sum-exp is f32 whatever q's dtype (inputs take the configuration's)
+    at::Tensor q = randn({2, 2, 32, 16}), k = randn({2, 2, 32, 16}), v = randn({2, 2, 32, 16});
+    at::Tensor out = reference_attention(q, k, v, true);
+    at::Tensor lse = at::logsumexp(scores_of(q.to(at::kDouble), k.to(at::kDouble)), -1).to(at::kFloat);
+    check_op("sdpa_backward causal 4-d with the forward's log-sum-exp", {randn({2, 2, 32, 16}), q, k, v, out, lse},
+             [](TraceBuilder& b, const P& p) {
+               auto [gq, gk, gv] =
+                   ltorch::scaled_dot_product_attention_backward(b, p[0], p[1], p[2], p[3], nullptr, p[4], true, p[5]);
+               return Value::tuple({V(gq), V(gk), V(gv)});
+             },
+             [](const Ts& x) { return reference_attention_grads(x[0], x[1], x[2], x[3], true); });
+  }
   {
     at::Tensor q = randn({2, 2, 8, 16}), k = randn({2, 2, 8, 16}), v = randn({2, 2, 8, 16});
     at::Tensor out = reference_attention(q, k, v, true);
