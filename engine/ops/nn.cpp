@@ -526,9 +526,29 @@ void substitute(BoundSymbol& b, const Proxy* from, const T& to) {
 // `t5 = ltorch.layer_norm(...)` as `(t5, t6, t7) = ltorch.native_layer_norm(...)`: the kernel's mean
 // and rstd become saved values, where it keeps them in the input's dtype (f32, f64; in half
 // precision the backward computes them in float) and weight and bias are given.
+// Where the statement's decomposition is layer_norm_parts' (the engine's own traces), the statistics
+// are already in it, a var_mean's mean and an rsqrt: the statement needs only its symbol and outputs
+// changed, and no decomposition is recorded again.
+std::optional<BoundSymbol> with_statistics_of_decomposition(const BoundSymbol& f) {
+  T mean, rstd;
+  for (const auto& s : f.subsymbols) {
+    if (s.name() == "ltorch.var_mean" && s.outputs.size() == 2 && !mean) mean = s.outputs[1];
+    if (s.name() == "ltorch.rsqrt" && s.outputs.size() == 1 && !rstd) rstd = s.outputs[0];
+  }
+  T a = tensor_at(f, 0);
+  Dims stat_shape = a->shape;
+  for (size_t d = a->shape.size() - f.args.at(1).as_ints().size(); d < stat_shape.size(); ++d) stat_shape[d] = 1;
+  if (!mean || !rstd || mean->shape != stat_shape || rstd->shape != stat_shape) return std::nullopt;
+  BoundSymbol with = f;
+  with.symbol = &ops::op("ltorch.native_layer_norm");
+  with.outputs = {f.output(), mean, rstd};
+  return with;
+}
+
 std::optional<BoundSymbol> layer_norm_with_residues(TraceBuilder& names, const BoundSymbol& f) {
   T a = tensor_at(f, 0), w = tensor_at(f, 2), bias = tensor_at(f, 3);
   if (!w || !bias || (a->dtype != DType::f32 && a->dtype != DType::f64)) return std::nullopt;
+  if (auto with = with_statistics_of_decomposition(f)) return with;
   auto [out, mean, rstd] = native_layer_norm(names, a, f.args.at(1).as_ints(), w, bias, f.args.at(4).as_double());
   BoundSymbol with = std::move(names.trace().body.back());
   names.trace().body.pop_back();

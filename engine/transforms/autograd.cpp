@@ -32,18 +32,13 @@ bool is_structural(const BoundSymbol& b) {
 bool differentiable_value(const ProxyPtr& p) { return p->is_tensor() && is_floating(p->dtype); }
 
 struct ForwardSweep {
-  explicit ForwardSweep(const Trace& computation) {
-    for (const auto& p : computation.params) names.reserve_name(p.proxy->name);
-    walk(computation.body, [&](const BoundSymbol& b, int) {
-      for (const auto& o : b.outputs) names.reserve_name(o->name);
-    });
-  }
+  explicit ForwardSweep(TraceBuilder& names) : names(names) {}
 
   std::set<std::string> diff;              // names of values that depend on a differentiable input
   std::vector<BoundSymbol> body;           // the augmented forward's statements
   std::vector<const BoundSymbol*> tape;    // differentiable statements, forward order
   std::deque<BoundSymbol> with_residues;   // statements the sweep made (the tape points into them)
-  TraceBuilder names;                      // fresh names for residues
+  TraceBuilder& names;                     // fresh names for residues: the backward's builder
 
   void visit(const BoundSymbol& b, const std::string& header) {
     bool touches = false;
@@ -163,8 +158,16 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
   ltorch::register_ops();
   ForwardBackward result;
 
+  // The backward's builder knows every forward name before the sweep, which names the residues with it.
+  TraceBuilder bwd("backward_fn");
+  for (const auto& p : computation.params) bwd.reserve_name(p.proxy->name);
+  walk(computation.body, [&](const BoundSymbol& b, int) {
+    for (const auto& o : b.outputs) bwd.reserve_name(o->name);
+  });
+  for (const char* n : {"saved_for_backward", "cotangents", "C0", "C1"}) bwd.reserve_name(n);
+
   // 1. Forward sweep.
-  ForwardSweep fwd(computation);
+  ForwardSweep fwd(bwd);
   const auto& params = computation.params;
   for (size_t i = 0; i < params.size(); ++i) {
     const ProxyPtr& p = params[i].proxy;
@@ -182,16 +185,7 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
     if (p->is_tensor()) flat_output.push_back(p);
   });
 
-  // 2. Reverse sweep, recorded in a builder that knows every forward name.
-  TraceBuilder bwd("backward_fn");
-  for (const auto& p : params) bwd.reserve_name(p.proxy->name);
-  walk(computation.body, [&](const BoundSymbol& b, int) {
-    for (const auto& o : b.outputs) bwd.reserve_name(o->name);
-  });
-  walk(fwd.body, [&](const BoundSymbol& b, int) {  // and the residues' names
-    for (const auto& o : b.outputs) bwd.reserve_name(o->name);
-  });
-  for (const char* n : {"saved_for_backward", "cotangents", "C0", "C1"}) bwd.reserve_name(n);
+  // 2. Reverse sweep.
   Cotangents cts;
   std::vector<ProxyPtr> cotangent_inputs;
   for (const auto& o : flat_output) {
