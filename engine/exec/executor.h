@@ -1,4 +1,5 @@
-// Executor: interprets a Trace on runtime values with the execution-rule table (runtime/rules.h).
+// Executor: interprets a Trace on runtime values with the rules of its bound symbols
+// (exec/exec_rules.h: the op families', the prologue's and the collectives').
 // Contract: `run(trace, inputs, kwargs)` binds one runtime value per positional parameter (in
 // order), the rest of `inputs` to a *args parameter as a tuple and `kwargs` to a **kwargs
 // parameter as a dict, executes the body top to bottom and returns the `return` statement's value
@@ -17,7 +18,8 @@
 // For a trace owned by a shared pointer, each statement's constant arguments are evaluated once,
 // an output that a later batched matmul reads is made contiguous once when its batch dims do not
 // flatten (the same values; the matmuls then copy nothing). What runs is what the trace says:
-// batching same-shaped gradients is a pass of the pipeline (passes/batch_gradients.h).
+// batching same-shaped gradients is a pass of the pipeline (passes/batch_gradients.h), and what a
+// forward kernel keeps for its backward is a saved value (ops/grad_rules.h, with_residues).
 // An Executor is not thread-safe; use one per thread (rank).
 #pragma once
 #include <any>
