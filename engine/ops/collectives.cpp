@@ -2,8 +2,9 @@
 
 #include <mutex>
 
-#include "ops/ltorch.h"
 #include "ops/grad_rules.h"
+#include "ops/ltorch.h"
+#include "ops/op_utils.h"
 
 namespace tv::collectives {
 namespace {
@@ -98,8 +99,8 @@ void register_collective_symbols() {
         throw OpError(std::string(n) + " needs the world size: record it with tv::collectives::" +
                       (n == std::string(kAllGather) ? "all_gather" : "reduce_scatter"));
       });
-    register_grad_rule(*SymbolRegistry::global().find(kAllGather), all_gather_grad);
-    register_grad_rule(*SymbolRegistry::global().find(kWait), wait_grad);
+    register_grad_rule(ops::op(kAllGather), all_gather_grad);
+    register_grad_rule(ops::op(kWait), wait_grad);
   });
 }
 

@@ -64,8 +64,6 @@ namespace {
 
 using namespace rules;
 using ops::exec_rule;
-using ops::same_exec_rule;
-using TT = const at::Tensor&;
 
 // A dtype or device among the arguments, by kind (creation ops' argument order varies).
 const RValue* find_kind(Args a, size_t from, RValue::Kind kind) {

@@ -346,7 +346,6 @@ namespace {
 using namespace rules;
 using ops::exec_rule;
 using ops::same_exec_rule;
-using TT = const at::Tensor&;
 
 at::Scalar alpha_of(Kw k) {
   const RValue* a = rkwarg(k, "alpha");

@@ -1,9 +1,9 @@
 #include "ops/grad_rules.h"
 
 #include <algorithm>
-#include <unordered_map>
 #include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "ops/ltorch.h"
 #include "ops/meta.h"

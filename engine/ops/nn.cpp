@@ -330,8 +330,8 @@ Value sdpa_forward_impl(TraceBuilder& b, Args args, Kw) {
   T out = matmul(b, softmax(b, scores, -1), v);
   T wide = convert_element_type(b, scores, DType::f32);
   T top = amax(b, wide, {-1}, true);
-  T lse = add(b, V(amax(b, wide, {-1}, false)),
-              V(log(b, sum(b, exp(b, sub(b, V(wide), V(top))), {-1}, false))));
+  Dims rows(top->shape.begin(), top->shape.end() - 1);
+  T lse = add(b, V(reshape(b, top, rows)), V(log(b, sum(b, exp(b, sub(b, V(wide), V(top))), {-1}, false))));
   return Value::tuple({V(out), V(lse)});
 }
 
@@ -523,9 +523,15 @@ void substitute(BoundSymbol& b, const Proxy* from, const T& to) {
   for (auto& s : b.subsymbols.mutable_vec()) substitute(s, from, to);
 }
 
-// `t5 = ltorch.layer_norm(...)` as `(t5, t6, t7) = ltorch.native_layer_norm(...)`: the kernel's mean
-// and rstd become saved values, where it keeps them in the input's dtype (f32, f64; in half
-// precision the backward computes them in float) and weight and bias are given.
+// The statement `names` recorded last, taken out of its trace, with `f`'s output in place of the
+// one it recorded (`out`): a statement with residues that defines what `f` defined.
+BoundSymbol recorded_in_place_of(const BoundSymbol& f, TraceBuilder& names, const T& out) {
+  BoundSymbol with = std::move(names.trace().body.back());
+  names.trace().body.pop_back();
+  substitute(with, out.get(), f.output());
+  return with;
+}
+
 // Where the statement's decomposition is layer_norm_parts' (the engine's own traces), the statistics
 // are already in it, a var_mean's mean and an rsqrt: the statement needs only its symbol and outputs
 // changed, and no decomposition is recorded again.
@@ -545,15 +551,15 @@ std::optional<BoundSymbol> with_statistics_of_decomposition(const BoundSymbol& f
   return with;
 }
 
+// `t5 = ltorch.layer_norm(...)` as `(t5, t6, t7) = ltorch.native_layer_norm(...)`: the kernel's mean
+// and rstd become saved values, where it keeps them in the input's dtype (f32, f64; in half
+// precision the backward computes them in float) and weight and bias are given.
 std::optional<BoundSymbol> layer_norm_with_residues(TraceBuilder& names, const BoundSymbol& f) {
   T a = tensor_at(f, 0), w = tensor_at(f, 2), bias = tensor_at(f, 3);
   if (!w || !bias || (a->dtype != DType::f32 && a->dtype != DType::f64)) return std::nullopt;
   if (auto with = with_statistics_of_decomposition(f)) return with;
   auto [out, mean, rstd] = native_layer_norm(names, a, f.args.at(1).as_ints(), w, bias, f.args.at(4).as_double());
-  BoundSymbol with = std::move(names.trace().body.back());
-  names.trace().body.pop_back();
-  substitute(with, out.get(), f.output());
-  return with;
+  return recorded_in_place_of(f, names, out);
 }
 
 Out native_layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
@@ -608,10 +614,7 @@ std::optional<BoundSymbol> sdpa_with_residues(TraceBuilder& names, const BoundSy
     return std::nullopt;
   Value out = names.call("ltorch.scaled_dot_product_attention_forward",
                          {V(q), V(k), V(v), Value::none(), Value::boolean(grad::flag(f, 4, "is_causal", false))});
-  BoundSymbol with = std::move(names.trace().body.back());
-  names.trace().body.pop_back();
-  substitute(with, out.items.at(0).proxy.get(), f.output());
-  return with;
+  return recorded_in_place_of(f, names, out.items.at(0).proxy);
 }
 
 // An argument at position i or by keyword; None when absent.
@@ -725,13 +728,10 @@ namespace {
 using namespace rules;
 using ops::exec_rule;
 using ops::same_exec_rule;
-using TT = const at::Tensor&;
 
-RValue native_layer_norm(Args a) {
-  auto [out, mean, rstd] = at::native_layer_norm(tensor_at(a, 0, "a"), ints_at(a, 1, "normalized_shape"),
-                                                 optional_tensor_at(a, 2), optional_tensor_at(a, 3),
-                                                 a.size() > 4 ? number_at(a, 4, "eps") : 1e-5);
-  return RValue::tuple({RValue::of(out), RValue::of(mean), RValue::of(rstd)});
+std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(Args a) {
+  return at::native_layer_norm(tensor_at(a, 0, "a"), ints_at(a, 1, "normalized_shape"), optional_tensor_at(a, 2),
+                               optional_tensor_at(a, 3), a.size() > 4 ? number_at(a, 4, "eps") : 1e-5);
 }
 
 // -- attention --
@@ -860,8 +860,11 @@ void register_nn_execution() {
   same_exec_rule("ltorch.linear", "prims.linear");
   same_exec_rule("ltorch.matmul", "prims.matmul");
 
-  exec_rule("ltorch.layer_norm", [](Args a, Kw) { return native_layer_norm(a)[0]; });
-  exec_rule("ltorch.native_layer_norm", [](Args a, Kw) { return native_layer_norm(a); });
+  exec_rule("ltorch.layer_norm", [](Args a, Kw) { return RValue::of(std::get<0>(native_layer_norm(a))); });
+  exec_rule("ltorch.native_layer_norm", [](Args a, Kw) {
+    auto [out, mean, rstd] = native_layer_norm(a);
+    return RValue::tuple({RValue::of(out), RValue::of(mean), RValue::of(rstd)});
+  });
   exec_rule("ltorch.softmax", [](Args a, Kw) { return RValue::of(at::softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))); });
   exec_rule("ltorch.log_softmax", [](Args a, Kw) {
     return RValue::of(at::log_softmax(tensor_at(a, 0, "a"), int_at(a, 1, "dim")));

@@ -301,7 +301,6 @@ namespace {
 
 using namespace rules;
 using ops::exec_rule;
-using TT = const at::Tensor&;
 
 at::Tensor prim_div(const at::Tensor& x, const at::Tensor& y) {
   at::ScalarType dt = at::result_type(x, y);

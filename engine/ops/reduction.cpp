@@ -215,8 +215,6 @@ namespace {
 
 using namespace rules;
 using ops::exec_rule;
-using ops::same_exec_rule;
-using TT = const at::Tensor&;
 
 std::optional<DType> dtype_kw(Kw k) {
   const RValue* d = rkwarg(k, "dtype");

@@ -381,7 +381,6 @@ namespace {
 using namespace rules;
 using ops::exec_rule;
 using ops::same_exec_rule;
-using TT = const at::Tensor&;
 
 void register_shape_execution() {
   exec_rule("ltorch.reshape", [](Args a, Kw) { return RValue::of(reshaped(tensor_at(a, 0, "a"), sizes_from(a, 1, "shape"))); });

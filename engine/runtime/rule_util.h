@@ -13,6 +13,7 @@ namespace tv::exec::rules {
 
 using Args = const std::vector<RValue>&;
 using Kw = const RKwargs&;
+using TT = const at::Tensor&;
 
 inline const at::Tensor& tensor_at(Args a, size_t i, const char* name) { return rarg(a, i, name).tensor(); }
 // An optional tensor: None gives an undefined tensor.
