@@ -294,7 +294,8 @@ class Run {
     if (outs.empty()) return;
     if (outs.size() == 1) {
       bool leaf = known ? known->one_leaf_output : is_leaf(*outs[0]);
-      if (leaf && result.is_sequence() && result.items.size() == 1) result = RValue(result.items[0]);
+      bool destructured = b.output_target && b.output_target->is_sequence();  // `(t0,) = f(...)`: its one item
+      if ((leaf || destructured) && result.is_sequence() && result.items.size() == 1) result = RValue(result.items[0]);
       scope.set(written(b, known, 0), std::move(result));
       return;
     }

@@ -1,11 +1,13 @@
-// Elementwise ltorch ops: arithmetic, comparisons, unary math, activations, where, dtype casts,
-// detach.
+// Elementwise ltorch ops: arithmetic, comparisons, unary math, clamp, activations, where, tril and
+// triu (a where over an arange mask), dtype casts, detach.
 // Binary ops convert their Python numbers to the kind of the result (`2` -> `2.0` for a float
 // tensor) before calling the prim; activations are compositions of other ltorch ops.
 // The file holds, in order, each op's meta and decomposition, its gradient rule (and that of the
 // prim of the same name), its execution rule.
 #include <cmath>
 #include <numbers>
+#include <optional>
+#include <utility>
 
 #include "ops/grad_rules.h"
 #include "ops/ltorch.h"
@@ -86,6 +88,42 @@ Value gelu_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T t = tanh(b, mul(b, Value::floating(std::sqrt(2.0 / std::numbers::pi)), Value::of(inner)));
   T half_x = mul(b, Value::floating(0.5), x);
   return Value::of(mul(b, Value::of(half_x), Value::of(add(b, Value::integer(1), Value::of(t)))));
+}
+
+// clamp(a, min=None, max=None) as Thunder decomposes it: where(a < min, min, a), then the same
+// against max; NaN stays NaN, and the gradient passes where min <= a <= max.
+Value clamp_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "a");
+  const Value* lo = args.size() > 1 ? &args[1] : kwarg(kwargs, "min");
+  const Value* hi = args.size() > 2 ? &args[2] : kwarg(kwargs, "max");
+  if ((!lo || lo->is_none()) && (!hi || hi->is_none())) throw OpError("clamp needs at least one of min and max");
+  T out = a;
+  for (auto [bound, below] : {std::pair{lo, true}, std::pair{hi, false}}) {
+    if (!bound || bound->is_none()) continue;
+    if (!bound->is_number() && !(bound->is_proxy() && bound->proxy->is_tensor()))
+      throw OpError("clamp: min and max must be numbers or tensors, got " + python_text(*bound));
+    Value limit = convert_number(*bound, a->dtype);
+    T beyond = below ? lt(b, Value::of(out), limit) : gt(b, Value::of(out), limit);
+    out = where(b, beyond, limit, Value::of(out));
+  }
+  return Value::of(out);
+}
+
+// tril(a, diagonal=0) / triu: a where column - row <= diagonal (>= for triu) over the last two dims,
+// else 0, with the mask built from two aranges.
+SymbolImpl triangle_impl(bool lower) {
+  return [lower](TraceBuilder& b, Args args, Kw kwargs) {
+    T a = tensor_arg(args, 0, "a");
+    const Value* d = args.size() > 1 ? &args[1] : kwarg(kwargs, "diagonal");
+    int64_t diagonal = d && !d->is_none() ? d->i : 0;
+    if (a->shape.size() < 2)
+      throw OpError(std::string(lower ? "tril" : "triu") + " needs a tensor of 2 or more dims, got " + shape_text(a->shape));
+    int64_t rows = a->shape[a->shape.size() - 2], cols = a->shape.back();
+    T row = unsqueeze(b, arange(b, rows, a->device), 1), col = unsqueeze(b, arange(b, cols, a->device), 0);
+    T offset = sub(b, Value::of(col), Value::of(row));  // [rows, cols]
+    T keep = lower ? le(b, Value::of(offset), Value::integer(diagonal)) : ge(b, Value::of(offset), Value::integer(diagonal));
+    return Value::of(where(b, keep, Value::of(a), number_like(0, a->dtype)));
+  };
 }
 
 Value where_impl(TraceBuilder& b, Args args, Kw) {
@@ -250,6 +288,16 @@ Out maximum_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return {reduce_like(b, ga, tensor_at(f, 0)), reduce_like(b, gb, tensor_at(f, 1))};
 }
 
+Out minimum_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  Value g = cts[0];
+  const Value &x = f.args[0], &y = f.args[1];
+  T tie = eq(b, x, y);
+  T half = where(b, tie, V(true_divide(b, g, num(2))), g);
+  T ga = tensor_at(f, 0) ? where(b, gt(b, x, y), num(0), V(half)) : nullptr;
+  T gb = tensor_at(f, 1) ? where(b, lt(b, x, y), num(0), V(half)) : nullptr;
+  return {reduce_like(b, ga, tensor_at(f, 0)), reduce_like(b, gb, tensor_at(f, 1))};
+}
+
 // A unary rule from a function of (a, out) giving the local derivative to multiply g by.
 GradFn unary(std::function<T(TraceBuilder&, const T& a, const T& out, const T& g)> vjp) {
   return [vjp](TraceBuilder& b, const BoundSymbol& f, Cts cts) -> Out {
@@ -290,6 +338,22 @@ void register_elementwise_gradients() {
   both({"ltorch.true_divide", "prims.div"}, div_rule);
   both({"ltorch.pow", "prims.pow"}, pow_rule);
   both({"ltorch.maximum", "prims.maximum"}, maximum_rule);
+  both({"ltorch.minimum", "prims.minimum"}, minimum_rule);
+  for (const char* n : {"ltorch.sign", "prims.sign", "ltorch.bitwise_not", "prims.bitwise_not"})
+    register_not_differentiable(op(n));
+  both({"ltorch.abs", "prims.abs"}, unary([](TraceBuilder& b, const T& a, const T&, const T& g) {
+    return mul(b, V(g), V(ops::call1(b, "ltorch.sign", {V(a)})));
+  }));
+  both({"ltorch.sin", "prims.sin"}, unary([](TraceBuilder& b, const T& a, const T&, const T& g) {
+    return mul(b, V(g), V(ops::call1(b, "ltorch.cos", {V(a)})));
+  }));
+  both({"ltorch.cos", "prims.cos"}, unary([](TraceBuilder& b, const T& a, const T&, const T& g) {
+    return neg(b, mul(b, V(g), V(ops::call1(b, "ltorch.sin", {V(a)}))));
+  }));
+  both({"ltorch.reciprocal", "prims.reciprocal"}, unary([](TraceBuilder& b, const T&, const T& out, const T& g) {
+    return neg(b, mul(b, V(g), V(mul(b, V(out), V(out)))));
+  }));
+  for (const char* n : {"ltorch.clamp", "ltorch.tril", "ltorch.triu"}) register_grad_through_decomposition(op(n));
   for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge"}) {
     register_not_differentiable(op(std::string("ltorch.") + n));
     register_not_differentiable(op(std::string("prims.") + n));
@@ -366,8 +430,26 @@ void register_elementwise_execution() {
   exec_rule("ltorch.pow", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::pow(x, y); }); });
   for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge", "maximum"})
     same_exec_rule(std::string("ltorch.") + n, std::string("prims.") + n);
-  for (const char* n : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt"})
+  for (const char* n : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt", "abs", "sign", "sin", "cos", "reciprocal",
+                        "bitwise_not", "minimum"})
     same_exec_rule(std::string("ltorch.") + n, std::string("prims.") + n);
+  for (bool lower : {true, false})
+    exec_rule(lower ? "ltorch.tril" : "ltorch.triu", [lower](Args a, Kw k) {
+      const RValue* d = argument(a, 1, k, "diagonal");
+      int64_t diagonal = d && !d->is_none() ? d->integer_value() : 0;
+      const at::Tensor& t = tensor_at(a, 0, "a");
+      return RValue::of(lower ? at::tril(t, diagonal) : at::triu(t, diagonal));
+    });
+  exec_rule("ltorch.clamp", [](Args a, Kw k) {
+    const RValue *lo = argument(a, 1, k, "min"), *hi = argument(a, 2, k, "max");
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    if ((lo && lo->is_tensor()) || (hi && hi->is_tensor())) {
+      auto bound = [](const RValue* v) { return v && !v->is_none() ? c10::optional<at::Tensor>(operand(*v)) : c10::nullopt; };
+      return RValue::of(at::clamp(t, bound(lo), bound(hi)));
+    }
+    auto bound = [](const RValue* v) { return v && !v->is_none() ? c10::optional<at::Scalar>(scalar_of(*v)) : c10::nullopt; };
+    return RValue::of(at::clamp(t, bound(lo), bound(hi)));
+  });
   exec_rule("ltorch.relu", [](Args a, Kw) { return RValue::of(at::relu(tensor_at(a, 0, "a"))); });
   exec_rule("ltorch.sigmoid", [](Args a, Kw) { return RValue::of(at::sigmoid(tensor_at(a, 0, "a"))); });
   exec_rule("ltorch.silu", [](Args a, Kw) { return RValue::of(at::silu(tensor_at(a, 0, "a"))); });
@@ -400,11 +482,15 @@ namespace tv::ops {
 void register_elementwise() {
   using namespace tv::ltorch;
   const std::vector<std::string> ew = {"elementwise"};
-  for (const char* n : {"add", "sub", "mul", "pow", "eq", "ne", "lt", "le", "gt", "ge", "maximum"})
+  for (const char* n : {"add", "sub", "mul", "pow", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum"})
     define(std::string("ltorch.") + n, false, ew, binary_impl(n));
   define("ltorch.true_divide", false, ew, true_divide_impl);
-  for (const char* n : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt"})
+  for (const char* n : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt", "abs", "sign", "sin", "cos", "reciprocal",
+                        "bitwise_not"})
     define(std::string("ltorch.") + n, false, ew, unary_impl(n));
+  define("ltorch.clamp", false, ew, clamp_impl);
+  define("ltorch.tril", false, ew, triangle_impl(true));
+  define("ltorch.triu", false, ew, triangle_impl(false));
   define("ltorch.relu", false, ew, relu_impl);
   define("ltorch.sigmoid", false, ew, sigmoid_impl);
   define("ltorch.silu", false, ew, silu_impl);

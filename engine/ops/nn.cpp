@@ -1,7 +1,7 @@
-// Neural-network ltorch ops: linear, matmul, layer_norm, softmax, log_softmax, cross_entropy,
-// embedding, dropout, scaled_dot_product_attention, take_along_dim, and the backward ops the
-// gradient rules record (layer_norm_backward, softmax_backward, cross_entropy_backward,
-// embedding_backward, scaled_dot_product_attention_backward). linear and matmul map to one prim
+// Neural-network ltorch ops: linear, matmul, layer_norm, batch_norm, softmax, log_softmax,
+// cross_entropy, nll_loss, mse_loss, embedding, dropout, scaled_dot_product_attention,
+// take_along_dim, and the backward ops the gradient rules record (layer_norm_backward,
+// softmax_backward, cross_entropy_backward, embedding_backward, scaled_dot_product_attention_backward). linear and matmul map to one prim
 // each; the others are compositions of ltorch ops (nested subsymbols), e.g. layer_norm =
 // (a - mean) * rsqrt(var + eps) with var_mean(correction=0). A backward op is decomposed like any
 // other op, so the trace shows what it computes, but the executor runs LibTorch's fused kernel for
@@ -160,6 +160,161 @@ Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T picked = reshape(b, take_along_dim(b, logp, unsqueeze(b, safe, 1), 1), {logits->shape[0]});
   T total = sum(b, mul(b, V(picked), V(kept)), {}, false);
   return Value::of(neg(b, true_divide(b, V(total), V(sum(b, kept, {}, false)))));
+}
+
+// A loss's reduction ('mean', 'sum' or 'none', position i or keyword); the legacy size_average and
+// reduce (positions legacy0, legacy1) are refused.
+std::string loss_reduction(Args args, Kw kwargs, size_t i, size_t legacy0, size_t legacy1, const char* op) {
+  if (given(args, kwargs, legacy0, "size_average") || given(args, kwargs, legacy1, "reduce"))
+    throw OpError(std::string(op) + "'s legacy size_average and reduce are not supported: pass reduction=");
+  const Value* r = given(args, kwargs, i, "reduction");
+  std::string reduction = r ? r->s : "mean";
+  if (r && r->kind != Value::Kind::string) reduction.clear();
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    throw OpError(std::string(op) + ": reduction must be 'mean', 'sum' or 'none', got " + python_text(*r));
+  return reduction;
+}
+
+T reduced(TraceBuilder& b, const T& losses, const std::string& reduction) {
+  if (reduction == "none") return losses;
+  return reduction == "sum" ? sum(b, losses, {}, false) : mean(b, losses, {}, false);
+}
+
+// mse_loss(a, target, size_average, reduce, reduction): the mean (sum, none) of (a - target)^2.
+Value mse_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "input"), target = tensor_arg(args, 1, "target");
+  require_floating(a, "mse_loss");
+  std::string reduction = loss_reduction(args, kwargs, 4, 2, 3, "mse_loss");
+  T diff = sub(b, V(a), V(target));
+  return Value::of(reduced(b, mul(b, V(diff), V(diff)), reduction));
+}
+
+// nll_loss(a, target, weight, size_average, ignore_index, reduce, reduction) for a [N, C, ...] input
+// and a [N, ...] target: -a[n, target[n], ...], over the rows whose target is not ignore_index (the
+// mean divides by their count). A class weight is refused.
+Value nll_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "input"), target = tensor_arg(args, 1, "target");
+  require_floating(a, "nll_loss");
+  if (given(args, kwargs, 2, "weight")) throw OpError("nll_loss with a class weight is not supported");
+  Shape rows = a->shape;
+  if (rank(a) >= 2) rows.erase(rows.begin() + 1);
+  if (rank(a) < 2 || target->shape != rows || !is_integral(target->dtype) || target->dtype == DType::b8)
+    throw OpError("nll_loss needs an input [N, C, ...] and integer class indices [N, ...], got " + shape_text(a->shape) +
+                  " and " + std::string(short_name(target->dtype)) + shape_text(target->shape));
+  std::string reduction = loss_reduction(args, kwargs, 6, 3, 5, "nll_loss");
+  const Value* ignore = given(args, kwargs, 4, "ignore_index");
+  int64_t ignore_index = ignore ? ignore->i : -100;
+  auto [kept, safe] = kept_rows(b, target, ignore_index, a->dtype);
+  T picked = reshape(b, take_along_dim(b, a, unsqueeze(b, safe, 1), 1), rows);
+  T losses = neg(b, mul(b, V(picked), V(kept)));
+  if (reduction != "mean") return Value::of(reduced(b, losses, reduction));
+  return Value::of(true_divide(b, V(sum(b, losses, {}, false)), V(sum(b, kept, {}, false))));
+}
+
+// batch_norm's arguments, in torch's layout (input, running_mean, running_var, weight, bias,
+// training, momentum, eps), by position or keyword, checked.
+struct BatchNormArgs {
+  T a, running_mean, running_var, weight, bias;
+  bool training = false;
+  double momentum = 0.1, eps = 1e-5;
+  Dims dims;          // every dim but the channels'
+  Shape per_channel;  // [1, C, 1, ...]: a channel statistic shaped to broadcast against a
+};
+
+BatchNormArgs batch_norm_args(Args args, Kw kwargs, const char* op) {
+  std::vector<Value> in = args;
+  const char* names[] = {"input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps"};
+  for (size_t i = in.size(); i < 8; ++i) in.push_back(kwarg(kwargs, names[i]) ? *kwarg(kwargs, names[i]) : Value::none());
+  BatchNormArgs n;
+  n.a = tensor_arg(in, 0, "input");
+  require_floating(n.a, op);
+  if (rank(n.a) < 2) throw OpError(std::string(op) + " needs an input [N, C, ...], got " + shape_text(n.a->shape));
+  int64_t channels = n.a->shape[1];
+  T* stats[] = {&n.running_mean, &n.running_var, &n.weight, &n.bias};
+  for (size_t i = 1; i <= 4; ++i) {
+    *stats[i - 1] = optional_tensor_arg(in, i, names[i]);
+    if (*stats[i - 1] && (*stats[i - 1])->shape != Shape{channels})
+      throw OpError(std::string(op) + ": " + names[i] + " " + shape_text((*stats[i - 1])->shape) + " must be [" +
+                    std::to_string(channels) + "] for an input " + shape_text(n.a->shape));
+  }
+  n.training = !in[5].is_none() && bool_arg(in, 5, "training");
+  if (!in[6].is_none()) n.momentum = number_arg(in, 6, "momentum");
+  if (!in[7].is_none()) n.eps = number_arg(in, 7, "eps");
+  if (!n.training && (!n.running_mean || !n.running_var))
+    throw OpError(std::string(op) + " in eval mode (training=False) needs running_mean and running_var");
+  if (n.training && n.a->numel() / std::max<int64_t>(channels, 1) <= 1)
+    throw OpError(std::string(op) + " in training needs more than 1 value per channel, got input " + shape_text(n.a->shape));
+  n.dims = {0};
+  for (int64_t d = 2; d < rank(n.a); ++d) n.dims.push_back(d);
+  n.per_channel.assign(n.a->shape.size(), 1);
+  n.per_channel[1] = channels;
+  return n;
+}
+
+// batch_norm as Thunder decomposes it: in training, the batch statistics over every dim but 1
+// (var with correction 0), and the running statistics moved towards them (the variance unbiased)
+// and written back with prims.copy_; in eval, the running statistics. Then
+// (a - mean) * rsqrt(var + eps) * weight + bias. Gives the output, and the mean and rstd ([C]).
+std::tuple<T, T, T> batch_norm_parts(TraceBuilder& b, const BatchNormArgs& n) {
+  T m = n.running_mean, var = n.running_var;
+  if (n.training) {
+    std::tie(var, m) = var_mean(b, n.a, n.dims, /*correction=*/0, /*keepdim=*/false);
+    int64_t count = n.a->numel() / n.a->shape[1];
+    auto update = [&](const T& running, const T& batch) {
+      T moved = add(b, V(mul(b, Value::floating(1.0 - n.momentum), V(running))), V(mul(b, Value::floating(n.momentum), V(batch))));
+      call1(b, "prims.copy_", {V(moved), V(running)});
+    };
+    if (n.running_mean) update(n.running_mean, m);
+    if (n.running_var) update(n.running_var, mul(b, V(var), Value::floating(static_cast<double>(count) / static_cast<double>(count - 1))));
+  }
+  T rstd = rsqrt(b, add(b, V(var), Value::floating(n.eps)));
+  T out = mul(b, V(sub(b, V(n.a), V(reshape(b, m, n.per_channel)))), V(reshape(b, rstd, n.per_channel)));
+  if (n.weight) out = mul(b, V(out), V(reshape(b, n.weight, n.per_channel)));
+  if (n.bias) out = add(b, V(out), V(reshape(b, n.bias, n.per_channel)));
+  return {out, m, rstd};
+}
+
+Value batch_norm_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  return Value::of(std::get<0>(batch_norm_parts(b, batch_norm_args(args, kwargs, "batch_norm"))));
+}
+
+// (out, mean, rstd) of a training batch_norm: what the forward kernel computes, the batch statistics
+// kept for the backward.
+Value native_batch_norm_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  BatchNormArgs n = batch_norm_args(args, kwargs, "native_batch_norm");
+  if (!n.training) throw OpError("native_batch_norm gives the batch statistics of training=True only");
+  auto [out, m, rstd] = batch_norm_parts(b, n);
+  return Value::tuple({V(out), V(m), V(rstd)});
+}
+
+// batch_norm_backward(g, a, running_mean, running_var, weight, training, eps[, mean, rstd]) -> the
+// gradients of a, and of weight and bias when weight is given. In training, layer norm's input
+// gradient over the dims but 1 (the batch statistics given, or recomputed); in eval, g scaled by the
+// running statistics' rstd.
+Value batch_norm_backward_impl(TraceBuilder& b, Args args, Kw) {
+  T g = tensor_arg(args, 0, "grad");
+  std::vector<Value> forward = {arg(args, 1, "input"), arg(args, 2, "running_mean"), arg(args, 3, "running_var"),
+                                arg(args, 4, "weight"), Value::none(), arg(args, 5, "training"), Value::floating(0.0),
+                                arg(args, 6, "eps")};
+  BatchNormArgs n = batch_norm_args(forward, {}, "batch_norm_backward");
+  if (g->shape != n.a->shape)
+    throw OpError("batch_norm_backward: grad " + shape_text(g->shape) + " and input " + shape_text(n.a->shape) + " differ");
+  T w = n.weight ? reshape(b, n.weight, n.per_channel) : nullptr;
+  T ga, xhat;
+  if (n.training) {
+    T mean = optional_tensor_arg(args, 7, "mean"), rstd = optional_tensor_arg(args, 8, "rstd");
+    if (mean && rstd) {
+      mean = reshape(b, mean, n.per_channel);
+      rstd = reshape(b, rstd, n.per_channel);
+    }
+    std::tie(ga, xhat) = ops::layer_norm_input_grad(b, g, n.a, n.dims, w, Value::floating(n.eps), mean, rstd);
+  } else {
+    T rstd = reshape(b, rsqrt(b, add(b, V(n.running_var), Value::floating(n.eps))), n.per_channel);
+    xhat = mul(b, V(sub(b, V(n.a), V(reshape(b, n.running_mean, n.per_channel)))), V(rstd));
+    ga = mul(b, V(w ? mul(b, V(g), V(w)) : g), V(rstd));
+  }
+  if (!n.weight) return Value::tuple({V(ga)});
+  return Value::tuple({V(ga), V(sum(b, mul(b, V(g), V(xhat)), n.dims, false)), V(sum(b, g, n.dims, false))});
 }
 
 // embedding's padding_idx (position 2 or keyword), normalised to [0, rows); -1 when there is none.
@@ -574,6 +729,49 @@ Out native_layer_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return {reduce_like(b, ga, a), Value::none(), reduce_like(b, gw, w), reduce_like(b, gb, bias), Value::none()};
 }
 
+// batch_norm(a, running_mean, running_var, weight, bias, training, momentum, eps): one
+// batch_norm_backward, given the forward kernel's batch statistics where it kept them.
+Out batch_norm_grads(TraceBuilder& b, const BoundSymbol& f, Cts cts, const T& mean, const T& rstd) {
+  Out out(f.args.size());
+  if (!cts[0].is_proxy()) return out;
+  T a = tensor_at(f, 0), w = tensor_at(f, 3), bias = tensor_at(f, 4);
+  std::vector<Value> args = {cts[0], V(a), f.args.at(1), f.args.at(2), f.args.at(3), f.args.at(5), f.args.at(7)};
+  if (mean && rstd) args.insert(args.end(), {V(mean), V(rstd)});
+  Value grads = b.call("ltorch.batch_norm_backward", std::move(args));
+  out[0] = reduce_like(b, grads.items.at(0).proxy, a);
+  if (w) out[3] = reduce_like(b, grads.items.at(1).proxy, w);
+  if (w && bias) out[4] = reduce_like(b, grads.items.at(2).proxy, bias);
+  if (bias && !w) {  // a bias alone: the backward gives no per-channel sums
+    Dims dims = {0};
+    for (int64_t d = 2; d < rank(a); ++d) dims.push_back(d);
+    out[4] = reduce_like(b, sum(b, cts[0].proxy, dims, false), bias);
+  }
+  return out;
+}
+
+Out batch_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  if (f.args.size() < 8) throw std::runtime_error("autograd: batch_norm needs its 8 arguments written out by position");
+  return batch_norm_grads(b, f, cts, nullptr, nullptr);
+}
+
+// `t5 = ltorch.batch_norm(..., True, ...)` as `(t5, t6, t7) = ltorch.native_batch_norm(...)`: the
+// kernel's batch mean and rstd become saved values, as eager's batch norm keeps them.
+std::optional<BoundSymbol> batch_norm_with_residues(TraceBuilder& names, const BoundSymbol& f) {
+  if (f.args.size() < 8 || f.args[5].kind != Value::Kind::boolean || !f.args[5].b) return std::nullopt;
+  DType dtype = tensor_at(f, 0)->dtype;  // the kernel keeps them in float for half precision
+  if (dtype != DType::f32 && dtype != DType::f64) return std::nullopt;
+  Value out = names.call("ltorch.native_batch_norm", f.args);
+  return recorded_in_place_of(f, names, out.items.at(0).proxy);
+}
+
+Out native_batch_norm_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  for (size_t k = 1; k < cts.size(); ++k)
+    if (cts[k].is_proxy())
+      throw std::runtime_error("autograd: a gradient through native_batch_norm's " + std::string(k == 1 ? "mean" : "rstd") +
+                               " (" + f.outputs.at(k)->name + ") is not supported");
+  return batch_norm_grads(b, f, cts, f.outputs.at(1), f.outputs.at(2));
+}
+
 Out softmax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T a = tensor_at(f, 0), out = f.output(), g = cts[0].proxy;
   int64_t dim = meta::normalize_dim(f.args.at(1).i, rank(a));
@@ -699,6 +897,9 @@ void register_nn_gradients() {
   register_grad_rule(op("ltorch.layer_norm"), layer_norm_rule);
   register_residues(op("ltorch.layer_norm"), layer_norm_with_residues);
   register_grad_rule(op("ltorch.native_layer_norm"), native_layer_norm_rule);
+  register_grad_rule(op("ltorch.batch_norm"), batch_norm_rule);
+  register_residues(op("ltorch.batch_norm"), batch_norm_with_residues);
+  register_grad_rule(op("ltorch.native_batch_norm"), native_batch_norm_rule);
   register_grad_rule(op("ltorch.softmax"), softmax_rule);
   register_grad_rule(op("ltorch.log_softmax"), log_softmax_rule);
   register_grad_rule(op("ltorch.cross_entropy"), cross_entropy_rule);
@@ -707,11 +908,13 @@ void register_nn_gradients() {
   register_grad_rule(op("prims.take"), take_rule);
   for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(op(n), take_along_rule);
   register_grad_rule(op("ltorch.dropout"), dropout_rule);
+  register_not_differentiable(op("prims.copy_"));  // batch_norm's write of its running statistics
   register_grad_rule(op("ltorch.scaled_dot_product_attention"), sdpa_rule, sdpa_rule_applies);
   register_residues(op("ltorch.scaled_dot_product_attention"), sdpa_with_residues);
   register_grad_rule(op("ltorch.scaled_dot_product_attention_forward"), sdpa_rule);
   for (const char* n : {"ltorch.layer_norm_backward", "ltorch.softmax_backward", "ltorch.cross_entropy_backward",
-                        "ltorch.scaled_dot_product_attention_backward"})
+                        "ltorch.scaled_dot_product_attention_backward", "ltorch.batch_norm_backward", "ltorch.mse_loss",
+                        "ltorch.nll_loss"})
     register_grad_through_decomposition(op(n));
 }
 
@@ -856,7 +1059,66 @@ RValue attention_backward(Args a, Kw kw) {
   return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
 }
 
+int64_t reduction_mode(Args a, Kw k, size_t i, const char* op) {
+  const RValue* r = argument(a, i, k, "reduction");
+  std::string reduction = r && r->kind == RValue::Kind::string ? r->s : "mean";
+  if (reduction == "none") return at::Reduction::None;
+  if (reduction == "sum") return at::Reduction::Sum;
+  if (reduction != "mean") throw ExecError(std::string(op) + ": unknown reduction '" + reduction + "'", op);
+  return at::Reduction::Mean;
+}
+
 void register_nn_execution() {
+  // at::batch_norm writes the running statistics in training, as the decomposition's copy_ does.
+  exec_rule("ltorch.batch_norm", [](Args a, Kw k) {
+    auto tensor = [&](size_t i, const char* name) {
+      const RValue* v = argument(a, i, k, name);
+      return v && !v->is_none() ? c10::optional<at::Tensor>(v->tensor()) : c10::nullopt;
+    };
+    const RValue *training = argument(a, 5, k, "training"), *momentum = argument(a, 6, k, "momentum"),
+                 *eps = argument(a, 7, k, "eps");
+    return RValue::of(at::batch_norm(tensor_at(a, 0, "input"), tensor(3, "weight"), tensor(4, "bias"),
+                                     tensor(1, "running_mean"), tensor(2, "running_var"),
+                                     training && !training->is_none() && training->integer_value() != 0,
+                                     momentum && !momentum->is_none() ? momentum->number() : 0.1,
+                                     eps && !eps->is_none() ? eps->number() : 1e-5, /*cudnn_enabled=*/true));
+  });
+  exec_rule("ltorch.native_batch_norm", [](Args a, Kw) {
+    auto [out, mean, invstd] = at::native_batch_norm(tensor_at(a, 0, "input"), optional_tensor_at(a, 3), optional_tensor_at(a, 4),
+                                                     optional_tensor_at(a, 1), optional_tensor_at(a, 2), flag_at(a, 5, {}, "training"),
+                                                     number_at(a, 6, "momentum"), number_at(a, 7, "eps"));
+    return RValue::tuple({RValue::of(out), RValue::of(mean), RValue::of(invstd)});
+  });
+  // (g, a, running_mean, running_var, weight, training, eps[, mean, rstd]): LibTorch's backward kernel,
+  // on the forward's batch statistics (recomputed when not given).
+  exec_rule("ltorch.batch_norm_backward", [](Args a, Kw) {
+    const at::Tensor &g = tensor_at(a, 0, "grad"), &x = tensor_at(a, 1, "input");
+    at::Tensor weight = optional_tensor_at(a, 4);
+    bool training = flag_at(a, 5, {}, "training");
+    double eps = number_at(a, 6, "eps");
+    at::Tensor mean = optional_tensor_at(a, 7), invstd = optional_tensor_at(a, 8);
+    if (training && (!mean.defined() || !invstd.defined())) {
+      std::vector<int64_t> dims = {0};
+      for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+      bool half = x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16;  // statistics in float, as the kernel keeps them
+      auto [var, m] = at::var_mean(half ? x.to(at::kFloat) : x, dims, /*unbiased=*/false);
+      mean = m;
+      invstd = (var + eps).rsqrt();
+    }
+    auto [ga, gw, gb] = at::native_batch_norm_backward(g, x, weight, optional_tensor_at(a, 2), optional_tensor_at(a, 3), mean,
+                                                       invstd, training, eps, {true, weight.defined(), weight.defined()});
+    if (!weight.defined()) return RValue::tuple({RValue::of(ga)});
+    return RValue::tuple({RValue::of(ga), RValue::of(gw), RValue::of(gb)});
+  });
+  exec_rule("ltorch.mse_loss", [](Args a, Kw k) {
+    return RValue::of(at::mse_loss(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), reduction_mode(a, k, 4, "ltorch.mse_loss")));
+  });
+  exec_rule("ltorch.nll_loss", [](Args a, Kw k) {
+    const RValue* ignore = argument(a, 4, k, "ignore_index");
+    return RValue::of(at::nll_loss_nd(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), {},
+                                      reduction_mode(a, k, 6, "ltorch.nll_loss"),
+                                      ignore && !ignore->is_none() ? ignore->integer_value() : -100));
+  });
   same_exec_rule("ltorch.linear", "prims.linear");
   same_exec_rule("ltorch.matmul", "prims.matmul");
 
@@ -1013,6 +1275,11 @@ void register_nn() {
   define("ltorch.scaled_dot_product_attention_forward", false, {}, sdpa_forward_impl);
   define("ltorch.scaled_dot_product_attention_backward", false, {}, sdpa_backward_impl);
   define("ltorch.take_along_dim", false, {}, take_along_dim_impl);
+  define("ltorch.batch_norm", false, {"effect"}, batch_norm_impl);
+  define("ltorch.native_batch_norm", false, {"effect"}, native_batch_norm_impl);
+  define("ltorch.batch_norm_backward", false, {}, batch_norm_backward_impl);
+  define("ltorch.mse_loss", false, {}, mse_loss_impl);
+  define("ltorch.nll_loss", false, {}, nll_loss_impl);
   register_nn_gradients();
   exec::register_nn_execution();
 }

@@ -73,5 +73,6 @@ void register_shape();
 void register_reduction();
 void register_nn();
 void register_creation();
+void register_spatial();
 
 }  // namespace tv::ops

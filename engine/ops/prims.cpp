@@ -74,6 +74,12 @@ Value convert_meta(TraceBuilder& b, Args args, Kw) {
   return Value::of(out(b, a->shape, dtype, a->device, args));
 }
 
+Value bitwise_not_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  if (is_floating(a->dtype)) throw OpError("bitwise_not needs a bool or integer tensor, got " + std::string(short_name(a->dtype)));
+  return Value::of(b.tensor(a->shape, a->dtype, a->device));
+}
+
 // ---- shape ----
 
 Value reshape_meta(TraceBuilder& b, Args args, Kw) {
@@ -156,6 +162,20 @@ Value cat_meta(TraceBuilder& b, Args args, Kw) {
     shape[dim] += s[dim];
   }
   return Value::of(out(b, shape, meta::result_dtype(tensors), meta::common_device(tensors), tensors));
+}
+
+Value flip_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  meta::normalize_dims(ints_arg(args, 1, "dims"), static_cast<int64_t>(a->shape.size()));
+  return Value::of(b.tensor(a->shape, a->dtype, a->device, a->requires_grad));
+}
+
+// copy_(src, dst): writes src into dst (a trace input: a buffer or an input) and gives dst's value.
+Value copy_meta(TraceBuilder& b, Args args, Kw) {
+  T src = tensor_arg(args, 0, "copy_from"), dst = tensor_arg(args, 1, "copy_to");
+  if (meta::broadcast_shapes(src->shape, dst->shape) != dst->shape)
+    throw OpError("copy_: a value of shape " + shape_text(src->shape) + " cannot be written into " + shape_text(dst->shape));
+  return Value::of(b.tensor(dst->shape, dst->dtype, dst->device));
 }
 
 Value shallow_copy_meta(TraceBuilder& b, Args args, Kw) {
@@ -325,19 +345,30 @@ void register_prim_execution() {
   exec_rule("prims.rsqrt", [](Args a, Kw) { return unary(a, [](TT x) { return at::rsqrt(x); }); });
   exec_rule("prims.sqrt", [](Args a, Kw) { return unary(a, [](TT x) { return at::sqrt(x); }); });
 
+  exec_rule("prims.abs", [](Args a, Kw) { return unary(a, [](TT x) { return at::abs(x); }); });
+  exec_rule("prims.sign", [](Args a, Kw) { return unary(a, [](TT x) { return at::sign(x); }); });
+  exec_rule("prims.sin", [](Args a, Kw) { return unary(a, [](TT x) { return at::sin(x); }); });
+  exec_rule("prims.cos", [](Args a, Kw) { return unary(a, [](TT x) { return at::cos(x); }); });
+  exec_rule("prims.reciprocal", [](Args a, Kw) { return unary(a, [](TT x) { return at::reciprocal(x); }); });
+  exec_rule("prims.bitwise_not", [](Args a, Kw) { return unary(a, [](TT x) { return at::bitwise_not(x); }); });
+
   exec_rule("prims.add", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::add(x, y); }); });
   exec_rule("prims.sub", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::sub(x, y); }); });
   exec_rule("prims.mul", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::mul(x, y); }); });
   exec_rule("prims.div", [](Args a, Kw) { return binary(a, prim_div); });
   exec_rule("prims.pow", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::pow(x, y); }); });
-  exec_rule("prims.maximum", [](Args a, Kw) {
-    const RValue &x = rarg(a, 0, "a"), &y = rarg(a, 1, "b");
-    if (!x.is_tensor() && !y.is_tensor()) return binary(a, [](TT x, TT y) { return at::maximum(x, y); });
-    at::Tensor tx = operand(x), ty = operand(y);
-    at::ScalarType dt = at::result_type(tx, ty);
-    at::Device d = x.is_tensor() ? tx.device() : ty.device();
-    return RValue::of(at::maximum(placed(x, tx, d, dt), placed(y, ty, d, dt)));
-  });
+  // at::maximum and at::minimum take tensors only: a number operand becomes one of the result's type.
+  for (bool is_max : {true, false}) {
+    exec_rule(is_max ? "prims.maximum" : "prims.minimum", [is_max](Args a, Kw) {
+      auto op = [is_max](TT x, TT y) { return is_max ? at::maximum(x, y) : at::minimum(x, y); };
+      const RValue &x = rarg(a, 0, "a"), &y = rarg(a, 1, "b");
+      if (!x.is_tensor() && !y.is_tensor()) return binary(a, op);
+      at::Tensor tx = operand(x), ty = operand(y);
+      at::ScalarType dt = at::result_type(tx, ty);
+      at::Device d = x.is_tensor() ? tx.device() : ty.device();
+      return RValue::of(op(placed(x, tx, d, dt), placed(y, ty, d, dt)));
+    });
+  }
   exec_rule("prims.eq", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::eq(x, y); }); });
   exec_rule("prims.ne", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::ne(x, y); }); });
   exec_rule("prims.lt", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::lt(x, y); }); });
@@ -374,6 +405,12 @@ void register_prim_execution() {
     std::vector<at::Tensor> ts;
     for (const auto& v : rarg(a, 0, "tensors").items) ts.push_back(v.tensor());
     return RValue::of(at::cat(ts, int_at(a, 1, "dim")));
+  });
+  exec_rule("prims.flip", [](Args a, Kw) { return RValue::of(at::flip(tensor_at(a, 0, "a"), ints_at(a, 1, "dims"))); });
+  exec_rule("prims.copy_", [](Args a, Kw) {
+    at::Tensor dst = tensor_at(a, 1, "copy_to");
+    dst.copy_(tensor_at(a, 0, "copy_from"));
+    return RValue::of(dst);
   });
   exec_rule("prims.shallow_copy", [](Args a, Kw) { return RValue(rarg(a, 0, "a")); });
 
@@ -457,9 +494,10 @@ void register_prim_execution() {
 namespace tv::prims {
 
 void register_prims() {
-  for (const char* n : {"neg"}) unary(n, false);
-  for (const char* n : {"exp", "log", "tanh", "erf", "rsqrt", "sqrt"}) unary(n, true);
-  for (const char* n : {"add", "sub", "mul", "div", "pow", "maximum"}) binary(n, false);
+  for (const char* n : {"neg", "abs", "sign"}) unary(n, false);
+  for (const char* n : {"exp", "log", "tanh", "erf", "rsqrt", "sqrt", "sin", "cos", "reciprocal"}) unary(n, true);
+  define("prims.bitwise_not", true, {"elementwise"}, bitwise_not_meta);
+  for (const char* n : {"add", "sub", "mul", "div", "pow", "maximum", "minimum"}) binary(n, false);
   for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge"}) binary(n, true);
   define("prims.where", true, {"elementwise"}, where_meta);
   define("prims.convert_element_type", true, {"elementwise"}, convert_meta);
@@ -470,6 +508,8 @@ void register_prims() {
   define("prims.slice", true, {"shape"}, slice_meta);
   define("prims.cat", true, {"shape"}, cat_meta);
   define("prims.shallow_copy", true, {}, shallow_copy_meta);
+  define("prims.flip", true, {"shape"}, flip_meta);
+  define("prims.copy_", true, {"effect"}, copy_meta);
 
   reduction("sum");
   reduction("amax");

@@ -4,8 +4,10 @@
 // prims broadcast their operands (numpy rules) and promote dtypes (meta::result_dtype); numbers are
 // Python literals. Arguments are positional, in the order below; dims are tuples of ints.
 //
-//   unary elementwise   prims.{neg,exp,log,tanh,erf,rsqrt,sqrt}(a)       exp..sqrt of ints give f32
-//   binary elementwise  prims.{add,sub,mul,div,pow,maximum}(a, b)        a, b: tensor or number
+//   unary elementwise   prims.{neg,abs,sign,exp,log,tanh,erf,rsqrt,sqrt,sin,cos,reciprocal}(a)
+//                                                                        exp..reciprocal of ints give f32
+//                       prims.bitwise_not(a)                             bool and integer tensors
+//   binary elementwise  prims.{add,sub,mul,div,pow,maximum,minimum}(a, b)  a, b: tensor or number
 //   comparisons         prims.{eq,ne,lt,le,gt,ge}(a, b)                  -> b8
 //   selection           prims.where(pred, a, b)                          pred: b8 tensor
 //   dtype               prims.convert_element_type(a, dtype)
@@ -15,6 +17,8 @@
 //                       prims.slice(a, start_indices, end_indices, strides)   strides may be None
 //                       prims.cat(tensors, dim)                          tensors: a list
 //                       prims.shallow_copy(a)                            identity
+//                       prims.flip(a, dims)
+//   effect              prims.copy_(copy_from, copy_to)                  writes into copy_to (a trace input)
 //   reduction           prims.sum(a, dims)  prims.amax(a, dims)          reduced dims removed
 //                       prims.var_mean(a, dims, correction=c)            -> (var, mean)
 //   matmul              prims.linear(a, w, bias)  prims.matmul(a, b)     bias may be None
@@ -23,6 +27,7 @@
 //   creation            prims.full(shape, fill_value, device, dtype)
 //                       prims.iota(length, start, step, device, dtype)   1-D [length]
 //   random              prims.uniform_philox(shape, minval, maxval, device, dtype, seed, offset)
+// The convolution and pooling prims are defined with their ops, in ops/spatial.cpp.
 #pragma once
 
 namespace tv::prims {

@@ -18,6 +18,7 @@ void register_ops() {
     ops::register_reduction();
     ops::register_nn();
     ops::register_creation();
+    ops::register_spatial();
     ops::register_spellings();
   });
 }

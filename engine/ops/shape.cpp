@@ -1,5 +1,5 @@
 // Shape ltorch ops: reshape/view, transpose/permute, unsqueeze/expand/broadcast_in_dim, split, cat,
-// stack (unsqueeze each, cat) and unbind (a slice and a reshape per piece).
+// stack (unsqueeze each, cat), unbind (a slice and a reshape per piece), flip and flatten (a reshape).
 // Each resolves torch conveniences (-1 sizes, negative dims) and records a concrete prim:
 // `ltorch.reshape(t5, (-1, 10))` -> `prims.reshape(t5, (2, 10))`,
 // `ltorch.permute(t, (1, 0))` -> `prims.transpose(t, (1, 0))`, unsqueeze/expand -> broadcast_in_dim.
@@ -77,6 +77,29 @@ Value unsqueeze_impl(TraceBuilder& b, Args args, Kw) {
   for (int64_t i = 0; i < rank(a) + 1; ++i)
     if (i != dim) kept.push_back(i);
   return Value::of(call1(b, "prims.broadcast_in_dim", {Value::of(a), Value::ints(shape), Value::ints(kept)}));
+}
+
+Value flip_impl(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  return Value::of(call1(b, "prims.flip", {Value::of(a), Value::ints(meta::normalize_dims(ints_arg(args, 1, "dims"), rank(a)))}));
+}
+
+// flatten(a, start_dim=0, end_dim=-1): the dims from start to end merged into one, by reshape.
+Value flatten_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "a");
+  const Value* start = args.size() > 1 ? &args[1] : kwarg(kwargs, "start_dim");
+  const Value* end = args.size() > 2 ? &args[2] : kwarg(kwargs, "end_dim");
+  int64_t r = std::max<int64_t>(rank(a), 1);
+  int64_t s = meta::normalize_dim(start && !start->is_none() ? start->i : 0, r);
+  int64_t e = meta::normalize_dim(end && !end->is_none() ? end->i : -1, r);
+  if (s > e) throw OpError("flatten: start_dim " + std::to_string(s) + " is after end_dim " + std::to_string(e));
+  if (rank(a) == 0) return Value::of(ltorch::reshape(b, a, {1}));
+  Shape shape(a->shape.begin(), a->shape.begin() + s);
+  int64_t merged = 1;
+  for (int64_t d = s; d <= e; ++d) merged *= a->shape[d];
+  shape.push_back(merged);
+  shape.insert(shape.end(), a->shape.begin() + e + 1, a->shape.end());
+  return Value::of(ltorch::reshape(b, a, shape));
 }
 
 Value expand_impl(TraceBuilder& b, Args args, Kw) {
@@ -346,6 +369,11 @@ Out cat_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
 }
 
 void register_shape_gradients() {
+  for (const char* n : {"ltorch.flip", "prims.flip"})
+    register_grad_rule(op(n), first_only([](TraceBuilder& b, const BoundSymbol& f, const T&, const T& g) {
+                         return ops::call1(b, "prims.flip", {Value::of(g), f.args.at(1)});
+                       }));
+  register_grad_through_decomposition(op("ltorch.flatten"));
   for (const char* n : {"ltorch.reshape", "ltorch.view", "ltorch.unsqueeze", "prims.reshape"})
     register_grad_rule(op(n), first_only(reshape_back));
   register_grad_rule(op("ltorch.transpose"), first_only([](TraceBuilder& b, const BoundSymbol& f, const T&, const T& g) {
@@ -392,6 +420,12 @@ void register_shape_execution() {
   exec_rule("ltorch.unsqueeze", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").unsqueeze(int_at(a, 1, "dim"))); });
   exec_rule("ltorch.expand", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").expand(sizes_from(a, 1, "shape"))); });
   same_exec_rule("ltorch.broadcast_in_dim", "prims.broadcast_in_dim");
+  same_exec_rule("ltorch.flip", "prims.flip");
+  exec_rule("ltorch.flatten", [](Args a, Kw k) {
+    const RValue *start = argument(a, 1, k, "start_dim"), *end = argument(a, 2, k, "end_dim");
+    return RValue::of(tensor_at(a, 0, "a").flatten(start && !start->is_none() ? start->integer_value() : 0,
+                                                    end && !end->is_none() ? end->integer_value() : -1));
+  });
   exec_rule("ltorch.split", [](Args a, Kw) {
     std::vector<RValue> parts;
     for (const auto& t : at::split(tensor_at(a, 0, "a"), int_at(a, 1, "split_size"), int_at(a, 2, "dim")))
@@ -435,6 +469,8 @@ void register_shape() {
   define("ltorch.cat", false, shape, cat_impl);
   define("ltorch.stack", false, shape, stack_impl);
   define("ltorch.unbind", false, shape, unbind_impl);
+  define("ltorch.flip", false, shape, flip_impl);
+  define("ltorch.flatten", false, shape, flatten_impl);
   register_shape_gradients();
   exec::register_shape_execution();
 }

@@ -4,7 +4,7 @@ the first call (recording and building the pipeline) against one eager step; the
 memory over many steps (the call history is bounded, so it stays flat).
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
-        [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1]   (models: nanogpt, mlp, tiny)
+        [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1]   (models: nanogpt, mlp, tiny, resnet18)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
 import argparse
@@ -43,7 +43,14 @@ def tiny():
     return model, (torch.randn(16, 64),), lambda out: out.square().mean()
 
 
-MODELS = {"nanogpt": nanogpt, "mlp": mlp, "tiny": tiny}
+def resnet18():
+    """torchvision's resnet18 (convolutions, batch norms with running statistics, pooling), 64x64 images."""
+    import torchvision
+    model = torchvision.models.resnet18(num_classes=10)
+    return model, (torch.randn(4, 3, 64, 64),), lambda out: out.square().mean()
+
+
+MODELS = {"nanogpt": nanogpt, "mlp": mlp, "tiny": tiny, "resnet18": resnet18}
 
 
 def step(model, opt, args, loss_of):

@@ -51,3 +51,40 @@ def test_multihead_attention_with_a_padding_mask():
 def test_lstm_and_gru(tmp_path):
     check_against_eager(torch.nn.LSTM(8, 6, num_layers=2, batch_first=True), torch.randn(2, 5, 8), tmp_path=tmp_path)
     check_against_eager(torch.nn.GRU(8, 6, bidirectional=True), torch.randn(5, 2, 8))
+
+
+class ConvNet(torch.nn.Module):
+    """The layers of a small image classifier as users write them, with the losses computed in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, stride=2, groups=2, bias=False)
+        self.bn2 = torch.nn.BatchNorm2d(8, affine=False)
+        self.conv1d = torch.nn.Conv1d(8, 4, 3, padding="same")
+        self.fc = torch.nn.Linear(4 * 3 * 3, 5)
+
+    def forward(self, x, y):
+        h = torch.relu(self.bn(self.conv(x)))
+        h = torch.nn.functional.max_pool2d(h, 2)
+        h = torch.nn.functional.avg_pool2d(self.bn2(self.conv2(h)), 3, stride=1, padding=1, count_include_pad=False)
+        h = self.conv1d(h.flatten(2)).reshape(h.shape[0], 4, h.shape[2], h.shape[3]).clamp(-2.0, 2.0)
+        h = torch.nn.functional.adaptive_avg_pool2d(h.abs() + h.sin() * h.cos(), (3, 3))
+        logp = torch.log_softmax(self.fc(torch.flatten(h, 1)), -1)
+        return logp, torch.nn.functional.nll_loss(logp, y), torch.nn.functional.mse_loss(logp.exp(), torch.softmax(logp * 2, -1))
+
+
+def test_convnet_runs_on_native_rules(tmp_path):
+    """Convolutions, batch norms (running statistics equal to eager's after the steps), pooling, clamp
+    and the losses record the engine's own ops: no ATen fallback in the program."""
+    torch.manual_seed(0)
+    tm = check_against_eager(ConvNet(), torch.randn(4, 3, 12, 12), torch.randint(0, 5, (4,)), steps=3, tmp_path=tmp_path)
+    program = str(tv.last_traces(tm)[0])
+    for op in ("ltorch.conv2d", "ltorch.conv1d", "ltorch.batch_norm", "ltorch.max_pool2d", "ltorch.avg_pool2d",
+               "ltorch.adaptive_avg_pool2d", "ltorch.clamp", "ltorch.nll_loss", "ltorch.mse_loss"):
+        assert op in program, op
+    # num_batches_tracked += 1 is the only ATen operator left: an in-place update of a buffer
+    fallbacks = {line.split("=", 1)[1].split("(")[0].strip() for line in program.splitlines() if "torch.ops.aten." in line
+                 and not line.lstrip().startswith("#")}
+    assert all(f.startswith("torch.ops.aten.add_.") for f in fallbacks), fallbacks

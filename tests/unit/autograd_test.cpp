@@ -156,6 +156,7 @@ struct Input {
   DType dtype = DType::f32;
   Fill fill = Fill::normal;
   int64_t bound = 0;  // indices are in [0, bound)
+  bool grad = true;    // floating inputs take a gradient unless false (running statistics)
 };
 
 struct Case {
@@ -168,10 +169,14 @@ Input f(std::vector<int64_t> s) { return {std::move(s)}; }
 Input pos(std::vector<int64_t> s) { return {std::move(s), DType::f32, Fill::positive}; }
 Input idx(std::vector<int64_t> s, int64_t bound) { return {std::move(s), DType::i64, Fill::index, bound}; }
 Input mask(std::vector<int64_t> s) { return {std::move(s), DType::b8}; }
+Input stat(std::vector<int64_t> s) { return {std::move(s), DType::f32, Fill::positive, 0, false}; }
+bool takes_grad(const Input& in) { return is_floating(in.dtype) && in.grad; }
 Value V(const ProxyPtr& p) { return Value::of(p); }
 
 using P = const std::vector<ProxyPtr>&;
 using B = TraceBuilder&;
+
+Value call(B b, const std::string& name, std::vector<Value> args) { return b.call(name, std::move(args)); }
 
 std::vector<Case> cases() {
   return {
@@ -269,6 +274,55 @@ std::vector<Case> cases() {
       {"sdpa", {f({2, 4, 8}), f({2, 4, 8}), f({2, 4, 8})}, [](B b, P x) {
          return std::vector{lt::scaled_dot_product_attention(b, x[0], x[1], x[2], nullptr, true)};
        }},
+      {"conv2d", {f({2, 3, 7, 6}), f({4, 3, 3, 3}), f({4})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.conv2d", {V(x[0]), V(x[1]), V(x[2]), Value::integer(2), Value::integer(1)}).proxy};
+       }},
+      {"conv1d_grouped_unbatched", {f({4, 9}), f({6, 2, 3})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.conv1d", {V(x[0]), V(x[1]), Value::none(), Value::integer(1), Value::integer(1),
+                                                      Value::integer(2), Value::integer(2)}).proxy};
+       }},
+      {"conv_transposed", {f({2, 4, 5, 5}), f({4, 3, 3, 3}), f({3})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.convolution", {V(x[0]), V(x[1]), V(x[2]), Value::ints({2, 2}), Value::ints({1, 1}),
+                                                           Value::ints({1, 1}), Value::boolean(true), Value::ints({1, 1}),
+                                                           Value::integer(1)}).proxy};
+       }},
+      {"pooling", {f({2, 3, 7, 6})}, [](B b, P x) {
+         return std::vector{
+             call(b, "ltorch.max_pool2d", {V(x[0]), Value::integer(3), Value::integer(2), Value::integer(1), Value::integer(1),
+                                           Value::boolean(true)}).proxy,
+             call(b, "ltorch.avg_pool2d", {V(x[0]), Value::integer(3), Value::integer(2), Value::integer(1), Value::boolean(false),
+                                           Value::boolean(false)}).proxy,
+             call(b, "ltorch.adaptive_avg_pool2d", {V(x[0]), Value::ints({3, 4})}).proxy};
+       }},
+      {"batch_norm_training", {f({4, 3, 5}), f({3}), f({3}), stat({3}), stat({3})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.batch_norm", {V(x[0]), V(x[3]), V(x[4]), V(x[1]), V(x[2]), Value::boolean(true),
+                                                          Value::floating(0.1), Value::floating(1e-5)}).proxy};
+       }},
+      {"batch_norm_eval", {f({4, 3, 2, 2}), f({3}), f({3}), stat({3}), stat({3})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.batch_norm", {V(x[0]), V(x[3]), V(x[4]), V(x[1]), V(x[2]), Value::boolean(false),
+                                                          Value::floating(0.1), Value::floating(1e-5)}).proxy};
+       }},
+      {"losses", {f({6, 5}), f({6, 5}), idx({6}, 5)}, [](B b, P x) {
+         Value logp = call(b, "ltorch.log_softmax", {V(x[0]), Value::integer(1)});
+         return std::vector{
+             call(b, "ltorch.mse_loss", {V(x[0]), V(x[1]), Value::none(), Value::none(), Value::string("mean")}).proxy,
+             call(b, "ltorch.nll_loss", {logp, V(x[2]), Value::none(), Value::none(), Value::integer(1), Value::none(),
+                                         Value::string("mean")}).proxy,
+             call(b, "ltorch.nll_loss", {logp, V(x[2]), Value::none(), Value::none(), Value::integer(-100), Value::none(),
+                                         Value::string("sum")}).proxy};
+       }},
+      {"more_elementwise", {f({3, 4}), f({4}), pos({3, 4})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.abs", {V(x[0])}).proxy, call(b, "ltorch.sin", {V(x[0])}).proxy,
+                            call(b, "ltorch.cos", {V(x[0])}).proxy, call(b, "ltorch.reciprocal", {V(x[2])}).proxy,
+                            call(b, "ltorch.minimum", {V(x[0]), V(x[1])}).proxy,
+                            call(b, "ltorch.clamp", {V(x[0]), Value::floating(-0.3), Value::floating(0.6)}).proxy,
+                            call(b, "ltorch.mul", {V(x[0]), call(b, "ltorch.sign", {V(x[0])})}).proxy};
+       }},
+      {"flip_flatten_triangles", {f({2, 3, 4})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.flip", {V(x[0]), Value::ints({0, 2})}).proxy,
+                            call(b, "ltorch.flatten", {V(x[0]), Value::integer(0), Value::integer(1)}).proxy,
+                            call(b, "ltorch.tril", {V(x[0])}).proxy, call(b, "ltorch.triu", {V(x[0]), Value::integer(1)}).proxy};
+       }},
   };
 }
 
@@ -278,7 +332,7 @@ TracePtr build(const Case& c) {
   std::vector<ProxyPtr> xs;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     const Input& in = c.inputs[i];
-    xs.push_back(b.input(make_tensor("x" + std::to_string(i), in.shape, in.dtype, Device{}, is_floating(in.dtype))));
+    xs.push_back(b.input(make_tensor("x" + std::to_string(i), in.shape, in.dtype, Device{}, takes_grad(in))));
   }
   std::vector<Value> outs;
   for (const auto& o : c.body(b, xs)) outs.push_back(V(o));
@@ -307,7 +361,7 @@ TEST(Autograd, EveryRuleGivesGradsOfTheInputsShapes) {
     Value grads = fb.backward->returned();
     ASSERT_EQ(grads.items.size(), c.inputs.size());
     for (size_t i = 0; i < c.inputs.size(); ++i) {
-      if (!is_floating(c.inputs[i].dtype)) {
+      if (!takes_grad(c.inputs[i])) {
         EXPECT_TRUE(grads.items[i].is_none());
         continue;
       }
@@ -334,7 +388,8 @@ TEST(Autograd, GradsEqualLibTorchAutograd) {
     ref_options.no_grad = false;
     exec::Executor ref(ref_options);
     std::vector<at::Tensor> leaves;
-    for (const auto& t : inputs) leaves.push_back(t.is_floating_point() ? t.detach().requires_grad_(true) : t);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      leaves.push_back(takes_grad(c.inputs[i]) ? inputs[i].detach().requires_grad_(true) : inputs[i]);
     auto outs = exec::tensors_of(ref.run(*computation, leaves));
     std::vector<at::Tensor> cts;
     at::Tensor loss;
@@ -351,7 +406,7 @@ TEST(Autograd, GradsEqualLibTorchAutograd) {
     auto ct_values = exec::RValue::tuple(exec::tensor_values(cts));
     auto grads = ex.run(*fb.backward, std::vector<exec::RValue>{fwd[1], ct_values});
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!inputs[i].is_floating_point()) continue;
+      if (!takes_grad(c.inputs[i])) continue;
       at::Tensor expected = leaves[i].grad();
       if (!expected.defined()) expected = at::zeros_like(inputs[i]);
       ASSERT_TRUE(grads[i].is_tensor()) << "input " << i;
@@ -408,6 +463,41 @@ TEST(Autograd, LayerNormStatisticsAreSavedValues) {
       EXPECT_TRUE(saved(fb, native->outputs[k])) << native->outputs[k]->name;
       ASSERT_EQ(backward->args.size(), 8u);
       EXPECT_EQ(backward->args[5 + k].proxy->name, native->outputs[k]->name);
+    }
+    EXPECT_TRUE(parse_trace(print_trace(*fb.forward)));
+  }
+}
+
+// A training batch norm keeps the batch's mean and rstd as saved values for LibTorch's backward
+// kernel, as eager does; in eval there is nothing to keep.
+TEST(Autograd, BatchNormStatisticsAreSavedValues) {
+  lt::register_ops();
+  for (bool training : {true, false}) {
+    SCOPED_TRACE(training ? "training" : "eval");
+    TraceBuilder b;
+    auto x = b.input(make_tensor("x", {4, 3, 5}, DType::f32, Device{}, true));
+    auto w = b.input(make_tensor("w", {3}, DType::f32, Device{}, true));
+    auto bias = b.input(make_tensor("bias", {3}, DType::f32, Device{}, true));
+    auto mean = b.input(make_tensor("running_mean", {3}, DType::f32, Device{}));
+    auto var = b.input(make_tensor("running_var", {3}, DType::f32, Device{}));
+    Value out = b.call("ltorch.batch_norm", {V(x), V(mean), V(var), V(w), V(bias), Value::boolean(training),
+                                             Value::floating(0.1), Value::floating(1e-5)});
+    auto fb = split_forward_backward(*b.finish(out));
+    const BoundSymbol* native = find_call(*fb.forward, "ltorch.native_batch_norm");
+    const BoundSymbol* backward = find_call(*fb.backward, "ltorch.batch_norm_backward");
+    ASSERT_NE(backward, nullptr) << print_trace(*fb.backward);
+    if (!training) {
+      EXPECT_EQ(native, nullptr) << print_trace(*fb.forward);
+      EXPECT_EQ(backward->args.size(), 7u);
+      continue;
+    }
+    ASSERT_NE(native, nullptr) << print_trace(*fb.forward);
+    ASSERT_EQ(native->outputs.size(), 3u);
+    ASSERT_EQ(backward->args.size(), 9u);
+    for (size_t k : {1, 2}) {
+      EXPECT_EQ(native->outputs[k]->shape, (std::vector<int64_t>{3}));
+      EXPECT_TRUE(saved(fb, native->outputs[k])) << native->outputs[k]->name;
+      EXPECT_EQ(backward->args[6 + k].proxy->name, native->outputs[k]->name);
     }
     EXPECT_TRUE(parse_trace(print_trace(*fb.forward)));
   }

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -389,6 +390,143 @@ TEST_F(ExecTest, ExecDropoutRunsItsDecomposition) {
   expect_close(Executor().run(*eval, Ts{x}).tensor(), x, "dropout eval");
 }
 
+Value call(TraceBuilder& b, const std::string& name, std::vector<Value> args) { return b.call(name, std::move(args)); }
+
+TEST_P(ExecOps, ExecConvolutionAndPooling) {
+  check_op("conv2d stride 2 padding 1", {randn({2, 3, 9, 8}), randn({4, 3, 3, 3}), randn({4})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.conv2d", {V(p[0]), V(p[1]), V(p[2]), Value::integer(2), Value::ints({1, 1})});
+           },
+           [](const Ts& x) { return Ts{at::conv2d(x[0], x[1], x[2], {2, 2}, {1, 1})}; });
+  check_op("conv1d grouped, dilated, unbatched", {randn({4, 11}), randn({6, 2, 3})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.conv1d", {V(p[0]), V(p[1]), Value::none(), Value::integer(1), Value::integer(2),
+                                              Value::integer(2), Value::integer(2)});
+           },
+           [](const Ts& x) { return Ts{at::conv1d(x[0].unsqueeze(0), x[1], {}, 1, 2, 2, 2).squeeze(0)}; });
+  check_op("conv2d padding same", {randn({1, 2, 5, 6}), randn({3, 2, 3, 5})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.conv2d", {V(p[0]), V(p[1]), Value::none(), Value::integer(1), Value::string("same")});
+           },
+           [](const Ts& x) { return Ts{at::conv2d(x[0], x[1], {}, 1, {1, 2})}; });
+  check_op("convolution transposed", {randn({2, 4, 5, 5}), randn({4, 3, 3, 3})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.convolution", {V(p[0]), V(p[1]), Value::none(), Value::ints({2, 2}), Value::ints({1, 1}),
+                                                   Value::ints({1, 1}), Value::boolean(true), Value::ints({1, 1}),
+                                                   Value::integer(1)});
+           },
+           [](const Ts& x) { return Ts{at::conv_transpose2d(x[0], x[1], {}, 2, 1, 1)}; });
+  check_op("max_pool2d ceil_mode", {randn({2, 3, 7, 6})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.max_pool2d", {V(p[0]), Value::integer(3), Value::integer(2), Value::integer(1),
+                                                  Value::integer(1), Value::boolean(true)});
+           },
+           [](const Ts& x) { return Ts{at::max_pool2d(x[0], 3, 2, 1, 1, true)}; });
+  check_op("max_pool2d with indices, unbatched", {randn({3, 8, 8})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.max_pool2d", {V(p[0]), Value::integer(2), Value::none(), Value::integer(0),
+                                                  Value::integer(1), Value::boolean(false), Value::boolean(true)});
+           },
+           [](const Ts& x) {
+             auto [out, idx] = at::max_pool2d_with_indices(x[0], 2, 2);
+             return Ts{out, idx};
+           });
+  check_op("avg_pool2d without padding in the count", {randn({2, 3, 7, 7})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.avg_pool2d", {V(p[0]), Value::integer(3), Value::integer(2), Value::integer(1),
+                                                  Value::boolean(false), Value::boolean(false)});
+           },
+           [](const Ts& x) { return Ts{at::avg_pool2d(x[0], 3, 2, 1, false, false)}; });
+  check_op("adaptive_avg_pool2d", {randn({2, 3, 7, 5})},
+           [](TraceBuilder& b, const P& p) { return call(b, "ltorch.adaptive_avg_pool2d", {V(p[0]), Value::ints({3, 2})}); },
+           [](const Ts& x) { return Ts{at::adaptive_avg_pool2d(x[0], {3, 2})}; });
+}
+
+TEST_P(ExecOps, ExecBatchNormAndLosses) {
+  // Training: the batch statistics (the running ones are written: BatchNormWritesItsRunningStatistics).
+  check_op("batch_norm training", {randn({3, 4, 5, 2}), randn({4}), randn({4})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.batch_norm", {V(p[0]), Value::none(), Value::none(), V(p[1]), V(p[2]),
+                                                  Value::boolean(true), Value::floating(0.1), Value::floating(1e-5)});
+           },
+           [](const Ts& x) { return Ts{at::batch_norm(x[0], x[1], x[2], {}, {}, true, 0.1, 1e-5, false)}; });
+  check_op("batch_norm eval", {randn({3, 4, 5}), randn({4}), randn({4}), randn({4}), randn({4}).abs() + 0.5},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.batch_norm", {V(p[0]), V(p[3]), V(p[4]), V(p[1]), V(p[2]), Value::boolean(false),
+                                                  Value::floating(0.1), Value::floating(1e-5)});
+           },
+           [](const Ts& x) {
+             auto c = [](const at::Tensor& t) { return t.view({1, 4, 1}); };
+             return Ts{(x[0] - c(x[3])) * (c(x[4]) + 1e-5).rsqrt() * c(x[1]) + c(x[2])};
+           });
+  for (bool training : {true, false})
+    check_op(std::string("batch_norm_backward ") + (training ? "training" : "eval"),
+             {randn({3, 4, 5}), randn({3, 4, 5}), randn({4}), randn({4}), randn({4}).abs() + 0.5},
+             [training](TraceBuilder& b, const P& p) {
+               return call(b, "ltorch.batch_norm_backward", {V(p[0]), V(p[1]), V(p[3]), V(p[4]), V(p[2]),
+                                                             Value::boolean(training), Value::floating(1e-5)});
+             },
+             [training](const Ts& x) {  // LibTorch's autograd in double
+               Ts in;
+               for (size_t k : {1, 2}) in.push_back(x[k].to(at::kDouble).detach().requires_grad_(true));
+               at::Tensor mean = x[3].to(at::kDouble), var = x[4].to(at::kDouble);
+               at::batch_norm(in[0], in[1], at::zeros({4}, in[1].options()), mean, var, training, 0.1, 1e-5, false)
+                   .backward(x[0].to(at::kDouble));
+               auto dtype = x[1].scalar_type();
+               return Ts{in[0].grad().to(dtype), in[1].grad().to(dtype),
+                         x[0].to(at::kDouble).sum(at::IntArrayRef{0, 2}).to(dtype)};
+             });
+  check_op("mse_loss", {randn({4, 3}), randn({4, 3})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.mse_loss", {V(p[0]), V(p[1]), Value::none(), Value::none(), Value::string("sum")});
+           },
+           [](const Ts& x) { return Ts{at::mse_loss(x[0], x[1], at::Reduction::Sum)}; });
+  at::Tensor target = at::randint(0, 5, {6, 3}, at::kLong);
+  target.index_put_({0, 1}, 2);
+  check_op("nll_loss ignore_index, spatial", {at::log_softmax(randn({6, 5, 3}), 1), target},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.nll_loss", {V(p[0]), V(p[1]), Value::none(), Value::none(), Value::integer(2),
+                                                Value::none(), Value::string("mean")});
+           },
+           [](const Ts& x) { return Ts{at::nll_loss_nd(x[0], x[1], {}, at::Reduction::Mean, 2)}; });
+}
+
+TEST_P(ExecOps, ExecMoreElementwiseAndMasks) {
+  for (std::string name : {"abs", "sign", "sin", "cos", "reciprocal"}) {
+    check_op(name, {randn_t({4, 6})}, [name](TraceBuilder& b, const P& p) { return call(b, "ltorch." + name, {V(p[0])}); },
+             [name](const Ts& x) {
+               const at::Tensor& a = x[0];
+               return Ts{name == "abs" ? a.abs() : name == "sign" ? a.sign() : name == "sin" ? a.sin()
+                         : name == "cos" ? a.cos() : a.reciprocal()};
+             });
+  }
+  check_op("bitwise_not", {at::rand({3, 4}) > 0.5},
+           [](TraceBuilder& b, const P& p) { return call(b, "ltorch.bitwise_not", {V(p[0])}); },
+           [](const Ts& x) { return Ts{at::bitwise_not(x[0])}; });
+  check_op("minimum", {randn({3, 4}), randn({4})},
+           [](TraceBuilder& b, const P& p) { return call(b, "ltorch.minimum", {V(p[0]), V(p[1])}); },
+           [](const Ts& x) { return Ts{at::minimum(x[0], x[1])}; });
+  check_op("clamp", {randn({5, 4})},
+           [](TraceBuilder& b, const P& p) {
+             return Value::tuple({call(b, "ltorch.clamp", {V(p[0]), Value::floating(-0.5), Value::floating(0.5)}),
+                                  call(b, "ltorch.clamp", {V(p[0]), Value::none(), Value::integer(0)})});
+           },
+           [](const Ts& x) { return Ts{x[0].clamp(-0.5, 0.5), x[0].clamp_max(0)}; });
+  check_op("flip and flatten", {randn({2, 3, 4})},
+           [](TraceBuilder& b, const P& p) {
+             return Value::tuple({call(b, "ltorch.flip", {V(p[0]), Value::ints({0, -1})}),
+                                  call(b, "ltorch.flatten", {V(p[0]), Value::integer(1)})});
+           },
+           [](const Ts& x) { return Ts{x[0].flip({0, 2}), x[0].flatten(1)}; });
+  for (int64_t diagonal : {-1, 0, 2})
+    check_op("tril and triu, diagonal " + std::to_string(diagonal), {randn({2, 4, 5})},
+             [diagonal](TraceBuilder& b, const P& p) {
+               return Value::tuple({call(b, "ltorch.tril", {V(p[0]), Value::integer(diagonal)}),
+                                    call(b, "ltorch.triu", {V(p[0]), Value::integer(diagonal)})});
+             },
+             [diagonal](const Ts& x) { return Ts{x[0].tril(diagonal), x[0].triu(diagonal)}; });
+}
+
 TEST_P(ExecOps, ExecShapes) {
   check_op("reshape -1", {randn_t({4, 6})},
            [](TraceBuilder& b, const P& p) { return V(ltorch::reshape(b, p[0], {2, -1, 3})); },
@@ -485,26 +623,42 @@ TracePtr fixture(const std::string& name) {
   return r.trace;
 }
 
+// A training batch_norm writes its running statistics (its rule through at::batch_norm, its
+// decomposition through prims.copy_), as eager torch does: momentum towards the batch's mean and
+// unbiased variance.
+TEST(ExecRules, BatchNormWritesItsRunningStatistics) {
+  ltorch::register_ops();
+  at::manual_seed(0);
+  at::Tensor x = at::randn({6, 3, 4}), w = at::randn({3}), bias = at::randn({3});
+  at::Tensor mean0 = at::randn({3}), var0 = at::rand({3}) + 0.5;
+  TracePtr t = trace_of({x, w, bias, mean0, var0}, [](TraceBuilder& b, const P& p) {
+    return call(b, "ltorch.batch_norm", {V(p[0]), V(p[3]), V(p[4]), V(p[1]), V(p[2]), Value::boolean(true),
+                                         Value::floating(0.2), Value::floating(1e-5)});
+  });
+  at::Tensor want_mean = mean0.clone(), want_var = var0.clone();
+  at::Tensor want = at::batch_norm(x, w, bias, want_mean, want_var, true, 0.2, 1e-5, false);
+  for (bool decompose : {false, true}) {
+    SCOPED_TRACE(decompose ? "decomposed" : "rule");
+    at::Tensor mean = mean0.clone(), var = var0.clone();
+    ExecOptions o;
+    o.decompose = decompose;
+    expect_close(Executor(o).run(*t, Ts{x, w, bias, mean, var}).tensor(), want, "output");
+    expect_close(mean, want_mean, "running_mean");
+    expect_close(var, want_var, "running_var");
+  }
+  const auto& traits = SymbolRegistry::global().find("ltorch.batch_norm")->traits;
+  EXPECT_NE(std::find(traits.begin(), traits.end(), "effect"), traits.end()) << "kept by DCE, never merged by CSE";
+}
+
 // Every op of Thunder's printouts that the engine runs finds its rule through its bound symbol, the
 // one the parser gave it: Thunder's spellings (torch.*, torch_*_prim_impl), the prologue's checks
 // and getters in the forms Thunder prints them, ATen fallbacks made on first use. The list holds the
 // ops the engine does not run yet; one that gains a rule leaves the list.
 TEST(ExecRules, ThunderPrintoutsFindTheirRulesBySymbol) {
   static const std::set<std::string> not_yet = {
-    "Tensor.expand", "Tensor.to", "copy_", "ltorch._softmax", "ltorch.abs", "ltorch.adaptive_avg_pool2d",
-    "ltorch.adaptive_avg_pool2d_backward", "ltorch.add_", "ltorch.batch_norm", "ltorch.bitwise_and",
-    "ltorch.bitwise_not", "ltorch.clamp", "ltorch.conv2d", "ltorch.convolution", "ltorch.dim",
-    "ltorch.dropout", "ltorch.flatten", "ltorch.flip", "ltorch.getitem", "ltorch.log_softmax_backward",
-    "ltorch.logsumexp", "ltorch.max_pool2d", "ltorch.mse_loss", "ltorch.nll_loss", "ltorch.nll_loss_backward",
-    "ltorch.sign", "ltorch.smooth_l1_loss", "ltorch.to", "ltorch.torch_max", "ltorch.tril",
-    "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "prims.abs", "prims.bitwise_and",
-    "prims.bitwise_not", "prims.clone", "prims.convolution", "prims.copy_", "prims.flip", "prims.get_grad",
-    "prims.pad", "prims.reciprocal", "prims.shape", "prims.sign", "prims.slice_prim", "prims.update_aliases",
-    "smooth_l1_loss_vjp", "thunder.distributed.prims.all_reduce", "thunder.distributed.prims.synchronize",
-    "thunder.distributed.prims.wait", "torch.abs", "torch.bitwise_not", "torch.convolution", "torch.flip",
-    "torch.nn.functional.adaptive_avg_pool2d", "torch.sgn",
-    "torch.torch.ops.aten._adaptive_avg_pool2d_backward", "torch.torch.ops.aten._log_softmax_backward_data",
-    "torch.tril", "torch_nll_loss_backward_impl", "torch_pad_prim_impl", "update_aliases"};
+    "ltorch._softmax", "ltorch.dim", "ltorch.dropout", "ltorch.getitem", "ltorch.nll_loss_backward", "prims.get_grad",
+    "prims.shape", "prims.slice_prim", "smooth_l1_loss_vjp", "thunder.distributed.prims.all_reduce",
+    "thunder.distributed.prims.synchronize", "thunder.distributed.prims.wait"};
   std::set<std::string> missing, now_run;
   size_t statements = 0;
   for (const auto& path : testing::all_fixture_files()) {
@@ -558,6 +712,37 @@ TEST_F(ExecTest, ExecThunderMlpForwardAndBackward) {
   EXPECT_TRUE(bwd[0].is_none());
   const char* names[] = {"x", "fc1.bias", "fc1.weight", "fc2.bias", "fc2.weight"};
   for (size_t k = 1; k < 5; ++k) expect_close(bwd[k].tensor(), leaves[k].grad(), std::string("grad of ") + names[k]);
+}
+
+// Thunder's final traces of a conv net (tests/fixtures/thunder_cpu/blocks.py: conv, batch norm in
+// training, max pool, strided conv, adaptive average pool, linear, log_softmax), run on the engine:
+// the output, the running statistics its copy_ statements write, and every gradient, against LibTorch.
+TEST_F(ExecTest, ExecThunderConvNetForwardAndBackward) {
+  at::Tensor x = randn({2, 3, 16, 16}), bn_bias = randn({8}), tracked = at::zeros({}, at::kLong), mean = randn({8}),
+             var = at::rand({8}) + 0.5, bn_weight = randn({8}), bias = randn({8}), weight = randn({8, 3, 3, 3}) * 0.3,
+             c2_bias = randn({16}), c2_weight = randn({16, 8, 3, 3}) * 0.2, fc_bias = randn({10}),
+             fc_weight = randn({10, 144}) * 0.1, g = randn({2, 10});
+  Ts inputs = {x, bn_bias, tracked, mean.clone(), var.clone(), bn_weight, bias, weight, c2_bias, c2_weight, fc_bias, fc_weight};
+  Executor ex;
+  RValue fwd = ex.run(*fixture("../thunder_cpu/convnet__fwd__07.txt"), inputs);
+
+  Ts leaves = inputs;
+  for (size_t k : {1, 5, 6, 7, 8, 9, 10, 11}) leaves[k] = leaves[k].clone().requires_grad_(true);
+  at::Tensor want_mean = mean.clone(), want_var = var.clone();
+  at::Tensor h = at::conv2d(x, leaves[7], leaves[6], 1, 1);
+  h = at::relu(at::batch_norm(h, leaves[5], leaves[1], want_mean, want_var, true, 0.1, 1e-5, false));
+  h = at::relu(at::conv2d(at::max_pool2d(h, 2, 2), leaves[9], leaves[8], 2));
+  at::Tensor want = at::log_softmax(at::linear(at::adaptive_avg_pool2d(h, {3, 3}).flatten(1), leaves[11], leaves[10]), -1);
+  expect_close((*fwd[0].find("output"))[0].tensor(), want, "convnet forward");
+  expect_close(inputs[3], want_mean, "running_mean written by copy_");
+  expect_close(inputs[4], want_var, "running_var written by copy_");
+  EXPECT_EQ(inputs[2].item<int64_t>(), 1) << "num_batches_tracked";
+
+  RValue bwd = ex.run(*fixture("../thunder_cpu/convnet__bwd__00.txt"), {fwd[1], RValue::tuple({RValue::of(g)})});
+  want.backward(g);
+  ASSERT_EQ(bwd.items.size(), 12u);
+  for (size_t k : {1, 5, 6, 7, 8, 9, 10, 11})
+    expect_close(bwd[k].tensor(), leaves[k].grad(), "grad of computation input " + std::to_string(k));
 }
 
 // A module for prologues: parameters and attributes by qualified name.

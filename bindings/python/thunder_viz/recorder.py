@@ -432,10 +432,18 @@ class Recorder(TorchFunctionMode):
             self.ref(args[0])  # a tensor the recording knows, with its current value
             if id(args[0]) in self.owned:  # an input, parameter or buffer: the engine writes into it too
                 return self._fallback(func, key, args, kwargs)
+        # Tensors the call writes besides its output (batch_norm's running statistics): the engine's run
+        # writes them, so their values before the recording are put back after it.
+        written = handler.writes(*args, **kwargs) if hasattr(handler, "writes") else []
+        for t in written:
+            self.ref(t)
+            self.restore_after.setdefault(id(t), (t, t.detach().clone()))
         try:
             out = func(*args, **kwargs)
         except RuntimeError as e:
             raise self.failed(func, args, kwargs, e) from e
+        for t in written:
+            self.versions[id(t)] = _storage_version(t)
         if in_place and args and isinstance(args[0], torch.Tensor):
             self.versions[id(args[0])] = _storage_version(args[0])  # read once more below, as the call's input
         recorded = len(self.program.ops)
@@ -1011,6 +1019,107 @@ def h_maximum(rec, out, a, b):
     rec.emit("ltorch.maximum", [a, b], out)
 
 
+def _conv(n):
+    def h(rec, out, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        if isinstance(padding, str) and padding not in ("valid", "same"):
+            raise rec.unsupported(f"conv{n}d with padding={padding!r}")
+        pad = padding if isinstance(padding, str) else _ints(padding)
+        rec.emit(f"ltorch.conv{n}d", [input, weight, bias, _ints(stride), pad, _ints(dilation), int(groups)], out)
+    h.symbols = (f"ltorch.conv{n}d",)
+    return h
+
+
+def _ints(v):
+    return [int(x) for x in v] if isinstance(v, (list, tuple, torch.Size)) else int(v)
+
+
+def _batch_norm_writes(input, running_mean=None, running_var=None, weight=None, bias=None, training=False, *rest, **kw):
+    """The running statistics a training batch_norm writes (the engine's run writes them again)."""
+    return [t for t in (running_mean, running_var) if t is not None] if training else []
+
+
+@_emits('ltorch.batch_norm')
+def h_batch_norm(rec, out, input, running_mean=None, running_var=None, weight=None, bias=None, training=False,
+                 momentum=0.1, eps=1e-5):
+    if momentum is None:
+        raise rec.unsupported("batch_norm with momentum=None")
+    rec.emit("ltorch.batch_norm", [input, running_mean, running_var, weight, bias, bool(training), float(momentum),
+                                   float(eps)], out)
+
+
+h_batch_norm.writes = _batch_norm_writes
+
+
+@_emits('ltorch.max_pool2d')
+def h_max_pool2d(rec, out, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                 return_indices=False):
+    stride = _ints(stride) if stride is not None and stride != [] and stride != () else None
+    rec.emit("ltorch.max_pool2d", [input, _ints(kernel_size), stride, _ints(padding), _ints(dilation), bool(ceil_mode),
+                                   bool(return_indices)], list(out) if return_indices else out)
+
+
+def h_max_pool2d_with_indices(rec, out, *args, **kw):
+    h_max_pool2d(rec, out, *args, **dict(kw, return_indices=True))
+
+
+h_max_pool2d_with_indices.symbols = h_max_pool2d.symbols
+
+
+@_emits('ltorch.avg_pool2d')
+def h_avg_pool2d(rec, out, input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+    stride = _ints(stride) if stride is not None and stride != [] and stride != () else None
+    rec.emit("ltorch.avg_pool2d", [input, _ints(kernel_size), stride, _ints(padding), bool(ceil_mode),
+                                   bool(count_include_pad), divisor_override], out)
+
+
+@_emits('ltorch.adaptive_avg_pool2d')
+def h_adaptive_avg_pool2d(rec, out, input, output_size):
+    size = list(out.shape[-2:])
+    rec.emit("ltorch.adaptive_avg_pool2d", [input, size], out)
+
+
+@_emits('ltorch.clamp')
+def h_clamp(rec, out, input, min=None, max=None):
+    if isinstance(min, torch.Tensor) or isinstance(max, torch.Tensor):
+        raise rec.unsupported("clamp with tensor bounds")
+    rec.emit("ltorch.clamp", [input, min, max], out)
+
+
+@_emits('ltorch.flip')
+def h_flip(rec, out, input, *dims):
+    if len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = dims[0]
+    rec.emit("ltorch.flip", [input, [_dim(d, input.dim()) for d in dims]], out)
+
+
+def _triangle(name):
+    def h(rec, out, input, diagonal=0):
+        rec.emit("ltorch." + name, [input, int(diagonal)], out)
+    h.symbols = ("ltorch." + name,)
+    return h
+
+
+@_emits('ltorch.nll_loss')
+def h_nll_loss(rec, out, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+               reduction="mean"):
+    if weight is not None or size_average is not None or reduce is not None:
+        raise rec.unsupported("nll_loss with a weight or the legacy size_average/reduce")
+    rec.emit("ltorch.nll_loss", [input, target, None, None, int(ignore_index), None, reduction], out)
+
+
+@_emits('ltorch.mse_loss')
+def h_mse_loss(rec, out, input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    if weight is not None or size_average is not None or reduce is not None:
+        raise rec.unsupported("mse_loss with a weight or the legacy size_average/reduce")
+    rec.emit("ltorch.mse_loss", [input, target, None, None, reduction], out)
+
+
+@_emits('ltorch.minimum')
+def h_minimum(rec, out, a, b):
+    rec.emit("ltorch.minimum", [a, b], out)
+
+
 HANDLERS = {
     "linear": h_linear,
     "matmul": h_matmul, "__matmul__": h_matmul, "__rmatmul__": h_rmatmul,
@@ -1023,7 +1132,15 @@ HANDLERS = {
     "eq": _binary("eq"), "__eq__": _binary("eq"), "ne": _binary("ne"), "__ne__": _binary("ne"),
     "lt": _binary("lt"), "__lt__": _binary("lt"), "le": _binary("le"), "__le__": _binary("le"),
     "gt": _binary("gt"), "__gt__": _binary("gt"), "ge": _binary("ge"), "__ge__": _binary("ge"),
-    "maximum": h_maximum,
+    "maximum": h_maximum, "minimum": h_minimum,
+    "abs": _unary("abs"), "__abs__": _unary("abs"), "absolute": _unary("abs"), "sign": _unary("sign"),
+    "sin": _unary("sin"), "cos": _unary("cos"), "reciprocal": _unary("reciprocal"),
+    "bitwise_not": _unary("bitwise_not"), "__invert__": _unary("bitwise_not"),
+    "clamp": h_clamp, "clip": h_clamp, "flip": h_flip, "tril": _triangle("tril"), "triu": _triangle("triu"),
+    "conv1d": _conv(1), "conv2d": _conv(2), "conv3d": _conv(3), "batch_norm": h_batch_norm,
+    "max_pool2d": h_max_pool2d, "_max_pool2d": h_max_pool2d, "max_pool2d_with_indices": h_max_pool2d_with_indices,
+    "avg_pool2d": h_avg_pool2d, "adaptive_avg_pool2d": h_adaptive_avg_pool2d,
+    "mse_loss": h_mse_loss, "nll_loss": h_nll_loss,
     "neg": _unary("neg"), "__neg__": _unary("neg"), "negative": _unary("neg"),
     "exp": _unary("exp"), "log": _unary("log"), "tanh": _unary("tanh"), "erf": _unary("erf"),
     "rsqrt": _unary("rsqrt"), "sqrt": _unary("sqrt"), "sigmoid": _unary("sigmoid"),
