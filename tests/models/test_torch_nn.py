@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import thunder_viz as tv
-from harness import check_against_eager
+from harness import broken_float32_convolution_backward, check_against_eager
 
 
 def test_transformer_encoder_layer(tmp_path):
@@ -78,6 +78,8 @@ class ConvNet(torch.nn.Module):
 def test_convnet_runs_on_native_rules(tmp_path):
     """Convolutions, batch norms (running statistics equal to eager's after the steps), pooling, clamp
     and the losses record the engine's own ops: no ATen fallback in the program."""
+    if why := broken_float32_convolution_backward():
+        pytest.skip(why)
     torch.manual_seed(0)
     tm = check_against_eager(ConvNet(), torch.randn(4, 3, 12, 12), torch.randint(0, 5, (4,)), steps=3, tmp_path=tmp_path)
     program = str(tv.last_traces(tm)[0])

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import thunder_viz as tv
-from harness import check_against_eager
+from harness import broken_float32_convolution_backward, check_against_eager
 
 torchvision = pytest.importorskip("torchvision", reason="python3-torchvision is not installed (scripts/setup.sh installs it)")
 
@@ -15,6 +15,8 @@ IMAGES = {"shape": (2, 3, 64, 64)}
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"])
 def test_classifier_follows_eager(name, tmp_path):
+    if why := broken_float32_convolution_backward():
+        pytest.skip(why)
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(num_classes=10)
     # efficientnet's squeeze-excitation and batch norms over 2x2 maps amplify float32 rounding most

@@ -36,3 +36,21 @@ class Block(nn.Module):
         x = x + self.c_proj(y)
         x = x + self.proj(F.gelu(self.fc(self.ln_2(x))))
         return x
+
+
+class ConvNet(nn.Module):
+    """Conv, batch norm in training (running statistics written in place), max pool, strided conv,
+    adaptive average pool, linear, log_softmax: tests/fixtures/thunder_cpu's convnet."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.c2 = nn.Conv2d(8, 16, 3, stride=2)
+        self.fc = nn.Linear(16 * 3 * 3, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.c1(x))), 2)
+        x = F.relu(self.c2(x))
+        x = F.adaptive_avg_pool2d(x, 3).flatten(1)
+        return F.log_softmax(self.fc(x), dim=-1)

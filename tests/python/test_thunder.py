@@ -11,7 +11,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from models import Block, mlp  # noqa: E402
+from models import Block, ConvNet, mlp  # noqa: E402
 
 # A GPT block jitted by Thunder, compared with eager torch: outputs and every parameter's gradient.
 IMPORT_ORDER_SCRIPT = r"""
@@ -159,6 +159,38 @@ def test_replay_of_a_gpt_block_on_the_engine_matches_thunder(thunder, tmp_path):
     _show_and_report(path, [c.name for c in r.outputs + r.gradients])
 
 
+def test_replay_of_a_convnet_on_the_engine_matches_thunder(thunder, tmp_path):
+    # Convolutions, batch norm's copy_ into its running statistics, pooling and their backward kernels
+    # (torch_pad_prim_impl, max_pool2d_with_indices_backward, torch.torch.ops.aten.*) run on the engine.
+    # The replay starts from the buffers' values before the call: the module's running statistics
+    # are written once, by Thunder, and the engine's writes are checked against Thunder's.
+    import copy
+
+    torch.manual_seed(0)
+    model = ConvNet()
+    eager = copy.deepcopy(model)
+    x = torch.randn(2, 3, 16, 16)
+    tm = thunder.jit(model)
+    import thunder_viz as tv
+
+    insp = tv.attach(tm)
+    out = tm(x)
+    (out * torch.randn_like(out)).sum().backward()
+    eager(x)
+    r = insp.last.replay
+    print(f"convnet: max |engine - thunder| output {_max_abs(r.outputs):.3g}, gradients {_max_abs(r.gradients):.3g} "
+          f"({len(r.gradients)} checked); checks {[c.name for c in r.outputs]}; error: {r.error or 'none'}")
+    assert r.error == "", r.error
+    names = [c.name for c in r.outputs]
+    assert any("running_mean" in n for n in names) and any("num_batches_tracked" in n for n in names), names
+    assert all(c.passed for c in r.outputs + r.gradients), r.outputs + r.gradients
+    assert r.gradients_checked and len(r.gradients) == 8, [c.name for c in r.gradients]
+    for (name, b), e in zip(model.named_buffers(), eager.buffers()):
+        torch.testing.assert_close(b, e, msg=lambda m: f"{name} was written more than once: {m}")
+    path = insp.save(tmp_path / "convnet.tvz.json")
+    _show_and_report(path, [c.name for c in r.outputs + r.gradients])
+
+
 def test_replay_names_an_op_the_engine_does_not_know(thunder):
     import thunder_viz as tv
 
@@ -182,7 +214,7 @@ def test_replay_names_an_op_the_engine_does_not_know(thunder):
         assert all(c.passed for c in r.outputs + r.gradients)
 
 
-DDP_SCRIPT = r"""
+DIST_SCRIPT = r"""
 import os, sys, json
 import torch, torch.distributed as dist, thunder, thunder.distributed
 import thunder_viz as tv
@@ -191,23 +223,26 @@ from models import mlp
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)
-tm = thunder.distributed.ddp(thunder.jit(mlp(16, 32)))
+transform = getattr(thunder.distributed, sys.argv[3])
+on_cpu = {"device": torch.device("cpu")} if sys.argv[3] == "fsdp" else {}  # fsdp's default device is CUDA's
+tm = transform(thunder.jit(mlp(16, 32)), **on_cpu)
 insp = tv.attach(tm)
 torch.manual_seed(1 + rank)
 tm(torch.randn(2, 16)).sum().backward()
 tm(torch.randn(2, 16)).sum().backward()
 call = insp.last
-path = insp.save(os.path.join(sys.argv[2], "ddp.tvz.json"))  # every rank calls it; rank 0 writes the merged one
+path = insp.save(os.path.join(sys.argv[2], "dist.tvz.json"))  # every rank calls it; rank 0 writes the merged one
 print(json.dumps({"rank": rank, "order": call.order, "hits": [c.hit for c in insp.calls],
                   "backward": [s.pass_name for s in call.stages.get("backward", [])],
                   "collectives": [l.split("=")[1].split("(")[0].strip() for l in str(call.final("backward")).splitlines()
-                                  if "all_reduce" in l and "=" in l and not l.strip().startswith("#")][:3],
+                                  if ("all_reduce" in l or "reduce_scatter" in l) and "=" in l and not l.strip().startswith("#")][:3],
                   "replay": call.replay.error, "world": call.world_size, "path": path}))
 dist.destroy_process_group()
 """
 
 
-def test_ddp_on_two_gloo_ranks_records(thunder_env, tmp_path):
+@pytest.mark.parametrize("transform", ["ddp", "fsdp"])
+def test_distributed_on_two_gloo_ranks_records(thunder_env, tmp_path, transform):
     import socket
 
     with socket.socket() as s:
@@ -217,7 +252,7 @@ def test_ddp_on_two_gloo_ranks_records(thunder_env, tmp_path):
     for rank in range(2):
         env = dict(thunder_env, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port))
-        procs.append(subprocess.Popen([sys.executable, "-c", DDP_SCRIPT, HERE, str(tmp_path)], env=env,
+        procs.append(subprocess.Popen([sys.executable, "-c", DIST_SCRIPT, HERE, str(tmp_path), transform], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     results = []
     for p in procs:
@@ -227,12 +262,12 @@ def test_ddp_on_two_gloo_ranks_records(thunder_env, tmp_path):
     for r in results:
         print(f"rank {r['rank']}: order {r['order']}, hits {r['hits']}, collectives {r['collectives']}, "
               f"replay: {r['replay'] or 'ran'}")
-        assert r["world"] == 2 and r["order"][0] == "thunder.jit" and "DDPTransform" in r["order"]
+        assert r["world"] == 2 and r["order"][0] == "thunder.jit" and f"{transform.upper()}Transform" in r["order"]
         assert r["hits"] == [False, True]
-        assert r["collectives"], "the backward trace holds the gradients' all_reduce"
+        assert r["collectives"], "the backward trace holds the gradients' all_reduce (ddp) or reduce_scatter (fsdp)"
     import thunder_viz as tv
 
-    assert results[0]["path"] and results[1]["path"] is None and os.listdir(tmp_path) == ["ddp.tvz.json"]
+    assert results[0]["path"] and results[1]["path"] is None and os.listdir(tmp_path) == ["dist.tvz.json"]
     cap = tv.load(results[0]["path"])
     assert cap.num_pipelines == 1 and cap.stages(0)["backward"]
     with open(results[0]["path"]) as f:
@@ -241,8 +276,8 @@ def test_ddp_on_two_gloo_ranks_records(thunder_env, tmp_path):
     print("merged capture: ranks", [(r["rank"], r.get("error") or "ran", [(g["name"], g["max_abs"]) for g in r["gradients"]])
                                     for r in ranks], "outcome", pipeline["outcome"]["kind"])
     assert [r["rank"] for r in ranks] == [0, 1], "rank 0's capture holds every rank's replay"
-    # The engine replays Thunder's backward with its all-reduces (over the engine's group beside
-    # torch's): each rank's gradients equal what Thunder's DDP left in .grad.
+    # The engine replays Thunder's backward with its collectives (over the engine's group beside
+    # torch's): each rank's gradients equal what Thunder's DDP or FSDP left in .grad (a shard's, for FSDP).
     for r in ranks:
         assert not r["error"] and len(r["gradients"]) == 4 and all(g["pass"] for g in r["gradients"]), r
     assert pipeline["outcome"]["kind"] == "passed", pipeline["outcome"]

@@ -1122,7 +1122,7 @@ def h_minimum(rec, out, a, b):
 
 HANDLERS = {
     "linear": h_linear,
-    "matmul": h_matmul, "__matmul__": h_matmul, "__rmatmul__": h_rmatmul,
+    "matmul": h_matmul, "__matmul__": h_matmul, "__rmatmul__": h_rmatmul, "bmm": h_matmul,
     "add": _binary("add"), "__add__": _binary("add"), "__radd__": _binary("add", swap=True),
     "sub": _binary("sub"), "__sub__": _binary("sub"), "__rsub__": _binary("sub", swap=True), "subtract": _binary("sub"),
     "mul": _binary("mul"), "__mul__": _binary("mul"), "__rmul__": _binary("mul", swap=True), "multiply": _binary("mul"),

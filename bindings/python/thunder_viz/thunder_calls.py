@@ -77,6 +77,8 @@ class ThunderRecorder:
         self._imported = {}  # id(Thunder trace) -> (that trace, our Trace): kept alive so ids stay unique
         self._pending_hooks = []
         self._hits = self.thunder.compile_stats(tmodel).cache_hits
+        self._buffers_before = {}  # id(buffer) -> (name, its value before the call): what the replay starts from
+        self._pre_handle = tmodel.register_forward_pre_hook(self._before_call) if replay else None
         try:
             self._handle = tmodel.register_forward_hook(self._after_call, with_kwargs=True)
         except TypeError:  # torch before 2.0: no keyword arguments in hooks
@@ -84,11 +86,19 @@ class ThunderRecorder:
 
     def remove(self):
         self._handle.remove()
+        if self._pre_handle is not None:
+            self._pre_handle.remove()
         for h in self._pending_hooks:
             h.remove()
         self._pending_hooks.clear()
 
     # -- one call
+    def _before_call(self, module, args):
+        # Thunder's call writes buffers in place (BatchNorm's running statistics, through copy_): the
+        # replay runs on copies of their values before the call, never on the module's own.
+        self._buffers_before = {id(b): (name, b.detach().clone()) for name, b in module.named_buffers()}
+        return None
+
     def _after_call(self, module, args, kwargs, out):
         stats = _stats(self.thunder, self.tmodel)
         hit = stats["cache_hits"] > self._hits
@@ -182,12 +192,26 @@ class ThunderRecorder:
             # group beside torch's: every rank replays at the same call, so every rank joins here.
             process_group.join()
         inputs = self._computation_inputs(stages, args, kwargs, replay)
+        written = {}  # input position -> (buffer name, the engine's copy, the module's buffer after Thunder's call)
+        for i, t in enumerate(inputs):
+            before = self._buffers_before.get(id(t)) if isinstance(t, torch.Tensor) else None
+            if before is not None:
+                written[i] = (before[0], before[1].clone(), t)
+                inputs[i] = written[i][1]
         result = _C.execute_trace(stages["forward"][-1].trace, inputs)
+        # A buffer the call wrote (Thunder's or the engine's run): the engine's value against Thunder's.
+        buffer_checks = []
+        for name, mine, theirs in written.values():
+            before = self._buffers_before[id(theirs)][1]
+            if not (torch.equal(mine, before) and torch.equal(theirs, before)):
+                exact = not mine.is_floating_point()  # counters (num_batches_tracked) compared as numbers
+                buffer_checks.append(_C.check_against_reference(
+                    f"buffer[{name}]", mine.double() if exact else mine, theirs.detach().double() if exact else theirs.detach(), 0.0))
         augmented = isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], dict)
         ours = _tensors(result[0]["output"] if augmented else result)
         theirs = _tensors(out)
         replay.outputs = [_C.check_against_reference(f"output[{i}]", got, want.detach() if i < len(theirs) else None, 0.0)
-                          for i, (got, want) in enumerate(zip(ours, theirs + [None] * len(ours)))]
+                          for i, (got, want) in enumerate(zip(ours, theirs + [None] * len(ours)))] + buffer_checks
         if not augmented or "backward" not in stages:
             return
         flat_args = result[0].get("flat_args", [])
