@@ -127,7 +127,7 @@ std::string stages_section(const PipelineRecord& p) {
 
 std::string replay_section(const PipelineRecord& p) {
   if (!p.replay) return "<p class=\"note\">not replayed</p>\n";
-  std::string out = "<h3>replay against LibTorch eager</h3>\n<table><tr><th>rank</th><th>tensor</th><th>max abs</th><th>max rel</th><th>tolerance</th><th>result</th></tr>\n";
+  std::string out = "<h3>replay against " + h(p.spec.reference()) + "</h3>\n<table><tr><th>rank</th><th>tensor</th><th>max abs</th><th>max rel</th><th>tolerance</th><th>result</th></tr>\n";
   for (const auto& r : p.replay->ranks) {
     if (!r.error.empty()) out += fmt::format("<tr><td>{}</td><td colspan=\"4\">{}</td><td class=\"bad\">FAIL</td></tr>\n", r.rank, h(r.error));
     for (const auto* list : {&r.outputs, &r.gradients})

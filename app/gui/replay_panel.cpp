@@ -96,7 +96,7 @@ void ReplayPanel::draw(Session& s) {
     ImGui::TextColored(r.cuda_graph->matches() ? t.ok : t.error, "%s", cuda_graph_line.c_str());
   }
   ImGui::BeginChild("checks", ImVec2(ImGui::GetContentRegionAvail().x * 0.5f, 0), true);
-  draw_checks(r);
+  draw_checks(r, rec.spec.reference());
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("timings", ImVec2(0, 0), true);
@@ -104,8 +104,8 @@ void ReplayPanel::draw(Session& s) {
   ImGui::EndChild();
 }
 
-void ReplayPanel::draw_checks(const RankResult& r) const {
-  ImGui::Text("Outputs (against eager)");
+void ReplayPanel::draw_checks(const RankResult& r, const std::string& reference) const {
+  ImGui::Text("Outputs (against %s)", reference.c_str());
   checks_table("outputs", r.outputs);
   ImGui::Spacing();
   ImGui::Text("Gradients");

@@ -23,7 +23,7 @@ struct ReplayPanel {
   static void jump_to(Session& s, int pipeline, const SymbolTiming& timing);
 
  private:
-  void draw_checks(const RankResult& r) const;
+  void draw_checks(const RankResult& r, const std::string& reference) const;
   void draw_timings(Session& s, const RankResult& r);
 };
 

@@ -32,6 +32,10 @@ bool Replay::pass() const {
   return !ranks.empty();
 }
 
+std::string PipelineSpec::reference() const {
+  return !order.empty() && order.front() == "thunder.jit" ? "Lightning Thunder's results" : "LibTorch eager";
+}
+
 std::string PipelineSpec::label() const {
   std::string out;
   for (const auto& t : order) out += (out.empty() ? "" : ",") + t;

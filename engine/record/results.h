@@ -82,6 +82,9 @@ struct PipelineSpec {
   std::string device = "cpu";
   int shard_group = 0;             // hsdp: ranks per shard group (0: its default)
   std::string label() const;       // "jit,ddp" (+ " thunder-2024-03" + " workaround process-group" + " shard group 2")
+  // What its replay's checks compare with: "Lightning Thunder's results" for a recorded Thunder call
+  // (order thunder.jit, ...), else "LibTorch eager".
+  std::string reference() const;
 };
 
 struct Replay {

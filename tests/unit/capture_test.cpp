@@ -1278,3 +1278,13 @@ TEST(CaptureAtomicWrite, SaveReplacesAndKeepsPermissions) {
   EXPECT_EQ(load_capture(target).pipelines.size(), 3u);
   EXPECT_TRUE(temporaries(dir).empty());
 }
+
+// The replay's checks say what they compare with: Thunder's results for a recorded Thunder call.
+TEST(PipelineSpecs, ReplayReferenceNamesThunderForThunderCalls) {
+  PipelineSpec ours;
+  ours.order = {"jit", "ddp"};
+  EXPECT_EQ(ours.reference(), "LibTorch eager");
+  PipelineSpec thunder;
+  thunder.order = {"thunder.jit", "DDPTransform"};
+  EXPECT_EQ(thunder.reference(), "Lightning Thunder's results");
+}
