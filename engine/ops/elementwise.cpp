@@ -277,25 +277,19 @@ Out pow_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return {reduce_like(b, ga, tensor_at(f, 0)), reduce_like(b, gb, tensor_at(f, 1))};
 }
 
-// torch's rule: ties split the grad in half.
-Out maximum_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
-  Value g = cts[0];
-  const Value &x = f.args[0], &y = f.args[1];
-  T tie = eq(b, x, y);
-  T half = where(b, tie, V(true_divide(b, g, num(2))), g);
-  T ga = tensor_at(f, 0) ? where(b, lt(b, x, y), num(0), V(half)) : nullptr;
-  T gb = tensor_at(f, 1) ? where(b, gt(b, x, y), num(0), V(half)) : nullptr;
-  return {reduce_like(b, ga, tensor_at(f, 0)), reduce_like(b, gb, tensor_at(f, 1))};
-}
-
-Out minimum_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
-  Value g = cts[0];
-  const Value &x = f.args[0], &y = f.args[1];
-  T tie = eq(b, x, y);
-  T half = where(b, tie, V(true_divide(b, g, num(2))), g);
-  T ga = tensor_at(f, 0) ? where(b, gt(b, x, y), num(0), V(half)) : nullptr;
-  T gb = tensor_at(f, 1) ? where(b, lt(b, x, y), num(0), V(half)) : nullptr;
-  return {reduce_like(b, ga, tensor_at(f, 0)), reduce_like(b, gb, tensor_at(f, 1))};
+// maximum and minimum, torch's rule: the grad goes to the operand that was taken; ties split it in half.
+GradFn extremum_rule(bool is_max) {
+  return [is_max](TraceBuilder& b, const BoundSymbol& f, Cts cts) -> Out {
+    Value g = cts[0];
+    const Value &x = f.args[0], &y = f.args[1];
+    T tie = eq(b, x, y);
+    T half = where(b, tie, V(true_divide(b, g, num(2))), g);
+    T x_lost = is_max ? lt(b, x, y) : gt(b, x, y);
+    T y_lost = is_max ? gt(b, x, y) : lt(b, x, y);
+    T ga = tensor_at(f, 0) ? where(b, x_lost, num(0), V(half)) : nullptr;
+    T gb = tensor_at(f, 1) ? where(b, y_lost, num(0), V(half)) : nullptr;
+    return {reduce_like(b, ga, tensor_at(f, 0)), reduce_like(b, gb, tensor_at(f, 1))};
+  };
 }
 
 // A unary rule from a function of (a, out) giving the local derivative to multiply g by.
@@ -337,8 +331,8 @@ void register_elementwise_gradients() {
   both({"ltorch.mul", "prims.mul"}, mul_rule);
   both({"ltorch.true_divide", "prims.div"}, div_rule);
   both({"ltorch.pow", "prims.pow"}, pow_rule);
-  both({"ltorch.maximum", "prims.maximum"}, maximum_rule);
-  both({"ltorch.minimum", "prims.minimum"}, minimum_rule);
+  both({"ltorch.maximum", "prims.maximum"}, extremum_rule(true));
+  both({"ltorch.minimum", "prims.minimum"}, extremum_rule(false));
   for (const char* n : {"ltorch.sign", "prims.sign", "ltorch.bitwise_not", "prims.bitwise_not"})
     register_not_differentiable(op(n));
   both({"ltorch.abs", "prims.abs"}, unary([](TraceBuilder& b, const T& a, const T&, const T& g) {

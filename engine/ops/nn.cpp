@@ -222,9 +222,9 @@ struct BatchNormArgs {
 };
 
 BatchNormArgs batch_norm_args(Args args, Kw kwargs, const char* op) {
-  std::vector<Value> in = args;
-  const char* names[] = {"input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps"};
-  for (size_t i = in.size(); i < 8; ++i) in.push_back(kwarg(kwargs, names[i]) ? *kwarg(kwargs, names[i]) : Value::none());
+  static const std::vector<const char*> names = {"input",  "running_mean", "running_var", "weight",
+                                                  "bias",   "training",     "momentum",    "eps"};
+  std::vector<Value> in = by_position(args, kwargs, names);
   BatchNormArgs n;
   n.a = tensor_arg(in, 0, "input");
   require_floating(n.a, op);

@@ -106,6 +106,14 @@ const Value* kwarg(const Kwargs& kwargs, std::string_view name) {
   return nullptr;
 }
 
+std::vector<Value> by_position(const std::vector<Value>& args, const Kwargs& kwargs,
+                               const std::vector<const char*>& names) {
+  std::vector<Value> out = args;
+  for (size_t i = args.size(); i < names.size(); ++i)
+    out.push_back(kwarg(kwargs, names[i]) ? *kwarg(kwargs, names[i]) : Value::none());
+  return out;
+}
+
 void check_seed(const Value& seed, const char* op) {
   if (seed.kind == Value::Kind::integer) return;
   if (seed.is_proxy() && seed.proxy->is_tensor() && seed.proxy->shape.empty() && is_integral(seed.proxy->dtype) &&

@@ -42,6 +42,10 @@ DType dtype_arg(const std::vector<Value>& args, size_t i, const char* name);
 Device device_arg(const std::vector<Value>& args, size_t i, const char* name);
 // A keyword argument, or nullptr when absent.
 const Value* kwarg(const Kwargs& kwargs, std::string_view name);
+// The arguments laid out by position as `names` orders them: those given by position, then each
+// later one from its keyword, None where neither gives it (torch's F.conv2d(x, w, padding=1)).
+std::vector<Value> by_position(const std::vector<Value>& args, const Kwargs& kwargs,
+                               const std::vector<const char*>& names);
 // A random op's seed: an int, or an integer tensor of shape [] (a trace input); OpError otherwise.
 void check_seed(const Value& seed, const char* op);
 

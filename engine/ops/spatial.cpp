@@ -112,10 +112,7 @@ Value convolution_impl(TraceBuilder& b, Args args, Kw) {
 SymbolImpl conv_impl(int64_t n) {
   return [n](TraceBuilder& b, Args args, Kw kwargs) {
     std::string op = "conv" + std::to_string(n) + "d";
-    std::vector<Value> given = args;
-    const char* names[] = {"input", "weight", "bias", "stride", "padding", "dilation", "groups"};
-    for (size_t i = given.size(); i < 7; ++i)
-      given.push_back(kwarg(kwargs, names[i]) ? *kwarg(kwargs, names[i]) : Value::none());
+    std::vector<Value> given = by_position(args, kwargs, {"input", "weight", "bias", "stride", "padding", "dilation", "groups"});
     T a = tensor_arg(given, 0, "input"), w = tensor_arg(given, 1, "weight");
     bool unbatched = rank(a) == n + 1;
     if (!unbatched && rank(a) != n + 2)
@@ -231,10 +228,8 @@ Value max_pool_meta(TraceBuilder& b, Args args, Kw) {
 }
 
 Value max_pool_impl(TraceBuilder& b, Args args, Kw kwargs) {
-  std::vector<Value> given = args;
-  const char* names[] = {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"};
-  for (size_t i = given.size(); i < 7; ++i)
-    given.push_back(kwarg(kwargs, names[i]) ? *kwarg(kwargs, names[i]) : Value::none());
+  std::vector<Value> given =
+      by_position(args, kwargs, {"input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"});
   T a = tensor_arg(given, 0, "input");
   Window w = window(given, "max_pool2d", 4, 5);
   Value both = b.call("prims.max_pool2d_with_indices", window_args(a, w, true));
@@ -249,10 +244,8 @@ Value avg_pool_meta(TraceBuilder& b, Args args, Kw) {
 }
 
 Value avg_pool_impl(TraceBuilder& b, Args args, Kw kwargs) {
-  std::vector<Value> given = args;
-  const char* names[] = {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"};
-  for (size_t i = given.size(); i < 7; ++i)
-    given.push_back(kwarg(kwargs, names[i]) ? *kwarg(kwargs, names[i]) : Value::none());
+  std::vector<Value> given = by_position(
+      args, kwargs, {"input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"});
   T a = tensor_arg(given, 0, "input");
   Window w = window(given, "avg_pool2d", 0, 4);
   std::vector<Value> call = window_args(a, w, false);
