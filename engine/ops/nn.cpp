@@ -1,7 +1,8 @@
 // Neural-network ltorch ops: linear, matmul, layer_norm, batch_norm, softmax, log_softmax,
 // cross_entropy, nll_loss, mse_loss, embedding, dropout, scaled_dot_product_attention,
 // take_along_dim, and the backward ops the gradient rules record (layer_norm_backward,
-// softmax_backward, cross_entropy_backward, embedding_backward, scaled_dot_product_attention_backward). linear and matmul map to one prim
+// batch_norm_backward, softmax_backward, cross_entropy_backward, embedding_backward,
+// scaled_dot_product_attention_backward). linear and matmul map to one prim
 // each; the others are compositions of ltorch ops (nested subsymbols), e.g. layer_norm =
 // (a - mean) * rsqrt(var + eps) with var_mean(correction=0). A backward op is decomposed like any
 // other op, so the trace shows what it computes, but the executor runs LibTorch's fused kernel for
@@ -39,11 +40,6 @@ using Args = const std::vector<Value>&;
 using Kw = const Kwargs&;
 
 int64_t rank(const T& a) { return static_cast<int64_t>(a->shape.size()); }
-
-void require_floating(const T& a, const char* op) {
-  if (!is_floating(a->dtype))
-    throw OpError(std::string(op) + " needs a floating tensor, got " + std::string(short_name(a->dtype)));
-}
 
 Value linear_impl(TraceBuilder& b, Args args, Kw) {
   T bias = optional_tensor_arg(args, 2, "bias");
@@ -168,8 +164,7 @@ std::string loss_reduction(Args args, Kw kwargs, size_t i, size_t legacy0, size_
   if (given(args, kwargs, legacy0, "size_average") || given(args, kwargs, legacy1, "reduce"))
     throw OpError(std::string(op) + "'s legacy size_average and reduce are not supported: pass reduction=");
   const Value* r = given(args, kwargs, i, "reduction");
-  std::string reduction = r ? r->s : "mean";
-  if (r && r->kind != Value::Kind::string) reduction.clear();
+  std::string reduction = !r ? "mean" : r->kind == Value::Kind::string ? r->s : "";
   if (reduction != "mean" && reduction != "sum" && reduction != "none")
     throw OpError(std::string(op) + ": reduction must be 'mean', 'sum' or 'none', got " + python_text(*r));
   return reduction;
@@ -221,6 +216,13 @@ struct BatchNormArgs {
   Shape per_channel;  // [1, C, 1, ...]: a channel statistic shaped to broadcast against a
 };
 
+// The dims a batch norm reduces over: every dim but the channels' (1).
+Dims all_but_channels(int64_t rank) {
+  Dims dims = {0};
+  for (int64_t d = 2; d < rank; ++d) dims.push_back(d);
+  return dims;
+}
+
 BatchNormArgs batch_norm_args(Args args, Kw kwargs, const char* op) {
   static const std::vector<const char*> names = {"input",  "running_mean", "running_var", "weight",
                                                   "bias",   "training",     "momentum",    "eps"};
@@ -244,8 +246,7 @@ BatchNormArgs batch_norm_args(Args args, Kw kwargs, const char* op) {
     throw OpError(std::string(op) + " in eval mode (training=False) needs running_mean and running_var");
   if (n.training && n.a->numel() / std::max<int64_t>(channels, 1) <= 1)
     throw OpError(std::string(op) + " in training needs more than 1 value per channel, got input " + shape_text(n.a->shape));
-  n.dims = {0};
-  for (int64_t d = 2; d < rank(n.a); ++d) n.dims.push_back(d);
+  n.dims = all_but_channels(rank(n.a));
   n.per_channel.assign(n.a->shape.size(), 1);
   n.per_channel[1] = channels;
   return n;
@@ -741,11 +742,8 @@ Out batch_norm_grads(TraceBuilder& b, const BoundSymbol& f, Cts cts, const T& me
   out[0] = reduce_like(b, grads.items.at(0).proxy, a);
   if (w) out[3] = reduce_like(b, grads.items.at(1).proxy, w);
   if (w && bias) out[4] = reduce_like(b, grads.items.at(2).proxy, bias);
-  if (bias && !w) {  // a bias alone: the backward gives no per-channel sums
-    Dims dims = {0};
-    for (int64_t d = 2; d < rank(a); ++d) dims.push_back(d);
-    out[4] = reduce_like(b, sum(b, cts[0].proxy, dims, false), bias);
-  }
+  if (bias && !w)  // a bias alone: the backward gives no per-channel sums
+    out[4] = reduce_like(b, sum(b, cts[0].proxy, all_but_channels(rank(a)), false), bias);
   return out;
 }
 
@@ -1059,15 +1057,6 @@ RValue attention_backward(Args a, Kw kw) {
   return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
 }
 
-int64_t reduction_mode(Args a, Kw k, size_t i, const char* op) {
-  const RValue* r = argument(a, i, k, "reduction");
-  std::string reduction = r && r->kind == RValue::Kind::string ? r->s : "mean";
-  if (reduction == "none") return at::Reduction::None;
-  if (reduction == "sum") return at::Reduction::Sum;
-  if (reduction != "mean") throw ExecError(std::string(op) + ": unknown reduction '" + reduction + "'", op);
-  return at::Reduction::Mean;
-}
-
 void register_nn_execution() {
   // at::batch_norm writes the running statistics in training, as the decomposition's copy_ does.
   exec_rule("ltorch.batch_norm", [](Args a, Kw k) {
@@ -1075,11 +1064,10 @@ void register_nn_execution() {
       const RValue* v = argument(a, i, k, name);
       return v && !v->is_none() ? c10::optional<at::Tensor>(v->tensor()) : c10::nullopt;
     };
-    const RValue *training = argument(a, 5, k, "training"), *momentum = argument(a, 6, k, "momentum"),
-                 *eps = argument(a, 7, k, "eps");
+    const RValue *momentum = argument(a, 6, k, "momentum"), *eps = argument(a, 7, k, "eps");
     return RValue::of(at::batch_norm(tensor_at(a, 0, "input"), tensor(3, "weight"), tensor(4, "bias"),
                                      tensor(1, "running_mean"), tensor(2, "running_var"),
-                                     training && !training->is_none() && training->integer_value() != 0,
+                                     flag_at(a, 5, k, "training"),
                                      momentum && !momentum->is_none() ? momentum->number() : 0.1,
                                      eps && !eps->is_none() ? eps->number() : 1e-5, /*cudnn_enabled=*/true));
   });
@@ -1111,12 +1099,12 @@ void register_nn_execution() {
     return RValue::tuple({RValue::of(ga), RValue::of(gw), RValue::of(gb)});
   });
   exec_rule("ltorch.mse_loss", [](Args a, Kw k) {
-    return RValue::of(at::mse_loss(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), reduction_mode(a, k, 4, "ltorch.mse_loss")));
+    return RValue::of(at::mse_loss(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), reduction_at(a, 4, k, "ltorch.mse_loss")));
   });
   exec_rule("ltorch.nll_loss", [](Args a, Kw k) {
     const RValue* ignore = argument(a, 4, k, "ignore_index");
     return RValue::of(at::nll_loss_nd(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), {},
-                                      reduction_mode(a, k, 6, "ltorch.nll_loss"),
+                                      reduction_at(a, 6, k, "ltorch.nll_loss"),
                                       ignore && !ignore->is_none() ? ignore->integer_value() : -100));
   });
   same_exec_rule("ltorch.linear", "prims.linear");
@@ -1136,16 +1124,12 @@ void register_nn_execution() {
   exec_rule("ltorch.cross_entropy", [](Args a, Kw k) {
     const RValue* weight = argument(a, 2, k, "weight");
     const RValue* ignore = argument(a, 4, k, "ignore_index");
-    const RValue* reduction = argument(a, 6, k, "reduction");
     const RValue* smoothing = argument(a, 7, k, "label_smoothing");
     for (const char* legacy : {"size_average", "reduce"})
       if (const RValue* v = argument(a, std::string_view(legacy) == "reduce" ? 5 : 3, k, legacy); v && !v->is_none())
         throw ExecError(std::string("ltorch.cross_entropy: the legacy argument ") + legacy + " is not supported; pass reduction",
                         "ltorch.cross_entropy");
-    std::string mode = reduction && reduction->kind == RValue::Kind::string ? reduction->s : "mean";
-    if (mode != "mean" && mode != "sum" && mode != "none")
-      throw ExecError("ltorch.cross_entropy: unknown reduction '" + mode + "'", "ltorch.cross_entropy");
-    int64_t code = mode == "none" ? at::Reduction::None : mode == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
+    int64_t code = reduction_at(a, 6, k, "ltorch.cross_entropy");
     return RValue::of(at::cross_entropy_loss(
         tensor_at(a, 0, "logits"), tensor_at(a, 1, "target"),
         weight && !weight->is_none() ? c10::optional<at::Tensor>(weight->tensor()) : c10::nullopt, code,

@@ -106,6 +106,11 @@ const Value* kwarg(const Kwargs& kwargs, std::string_view name) {
   return nullptr;
 }
 
+void require_floating(const T& a, const char* op) {
+  if (!is_floating(a->dtype))
+    throw OpError(std::string(op) + " needs a floating tensor, got " + std::string(short_name(a->dtype)));
+}
+
 std::vector<Value> by_position(const std::vector<Value>& args, const Kwargs& kwargs,
                                const std::vector<const char*>& names) {
   std::vector<Value> out = args;

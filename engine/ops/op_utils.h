@@ -46,6 +46,8 @@ const Value* kwarg(const Kwargs& kwargs, std::string_view name);
 // later one from its keyword, None where neither gives it (torch's F.conv2d(x, w, padding=1)).
 std::vector<Value> by_position(const std::vector<Value>& args, const Kwargs& kwargs,
                                const std::vector<const char*>& names);
+// OpError "<op> needs a floating tensor" unless a's dtype is floating.
+void require_floating(const T& a, const char* op);
 // A random op's seed: an int, or an integer tensor of shape [] (a trace input); OpError otherwise.
 void check_seed(const Value& seed, const char* op);
 

@@ -195,8 +195,7 @@ void reduction(const std::string& name) {
 
 Value var_mean_meta(TraceBuilder& b, Args args, Kw kwargs) {
   T a = tensor_arg(args, 0, "a");
-  if (!is_floating(a->dtype))
-    throw OpError("var_mean needs a floating tensor, got " + std::string(short_name(a->dtype)));
+  require_floating(a, "var_mean");
   auto dims = meta::normalize_dims(ints_arg(args, 1, "dims"), static_cast<int64_t>(a->shape.size()));
   const Value* c = kwarg(kwargs, "correction");
   if (c && !c->is_number()) throw OpError("correction must be a number, got " + python_text(*c));

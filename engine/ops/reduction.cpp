@@ -62,7 +62,7 @@ Value sum_impl(TraceBuilder& b, Args args, Kw kwargs) {
 
 Value mean_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T a = with_dtype(b, tensor_arg(args, 0, "a"), kwargs);
-  if (!is_floating(a->dtype)) throw OpError("mean needs a floating tensor, got " + std::string(short_name(a->dtype)));
+  require_floating(a, "mean");
   Dims dims = reduced_dims(a, args);
   int64_t count = 1;
   for (int64_t d : dims) count *= a->shape[d];

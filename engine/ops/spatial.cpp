@@ -48,11 +48,6 @@ Shape per_dim(Args args, size_t i, const char* name, size_t n, int64_t fallback,
   return v;
 }
 
-void require_floating(const T& a, const char* op) {
-  if (!is_floating(a->dtype))
-    throw OpError(std::string(op) + " needs a floating tensor, got " + std::string(short_name(a->dtype)));
-}
-
 T out(TraceBuilder& b, Shape shape, const T& like, Args inputs) {
   return b.tensor(std::move(shape), like->dtype, like->device, output_requires_grad(inputs, like->dtype));
 }
@@ -371,47 +366,43 @@ using namespace rules;
 using ops::exec_rule;
 using ops::same_exec_rule;
 
-bool flag_or(Args a, size_t i, bool fallback) {
-  return i < a.size() && !a[i].is_none() ? a[i].integer_value() != 0 : fallback;
-}
-
 std::vector<int64_t> stride_or_kernel(Args a, size_t i, const std::vector<int64_t>& kernel) {
   std::vector<int64_t> s = i < a.size() && !a[i].is_none() ? a[i].ints() : std::vector<int64_t>{};
   return s.empty() ? kernel : s;
 }
 
 void register_spatial_execution() {
-  exec_rule("prims.convolution", [](Args a, Kw) {
+  exec_rule("prims.convolution", [](Args a, Kw k) {
     return RValue::of(at::convolution(tensor_at(a, 0, "input"), tensor_at(a, 1, "weight"), optional_tensor_at(a, 2),
                                       ints_at(a, 3, "stride"), ints_at(a, 4, "padding"), ints_at(a, 5, "dilation"),
-                                      flag_or(a, 6, false), ints_at(a, 7, "output_padding"), int_at(a, 8, "groups")));
+                                      flag_at(a, 6, k, "transposed"), ints_at(a, 7, "output_padding"), int_at(a, 8, "groups")));
   });
   same_exec_rule("ltorch.convolution", "prims.convolution");
-  exec_rule("prims.convolution_backward", [](Args a, Kw) {
+  exec_rule("prims.convolution_backward", [](Args a, Kw k) {
     const at::Tensor &g = tensor_at(a, 0, "grad"), &w = tensor_at(a, 2, "weight");
     std::vector<int64_t> mask = ints_at(a, 9, "output_mask");
     if (mask.size() != 3) throw ExecError("convolution_backward: output_mask must have 3 entries");
     auto grads = at::convolution_backward(g, tensor_at(a, 1, "input"), w, std::vector<int64_t>{w.size(0)},
                                           ints_at(a, 3, "stride"), ints_at(a, 4, "padding"), ints_at(a, 5, "dilation"),
-                                          flag_or(a, 6, false), ints_at(a, 7, "output_padding"), int_at(a, 8, "groups"),
+                                          flag_at(a, 6, k, "transposed"), ints_at(a, 7, "output_padding"), int_at(a, 8, "groups"),
                                           {mask[0] != 0, mask[1] != 0, mask[2] != 0});
     std::vector<RValue> out;
     for (auto* t : {&std::get<0>(grads), &std::get<1>(grads), &std::get<2>(grads)})
       if (t->defined()) out.push_back(RValue::of(*t));
     return RValue::tuple(std::move(out));
   });
-  exec_rule("prims.max_pool2d_with_indices", [](Args a, Kw) {
+  exec_rule("prims.max_pool2d_with_indices", [](Args a, Kw k) {
     std::vector<int64_t> kernel = ints_at(a, 1, "kernel_size");
     auto [out, indices] = at::max_pool2d_with_indices(tensor_at(a, 0, "input"), kernel, stride_or_kernel(a, 2, kernel),
                                                       ints_at(a, 3, "padding"), ints_at(a, 4, "dilation"),
-                                                      flag_or(a, 5, false));
+                                                      flag_at(a, 5, k, "ceil_mode"));
     return RValue::tuple({RValue::of(out), RValue::of(indices)});
   });
-  exec_rule("prims.max_pool2d_with_indices_backward", [](Args a, Kw) {
+  exec_rule("prims.max_pool2d_with_indices_backward", [](Args a, Kw k) {
     std::vector<int64_t> kernel = ints_at(a, 2, "kernel_size");
     return RValue::of(at::max_pool2d_with_indices_backward(
         tensor_at(a, 0, "grad"), tensor_at(a, 1, "input"), kernel, stride_or_kernel(a, 3, kernel), ints_at(a, 4, "padding"),
-        ints_at(a, 5, "dilation"), flag_or(a, 6, false), tensor_at(a, 7, "indices")));
+        ints_at(a, 5, "dilation"), flag_at(a, 6, k, "ceil_mode"), tensor_at(a, 7, "indices")));
   });
   // The ltorch ops as one kernel each (their decompositions run the same kernels through prims).
   for (int64_t n : {1, 2, 3})
@@ -442,28 +433,29 @@ void register_spatial_execution() {
       std::vector<int64_t> got = v && !v->is_none() ? v->ints() : std::vector<int64_t>{};
       return got.empty() ? fallback : got;
     };
-    const RValue *ceil = argument(a, 5, k, "ceil_mode"), *indices = argument(a, 6, k, "return_indices");
     auto [out, idx] = at::max_pool2d_with_indices(tensor_at(a, 0, "input"), kernel, ints(2, "stride", kernel),
                                                   ints(3, "padding", {0}), ints(4, "dilation", {1}),
-                                                  ceil && !ceil->is_none() && ceil->integer_value() != 0);
-    if (indices && !indices->is_none() && indices->integer_value() != 0) return RValue::tuple({RValue::of(out), RValue::of(idx)});
+                                                  flag_at(a, 5, k, "ceil_mode"));
+    if (flag_at(a, 6, k, "return_indices")) return RValue::tuple({RValue::of(out), RValue::of(idx)});
     return RValue::of(out);
   });
-  exec_rule("prims.avg_pool2d", [](Args a, Kw) {
+  exec_rule("prims.avg_pool2d", [](Args a, Kw k) {
     std::vector<int64_t> kernel = ints_at(a, 1, "kernel_size");
     c10::optional<int64_t> divisor;
     if (a.size() > 6 && !a[6].is_none()) divisor = a[6].integer_value();
     return RValue::of(at::avg_pool2d(tensor_at(a, 0, "input"), kernel, stride_or_kernel(a, 2, kernel),
-                                     ints_at(a, 3, "padding"), flag_or(a, 4, false), flag_or(a, 5, true), divisor));
+                                     ints_at(a, 3, "padding"), flag_at(a, 4, k, "ceil_mode"),
+                                     flag_at(a, 5, k, "count_include_pad", true), divisor));
   });
   same_exec_rule("ltorch.avg_pool2d", "prims.avg_pool2d");  // the same layout, read by position
-  exec_rule("prims.avg_pool2d_backward", [](Args a, Kw) {
+  exec_rule("prims.avg_pool2d_backward", [](Args a, Kw k) {
     std::vector<int64_t> kernel = ints_at(a, 2, "kernel_size");
     c10::optional<int64_t> divisor;
     if (a.size() > 7 && !a[7].is_none()) divisor = a[7].integer_value();
     return RValue::of(at::avg_pool2d_backward(tensor_at(a, 0, "grad"), tensor_at(a, 1, "input"), kernel,
                                               stride_or_kernel(a, 3, kernel), ints_at(a, 4, "padding"),
-                                              flag_or(a, 5, false), flag_or(a, 6, true), divisor));
+                                              flag_at(a, 5, k, "ceil_mode"), flag_at(a, 6, k, "count_include_pad", true),
+                                              divisor));
   });
   exec_rule("prims.adaptive_avg_pool2d", [](Args a, Kw) {
     const at::Tensor& x = tensor_at(a, 0, "input");

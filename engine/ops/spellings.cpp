@@ -55,13 +55,10 @@ RValue pad(Args a, Kw) {
 }
 
 // torch_nll_loss_backward_impl(g, a, target, weight, reduction, ignore_index, total_weight).
-RValue nll_loss_backward(Args a, Kw) {
+RValue nll_loss_backward(Args a, Kw k) {
   using namespace exec::rules;
-  const RValue& r = rarg(a, 4, "reduction");
-  std::string reduction = r.kind == RValue::Kind::string ? r.s : "";
-  int64_t mode = reduction == "none" ? at::Reduction::None : reduction == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
-  if (reduction != "none" && reduction != "sum" && reduction != "mean")
-    throw ExecError("nll_loss_backward: unknown reduction '" + reduction + "'", "torch_nll_loss_backward_impl");
+  rarg(a, 4, "reduction");  // given, as Thunder prints it
+  int64_t mode = reduction_at(a, 4, k, "torch_nll_loss_backward_impl");
   const at::Tensor &g = tensor_at(a, 0, "g"), &input = tensor_at(a, 1, "a"), &target = tensor_at(a, 2, "target");
   const at::Tensor& total_weight = tensor_at(a, 6, "total_weight");
   int64_t ignore_index = int_at(a, 5, "ignore_index");
@@ -177,13 +174,8 @@ void register_spellings() {
   runs_as("torch.sgn", "ltorch.sign");  // of real tensors
   for (const char* n : {"torch.Tensor.expand", "Tensor.expand"}) runs_as(n, "ltorch.expand");
   exec::set_exec_rule(spelling("torch.nn.functional.smooth_l1_loss"), exec::SimpleExecRule([](Args a, Kw k) {
-    const RValue* r = argument(a, 4, k, "reduction");
-    const std::string reduction = r && r->kind == RValue::Kind::string ? r->s : "mean";
     const RValue* beta = argument(a, 5, k, "beta");
-    int64_t mode = reduction == "none" ? at::Reduction::None : reduction == "sum" ? at::Reduction::Sum : at::Reduction::Mean;
-    if (reduction != "none" && reduction != "sum" && reduction != "mean")
-      throw ExecError("torch.nn.functional.smooth_l1_loss: unknown reduction '" + reduction + "'",
-                      "torch.nn.functional.smooth_l1_loss");
+    int64_t mode = reduction_at(a, 4, k, "torch.nn.functional.smooth_l1_loss");
     return RValue::of(at::smooth_l1_loss(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), mode,
                                          beta && !beta->is_none() ? beta->number() : 1.0));
   }));

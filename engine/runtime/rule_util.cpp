@@ -6,6 +6,15 @@
 
 namespace tv::exec::rules {
 
+int64_t reduction_at(Args a, size_t i, Kw k, const char* op) {
+  const RValue* r = argument(a, i, k, "reduction");
+  if (!r || r->is_none()) return at::Reduction::Mean;
+  if (r->kind == RValue::Kind::string && r->s == "none") return at::Reduction::None;
+  if (r->kind == RValue::Kind::string && r->s == "sum") return at::Reduction::Sum;
+  if (r->kind == RValue::Kind::string && r->s == "mean") return at::Reduction::Mean;
+  throw ExecError(std::string(op) + ": reduction must be 'none', 'mean' or 'sum', got " + describe(*r), op);
+}
+
 at::Scalar scalar_of(const RValue& v) {
   switch (v.kind) {
     case RValue::Kind::boolean: return at::Scalar(v.b);

@@ -37,11 +37,14 @@ inline const RValue* argument(Args a, size_t i, Kw k, const char* keyword) {
   if (const RValue* v = rkwarg(k, keyword)) return v;
   return i < a.size() ? &a[i] : nullptr;
 }
-// A boolean argument (by keyword or at position i): false when absent or None.
-inline bool flag_at(Args a, size_t i, Kw k, const char* keyword) {
+// A boolean argument (by keyword or at position i): `fallback` when absent or None.
+inline bool flag_at(Args a, size_t i, Kw k, const char* keyword, bool fallback = false) {
   const RValue* v = argument(a, i, k, keyword);
-  return v && !v->is_none() && v->number() != 0;
+  return v && !v->is_none() ? v->number() != 0 : fallback;
 }
+// A loss's reduction (by keyword or at position i) as at::Reduction: 'mean' when absent or None;
+// ExecError naming `op` for anything but 'none', 'mean' or 'sum'.
+int64_t reduction_at(Args a, size_t i, Kw k, const char* op);
 
 at::Scalar scalar_of(const RValue& v);
 // A tensor for a tensor or a number (wrapped number, CPU).

@@ -885,6 +885,16 @@ TEST_F(ExecTest, ExecOpaqueSymbolOfAThunderPrintoutIsNamed) {
   EXPECT_NE(msg.find("[t0, t1] = smooth_l1_loss_vjp(((x, y), {}), x)"), std::string::npos) << msg;
 }
 
+// A loss's reduction that is not 'none', 'mean' or 'sum' is named, with the values it takes.
+TEST_F(ExecTest, ExecLossReductionIsChecked) {
+  auto r = parse_trace(
+      "def computation(x, y):\n  # x: \"cpu f32[2]\"\n  # y: \"cpu f32[2]\"\n"
+      "  t0 = torch.nn.functional.mse_loss(x, y, reduction='avg')  # t0: \"cpu f32[]\"\n  return t0");
+  ASSERT_TRUE(r.trace) << r.error->message;
+  std::string msg = error_of([&] { Executor().run(*r.trace, Ts{randn({2}), randn({2})}); });
+  EXPECT_NE(msg.find("ltorch.mse_loss: reduction must be 'none', 'mean' or 'sum', got str 'avg'"), std::string::npos) << msg;
+}
+
 // Thunder's printouts pass attention's is_causal (and attn_mask) by keyword.
 TEST_F(ExecTest, ExecAttentionTakesIsCausalByKeyword) {
   auto r = parse_trace(

@@ -1033,6 +1033,11 @@ def _ints(v):
     return [int(x) for x in v] if isinstance(v, (list, tuple, torch.Size)) else int(v)
 
 
+def _window_stride(stride):
+    """A pooling stride as given, None when absent or empty (the kernel size then)."""
+    return _ints(stride) if stride is not None and stride != [] and stride != () else None
+
+
 def _batch_norm_writes(input, running_mean=None, running_var=None, weight=None, bias=None, training=False, *rest, **kw):
     """The running statistics a training batch_norm writes (the engine's run writes them again)."""
     return [t for t in (running_mean, running_var) if t is not None] if training else []
@@ -1053,8 +1058,8 @@ h_batch_norm.writes = _batch_norm_writes
 @_emits('ltorch.max_pool2d')
 def h_max_pool2d(rec, out, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                  return_indices=False):
-    stride = _ints(stride) if stride is not None and stride != [] and stride != () else None
-    rec.emit("ltorch.max_pool2d", [input, _ints(kernel_size), stride, _ints(padding), _ints(dilation), bool(ceil_mode),
+    rec.emit("ltorch.max_pool2d", [input, _ints(kernel_size), _window_stride(stride), _ints(padding), _ints(dilation),
+                                   bool(ceil_mode),
                                    bool(return_indices)], list(out) if return_indices else out)
 
 
@@ -1068,8 +1073,7 @@ h_max_pool2d_with_indices.symbols = h_max_pool2d.symbols
 @_emits('ltorch.avg_pool2d')
 def h_avg_pool2d(rec, out, input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
-    stride = _ints(stride) if stride is not None and stride != [] and stride != () else None
-    rec.emit("ltorch.avg_pool2d", [input, _ints(kernel_size), stride, _ints(padding), bool(ceil_mode),
+    rec.emit("ltorch.avg_pool2d", [input, _ints(kernel_size), _window_stride(stride), _ints(padding), bool(ceil_mode),
                                    bool(count_include_pad), divisor_override], out)
 
 
@@ -1115,11 +1119,6 @@ def h_mse_loss(rec, out, input, target, size_average=None, reduce=None, reductio
     rec.emit("ltorch.mse_loss", [input, target, None, None, reduction], out)
 
 
-@_emits('ltorch.minimum')
-def h_minimum(rec, out, a, b):
-    rec.emit("ltorch.minimum", [a, b], out)
-
-
 HANDLERS = {
     "linear": h_linear,
     "matmul": h_matmul, "__matmul__": h_matmul, "__rmatmul__": h_rmatmul, "bmm": h_matmul,
@@ -1132,7 +1131,7 @@ HANDLERS = {
     "eq": _binary("eq"), "__eq__": _binary("eq"), "ne": _binary("ne"), "__ne__": _binary("ne"),
     "lt": _binary("lt"), "__lt__": _binary("lt"), "le": _binary("le"), "__le__": _binary("le"),
     "gt": _binary("gt"), "__gt__": _binary("gt"), "ge": _binary("ge"), "__ge__": _binary("ge"),
-    "maximum": h_maximum, "minimum": h_minimum,
+    "maximum": h_maximum, "minimum": _binary("minimum"),
     "abs": _unary("abs"), "__abs__": _unary("abs"), "absolute": _unary("abs"), "sign": _unary("sign"),
     "sin": _unary("sin"), "cos": _unary("cos"), "reciprocal": _unary("reciprocal"),
     "bitwise_not": _unary("bitwise_not"), "__invert__": _unary("bitwise_not"),

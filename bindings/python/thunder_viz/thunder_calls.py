@@ -192,17 +192,17 @@ class ThunderRecorder:
             # group beside torch's: every rank replays at the same call, so every rank joins here.
             process_group.join()
         inputs = self._computation_inputs(stages, args, kwargs, replay)
-        written = {}  # input position -> (buffer name, the engine's copy, the module's buffer after Thunder's call)
+        buffers = []  # (name, its value before the call, the engine's copy, the module's buffer after Thunder's call)
         for i, t in enumerate(inputs):
-            before = self._buffers_before.get(id(t)) if isinstance(t, torch.Tensor) else None
-            if before is not None:
-                written[i] = (before[0], before[1].clone(), t)
-                inputs[i] = written[i][1]
+            named = self._buffers_before.get(id(t)) if isinstance(t, torch.Tensor) else None
+            if named is not None:
+                name, before = named
+                buffers.append((name, before, before.clone(), t))
+                inputs[i] = buffers[-1][2]
         result = _C.execute_trace(stages["forward"][-1].trace, inputs)
         # A buffer the call wrote (Thunder's or the engine's run): the engine's value against Thunder's.
         buffer_checks = []
-        for name, mine, theirs in written.values():
-            before = self._buffers_before[id(theirs)][1]
+        for name, before, mine, theirs in buffers:
             if not (torch.equal(mine, before) and torch.equal(theirs, before)):
                 exact = not mine.is_floating_point()  # counters (num_batches_tracked) compared as numbers
                 buffer_checks.append(_C.check_against_reference(
