@@ -199,8 +199,10 @@ void DiffPanel::draw(Session& s) {
               diff_.count(DiffKind::changed), diff_.count(DiffKind::added), diff_.count(DiffKind::removed));
   ImGui::SameLine();
   if (ImGui::SmallButton("previous change")) next_change(-1);
+  if (s.targets.enabled) s.targets.mark_last_item("diff/previous-change");
   ImGui::SameLine();
   if (ImGui::SmallButton("next change")) next_change(+1);
+  if (s.targets.enabled) s.targets.mark_last_item("diff/next-change");
   bool typing = ImGui::GetIO().WantTextInput;
   if (!typing && ImGui::IsWindowFocused(ImGuiFocusedFlags_RootAndChildWindows) && ImGui::IsKeyPressed('N'))
     next_change(ImGui::GetIO().KeyShift ? -1 : +1);

@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <tuple>
 #include <sstream>
@@ -97,6 +98,9 @@ TargetRect ScriptDriver::where(const App& app, const json& spec) const {
   if (!spec.is_string()) throw std::invalid_argument("expected a target name or [x, y], got " + spec.dump());
   const std::string name = spec.get<std::string>();
   if (auto rect = app.session.targets.find(name)) return *rect;
+  if (!name.empty() && name.back() == '*')  // "trace/call/*": the first target (by name) under the prefix
+    for (const auto& n : app.session.targets.names())
+      if (n.rfind(name.substr(0, name.size() - 1), 0) == 0) return *app.session.targets.find(n);
   // Say what is on screen under the same first path component, to make a wrong name easy to fix.
   std::string prefix = name.substr(0, name.find('/') + 1), known;
   for (const auto& n : app.session.targets.names())
@@ -129,6 +133,18 @@ void ScriptDriver::before_frame(App& app, Window& window) {
   }
   if (wait_frames_ > 0) {
     --wait_frames_;
+    return;
+  }
+  if (!waiting_file_.empty()) {
+    if (std::filesystem::exists(waiting_file_)) {
+      log_.push_back("ok found " + waiting_file_);
+    } else if (std::chrono::steady_clock::now() < waiting_until_) {
+      return;
+    } else {
+      log_.push_back("error wait_for_file: " + waiting_file_ + " did not appear within 60 s");
+      app.session.error = "script: " + waiting_file_ + " did not appear within 60 s";
+    }
+    waiting_file_.clear();
     return;
   }
   if (waiting_idle_) {
@@ -231,6 +247,31 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     s.select_panel(Panel::diff);
   } else if (name == "next_change") {
     app.diff.next_change(v.get<int>() < 0 ? -1 : +1);
+  } else if (name == "follow_gradient") {
+    s.follow_gradient(s.selected.pipeline, v.get<std::string>());
+  } else if (name == "gradient_side") {
+    TraceKind kind;
+    if (!parse_trace_kind(v.get<std::string>(), &kind)) throw std::invalid_argument("unknown trace kind " + v.dump());
+    s.show_gradient_side(kind);
+  } else if (name == "real_input") {
+    mouse_ = SyntheticMouse{};
+    mouse_.active = !v.get<bool>();
+    window.set_synthetic_mouse(mouse_);
+  } else if (name == "targets") {
+    json out = json::object();
+    for (const auto& n : s.targets.names()) {
+      TargetRect r = *s.targets.find(n);
+      out[n] = {r.x0, r.y0, r.x1, r.y1};
+    }
+    const std::string path = v.get<std::string>(), part = path + ".part";  // whole when it appears
+    {
+      std::ofstream f(part);
+      if (!(f << out.dump(1) << "\n")) throw std::runtime_error("cannot write " + part);
+    }
+    std::filesystem::rename(part, path);
+  } else if (name == "wait_for_file") {
+    waiting_file_ = v.get<std::string>();
+    waiting_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   } else if (name == "tour") {
     app.tour.open = v.get<bool>();
   } else if (name == "load") {

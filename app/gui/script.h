@@ -10,14 +10,22 @@
 // {"diff":{"across":true,"left":{..},"right":{..},"unified":false,"follow":true,"fold":true}} {"next_change":1}
 // {"tour":true} {"load":"FILE"} {"frames":N} {"dump":"OUT.json"} {"screenshot":"OUT.png"} (the next
 // frame, tooltips included) {"quit":true}
+// {"follow_gradient":"t3"} (what a click on the forward statement defining t3 does)
+// {"gradient_side":"backward"} (or "forward": what the gradient bar's buttons do)
+// Real input (tests that drive the window with X events, e.g. xdotool): {"real_input":true} hands the
+// pointer back to the platform; {"targets":"OUT.json"} writes the named targets of the last frame,
+// {"name": [x0, y0, x1, y1]} in window pixels; {"wait_for_file":"PATH"} holds the script, frames
+// still drawn, until PATH exists (an error after 60 s).
 // Mouse: a synthetic mouse replaces the platform's for the whole scripted run (no mouse over the
 // window until a mouse action), fed to ImGui as real input, so hit-testing, hover, click and drag
 // and drop run as for a user. Positions are named UI targets (gui/ui_targets.h) drawn in the last
-// frame, or [x, y] in window pixels; each step below takes one frame:
+// frame (a name ending in `*`: the first by name under that prefix), or [x, y] in window pixels;
+// each step below takes one frame:
 // {"mouse_move":"trace/proxy/t0"} (stays there), {"click":"rules/cell/jit,ddp"} (move, press,
 // release), {"drag":{"from":"order/item/1","to":"order/item/0"}} (press on `from`, move past the
 // drag threshold, hover `to` with the button held, release there).
 #pragma once
+#include <chrono>
 #include <deque>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -36,7 +44,8 @@ class ScriptDriver {
   void load(const std::string& path);
   bool active() const { return !actions_.empty(); }
   bool finished() const {
-    return next_ >= actions_.size() && wait_frames_ == 0 && !waiting_idle_ && mouse_steps_.empty();
+    return next_ >= actions_.size() && wait_frames_ == 0 && !waiting_idle_ && mouse_steps_.empty() &&
+           waiting_file_.empty();
   }
   // Called before each frame.
   void before_frame(App& app, Window& window);
@@ -55,6 +64,8 @@ class ScriptDriver {
   size_t next_ = 0;
   long wait_frames_ = 0;
   bool waiting_idle_ = false;
+  std::string waiting_file_;                              // wait_for_file: until it exists
+  std::chrono::steady_clock::time_point waiting_until_;   // or until then
   std::vector<std::pair<int, int>> pressed_;  // keys (and mods) to release next frame
   std::vector<std::string> log_;              // what was applied, and what failed
 };

@@ -4,6 +4,8 @@
 #include <filesystem>
 
 #include "gui/import_dir.h"
+#include "format/printer.h"
+#include "transforms/gradient_links.h"
 #include "transforms/transform.h"
 
 namespace tv::gui {
@@ -66,6 +68,67 @@ void Session::select_stage(StageRef ref) {
   }
 }
 
+void Session::follow_gradient(int pipeline_index, const std::string& key) {
+  gradient_note.clear();
+  const auto* p = pipeline(pipeline_index);
+  if (!p || key.empty()) return gradient.reset();
+  GradientFocus f;
+  f.pipeline = pipeline_index;
+  f.key = key;
+  auto last = [&](TraceKind k) { return trace({pipeline_index, k, static_cast<int>(p->stages.of(k).size()) - 1}); };
+  if (TracePtr forward = last(TraceKind::forward))
+    if (const BoundSymbol* b = forward_statement(*forward, key)) f.forward_statement = print_statement(*b);
+  if (TracePtr backward = last(TraceKind::backward)) {
+    auto made = backward_statements(*backward, key);
+    f.backward_statements = static_cast<int>(made.size());
+    f.saved = saved_values_read(*backward, made);
+  }
+  gradient = std::move(f);
+}
+
+void Session::click_statement(const BoundSymbol& b) {
+  gradient_note.clear();
+  if (selected.kind != TraceKind::forward && selected.kind != TraceKind::backward) return;
+  if (!b.gradient_of.empty()) {
+    follow_gradient(selected.pipeline, b.gradient_of);
+    if (selected.kind == TraceKind::backward) show_gradient_side(TraceKind::forward);
+    return;
+  }
+  bool members = false;  // a fusion region: its members carry the links
+  walk(b.subsymbols, [&](const BoundSymbol& member, int) { members = members || !member.gradient_of.empty(); });
+  TracePtr shown = trace(selected);
+  if (members)
+    gradient_note = "a fusion region: its statements come from several forward statements; raise the subsymbol "
+                    "depth and click one inside it";
+  else if (!shown || !has_gradient_links(*shown))
+    gradient_note = "this trace carries no forward-backward links: only the traces of this engine's grad transform "
+                    "and the passes after it have them (printouts imported from Thunder do not)";
+  else if (selected.kind == TraceKind::forward)
+    gradient_note = "autograd did not differentiate this statement: nothing that needs a gradient flows through it, "
+                    "or it is a piece of the statement above it";
+  else
+    gradient_note = "no forward statement made this one: a pass added it (a collective, an unpack, a del)";
+}
+
+void Session::show_gradient_side(TraceKind kind) {
+  if (!gradient) return;
+  const auto* p = pipeline(gradient->pipeline);
+  if (!p) return;
+  for (int i = static_cast<int>(p->stages.of(kind).size()) - 1; i >= 0; --i) {
+    StageRef ref{gradient->pipeline, kind, i};
+    TracePtr t = trace(ref);
+    if (!t) continue;
+    bool holds = kind == TraceKind::forward ? forward_statement(*t, gradient->key) != nullptr
+                                            : !backward_statements(*t, gradient->key).empty();
+    if (!holds) continue;
+    select_stage(ref);
+    select_panel(Panel::trace);
+    scroll_to_gradient = true;
+    return;
+  }
+  gradient_note = std::string("no ") + std::string(trace_kind_name(kind)) + " stage holds " + gradient->key;
+}
+
 void Session::poll() {
   std::optional<Capture> result;
   std::string failure;
@@ -86,6 +149,8 @@ void Session::adopt(Capture c) {
   capture = std::make_shared<const Capture>(std::move(c));
   memory_.clear();
   unreadable_.clear();
+  gradient.reset();
+  gradient_note.clear();
   if (capture->pipelines.empty() && capture->rules) select_panel(Panel::rules);  // a rules-only capture
   if (!stage(selected)) selected = first_stage(*capture, 0);
   diff.left = selected;

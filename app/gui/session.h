@@ -44,6 +44,16 @@ struct DiffSelection {
   bool fold_unchanged = true;  // runs of unchanged statements folded to a few lines of context
 };
 
+// Forward <-> backward (transforms/gradient_links.h): the forward statement whose gradient is
+// followed, as the pipeline's last forward and backward stages say it.
+struct GradientFocus {
+  int pipeline = 0;
+  std::string key;                       // the forward statement's first output
+  std::string forward_statement;         // as printed, "" when the last forward has no such statement
+  int backward_statements = 0;           // made by its rule, in the last backward stage
+  std::vector<std::string> saved;        // the saved-for-backward values those read
+};
+
 struct Session {
   std::shared_ptr<const Capture> capture;  // null until the first load or run has finished
   std::string source;                      // what is shown: a file path or "model linear"
@@ -54,6 +64,9 @@ struct Session {
   Panel panel = Panel::trace;
   bool panel_requested = true;             // select `panel` in the tab bar next frame (first frame too)
   int jump_to_statement = -1;              // trace view: scroll to this top-level bound symbol next frame
+  std::optional<GradientFocus> gradient;   // the forward statement followed, if any
+  std::string gradient_note;               // why the last click on a statement followed nothing
+  bool scroll_to_gradient = false;         // trace view: scroll to the first linked line next frame
   std::optional<RulesMatrix> carry_rules;  // given to the next capture when it has none
   UiTargets targets;                       // where named widgets were drawn (scripted mouse)
   EngineWorker worker;
@@ -63,6 +76,13 @@ struct Session {
   void run(RunRequest request, std::string what);
   void select_panel(Panel p);
   void select_stage(StageRef ref);
+  // Follows the forward statement `key` of `pipeline` (a click on a forward statement).
+  void follow_gradient(int pipeline, const std::string& key);
+  // A click on a statement of the shown trace: a forward one is followed; a backward one follows the
+  // forward statement it came from and shows it. Says in gradient_note when there is no link.
+  void click_statement(const BoundSymbol& statement);
+  // Shows the last stage of `kind` (forward or backward) of the followed pipeline holding the link.
+  void show_gradient_side(TraceKind kind);
   // Called once per frame: takes a finished job's result.
   void poll();
 

@@ -99,6 +99,9 @@ void StageBrowser::draw(Session& s) {
         const float x = ImGui::GetCursorPosX(), avail = ImGui::GetContentRegionAvail().x;
         const float columns = ImGui::CalcTextSize("00000.0 ms changed").x + 8;
         if (ImGui::Selectable(label.c_str(), selected, 0, ImVec2(avail - columns, 0))) s.select_stage(ref);
+        if (s.targets.enabled)
+          s.targets.mark_last_item("stages/" + std::to_string(p) + "/" + std::string(trace_kind_name(k)) + "/" +
+                                   std::to_string(i));
         if (ImGui::IsItemHovered()) {
           const auto* m = s.memory(ref);
           if (m && m->saved_for_backward)

@@ -113,6 +113,27 @@ json trace_json(const App& app) {
   if (const TraceText* shown = app.trace.text(); shown && app.trace.selected_proxy >= 0 &&
                                                  app.trace.selected_proxy < static_cast<int>(shown->proxies.size()))
     j["selected_proxy"] = shown->proxies[app.trace.selected_proxy]->name;
+  // The followed gradient as the view marks it (lines 0-based, their text, the saved values boxed).
+  json linked = json::array(), saved = json::array();
+  for (int l : app.trace.gradient_lines)
+    if (l < static_cast<int>(text.lines.size())) linked.push_back({{"line", l}, {"text", text.lines[l].text}});
+  if (const TraceText* shown = app.trace.text())
+    for (int p : app.trace.saved_proxies)
+      if (p < static_cast<int>(shown->proxies.size())) saved.push_back(shown->proxies[p]->name);
+  j["gradient_lines"] = linked;
+  j["saved_marked"] = saved;
+  return j;
+}
+
+json gradient_json(const Session& s) {
+  json j{{"note", s.gradient_note}};
+  if (!s.gradient) return j;
+  const GradientFocus& g = *s.gradient;
+  j["pipeline"] = g.pipeline;
+  j["key"] = g.key;
+  j["forward_statement"] = g.forward_statement;
+  j["backward_statements"] = g.backward_statements;
+  j["saved"] = g.saved;
   return j;
 }
 
@@ -167,6 +188,7 @@ json dump_state(const App& app) {
                   {"rules", c.rules.has_value()}};
   j["selected"] = stage_json(s, s.selected);
   j["trace"] = trace_json(app);
+  j["gradient"] = gradient_json(s);
   json diff{{"across_pipelines", s.diff.across_pipelines}, {"unified", s.diff.unified},
             {"follow_selection", s.diff.follow_selection}, {"fold_unchanged", s.diff.fold_unchanged},
             {"left", stage_json(s, s.diff.left)}, {"right", stage_json(s, s.diff.right)}};

@@ -15,6 +15,8 @@ struct Theme {
   ImU32 definition_highlight = IM_COL32(200, 150, 40, 120);
   ImU32 search_highlight = IM_COL32(160, 120, 40, 150);
   ImU32 current_line = IM_COL32(255, 255, 255, 20);
+  ImU32 gradient_link = IM_COL32(60, 150, 170, 90);     // a followed forward statement and its backward ones
+  ImU32 saved_value = IM_COL32(170, 90, 190, 120);      // the saved-for-backward values they read
   ImVec4 ok{0.45f, 0.80f, 0.45f, 1.0f};
   ImVec4 changed{0.95f, 0.75f, 0.30f, 1.0f};
   ImVec4 muted{0.55f, 0.58f, 0.62f, 1.0f};

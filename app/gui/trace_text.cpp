@@ -135,6 +135,7 @@ TraceText build_trace_text(const Trace& trace, int depth) {
   collect_proxies(trace, out);
   PrintOptions options;
   options.depth = depth;
+  options.line_owners = &out.line_owner;
   std::string text = print_trace(trace, options);
 
   size_t start = 0;
@@ -160,19 +161,13 @@ TraceText build_trace_text(const Trace& trace, int depth) {
     }
   }
 
-  // Each top-level statement is printed on one line "  <statement>", in body order.
-  size_t cursor = 0;
+  out.line_owner.resize(out.lines.size(), nullptr);
+  std::unordered_map<const BoundSymbol*, int> top_level;
+  for (size_t b = 0; b < trace.body.size(); ++b) top_level.emplace(&trace.body[b], static_cast<int>(b));
   out.statement_line.assign(trace.body.size(), -1);
-  for (size_t b = 0; b < trace.body.size(); ++b) {
-    std::string want = expand_tabs("  " + print_statement(trace.body[b]));
-    for (size_t l = cursor; l < out.lines.size(); ++l) {
-      if (out.lines[l].text == want) {
-        out.statement_line[b] = static_cast<int>(l);
-        cursor = l + 1;
-        break;
-      }
-    }
-  }
+  for (size_t l = 0; l < out.lines.size(); ++l)
+    if (auto it = top_level.find(out.line_owner[l]); it != top_level.end() && out.statement_line[it->second] < 0)
+      out.statement_line[it->second] = static_cast<int>(l);
   return out;
 }
 

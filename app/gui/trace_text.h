@@ -2,7 +2,8 @@
 // Contract: pure data, no ImGui. Each line keeps its text (tabs expanded) and the spans of its
 // tokens with a class for colouring; proxy tokens carry the index of the proxy they name, so the
 // view can show metadata on hover and highlight a proxy's definition and uses without re-lexing.
-// `statement_line[i]` is the line of top-level bound symbol i (what replay timings point at).
+// `statement_line[i]` is the line of top-level bound symbol i (what replay timings point at), and
+// `line_owner[l]` the bound symbol line l states (what a click on a statement acts on).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,6 +35,9 @@ struct TraceText {
   std::vector<int> definition_line;                  // per proxy: first line naming it
   std::vector<std::vector<int>> use_lines;           // per proxy: every line naming it, ascending
   std::vector<int> statement_line;                   // per top-level bound symbol, -1 if not found
+  // Per line: the bound symbol (at any level) it states, null for other lines; points into the
+  // trace the text was built from, which the caller keeps alive.
+  std::vector<const BoundSymbol*> line_owner;
   size_t max_columns = 0;
   int depth = 0;
 };

@@ -4,11 +4,13 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <set>
 #include <cctype>
 #include <cstdio>
 #include <string>
 
 #include "gui/theme.h"
+#include "transforms/gradient_links.h"
 
 namespace tv::gui {
 namespace {
@@ -68,6 +70,7 @@ void TraceView::refresh(const TracePtr& trace, int effective_depth) {
   trace_ = trace;
   text_depth_ = effective_depth;
   text_ = build_trace_text(*trace, effective_depth);
+  ++text_version_;
   if (!same_trace) {
     selected_proxy = -1;
     marked_line = -1;
@@ -76,6 +79,43 @@ void TraceView::refresh(const TracePtr& trace, int effective_depth) {
   }
   matched_query_.assign(1, '\x01');  // force a new search (not operator=: GCC 12 warns falsely)
   update_matches();
+}
+
+// The followed gradient in the shown trace: in a forward, the followed statement; in a backward,
+// the statements its rule made. A statement printed inside a level the depth slider hides is marked
+// on the top-level line that holds it.
+void TraceView::update_gradient_lines(const Session& s) {
+  const bool follows = s.gradient && s.gradient->pipeline == s.selected.pipeline &&
+                       (s.selected.kind == TraceKind::forward || s.selected.kind == TraceKind::backward);
+  const std::string key = follows ? s.gradient->key : std::string();
+  if (key == gradient_key_ && gradient_text_ == text_version_) return;
+  gradient_key_ = key;
+  gradient_text_ = text_version_;
+  gradient_lines.clear();
+  saved_proxies.clear();
+  if (key.empty()) return;
+  std::vector<const BoundSymbol*> linked;
+  if (s.selected.kind == TraceKind::forward) {
+    if (const BoundSymbol* b = forward_statement(*trace_, key)) linked.push_back(b);
+  } else {
+    linked = backward_statements(*trace_, key);
+  }
+  std::set<const BoundSymbol*> wanted(linked.begin(), linked.end()), printed;
+  std::set<int> lines;
+  for (int l = 0; l < static_cast<int>(text_.line_owner.size()); ++l)
+    if (wanted.count(text_.line_owner[l])) {
+      lines.insert(l);
+      printed.insert(text_.line_owner[l]);
+    }
+  if (printed.size() < wanted.size())
+    for (size_t i = 0; i < trace_->body.size(); ++i) {
+      bool holds = false;
+      walk(trace_->body[i].subsymbols, [&](const BoundSymbol& b, int) { holds = holds || (wanted.count(&b) && !printed.count(&b)); });
+      if (holds && text_.statement_line[i] >= 0) lines.insert(text_.statement_line[i]);
+    }
+  gradient_lines.assign(lines.begin(), lines.end());
+  for (const auto& name : s.gradient->saved)
+    if (auto it = text_.proxy_index.find(name); it != text_.proxy_index.end()) saved_proxies.push_back(it->second);
 }
 
 void TraceView::update_matches() {
@@ -122,6 +162,9 @@ void TraceView::draw(Session& s) {
   }
   const int max_depth = max_depth_;
   refresh(trace, std::clamp(depth, 0, max_depth));
+  update_gradient_lines(s);
+  if (s.scroll_to_gradient && !gradient_lines.empty()) marked_line = scroll_to = gradient_lines.front();
+  s.scroll_to_gradient = false;
   if (s.jump_to_statement >= 0) {
     if (s.jump_to_statement < static_cast<int>(text_.statement_line.size()))
       marked_line = scroll_to = text_.statement_line[s.jump_to_statement];
@@ -133,6 +176,7 @@ void TraceView::draw(Session& s) {
     focus_search = true;
   }
   draw_toolbar(s, max_depth);
+  draw_gradient_bar(s);
   draw_failure(s, *stage);
   draw_lines(s, *stage);
 }
@@ -149,6 +193,47 @@ void TraceView::draw_failure(Session& s, const Stage& stage) {
   ImGui::TextWrapped("failed at line %d: %s", failed_line + 1, why.c_str());
   ImGui::PopStyleColor();
   if (s.targets.enabled) s.targets.mark_last_item("trace/failure");
+}
+
+// The followed gradient: the forward statement, what its rule made in the backward, what they read
+// of the saved values, and buttons to either side.
+void TraceView::draw_gradient_bar(Session& s) {
+  const Theme& t = theme();
+  if (!s.gradient_note.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, t.muted);
+    ImGui::TextWrapped("%s", s.gradient_note.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (!s.gradient || s.gradient->pipeline != s.selected.pipeline) return;
+  const GradientFocus& g = *s.gradient;
+  std::string saved;
+  for (const auto& name : g.saved) saved += (saved.empty() ? "" : ", ") + name;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(t.gradient_link | IM_COL32_A_MASK));
+  ImGui::TextWrapped("gradient of %s: %d backward statement%s, saved values read: %s",
+                     g.forward_statement.empty() ? g.key.c_str() : g.forward_statement.c_str(), g.backward_statements,
+                     g.backward_statements == 1 ? "" : "s", saved.empty() ? "none" : saved.c_str());
+  ImGui::PopStyleColor();
+  if (ImGui::SmallButton("show forward")) s.show_gradient_side(TraceKind::forward);
+  if (s.targets.enabled) s.targets.mark_last_item("trace/gradient/forward");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("show backward")) s.show_gradient_side(TraceKind::backward);
+  if (s.targets.enabled) s.targets.mark_last_item("trace/gradient/backward");
+  ImGui::SameLine();
+  if (ImGui::SmallButton("stop following")) s.gradient.reset();
+  ImGui::SameLine();
+  ImGui::TextColored(t.muted, "%zu line%s marked here", gradient_lines.size(), gradient_lines.size() == 1 ? "" : "s");
+}
+
+void TraceView::draw_statement_tooltip(const Session& s, const BoundSymbol& b) const {
+  ImGui::BeginTooltip();
+  ImGui::Text("%s", b.name().c_str());
+  if (s.selected.kind == TraceKind::forward && !b.gradient_of.empty())
+    ImGui::TextColored(theme().muted, "click: mark the backward statements its gradient rule made and the saved values they read");
+  else if (s.selected.kind == TraceKind::backward && !b.gradient_of.empty())
+    ImGui::TextColored(theme().muted, "from the gradient of %s: click to show that forward statement", b.gradient_of.c_str());
+  else if (s.selected.kind == TraceKind::backward)
+    ImGui::TextColored(theme().muted, "no forward statement made this one");
+  ImGui::EndTooltip();
 }
 
 void TraceView::draw_toolbar(Session& s, int max_depth) {
@@ -214,6 +299,7 @@ void TraceView::draw_lines(Session& s, const Stage& stage) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const bool hovered_window = ImGui::IsWindowHovered();
   int hovered_proxy = -1;
+  const BoundSymbol* hovered_statement = nullptr;
 
   if (scroll_to >= 0) {
     ImGui::SetScrollY(std::max(0.0f, scroll_to * line_h - ImGui::GetWindowHeight() / 3));
@@ -238,6 +324,9 @@ void TraceView::draw_lines(Session& s, const Stage& stage) {
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.current_line);
       if (selected_proxy >= 0 && text_.definition_line[selected_proxy] == l)
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.definition_highlight);
+      if (std::binary_search(gradient_lines.begin(), gradient_lines.end(), l))
+        draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.gradient_link);
+      const BoundSymbol* owner = l < static_cast<int>(text_.line_owner.size()) ? text_.line_owner[l] : nullptr;
       if (l == failed_line) draw_failed_line(s, line, text_pos, char_w, line_h);
       char number[16];
       std::snprintf(number, sizeof number, "%*d", digits, l + 1);
@@ -247,6 +336,16 @@ void TraceView::draw_lines(Session& s, const Stage& stage) {
         ImVec2 p(text_pos.x + span.begin * char_w, text_pos.y);
         ImVec2 q(p.x + span.length * char_w, p.y + line_h);
         if (span.proxy >= 0 && span.proxy == selected_proxy) draw->AddRectFilled(p, q, t.use_highlight);
+        if (span.proxy >= 0 && std::find(saved_proxies.begin(), saved_proxies.end(), span.proxy) != saved_proxies.end())
+          draw->AddRect(p, q, t.saved_value | IM_COL32_A_MASK);
+        if (span.token == Token::symbol && owner) {
+          if (targets.enabled && !owner->outputs.empty())
+            targets.mark("trace/call/" + owner->outputs.front()->name, {p.x, p.y, q.x, q.y});
+          if (mouse_on_line && mouse.x >= p.x && mouse.x < q.x) {
+            hovered_statement = owner;
+            draw->AddLine(ImVec2(p.x, q.y - 1), ImVec2(q.x, q.y - 1), t.token[static_cast<int>(Token::symbol)]);
+          }
+        }
         if (span.proxy >= 0 && targets.enabled)
           targets.mark("trace/proxy/" + text_.proxies[span.proxy]->name, {p.x, p.y, q.x, q.y});
         if (span.proxy >= 0 && mouse_on_line && mouse.x >= p.x && mouse.x < q.x) {
@@ -266,6 +365,9 @@ void TraceView::draw_lines(Session& s, const Stage& stage) {
     hovered = describe_proxy(s, text_, hovered_proxy);
     draw_proxy_tooltip(*hovered);
     if (ImGui::IsMouseClicked(0)) selected_proxy = selected_proxy == hovered_proxy ? -1 : hovered_proxy;
+  } else if (hovered_statement) {
+    draw_statement_tooltip(s, *hovered_statement);
+    if (ImGui::IsMouseClicked(0)) s.click_statement(*hovered_statement);
   }
   ImGui::EndChild();
 }

@@ -5,6 +5,9 @@
 // Contract: lines and token spans are computed once per (trace, depth) by build_trace_text;
 // drawing goes through ImGuiListClipper, so only visible lines cost anything per frame. What the
 // tooltip shows is computed as data first (describe_proxy) and kept as `hovered` for the state dump.
+// Forward <-> backward: a click on a statement's symbol calls Session::click_statement; the lines of
+// the followed gradient (Session::gradient) and its saved values are marked, computed once per
+// (trace, depth, followed statement).
 #pragma once
 #include <optional>
 #include <string>
@@ -55,6 +58,8 @@ struct TraceView {
   int visible_rows = 0;                 // lines that fit in the view
   std::optional<ProxyInfo> hovered;     // the proxy under the mouse in the last frame
   int failed_line = -1;                 // a failed stage's failing line (0-based), -1 otherwise
+  std::vector<int> gradient_lines;      // lines of the followed gradient's statements, ascending
+  std::vector<int> saved_proxies;       // indexes into text().proxies of the saved values they read
 
   void draw(Session& s);
   // The text now shown (after at least one frame), or null.
@@ -70,6 +75,12 @@ struct TraceView {
   void draw_failed_line(Session& s, const TextLine& line, ImVec2 text_pos, float char_w, float line_h) const;
   void draw_proxy_tooltip(const ProxyInfo& info) const;
   void update_matches();
+  void update_gradient_lines(const Session& s);
+  void draw_gradient_bar(Session& s);
+  void draw_statement_tooltip(const Session& s, const BoundSymbol& statement) const;
+  std::string gradient_key_;   // what gradient_lines were computed for: the followed key and text
+  long gradient_text_ = -1;
+  long text_version_ = 0;      // counts the texts built
   TracePtr trace_;
   TracePtr depth_of_;  // the trace max_depth_ was computed for
   int max_depth_ = 0;

@@ -43,6 +43,7 @@ py::dict bound_symbol_dict(const BoundSymbol& b) {
   for (const auto& s : b.subsymbols) subs.append(bound_symbol_dict(s));
   d["subsymbols"] = subs;
   d["tags"] = b.tags;
+  d["gradient_of"] = b.gradient_of;  // forward <-> backward (transforms/gradient_links.h)
   return d;
 }
 

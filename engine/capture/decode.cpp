@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "format/parser.h"
+#include "transforms/gradient_links.h"
 #include "session/assess.h"
 
 namespace tv::capture_detail {
@@ -128,12 +129,34 @@ Layouts layouts_of(const Cursor& c) {
   return out;
 }
 
+// Forward ↔ backward links, {"<walk index>": "<forward key>"} (transforms/gradient_links.h).
+using Links = std::vector<std::pair<size_t, std::string>>;
+
+Links links_of(const Cursor& c) {
+  c.expect_object();
+  Links out;
+  for (const auto& [key, value] : c.json().items()) {
+    Cursor entry(value, c.path() + "/" + escape_pointer_token(key), c.file());
+    size_t used = 0;
+    unsigned long long index = 0;
+    bool digits = !key.empty() && key.size() < 19 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) index = std::stoull(key, &used);
+    if (!digits || used != key.size())
+      entry.fail("expected a statement index (digits) as the key, found \"" + key.substr(0, 40) + "\"");
+    std::string forward = entry.string();
+    if (forward.empty()) entry.fail("expected the name of a forward statement's output, found \"\"");
+    out.emplace_back(static_cast<size_t>(index), std::move(forward));
+  }
+  return out;
+}
+
 // The stored text, parsed when the stage is first read. The parser made one proxy per name, shared
 // by every use and owned by this trace alone, so setting a layout on the parameter's proxy sets it
-// everywhere.
-StageTrace stored_trace(const Cursor& text, Layouts layouts) {
+// everywhere; the trace is this stage's alone, so the links are set on it.
+StageTrace stored_trace(const Cursor& text, Layouts layouts, Links links, std::string links_path) {
   return StageTrace::stored(
-      text.string(), [file = text.file(), path = text.path(), layouts = std::move(layouts)](const std::string& source) {
+      text.string(), [file = text.file(), path = text.path(), layouts = std::move(layouts), links = std::move(links),
+                      links_path = std::move(links_path)](const std::string& source) {
         auto r = parse_trace(source);
         if (!r.trace) {
           int line = r.error ? r.error->line : 0, column = r.error ? r.error->column : 0;
@@ -146,6 +169,11 @@ StageTrace stored_trace(const Cursor& text, Layouts layouts) {
         for (const auto& [name, layout] : layouts)
           for (const auto& param : r.trace->params)
             if (param.proxy->name == name) const_cast<Proxy&>(*param.proxy).distribution = layout;
+        try {
+          if (!links.empty()) set_gradient_links(const_cast<Trace&>(*r.trace), links);
+        } catch (const std::out_of_range& e) {
+          throw CaptureError(file, links_path, e.what());
+        }
         return r.trace;
       });
 }
@@ -170,7 +198,13 @@ Stage stage(const Cursor& c, const Context& ctx) {
       structure.fail_expected("an object (the trace's structure)");
     }
   }
-  if (has_text) s.trace = stored_trace(text, std::move(layouts));
+  Links links;
+  std::string links_path;
+  if (auto l = c.optional_field("gradient_of")) {
+    links = links_of(*l);
+    links_path = l->path();
+  }
+  if (has_text) s.trace = stored_trace(text, std::move(layouts), std::move(links), std::move(links_path));
   return s;
 }
 

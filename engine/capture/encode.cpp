@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "format/printer.h"
+#include "transforms/gradient_links.h"
 
 namespace tv::capture_detail {
 namespace {
@@ -70,6 +71,9 @@ Json encode_stage(const Stage& s) {
     if (p.proxy->distribution != Distribution::none)
       layouts[p.proxy->name] = std::string(distribution_name(p.proxy->distribution));
   if (!layouts.empty()) j["distributions"] = std::move(layouts);
+  Json links = Json::object();
+  for (const auto& [index, key] : gradient_links(*s.trace)) links[std::to_string(index)] = key;
+  if (!links.empty()) j["gradient_of"] = std::move(links);
   return j;
 }
 

@@ -109,21 +109,32 @@ void emit(std::string& out, int depth, const std::string& line) {
   out += line;
 }
 
-void print_body(std::string& out, const std::vector<BoundSymbol>& body, int depth, int max_depth,
-                bool headers) {
+void print_body(std::string& out, const std::vector<BoundSymbol>& body, int depth, int max_depth, bool headers,
+                std::vector<const BoundSymbol*>* owners) {
+  auto owned_by = [&](const BoundSymbol* b, size_t lines) {
+    if (owners) owners->insert(owners->end(), lines, b);
+  };
   for (const auto& b : body) {
     if (depth == 0 && headers && !b.header.empty()) {
       out += "\n";
       emit(out, 0, "# " + b.header);
+      owned_by(nullptr, 2);
     }
     if (b.symbol->form == PrintForm::unpack_sequence && !b.outputs.empty()) {
-      for (const auto& line : unpack_lines(b)) emit(out, depth, line);
+      for (const auto& line : unpack_lines(b)) {
+        emit(out, depth, line);
+        owned_by(&b, 1);
+      }
       for (const auto& o : b.outputs)
-        if (has_type(*o)) emit(out, depth, "# " + o->name + ": " + quoted_type(*o));
+        if (has_type(*o)) {
+          emit(out, depth, "# " + o->name + ": " + quoted_type(*o));
+          owned_by(&b, 1);
+        }
     } else {
       emit(out, depth, print_statement(b));
+      owned_by(&b, 1);
     }
-    if (depth < max_depth) print_body(out, b.subsymbols, depth + 1, max_depth, headers);
+    if (depth < max_depth) print_body(out, b.subsymbols, depth + 1, max_depth, headers, owners);
   }
 }
 
@@ -173,7 +184,7 @@ std::string print_statement(const BoundSymbol& b) {
 
 std::string print_bound_symbol(const BoundSymbol& b, int depth) {
   std::string out;
-  print_body(out, {b}, 0, depth, true);
+  print_body(out, {b}, 0, depth, true, nullptr);
   return out.substr(1);  // drop the leading newline
 }
 
@@ -194,7 +205,8 @@ std::string print_trace(const Trace& t, const PrintOptions& options) {
     out += (p.kind == ParamKind::varargs ? "*" : p.kind == ParamKind::varkw ? "**" : "") + p.proxy->name;
   }
   out += "):";
-  print_body(out, t.body, 0, options.depth, options.headers);
+  if (options.line_owners) options.line_owners->assign(std::count(out.begin(), out.end(), '\n') + 1, nullptr);
+  print_body(out, t.body, 0, options.depth, options.headers, options.line_owners);
   return out;
 }
 

@@ -5,6 +5,7 @@
 // back a trace that prints identically.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "ir/trace.h"
 
@@ -18,6 +19,9 @@ struct PrintOptions {
   int depth = kAllLevels;  // subsymbol levels to print; 0 prints the top level only
   bool headers = true;     // source-location comments
   bool provenance = true;  // the "# Constructed by" line
+  // When set, filled with the bound symbol (at any level) each printed line states, one entry per
+  // line; null for the lines of no statement (provenance, signature, blank and header lines).
+  std::vector<const BoundSymbol*>* line_owners = nullptr;
 };
 
 std::string print_trace(const Trace&, const PrintOptions& = {});

@@ -27,6 +27,11 @@ struct BoundSymbol {
   CowVector<BoundSymbol> subsymbols;      // its decomposition, one level down (shared by copies until changed)
   std::string header;                     // source location printed as a comment above it
   std::vector<std::string> tags;
+  // Forward <-> backward: the first output's name of the forward statement autograd differentiated,
+  // on that statement itself and on each backward statement its gradient rule made; "" elsewhere.
+  // Passes carry it with the statement. Not printed: Thunder's format has no place for it, so
+  // captures store it beside the text (transforms/gradient_links.h).
+  std::string gradient_of;
 
   const std::string& name() const { return symbol->name; }
   ProxyPtr output() const { return outputs.empty() ? nullptr : outputs.front(); }

@@ -6,6 +6,8 @@
 //     cotangents of its arguments (ltorch.add);
 //  3. dead-code elimination of the backward (grads of inputs that need none, e.g. linear's input);
 //  4. saved_for_backward = forward values the backward reads; assemble both traces.
+// Each differentiated forward statement and each backward statement its rule made carry the forward
+// statement's first output (BoundSymbol::gradient_of).
 #include "transforms/autograd.h"
 
 #include <chrono>
@@ -65,6 +67,7 @@ struct ForwardSweep {
   void record(const BoundSymbol& b, const std::string& header) {
     body.push_back(b);
     body.back().header = header;
+    if (!b.outputs.empty()) body.back().gradient_of = b.outputs.front()->name;
     tape.push_back(&b);
     for (const auto& o : b.outputs)
       if (differentiable_value(o)) diff.insert(o->name);
@@ -202,7 +205,11 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
       any = any || out_cts.back().is_proxy();
     }
     if (!any) continue;
+    const size_t first_new = bwd.trace().body.size();
     distribute(bwd, cts, fwd.diff, b, find_grad_rule(*b.symbol)->fn(bwd, b, out_cts));
+    // What the rule wrote, and the accumulations of the cotangents it gave, are this statement's gradient.
+    auto& written = bwd.trace().body;
+    for (size_t i = first_new; i < written.size(); ++i) written[i].gradient_of = b.outputs.front()->name;
   }
   std::vector<Value> grads;
   for (size_t i = 0; i < params.size(); ++i)

@@ -371,5 +371,125 @@ assert folded["displayed_rows"] < folded["rows"], folded
 assert unfolded["displayed_rows"] == unfolded["rows"], unfolded
 PY
 
+# 14. Forward <-> backward: a click on a backward statement (the mlp's first matmul, from its
+# second linear) shows the forward statement its gradient rule belongs to; "show backward" marks every
+# statement that rule made; a click on a forward statement follows it and boxes the saved values.
+s="$OUT/gradient"
+script "$s.find.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "backward", "stage": 0}}, {"frames": 3},
+  {"dump": "'"$s"'.find.json"}, {"quit": true}]'
+"$GUI" gui --model mlp --script "$s.find.script.json" --dump-state "$s.find.state.json" >"$s.find.log" 2>&1
+# The first top-level matmul of the backward: its output names its call's target.
+matmul=$(/usr/bin/python3 - "$s.find.json" <<'PY'
+import json, re, sys
+lines = json.load(open(sys.argv[1]))["trace"]["first_lines"]
+print(next(m.group(1) for m in (re.match(r"  (t\d+) = ltorch\.matmul\(", l) for l in lines) if m))
+PY
+)
+check "gradient: the backward has a matmul" test -n "$matmul"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "backward", "stage": 0}}, {"frames": 3},
+  {"click": "trace/call/'"$matmul"'"}, {"frames": 3}, {"dump": "'"$s"'.to-forward.json"},
+  {"click": "trace/gradient/backward"}, {"frames": 3}, {"dump": "'"$s"'.to-backward.json"},
+  {"select_stage": {"pipeline": 0, "kind": "forward", "stage": -1}}, {"frames": 2}, {"click": "trace/call/t0"},
+  {"frames": 3}, {"dump": "'"$s"'.forward-click.json"},
+  {"quit": true}]'
+"$GUI" gui --model mlp --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "gradient: exit 0" test $? -eq 0
+check "gradient: no script error" no_script_errors "$s.state.json"
+check "gradient: a backward click shows the forward" json "$s.to-forward.json" /selected/kind eq '"forward"'
+check "gradient: ... the linear whose rule made it" json "$s.to-forward.json" /gradient/forward_statement contains "ltorch.linear"
+check "gradient: ... marked in the forward" json "$s.to-forward.json" /trace/gradient_lines/0/text contains "ltorch.linear"
+check "gradient: ... scrolled to" same "$s.to-forward.json" /trace/marked_line "$s.to-forward.json" /trace/gradient_lines/0/line
+check "gradient: its saved values" json "$s.to-forward.json" /gradient/saved contains "t_fc2_weight"
+check "gradient: show backward selects a backward stage" json "$s.to-backward.json" /selected/kind eq '"backward"'
+check "gradient: ... marks what the rule made" json "$s.to-backward.json" /trace/gradient_lines/1/line ge 1
+check "gradient: ... the clicked matmul among them" json "$s.to-backward.json" /trace/gradient_lines contains "$matmul"
+check "gradient: ... boxes the saved values read" json "$s.to-backward.json" /trace/saved_marked contains "t_fc2_weight"
+check "gradient: a forward click follows that statement" json "$s.forward-click.json" /gradient/key eq '"t0"'
+check "gradient: ... the first linear's backward statements" json "$s.forward-click.json" /gradient/backward_statements ge 2
+check "gradient: ... it stays in the forward" json "$s.forward-click.json" /selected/kind eq '"forward"'
+# Thunder's printouts carry no links: a click on a backward statement says so.
+script "$s.imported.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "backward", "stage": 0}}, {"frames": 3},
+  {"click": "trace/call/*"}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui "$FIXTURES" --script "$s.imported.script.json" --dump-state "$s.imported.json" >"$s.imported.log" 2>&1
+check "gradient: imported, exit 0" test $? -eq 0
+check "gradient: imported, no script error" no_script_errors "$s.imported.json"
+check "gradient: imported printouts carry no links, said so" json "$s.imported.json" /gradient/note contains "no forward-backward links"
+
+# 15. Real input: the rules click, stage-diff navigation and the forward <-> backward click driven by
+# X events (xdotool moves the pointer and clicks, and presses keys, in the Xvfb window).
+if ! command -v xdotool >/dev/null 2>&1; then
+  echo "SKIP: xdotool is not installed (apt-get install xdotool); the real-input GUI tests need it"
+else
+  # real_input_run NAME SCRIPT_JSON GUI_ARGS...: starts the GUI on SCRIPT in the background.
+  real_input_run() {
+    local name=$1 body=$2; shift 2
+    script "$OUT/$name.script.json" "$body"
+    "$GUI" gui "$@" --script "$OUT/$name.script.json" --dump-state "$OUT/$name.state.json" >"$OUT/$name.log" 2>&1 &
+    REAL_PID=$!
+  }
+  wait_file() {  # wait_file PATH: up to 60 s
+    for _ in $(seq 1 600); do [ -e "$1" ] && return 0; sleep 0.1; done
+    echo "$1 did not appear" >>"$OUT/checks.log"; return 1
+  }
+  # x_click TARGETS NAME: the pointer onto the target's centre (window pixels), then a press and release.
+  x_click() {
+    local xy window
+    xy=$(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))[sys.argv[2]]; print(int((r[0]+r[2])/2), int((r[1]+r[3])/2))' "$1" "$2") || return 1
+    window=$(xdotool search --name "Thunder Viz" | head -1)
+    [ -n "$window" ] || return 1
+    # Each step held over several frames (llvmpipe frames of a large trace take tens of milliseconds):
+    # ImGui hit-tests the hover in one frame and takes the press and the release in later ones.
+    xdotool mousemove --window "$window" $xy && sleep 0.6 && xdotool mousedown 1 && sleep 0.3 && xdotool mouseup 1 && sleep 0.6
+  }
+  real_done() { wait $REAL_PID; }
+
+  s="$OUT/real-rules"
+  real_input_run real-rules '[{"real_input": true}, {"wait_idle": true}, {"select_panel": "rules"}, {"frames": 5},
+    {"targets": "'"$s"'.targets.json"}, {"wait_for_file": "'"$s"'.go"}, {"frames": 2}, {"wait_idle": true},
+    {"frames": 4}, {"dump": "'"$s"'.clicked.json"}, {"quit": true}]' "$OUT/rules.tvz.json"
+  wait_file "$s.targets.json" && x_click "$s.targets.json" "rules/cell/jit,ddp" >>"$OUT/checks.log" 2>&1
+  touch "$s.go"; real_done
+  check "real input: rules click, exit 0" test $? -eq 0
+  check "real input: rules click ran both orders" json "$s.clicked.json" /capture/pipelines/1/order eq '["ddp","jit"]'
+  check "real input: rules click opened the diff" json "$s.clicked.json" /panel eq '"diff"'
+  check "real input: rules diff across pipelines" json "$s.clicked.json" /diff/across_pipelines eq true
+
+  s="$OUT/real-stage-diff"
+  real_input_run real-stage-diff '[{"real_input": true}, {"wait_idle": true}, {"select_panel": "diff"}, {"frames": 5},
+    {"targets": "'"$s"'.targets.json"}, {"wait_for_file": "'"$s"'.go1"}, {"frames": 3}, {"dump": "'"$s"'.selected.json"},
+    {"targets": "'"$s"'.targets2.json"}, {"wait_for_file": "'"$s"'.go2"}, {"frames": 3}, {"dump": "'"$s"'.next.json"},
+    {"wait_for_file": "'"$s"'.go3"}, {"frames": 3}, {"dump": "'"$s"'.down.json"}, {"quit": true}]' \
+    --model gpt --param layers=2 --order jit,ddp --world 2
+  wait_file "$s.targets.json" && x_click "$s.targets.json" "stages/0/backward/2" >>"$OUT/checks.log" 2>&1
+  touch "$s.go1"
+  wait_file "$s.targets2.json" && x_click "$s.targets2.json" "diff/next-change" >>"$OUT/checks.log" 2>&1
+  touch "$s.go2"
+  wait_file "$s.next.json"
+  # Held over a few frames: ImGui 1.86 reads keys as down or up per frame, so a press and release
+  # within one frame would be lost.
+  { xdotool windowfocus --sync "$(xdotool search --name "Thunder Viz" | head -1)" && xdotool keydown Down &&
+    sleep 0.2 && xdotool keyup Down && sleep 0.3; } >>"$OUT/checks.log" 2>&1
+  touch "$s.go3"; real_done
+  check "real input: stage diff, exit 0" test $? -eq 0
+  check "real input: clicked stage diffed" json "$s.selected.json" /diff/right/pass eq '"ddp bucketing (25 MB)"'
+  check "real input: against the stage before it" json "$s.selected.json" /diff/left/pass eq '"ddp pass"'
+  check "real input: next change button" json "$s.next.json" /diff/focus_kind oneof '["changed","added","removed"]'
+  check "real input: Down steps to the next stage" json "$s.down.json" /diff/right/stage eq 3
+
+  s="$OUT/real-gradient"
+  real_input_run real-gradient '[{"real_input": true}, {"wait_idle": true},
+    {"select_stage": {"pipeline": 0, "kind": "backward", "stage": 0}}, {"frames": 5},
+    {"targets": "'"$s"'.targets.json"}, {"wait_for_file": "'"$s"'.go"}, {"frames": 3}, {"dump": "'"$s"'.clicked.json"},
+    {"quit": true}]' --model mlp
+  wait_file "$s.targets.json" && x_click "$s.targets.json" "trace/call/$matmul" >>"$OUT/checks.log" 2>&1
+  touch "$s.go"; real_done
+  check "real input: gradient click, exit 0" test $? -eq 0
+  check "real input: a backward click shows the forward" json "$s.clicked.json" /selected/kind eq '"forward"'
+  check "real input: ... its linear marked" json "$s.clicked.json" /trace/gradient_lines/0/text contains "ltorch.linear"
+fi
+
 echo "GUI tests: $PASSED passed, $FAILED failed (outputs in $OUT)"
 [ $FAILED -eq 0 ]

@@ -41,6 +41,24 @@ def test_mlp_matches_eager():
     assert len(tv.last_prologue_traces(tm)) >= 1
 
 
+def test_backward_statements_name_the_forward_statement_they_came_from():
+    torch.manual_seed(0)
+    tm = check_against_eager(mlp(), torch.randn(2, 64))
+    def every(symbols):  # every level: gelu's pieces sit in a fusion region
+        for b in symbols:
+            yield b
+            yield from every(b["subsymbols"])
+
+    forward = {b["gradient_of"]: b for b in every(tv.last_traces(tm)[-1].bound_symbols) if b["gradient_of"]}
+    backward = [b for b in every(tv.last_backward_traces(tm)[-1].bound_symbols) if b["gradient_of"]]
+    assert backward, "no backward statement carries its forward statement"
+    for b in backward:
+        assert b["gradient_of"] in forward, b["statement"]
+    # The second linear's rule made the matmuls of its two gradients.
+    fc2 = [k for k, b in forward.items() if b["name"] == "ltorch.linear"][-1]
+    assert "ltorch.matmul" in [b["name"] for b in backward if b["gradient_of"] == fc2]
+
+
 def test_transformer_block_matches_eager():
     torch.manual_seed(0)
     check_against_eager(Block(), torch.randn(2, 8, 32))

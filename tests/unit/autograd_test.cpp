@@ -16,6 +16,7 @@
 #include "ops/ltorch.h"
 #include "test_util.h"
 #include "transforms/autograd.h"
+#include "transforms/gradient_links.h"
 
 using namespace tv;
 namespace lt = tv::ltorch;
@@ -134,6 +135,45 @@ TEST(Autograd, MlpMatchesThunder) {
   ASSERT_EQ(grads.items.size(), 5u);
   EXPECT_TRUE(grads.items[0].is_none());
   for (size_t i = 1; i < 5; ++i) EXPECT_EQ(grads.items[i].proxy->shape, computation->params[i].proxy->shape);
+}
+
+// Each backward statement names the forward statement whose rule made it: the mlp's second linear
+// gives the matmuls of its two gradients, which read the saved fc2 weight and gelu's output.
+TEST(Autograd, BackwardStatementsNameTheirForwardStatement) {
+  auto computation = fixture("mlp__fwd__00.txt");
+  ASSERT_TRUE(computation);
+  auto fb = split_forward_backward(*computation, {false, true, true, true, true});
+  for (const auto& b : fb.backward->body) {
+    if (b.symbol->form != PrintForm::call) continue;
+    EXPECT_FALSE(b.gradient_of.empty()) << print_statement(b);
+    EXPECT_NE(forward_statement(*fb.forward, b.gradient_of), nullptr) << print_statement(b);
+  }
+  // gelu is differentiated through its pieces: each is a forward statement of its own.
+  for (const auto& b : fb.forward->body)
+    if (b.symbol->form == PrintForm::call) EXPECT_EQ(b.gradient_of, b.outputs.front()->name) << print_statement(b);
+  const BoundSymbol* fc2 = nullptr;
+  for (const auto& b : fb.forward->body)
+    if (b.name() == "ltorch.linear") fc2 = &b;
+  ASSERT_NE(fc2, nullptr);
+  const std::string key = fc2->outputs.front()->name;
+  EXPECT_EQ(fc2->gradient_of, key);
+  EXPECT_EQ(forward_statement(*fb.forward, key), fc2);  // not its decomposition, prims.linear
+  auto made = backward_statements(*fb.backward, key);
+  std::vector<std::string> ops;
+  for (const auto* b : made) ops.push_back(b->name());
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "ltorch.matmul"), ops.end());
+  EXPECT_EQ(saved_values_read(*fb.backward, made), (std::vector<std::string>{"t_fc2_weight", "t10"}));
+  EXPECT_TRUE(has_gradient_links(*fb.forward));
+  EXPECT_TRUE(has_gradient_links(*fb.backward));
+  // The links of a trace, as a capture stores them, set back on a parsed copy.
+  auto links = gradient_links(*fb.backward);
+  auto reparsed = parse_trace(print_trace(*fb.backward));
+  ASSERT_TRUE(reparsed);
+  auto copy = std::const_pointer_cast<Trace>(reparsed.trace);
+  EXPECT_FALSE(has_gradient_links(*copy));
+  set_gradient_links(*copy, links);
+  EXPECT_EQ(gradient_links(*copy), links);
+  EXPECT_THROW(set_gradient_links(*copy, {{100000, "t0"}}), std::out_of_range);
 }
 
 TEST(Autograd, ValueUsedTwiceAccumulatesWithAdd) {

@@ -28,6 +28,7 @@
 #include "format/printer.h"
 #include "session/assess.h"
 #include "session/run.h"
+#include "transforms/gradient_links.h"
 #include "test_util.h"
 
 using namespace tv;
@@ -437,6 +438,54 @@ TEST(CaptureRoundTrip, ParameterLayoutSurvivesSaveAndLoad) {
       }
       if (stage.pass == "acquisition") EXPECT_EQ(parameters, 4u);
     }
+  }
+}
+
+// Forward <-> backward links are not in the printed text: the capture keeps them beside it, at every
+// backward stage, and each one names a statement of the final forward.
+TEST(CaptureRoundTrip, GradientLinksSurviveSaveAndLoad) {
+  TempDir dir;
+  auto path = dir.file("links.tvz.json");
+  Capture made = distributed_capture();
+  save_capture(made, path);
+  Capture loaded = load_capture(path);
+  ASSERT_EQ(loaded.pipelines.size(), made.pipelines.size());
+  for (size_t p = 0; p < made.pipelines.size(); ++p) {
+    const auto& before = made.pipelines[p].stages;
+    const auto& after = loaded.pipelines[p].stages;
+    ASSERT_EQ(after.backward.size(), before.backward.size());
+    const Trace& forward = *after.forward.back().trace;
+    EXPECT_EQ(gradient_links(forward), gradient_links(*before.forward.back().trace));
+    for (size_t s = 0; s < before.backward.size(); ++s) {
+      auto links = gradient_links(*before.backward[s].trace);
+      EXPECT_GE(links.size(), 4u) << before.backward[s].pass;  // mlp: two linears, a gelu's pieces
+      EXPECT_EQ(gradient_links(*after.backward[s].trace), links) << after.backward[s].pass;
+      for (const auto& [index, key] : links)
+        EXPECT_NE(forward_statement(forward, key), nullptr) << after.backward[s].pass << ": " << key;
+    }
+  }
+}
+
+TEST(CaptureErrors, GradientLinkPastTheTraceNamesItsPath) {
+  TempDir dir;
+  auto path = dir.file("links.tvz.json");
+  save_capture(distributed_capture(), path);
+  auto doc = Json::parse(read_file(path));
+  doc["pipelines"][0]["stages"]["backward"][0]["gradient_of"]["99999"] = "t0";
+  Capture loaded = capture_from_json(doc.dump());  // stored traces are read when first shown
+  try {
+    (void)loaded.pipelines[0].stages.backward[0].trace.get();
+    FAIL() << "an out-of-range link was accepted";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("/pipelines/0/stages/backward/0/gradient_of"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("99999"), std::string::npos) << e.what();
+  }
+  doc["pipelines"][0]["stages"]["backward"][0]["gradient_of"] = {{"x1", "t0"}};
+  try {
+    capture_from_json(doc.dump());
+    FAIL() << "a key that is not an index was accepted";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("gradient_of/x1"), std::string::npos) << e.what();
   }
 }
 
