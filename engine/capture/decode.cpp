@@ -137,15 +137,12 @@ Links links_of(const Cursor& c) {
   Links out;
   for (const auto& [key, value] : c.json().items()) {
     Cursor entry(value, c.path() + "/" + escape_pointer_token(key), c.file());
-    size_t used = 0;
-    unsigned long long index = 0;
-    bool digits = !key.empty() && key.size() < 19 && key.find_first_not_of("0123456789") == std::string::npos;
-    if (digits) index = std::stoull(key, &used);
-    if (!digits || used != key.size())
+    // At most 18 digits: every such number fits in size_t, so stoull cannot throw.
+    if (key.empty() || key.size() > 18 || key.find_first_not_of("0123456789") != std::string::npos)
       entry.fail("expected a statement index (digits) as the key, found \"" + key.substr(0, 40) + "\"");
     std::string forward = entry.string();
     if (forward.empty()) entry.fail("expected the name of a forward statement's output, found \"\"");
-    out.emplace_back(static_cast<size_t>(index), std::move(forward));
+    out.emplace_back(static_cast<size_t>(std::stoull(key)), std::move(forward));
   }
   return out;
 }

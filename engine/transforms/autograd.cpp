@@ -67,7 +67,7 @@ struct ForwardSweep {
   void record(const BoundSymbol& b, const std::string& header) {
     body.push_back(b);
     body.back().header = header;
-    if (!b.outputs.empty()) body.back().gradient_of = b.outputs.front()->name;
+    if (b.output()) body.back().gradient_of = b.output()->name;
     tape.push_back(&b);
     for (const auto& o : b.outputs)
       if (differentiable_value(o)) diff.insert(o->name);
@@ -209,7 +209,7 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
     distribute(bwd, cts, fwd.diff, b, find_grad_rule(*b.symbol)->fn(bwd, b, out_cts));
     // What the rule wrote, and the accumulations of the cotangents it gave, are this statement's gradient.
     auto& written = bwd.trace().body;
-    for (size_t i = first_new; i < written.size(); ++i) written[i].gradient_of = b.outputs.front()->name;
+    for (size_t i = first_new; i < written.size(); ++i) written[i].gradient_of = b.output()->name;
   }
   std::vector<Value> grads;
   for (size_t i = 0; i < params.size(); ++i)
