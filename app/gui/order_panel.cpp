@@ -13,14 +13,7 @@
 
 namespace tv::gui {
 
-std::optional<RunRequest> rerun_request(const Session& s) {
-  if (s.request) return s.request;
-  if (!s.capture || s.capture->model.name.empty() || s.capture->model.name == "imported") return std::nullopt;
-  RunRequest r;
-  r.model = s.capture->model.name;
-  r.params = s.capture->model.params;
-  return r;
-}
+std::optional<RunRequest> rerun_request(const Session& s) { return s.rerun().request; }
 
 void OrderPanel::initialise(const Session& s) {
   if (initialised || !s.capture) return;
@@ -72,8 +65,7 @@ PipelineSpec OrderPanel::spec() const {
 bool OrderPanel::run(Session& s) {
   auto request = rerun_request(s);
   if (!request) {
-    s.error = "this capture cannot be re-run: it holds no built-in model (imported printouts); "
-              "open a model with `thunder-viz gui --model NAME`";
+    s.error = "this capture cannot be re-run: " + s.rerun().why_not;
     return false;
   }
   if (s.worker.busy()) {
@@ -154,9 +146,15 @@ void OrderPanel::draw(Session& s) {
   if (!can_run) ImGui::EndDisabled();
   ImGui::SameLine();
   if (s.worker.busy()) ImGui::TextColored(t.muted, "running...");
-  else if (!rerun_request(s)) ImGui::TextColored(t.muted, "imported capture: nothing to re-run");
+  else if (!rerun_request(s)) ImGui::TextColored(t.muted, "cannot run");
   else ImGui::TextColored(t.muted, "compares %s with %s", previous ? previous->label().c_str() : "(none)",
                           spec().label().c_str());
+  if (const Rerun& r = s.rerun(); !r.why_not.empty() || !r.note.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, r.why_not.empty() ? t.muted : t.error);
+    ImGui::TextWrapped("%s", r.why_not.empty() ? r.note.c_str() : r.why_not.c_str());
+    ImGui::PopStyleColor();
+    if (s.targets.enabled) s.targets.mark_last_item("order/rerun-note");
+  }
   ImGui::EndChild();
   ImGui::SameLine();
   ImGui::BeginChild("order-results", ImVec2(0, 0), true);
@@ -241,8 +239,9 @@ void OrderPanel::draw_results(Session& s) {
     ImGui::PushStyleColor(ImGuiCol_Text, verdict_colour(verdict));
     ImGui::TextWrapped("%s", comparison_line(c, cmp).c_str());
     ImGui::PopStyleColor();
+    const bool replayed = c.pipelines.at(cmp.left).replay && c.pipelines.at(cmp.right).replay;
     ImGui::Text("traces %s, numbers %s", cmp.traces_equal ? "canonically equal" : "differ",
-                cmp.numbers_equal ? "equal" : "differ");
+                !replayed ? "not compared (not replayed)" : cmp.numbers_equal ? "equal" : "differ");
     int equal = static_cast<int>(std::count_if(cmp.stages.begin(), cmp.stages.end(),
                                                [](const StageComparison& sc) { return sc.equal; }));
     ImGui::Text("%d of %zu aligned stages equal", equal, cmp.stages.size());

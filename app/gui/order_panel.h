@@ -39,7 +39,7 @@ struct OrderPanel {
   void draw_semantics();
 };
 
-// How to re-run what the session shows: its live request, or the capture's model (not "imported").
+// How to re-run what the session shows (Session::rerun): none when it cannot be.
 std::optional<RunRequest> rerun_request(const Session& s);
 
 }  // namespace tv::gui

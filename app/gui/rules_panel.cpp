@@ -80,7 +80,7 @@ void RulesPanel::open_cell(Session& s, const RuleCell& cell) {
   }
   auto request = rerun_request(s);
   if (!request) {
-    s.error = "the capture holds no pipelines for this cell and cannot run them (imported capture)";
+    s.error = "the capture holds no pipelines for this cell and cannot run them: " + s.rerun().why_not;
     return;
   }
   if (s.worker.busy()) {

@@ -253,6 +253,12 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     TraceKind kind;
     if (!parse_trace_kind(v.get<std::string>(), &kind)) throw std::invalid_argument("unknown trace kind " + v.dump());
     s.show_gradient_side(kind);
+  } else if (name == "follow_source") {
+    s.follow_source(SourceLine{v.at("file").get<std::string>(), v.at("line").get<int>(), v.value("code", std::string())});
+  } else if (name == "source_stage") {
+    s.step_source_stage(v.get<int>() < 0 ? -1 : +1);
+  } else if (name == "stop_source") {
+    s.stop_following_source();
   } else if (name == "real_input") {
     mouse_ = SyntheticMouse{};
     mouse_.active = !v.get<bool>();

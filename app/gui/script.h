@@ -12,6 +12,8 @@
 // frame, tooltips included) {"quit":true}
 // {"follow_gradient":"t3"} (what a click on the forward statement defining t3 does)
 // {"gradient_side":"backward"} (or "forward": what the gradient bar's buttons do)
+// {"follow_source":{"file":"engine/jit/zoo.cpp","line":120}} (what a click on that source line does)
+// {"source_stage":1} (or -1: the source pane's next/previous stage buttons) {"stop_source":true}
 // Real input (tests that drive the window with X events, e.g. xdotool): {"real_input":true} hands the
 // pointer back to the platform; {"targets":"OUT.json"} writes the named targets of the last frame,
 // {"name": [x0, y0, x1, y1]} in window pixels; {"wait_for_file":"PATH"} holds the script, frames

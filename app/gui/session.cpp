@@ -4,8 +4,11 @@
 #include <filesystem>
 
 #include "gui/import_dir.h"
+#include "jit/captured.h"
+#include "jit/zoo.h"
 #include "format/printer.h"
 #include "transforms/gradient_links.h"
+#include "transforms/source_provenance.h"
 #include "transforms/transform.h"
 
 namespace tv::gui {
@@ -88,6 +91,19 @@ void Session::follow_gradient(int pipeline_index, const std::string& key) {
 
 void Session::click_statement(const BoundSymbol& b) {
   gradient_note.clear();
+  source_note.clear();
+  if (TracePtr shown = trace(selected)) {
+    TracePtr forward = selected.kind == TraceKind::backward ? links_forward(selected.pipeline) : nullptr;
+    SourceRef from = statement_source(*shown, b, forward.get());
+    std::optional<SourceLine> line = from ? source_line(*from) : std::nullopt;
+    if (line) {
+      follow_source(*line);
+      scroll_to_source = false;  // the clicked statement is on screen already
+    } else
+      source_note = from ? "its source comment names no file and line: \"" + *from + "\""
+                         : "no source line for this statement: a pass added it (a collective, an unpack, a del), or "
+                           "the printout has no source comment above it and no forward statement it came from";
+  }
   if (selected.kind != TraceKind::forward && selected.kind != TraceKind::backward) return;
   if (!b.gradient_of.empty()) {
     follow_gradient(selected.pipeline, b.gradient_of);
@@ -129,6 +145,38 @@ void Session::show_gradient_side(TraceKind kind) {
   gradient_note = std::string("no ") + std::string(trace_kind_name(kind)) + " stage holds " + gradient->key;
 }
 
+void Session::follow_source(const SourceLine& line) {
+  source_note.clear();
+  source_focus = SourceFocus{line};
+  from_source_.clear();
+  scroll_to_source = true;
+}
+
+void Session::stop_following_source() {
+  source_focus.reset();
+  from_source_.clear();
+}
+
+void Session::step_source_stage(int direction) {
+  const auto* p = pipeline(selected.pipeline);
+  if (!source_focus || !p) return;
+  std::vector<StageRef> order;
+  for (TraceKind k : kTraceKinds)
+    for (int i = 0; i < static_cast<int>(p->stages.of(k).size()); ++i) order.push_back({selected.pipeline, k, i});
+  auto at = std::find(order.begin(), order.end(), selected);
+  int i = at == order.end() ? -1 : static_cast<int>(at - order.begin());
+  for (i += direction; i >= 0 && i < static_cast<int>(order.size()); i += direction)
+    if (!from_source(order[i]).empty()) {
+      select_stage(order[i]);
+      select_panel(Panel::trace);
+      scroll_to_source = true;
+      return;
+    }
+  source_note = std::string("no ") + (direction > 0 ? "later" : "earlier") + " stage of P" +
+                std::to_string(selected.pipeline) + " holds a statement from " + source_focus->line.file + ":" +
+                std::to_string(source_focus->line.line);
+}
+
 void Session::poll() {
   std::optional<Capture> result;
   std::string failure;
@@ -149,8 +197,13 @@ void Session::adopt(Capture c) {
   capture = std::make_shared<const Capture>(std::move(c));
   memory_.clear();
   unreadable_.clear();
+  from_source_.clear();
+  links_forward_.clear();
+  rerun_.reset();
   gradient.reset();
   gradient_note.clear();
+  source_focus.reset();
+  source_note.clear();
   if (capture->pipelines.empty() && capture->rules) select_panel(Panel::rules);  // a rules-only capture
   if (!stage(selected)) selected = first_stage(*capture, 0);
   diff.left = selected;
@@ -201,6 +254,81 @@ const passes::TraceMemory* Session::memory(const StageRef& ref) const {
   auto it = memory_.find(t.get());
   if (it == memory_.end()) it = memory_.emplace(t.get(), passes::trace_memory(*t)).first;
   return &it->second;
+}
+
+TracePtr Session::links_forward(int index) const {
+  if (auto it = links_forward_.find(index); it != links_forward_.end()) return it->second;
+  TracePtr found;
+  if (const auto* p = pipeline(index))
+    for (int i = static_cast<int>(p->stages.forward.size()) - 1; i >= 0 && !found; --i)
+      if (TracePtr t = trace({index, TraceKind::forward, i}); t && has_gradient_links(*t)) found = t;
+  links_forward_[index] = found;
+  return found;
+}
+
+const std::vector<const BoundSymbol*>& Session::from_source(const StageRef& ref) const {
+  static const std::vector<const BoundSymbol*> none;
+  TracePtr t = source_focus ? trace(ref) : nullptr;
+  if (!t) return none;
+  auto it = from_source_.find(t.get());
+  if (it == from_source_.end()) {
+    TracePtr forward = ref.kind == TraceKind::backward ? links_forward(ref.pipeline) : nullptr;
+    it = from_source_.emplace(t.get(), statements_from(*t, source_focus->line, forward.get())).first;
+  }
+  return it->second;
+}
+
+const Rerun& Session::rerun() const {
+  if (rerun_) return *rerun_;
+  Rerun r;
+  const std::string model = capture ? capture->model.name : std::string();
+  auto built_in = [&] {
+    for (const auto& m : jit::list_models())
+      if (m.name == model) return true;
+    return false;
+  };
+  if (request) {
+    r.request = request;
+    if (request->model_factory) r.note = rerun_note(model);
+  } else if (!capture) {
+    r.why_not = "nothing is open";
+  } else if (model.empty() || model == "imported") {
+    r.why_not = "printouts imported from Thunder describe no module to run: open a capture saved from Python, or a "
+                "built-in model with `thunder-viz gui --model NAME`";
+  } else if (built_in()) {
+    r.request = RunRequest{};
+    r.request->model = model;
+    r.request->params = capture->model.params;
+  } else {
+    const auto* p = pipeline(0);
+    TracePtr prologue = p && !p->stages.prologue.empty() ? trace({0, TraceKind::prologue, 0}) : nullptr;
+    TracePtr computation = p && !p->stages.forward.empty() ? trace({0, TraceKind::forward, 0}) : nullptr;
+    try {
+      RunRequest q;
+      q.model = model;
+      q.replay = false;
+      q.model_factory = jit::captured_model({model, prologue, computation});
+      r.request = std::move(q);
+      r.note = rerun_note(model);
+    } catch (const std::exception& e) {
+      r.why_not = "model '" + model + "' is not built in, and its capture's acquired traces (P0's first prologue and "
+                  "forward stages) do not rebuild it: " + e.what();
+    }
+  }
+  rerun_ = std::move(r);
+  return *rerun_;
+}
+
+std::string rerun_note(const std::string& model) {
+  return "model '" + model + "' rebuilt from the capture's acquired program, on random weights: a re-run shows its "
+         "traces under any order, not its numbers (those are checked where the model lives, in Python)";
+}
+
+std::string Session::source_folder() const {
+  if (request || source.empty()) return "";
+  std::filesystem::path p(source);
+  std::error_code ec;
+  return std::filesystem::is_directory(p, ec) ? p.string() : p.parent_path().string();
 }
 
 std::string pipeline_outcome(const Capture& c, int index) {

@@ -13,6 +13,7 @@
 #include "capture/capture.h"
 #include "gui/engine_worker.h"
 #include "gui/ui_targets.h"
+#include "ir/source_location.h"
 #include "passes/memory.h"
 #include "session/run.h"
 
@@ -54,6 +55,22 @@ struct GradientFocus {
   std::vector<std::string> saved;        // the saved-for-backward values those read
 };
 
+// Source provenance (transforms/source_provenance.h): the source line followed, set by a click on a
+// statement (its line) or on a line of the source pane; every statement from it is marked, at every
+// stage.
+struct SourceFocus {
+  SourceLine line;  // file, line number, the code as the trace recorded it
+};
+
+// How the session's model runs again: its live request, the capture's built-in model, or the model
+// rebuilt from the capture's acquired traces (jit/captured.h: random weights, replay off); or why
+// it cannot.
+struct Rerun {
+  std::optional<RunRequest> request;
+  std::string note;     // what a re-run gives, shown beside Run
+  std::string why_not;  // when there is no request
+};
+
 struct Session {
   std::shared_ptr<const Capture> capture;  // null until the first load or run has finished
   std::string source;                      // what is shown: a file path or "model linear"
@@ -67,6 +84,9 @@ struct Session {
   std::optional<GradientFocus> gradient;   // the forward statement followed, if any
   std::string gradient_note;               // why the last click on a statement followed nothing
   bool scroll_to_gradient = false;         // trace view: scroll to the first linked line next frame
+  std::optional<SourceFocus> source_focus;  // the source line followed, if any
+  std::string source_note;                 // why the last click on a statement showed no source line
+  bool scroll_to_source = false;           // trace view and source pane: scroll to the line next frame
   std::optional<RulesMatrix> carry_rules;  // given to the next capture when it has none
   UiTargets targets;                       // where named widgets were drawn (scripted mouse)
   EngineWorker worker;
@@ -83,6 +103,12 @@ struct Session {
   void click_statement(const BoundSymbol& statement);
   // Shows the last stage of `kind` (forward or backward) of the followed pipeline holding the link.
   void show_gradient_side(TraceKind kind);
+  // Follows a source line: marks the statements that came from it in every stage.
+  void follow_source(const SourceLine& line);
+  void stop_following_source();
+  // Shows the next (+1) or previous (-1) stage of the selected pipeline holding a statement from
+  // the followed line, in browser order (prologue, forward, backward).
+  void step_source_stage(int direction);
   // Called once per frame: takes a finished job's result.
   void poll();
 
@@ -95,12 +121,28 @@ struct Session {
   std::string unreadable(const StageRef&) const;
   // What a run of the stage's trace holds at most (passes/memory.h), computed once per trace.
   const passes::TraceMemory* memory(const StageRef&) const;
+  // The forward trace a backward stage's statements take their source lines from: the pipeline's
+  // last forward stage that holds forward <-> backward links; null when none does.
+  TracePtr links_forward(int pipeline) const;
+  // The statements of the stage (walk order, any level) from the followed source line; computed
+  // once per (trace, line).
+  const std::vector<const BoundSymbol*>& from_source(const StageRef&) const;
+  // Computed once per capture (a rebuilt model is traced once to check it).
+  const Rerun& rerun() const;
+  // Where the session's capture came from, for finding source files beside it: the folder of the
+  // capture file or the imported folder itself; "" for a live run.
+  std::string source_folder() const;
  private:
   void adopt(Capture capture);
   mutable std::map<const Trace*, passes::TraceMemory> memory_;  // of the capture's traces
   mutable std::map<const Stage*, std::string> unreadable_;      // stored texts that did not parse
+  mutable std::map<const Trace*, std::vector<const BoundSymbol*>> from_source_;  // for source_focus
+  mutable std::map<int, TracePtr> links_forward_;
+  mutable std::optional<Rerun> rerun_;  // of the capture on screen
 };
 
+// What a re-run of a model rebuilt from its capture gives (Rerun::note).
+std::string rerun_note(const std::string& model);
 // The pipeline's own outcome: "passed", "failed" or "refused" (record/verdict.h); "none" for no pipeline.
 std::string pipeline_outcome(const Capture&, int pipeline);
 // The first stage of the first non-empty kind (forward preferred) of a pipeline.

@@ -97,7 +97,7 @@ void StageBrowser::draw(Session& s) {
         ImGui::PushID(i);
         std::string label = std::to_string(i) + " " + st.pass;
         const float x = ImGui::GetCursorPosX(), avail = ImGui::GetContentRegionAvail().x;
-        const float columns = ImGui::CalcTextSize("00000.0 ms changed").x + 8;
+        const float columns = ImGui::CalcTextSize(s.source_focus ? "00000.0 ms changed 0000" : "00000.0 ms changed").x + 8;
         if (ImGui::Selectable(label.c_str(), selected, 0, ImVec2(avail - columns, 0))) s.select_stage(ref);
         if (s.targets.enabled)
           s.targets.mark_last_item("stages/" + std::to_string(p) + "/" + std::string(trace_kind_name(k)) + "/" +
@@ -120,6 +120,14 @@ void StageBrowser::draw(Session& s) {
         ImGui::TextColored(t.muted, "%7.1f ms", st.milliseconds);
         ImGui::SameLine();
         badge(i == 0 || st.changed);
+        if (s.source_focus) {  // statements of this stage from the followed source line
+          const size_t n = s.from_source(ref).size();
+          ImGui::SameLine();
+          ImGui::TextColored(n ? ImGui::ColorConvertU32ToFloat4(t.source_link | IM_COL32_A_MASK) : t.muted, "%4zu", n);
+          if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%zu statement%s from %s:%d", n, n == 1 ? "" : "s", s.source_focus->line.file.c_str(),
+                              s.source_focus->line.line);
+        }
         ImGui::PopID();
       }
       ImGui::TreePop();

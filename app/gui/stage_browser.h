@@ -1,6 +1,7 @@
 // Stage browser: per pipeline, the trace kinds and their stages (pass name, time, "changed" or
 // "same"), with a filter box and a hide-unchanged toggle; Up/Down step through the visible stages
-// of the selected pipeline. Always shown at the left of the window.
+// of the selected pipeline. While a source line is followed, each stage shows how many of its
+// statements came from it. Always shown at the left of the window.
 #pragma once
 #include <imgui.h>
 

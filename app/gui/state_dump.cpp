@@ -122,6 +122,35 @@ json trace_json(const App& app) {
       if (p < static_cast<int>(shown->proxies.size())) saved.push_back(shown->proxies[p]->name);
   j["gradient_lines"] = linked;
   j["saved_marked"] = saved;
+  json from_source = json::array();
+  for (int l : app.trace.source_lines)
+    if (l < static_cast<int>(text.lines.size())) from_source.push_back({{"line", l}, {"text", text.lines[l].text}});
+  j["source_lines"] = from_source;
+  return j;
+}
+
+// The followed source line: where the pane read it, and how many statements of each stage of the
+// selected pipeline came from it.
+json source_json(const App& app) {
+  const Session& s = app.session;
+  json j{{"note", s.source_note}};
+  if (!s.source_focus) return j;
+  const SourceLine& l = s.source_focus->line;
+  j["file"] = l.file;
+  j["line"] = l.line;
+  j["code"] = l.code;
+  j["read_from"] = app.trace.source_pane.read_from;
+  j["code_matches"] = app.trace.source_pane.code_matches;
+  j["file_lines_with_statements"] = app.trace.source_pane.statement_lines;
+  json stages = json::array();
+  if (const auto* p = s.pipeline(s.selected.pipeline))
+    for (TraceKind k : kTraceKinds)
+      for (int i = 0; i < static_cast<int>(p->stages.of(k).size()); ++i) {
+        StageRef ref{s.selected.pipeline, k, i};
+        stages.push_back({{"kind", trace_kind_name(k)}, {"stage", i}, {"pass", p->stages.of(k)[i].pass},
+                          {"statements", s.from_source(ref).size()}});
+      }
+  j["stages"] = stages;
   return j;
 }
 
@@ -153,6 +182,9 @@ json dump_state(const App& app) {
   j["device"] = app.order.device;
   j["semantics"] = app.order.semantics;
   j["workaround"] = app.order.workaround;
+  const Rerun& rerun = s.rerun();
+  j["rerun"] = {{"possible", rerun.request.has_value()}, {"rebuilt", rerun.request && rerun.request->model_factory},
+                {"note", rerun.note}, {"why_not", rerun.why_not}};
   j["font_warning"] = app.font_warning;
   j["stage_browser"] = {{"hide_unchanged", app.browser.hide_unchanged},
                         {"filter", app.browser.filter.InputBuf},
@@ -189,6 +221,7 @@ json dump_state(const App& app) {
   j["selected"] = stage_json(s, s.selected);
   j["trace"] = trace_json(app);
   j["gradient"] = gradient_json(s);
+  j["source_focus"] = source_json(app);
   json diff{{"across_pipelines", s.diff.across_pipelines}, {"unified", s.diff.unified},
             {"follow_selection", s.diff.follow_selection}, {"fold_unchanged", s.diff.fold_unchanged},
             {"left", stage_json(s, s.diff.left)}, {"right", stage_json(s, s.diff.right)}};

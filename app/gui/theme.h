@@ -17,6 +17,7 @@ struct Theme {
   ImU32 current_line = IM_COL32(255, 255, 255, 20);
   ImU32 gradient_link = IM_COL32(60, 150, 170, 90);     // a followed forward statement and its backward ones
   ImU32 saved_value = IM_COL32(170, 90, 190, 120);      // the saved-for-backward values they read
+  ImU32 source_link = IM_COL32(120, 160, 60, 80);       // statements from the followed source line
   ImVec4 ok{0.45f, 0.80f, 0.45f, 1.0f};
   ImVec4 changed{0.95f, 0.75f, 0.30f, 1.0f};
   ImVec4 muted{0.55f, 0.58f, 0.62f, 1.0f};

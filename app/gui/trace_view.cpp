@@ -100,7 +100,13 @@ void TraceView::update_gradient_lines(const Session& s) {
   } else {
     linked = backward_statements(*trace_, key);
   }
-  std::set<const BoundSymbol*> wanted(linked.begin(), linked.end()), printed;
+  gradient_lines = lines_stating(linked);
+  for (const auto& name : s.gradient->saved)
+    if (auto it = text_.proxy_index.find(name); it != text_.proxy_index.end()) saved_proxies.push_back(it->second);
+}
+
+std::vector<int> TraceView::lines_stating(const std::vector<const BoundSymbol*>& statements) const {
+  std::set<const BoundSymbol*> wanted(statements.begin(), statements.end()), printed;
   std::set<int> lines;
   for (int l = 0; l < static_cast<int>(text_.line_owner.size()); ++l)
     if (wanted.count(text_.line_owner[l])) {
@@ -113,9 +119,17 @@ void TraceView::update_gradient_lines(const Session& s) {
       walk(trace_->body[i].subsymbols, [&](const BoundSymbol& b, int) { holds = holds || (wanted.count(&b) && !printed.count(&b)); });
       if (holds && text_.statement_line[i] >= 0) lines.insert(text_.statement_line[i]);
     }
-  gradient_lines.assign(lines.begin(), lines.end());
-  for (const auto& name : s.gradient->saved)
-    if (auto it = text_.proxy_index.find(name); it != text_.proxy_index.end()) saved_proxies.push_back(it->second);
+  return {lines.begin(), lines.end()};
+}
+
+// The statements from the followed source line, at any level (Session::from_source).
+void TraceView::update_source_lines(const Session& s) {
+  const std::string key =
+      s.source_focus ? s.source_focus->line.file + ":" + std::to_string(s.source_focus->line.line) : std::string();
+  if (key == source_key_ && source_text_ == text_version_) return;
+  source_key_ = key;
+  source_text_ = text_version_;
+  source_lines = key.empty() ? std::vector<int>() : lines_stating(s.from_source(s.selected));
 }
 
 void TraceView::update_matches() {
@@ -163,8 +177,11 @@ void TraceView::draw(Session& s) {
   const int max_depth = max_depth_;
   refresh(trace, std::clamp(depth, 0, max_depth));
   update_gradient_lines(s);
+  update_source_lines(s);
   if (s.scroll_to_gradient && !gradient_lines.empty()) marked_line = scroll_to = gradient_lines.front();
+  else if (s.scroll_to_source && !source_lines.empty()) marked_line = scroll_to = source_lines.front();
   s.scroll_to_gradient = false;
+  s.scroll_to_source = false;
   if (s.jump_to_statement >= 0) {
     if (s.jump_to_statement < static_cast<int>(text_.statement_line.size()))
       marked_line = scroll_to = text_.statement_line[s.jump_to_statement];
@@ -177,8 +194,18 @@ void TraceView::draw(Session& s) {
   }
   draw_toolbar(s, max_depth);
   draw_gradient_bar(s);
+  if (!s.source_note.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, t.muted);
+    ImGui::TextWrapped("%s", s.source_note.c_str());
+    ImGui::PopStyleColor();
+  }
   draw_failure(s, *stage);
-  draw_lines(s, *stage);
+  if (!s.source_focus) return draw_lines(s, *stage, 0);
+  const float avail = ImGui::GetContentRegionAvail().x;
+  const float pane = std::clamp(avail * 0.38f, std::min(320.0f, avail * 0.5f), 720.0f);
+  draw_lines(s, *stage, avail - pane - ImGui::GetStyle().ItemSpacing.x);
+  ImGui::SameLine();
+  source_pane.draw(s, pane);
 }
 
 // A stage where a pass stopped: its failing line is marked in draw_lines; the pipeline's error (what
@@ -227,6 +254,7 @@ void TraceView::draw_gradient_bar(Session& s) {
 void TraceView::draw_statement_tooltip(const Session& s, const BoundSymbol& b) const {
   ImGui::BeginTooltip();
   ImGui::Text("%s", b.name().c_str());
+  ImGui::TextColored(theme().muted, "click: show the source line it came from (the source pane)");
   if (s.selected.kind == TraceKind::forward && !b.gradient_of.empty())
     ImGui::TextColored(theme().muted, "click: mark the backward statements its gradient rule made and the saved values they read");
   else if (s.selected.kind == TraceKind::backward && !b.gradient_of.empty())
@@ -284,9 +312,9 @@ void TraceView::draw_toolbar(Session& s, int max_depth) {
   }
 }
 
-void TraceView::draw_lines(Session& s, const Stage& stage) {
+void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
   const Theme& t = theme();
-  ImGui::BeginChild("trace-text", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
+  ImGui::BeginChild("trace-text", ImVec2(view_width, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   ImFont* font = ImGui::GetFont();
   const float size = ImGui::GetFontSize();
   const float char_w = font->GetCharAdvance('M');  // CalcTextSize rounds up: columns would drift
@@ -299,6 +327,7 @@ void TraceView::draw_lines(Session& s, const Stage& stage) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const bool hovered_window = ImGui::IsWindowHovered();
   int hovered_proxy = -1;
+  int hovered_comment = -1;  // a line stating no statement: a source comment can be followed
   const BoundSymbol* hovered_statement = nullptr;
 
   if (scroll_to >= 0) {
@@ -326,7 +355,10 @@ void TraceView::draw_lines(Session& s, const Stage& stage) {
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.definition_highlight);
       if (std::binary_search(gradient_lines.begin(), gradient_lines.end(), l))
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.gradient_link);
+      if (std::binary_search(source_lines.begin(), source_lines.end(), l))
+        draw->AddRectFilled(pos, ImVec2(pos.x + gutter - char_w / 2, pos.y + line_h), t.source_link | IM_COL32_A_MASK);
       const BoundSymbol* owner = l < static_cast<int>(text_.line_owner.size()) ? text_.line_owner[l] : nullptr;
+      if (!owner && mouse_on_line && mouse.x >= text_pos.x) hovered_comment = l;
       if (l == failed_line) draw_failed_line(s, line, text_pos, char_w, line_h);
       char number[16];
       std::snprintf(number, sizeof number, "%*d", digits, l + 1);
@@ -368,6 +400,16 @@ void TraceView::draw_lines(Session& s, const Stage& stage) {
   } else if (hovered_statement) {
     draw_statement_tooltip(s, *hovered_statement);
     if (ImGui::IsMouseClicked(0)) s.click_statement(*hovered_statement);
+  } else if (hovered_comment >= 0) {
+    const std::string& text = text_.lines[hovered_comment].text;
+    const size_t hash = text.find_first_not_of(' ');
+    std::optional<SourceLine> line;
+    if (hash != std::string::npos && text[hash] == '#') line = source_line(text.substr(text.find_first_not_of(' ', hash + 1)));
+    if (line) {
+      ImGui::SetTooltip("%s:%d\nclick: show it in the source pane and mark every statement from it", line->file.c_str(),
+                        line->line);
+      if (ImGui::IsMouseClicked(0)) s.follow_source(*line);
+    }
   }
   ImGui::EndChild();
 }

@@ -8,12 +8,16 @@
 // Forward <-> backward: a click on a statement's symbol calls Session::click_statement; the lines of
 // the followed gradient (Session::gradient) and its saved values are marked, computed once per
 // (trace, depth, followed statement).
+// Source provenance: the statements from the followed source line (Session::source_focus) are
+// marked, and the source pane beside the trace shows that line in its file; a click on a source
+// comment (`# file:line: ...`) follows that line.
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gui/session.h"
+#include "gui/source_pane.h"
 #include "gui/trace_text.h"
 
 struct ImVec2;
@@ -60,6 +64,8 @@ struct TraceView {
   int failed_line = -1;                 // a failed stage's failing line (0-based), -1 otherwise
   std::vector<int> gradient_lines;      // lines of the followed gradient's statements, ascending
   std::vector<int> saved_proxies;       // indexes into text().proxies of the saved values they read
+  std::vector<int> source_lines;        // lines of the statements from the followed source line, ascending
+  SourcePane source_pane;
 
   void draw(Session& s);
   // The text now shown (after at least one frame), or null.
@@ -71,15 +77,20 @@ struct TraceView {
   void refresh(const TracePtr& trace, int effective_depth);
   void draw_toolbar(Session& s, int max_depth);
   void draw_failure(Session& s, const Stage& stage);
-  void draw_lines(Session& s, const Stage& stage);
+  void draw_lines(Session& s, const Stage& stage, float width);
   void draw_failed_line(Session& s, const TextLine& line, ImVec2 text_pos, float char_w, float line_h) const;
   void draw_proxy_tooltip(const ProxyInfo& info) const;
   void update_matches();
   void update_gradient_lines(const Session& s);
+  void update_source_lines(const Session& s);
+  // The lines stating `statements`; one hidden by the depth slider counts as its top-level line.
+  std::vector<int> lines_stating(const std::vector<const BoundSymbol*>& statements) const;
   void draw_gradient_bar(Session& s);
   void draw_statement_tooltip(const Session& s, const BoundSymbol& statement) const;
   std::string gradient_key_;   // what gradient_lines were computed for: the followed key and text
   long gradient_text_ = -1;
+  std::string source_key_;     // what source_lines were computed for: the followed line and text
+  long source_text_ = -1;
   long text_version_ = 0;      // counts the texts built
   TracePtr trace_;
   TracePtr depth_of_;  // the trace max_depth_ was computed for

@@ -30,7 +30,8 @@ std::string args_text(const BoundSymbol& b) {
   return out;
 }
 
-py::dict bound_symbol_dict(const BoundSymbol& b) {
+py::dict bound_symbol_dict(const BoundSymbol& b, const SourceRef& parent_source) {
+  const SourceRef& source = b.source ? b.source : parent_source;
   py::dict d;
   d["name"] = b.name();
   py::list outs;
@@ -40,10 +41,11 @@ py::dict bound_symbol_dict(const BoundSymbol& b) {
   d["header"] = b.header;
   d["statement"] = print_statement(b);
   py::list subs;
-  for (const auto& s : b.subsymbols) subs.append(bound_symbol_dict(s));
+  for (const auto& s : b.subsymbols) subs.append(bound_symbol_dict(s, source));
   d["subsymbols"] = subs;
   d["tags"] = b.tags;
   d["gradient_of"] = b.gradient_of;  // forward <-> backward (transforms/gradient_links.h)
+  d["source"] = source ? *source : std::string();  // ir/source_location.h
   return d;
 }
 
@@ -100,9 +102,12 @@ void bind_traces(py::module_& m) {
       .def_property_readonly("name", [](const PyTrace& t) { return t.t->function_name; })
       .def_property_readonly("bound_symbols", [](const PyTrace& t) {
         py::list l;
-        for (const auto& b : t.t->body) l.append(bound_symbol_dict(b));
+        for (const auto& b : t.t->body) l.append(bound_symbol_dict(b, nullptr));
         return l;
-      })
+      }, "The top-level statements as dicts: name, outputs, args, header, statement, subsymbols (the same "
+         "dicts), tags, gradient_of (the forward statement a gradient rule came from, '' for none) and "
+         "source (the source line it came from, 'file:line: \\t<code>', '' for none; a backward statement's is "
+         "its forward statement's, through gradient_of)")
       .def_property_readonly("provenance", [](const PyTrace& t) { return provenance_of(*t.t); })
       .def_property_readonly("args", [](const PyTrace& t) {
         std::vector<std::string> out;

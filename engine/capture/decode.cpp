@@ -129,31 +129,49 @@ Layouts layouts_of(const Cursor& c) {
   return out;
 }
 
-// Forward ↔ backward links, {"<walk index>": "<forward key>"} (transforms/gradient_links.h).
-using Links = std::vector<std::pair<size_t, std::string>>;
+// A statement's index in walk order -> a string: the forward <-> backward links ({"<walk index>":
+// "<forward key>"}, transforms/gradient_links.h) and the source lines the headers do not imply
+// ({"<walk index>": "<location>"}, ir/source_location.h).
+using Indexed = std::vector<std::pair<size_t, std::string>>;
 
-Links links_of(const Cursor& c) {
+Indexed indexed_strings(const Cursor& c, const char* what, bool allow_empty) {
   c.expect_object();
-  Links out;
+  Indexed out;
   for (const auto& [key, value] : c.json().items()) {
     Cursor entry(value, c.path() + "/" + escape_pointer_token(key), c.file());
     // At most 18 digits: every such number fits in size_t, so stoull cannot throw.
     if (key.empty() || key.size() > 18 || key.find_first_not_of("0123456789") != std::string::npos)
       entry.fail("expected a statement index (digits) as the key, found \"" + key.substr(0, 40) + "\"");
-    std::string forward = entry.string();
-    if (forward.empty()) entry.fail("expected the name of a forward statement's output, found \"\"");
-    out.emplace_back(static_cast<size_t>(std::stoull(key)), std::move(forward));
+    std::string text = entry.string();
+    if (text.empty() && !allow_empty) entry.fail(std::string("expected ") + what + ", found \"\"");
+    out.emplace_back(static_cast<size_t>(std::stoull(key)), std::move(text));
   }
   return out;
+}
+
+struct StageExtras {  // what a stage stores beside its text, applied when the text is first parsed
+  Layouts layouts;
+  Indexed links, sources;
+  std::string links_path, sources_path;
+};
+
+void apply_sources(Trace& t, const Indexed& overrides) {
+  auto all = implied_sources(t);  // what the parser set
+  for (const auto& [index, location] : overrides) {
+    if (index >= all.size())
+      throw std::out_of_range("statement " + std::to_string(index) + " is past the trace's " +
+                              std::to_string(all.size()) + " statements");
+    all[index] = make_source(location);
+  }
+  set_sources(t, all);
 }
 
 // The stored text, parsed when the stage is first read. The parser made one proxy per name, shared
 // by every use and owned by this trace alone, so setting a layout on the parameter's proxy sets it
 // everywhere; the trace is this stage's alone, so the links are set on it.
-StageTrace stored_trace(const Cursor& text, Layouts layouts, Links links, std::string links_path) {
+StageTrace stored_trace(const Cursor& text, StageExtras extras) {
   return StageTrace::stored(
-      text.string(), [file = text.file(), path = text.path(), layouts = std::move(layouts), links = std::move(links),
-                      links_path = std::move(links_path)](const std::string& source) {
+      text.string(), [file = text.file(), path = text.path(), extras = std::move(extras)](const std::string& source) {
         auto r = parse_trace(source);
         if (!r.trace) {
           int line = r.error ? r.error->line : 0, column = r.error ? r.error->column : 0;
@@ -163,13 +181,19 @@ StageTrace stored_trace(const Cursor& text, Layouts layouts, Links links, std::s
                                  std::to_string(column) + ": " + message,
                              line, column);
         }
-        for (const auto& [name, layout] : layouts)
-          for (const auto& param : r.trace->params)
+        Trace& trace = const_cast<Trace&>(*r.trace);
+        for (const auto& [name, layout] : extras.layouts)
+          for (const auto& param : trace.params)
             if (param.proxy->name == name) const_cast<Proxy&>(*param.proxy).distribution = layout;
         try {
-          if (!links.empty()) set_gradient_links(const_cast<Trace&>(*r.trace), links);
+          if (!extras.links.empty()) set_gradient_links(trace, extras.links);
         } catch (const std::out_of_range& e) {
-          throw CaptureError(file, links_path, e.what());
+          throw CaptureError(file, extras.links_path, e.what());
+        }
+        try {
+          if (!extras.sources.empty()) apply_sources(trace, extras.sources);
+        } catch (const std::out_of_range& e) {
+          throw CaptureError(file, extras.sources_path, e.what());
         }
         return r.trace;
       });
@@ -183,7 +207,8 @@ Stage stage(const Cursor& c, const Context& ctx) {
   if (auto f = c.optional_field("failed_at")) s.failed_at = static_cast<int>(f->integer_at_least(0));
   auto text = c.field("text");
   const bool has_text = !text.json().is_null();
-  Layouts layouts;
+  StageExtras extras;
+  Layouts& layouts = extras.layouts;
   if (ctx.version >= 4) {
     if (auto d = c.optional_field("distributions")) layouts = layouts_of(*d);
   } else if (ctx.version >= 1) {
@@ -195,13 +220,15 @@ Stage stage(const Cursor& c, const Context& ctx) {
       structure.fail_expected("an object (the trace's structure)");
     }
   }
-  Links links;
-  std::string links_path;
   if (auto l = c.optional_field("gradient_of")) {
-    links = links_of(*l);
-    links_path = l->path();
+    extras.links = indexed_strings(*l, "the name of a forward statement's output", false);
+    extras.links_path = l->path();
   }
-  if (has_text) s.trace = stored_trace(text, std::move(layouts), std::move(links), std::move(links_path));
+  if (auto l = c.optional_field("sources")) {
+    extras.sources = indexed_strings(*l, "a source location", true);
+    extras.sources_path = l->path();
+  }
+  if (has_text) s.trace = stored_trace(text, std::move(extras));
   return s;
 }
 

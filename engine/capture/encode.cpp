@@ -74,6 +74,12 @@ Json encode_stage(const Stage& s) {
   Json links = Json::object();
   for (const auto& [index, key] : gradient_links(*s.trace)) links[std::to_string(index)] = key;
   if (!links.empty()) j["gradient_of"] = std::move(links);
+  // Source lines the headers do not imply (ir/source_location.h): what passes moved or made.
+  Json sources = Json::object();
+  const auto exact = effective_sources(*s.trace), implied = implied_sources(*s.trace);
+  for (size_t i = 0; i < exact.size() && i < implied.size(); ++i)
+    if (!same_source(exact[i], implied[i])) sources[std::to_string(i)] = exact[i] ? *exact[i] : std::string();
+  if (!sources.empty()) j["sources"] = std::move(sources);
   return j;
 }
 

@@ -393,6 +393,7 @@ class TraceParser {
       size_t i = preamble(*trace);
       body(*trace, i);
       require_return(*trace);
+      set_sources(*trace, implied_sources(*trace));  // what the headers say (ir/source_location.h)
       result.trace = std::move(trace);
     } catch (const Failure& f) {
       result.error = ParseError{f.line ? f.line : line_number_, f.column, printable(f.message)};

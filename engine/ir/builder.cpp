@@ -44,6 +44,7 @@ Value TraceBuilder::call(const Symbol& symbol, std::vector<Value> args, Kwargs k
   b.symbol = &symbol;
   b.args = std::move(args);
   b.kwargs = std::move(kwargs);
+  b.source = location_ref_;
   bool top = levels_.size() == 1;
   if (top) {
     b.header = std::move(pending_header_);
@@ -66,6 +67,7 @@ Value TraceBuilder::call(const Symbol& symbol, std::vector<Value> args, Kwargs k
 }
 
 void TraceBuilder::emit(BoundSymbol b) {
+  if (!b.source && !is_structural(b)) b.source = location_ref_;
   if (levels_.size() == 1 && b.header.empty() && b.symbol->form != PrintForm::unpack_trivial &&
       !pending_header_.empty()) {
     b.header = std::move(pending_header_);
@@ -77,6 +79,7 @@ void TraceBuilder::emit(BoundSymbol b) {
 void TraceBuilder::set_location(std::string location) {
   if (location == location_) return;
   location_ = std::move(location);
+  location_ref_ = make_source(location_);
   pending_header_ = location_;
 }
 

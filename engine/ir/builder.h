@@ -38,7 +38,8 @@ class TraceBuilder {
   // Appends a statement built by hand (unpacks, checks, del) at the current level.
   void emit(BoundSymbol b);
 
-  // Source location attached to the next top-level bound symbol (printed as a comment above it).
+  // Source location of the bound symbols recorded from now on (BoundSymbol::source, at every level);
+  // printed as a comment above the next top-level one.
   void set_location(std::string location);
   const std::string& location() const { return location_; }
 
@@ -52,6 +53,7 @@ class TraceBuilder {
   std::unordered_set<std::string> taken_;
   int counter_ = 0;
   std::string location_;
+  SourceRef location_ref_;  // location_, shared by the statements recorded under it
   std::string pending_header_;
 };
 

@@ -10,6 +10,8 @@ std::vector<ProxyPtr> BoundSymbol::inputs() const {
   return out;
 }
 
+bool is_structural(const BoundSymbol& b) { return b.symbol->form != PrintForm::call && b.symbol->has("structural"); }
+
 std::optional<size_t> Trace::return_index() const {
   for (size_t i = body.size(); i-- > 0;)
     if (body[i].symbol->form == PrintForm::ret) return i;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/cow_vector.h"
+#include "ir/source_location.h"
 #include "ir/symbol.h"
 #include "ir/value.h"
 
@@ -26,6 +27,9 @@ struct BoundSymbol {
   std::optional<Value> output_target;
   CowVector<BoundSymbol> subsymbols;      // its decomposition, one level down (shared by copies until changed)
   std::string header;                     // source location printed as a comment above it
+  // The source line it came from (ir/source_location.h), at every level; null for none (a subsymbol
+  // then has its parent's). Unlike the header, every statement of a source line carries it.
+  SourceRef source;
   std::vector<std::string> tags;
   // Forward <-> backward: the first output's name of the forward statement autograd differentiated,
   // on that statement itself and on each backward statement its gradient rule made; "" elsewhere.
@@ -38,6 +42,9 @@ struct BoundSymbol {
   // Every proxy read by the arguments (not by subsymbols).
   std::vector<ProxyPtr> inputs() const;
 };
+
+// True for statements that are the structure of the function: inputs, unpacks, del, return.
+bool is_structural(const BoundSymbol& b);
 
 enum class ParamKind { positional, varargs, varkw };  // x, *args, **kwargs
 

@@ -46,6 +46,7 @@ BoundSymbol make_region(std::vector<BoundSymbol> members, const std::unordered_m
       if (auto it = read_last.find(o->name); it != read_last.end() && it->second >= end) r.outputs.push_back(o);
   if (r.outputs.empty()) r.outputs = members.back().outputs;  // a dead run still defines something
   r.header = members.front().header;
+  r.source = members.front().source;  // each member keeps its own
   r.subsymbols = std::move(members);
   return r;
 }

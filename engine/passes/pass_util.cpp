@@ -36,8 +36,6 @@ bool has_trait(const BoundSymbol& b, std::string_view trait) {
   return std::all_of(b.subsymbols.begin(), b.subsymbols.end(), [&](const BoundSymbol& c) { return has_trait(c, trait); });
 }
 
-bool is_structural(const BoundSymbol& b) { return b.symbol->form != PrintForm::call && b.symbol->has("structural"); }
-
 bool is_del(const BoundSymbol& b) { return b.symbol->form == PrintForm::del; }
 
 bool is_clear_collection(const BoundSymbol& b) {

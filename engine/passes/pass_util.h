@@ -17,8 +17,6 @@
 namespace tv::passes {
 
 bool has_trait(const BoundSymbol& b, std::string_view trait);
-// True for statements that are the structure of the function: inputs, unpacks, del, return.
-bool is_structural(const BoundSymbol& b);
 bool is_del(const BoundSymbol& b);
 // `clear_mutable_collection(x)`: Thunder's backward empties its saved collections with it.
 bool is_clear_collection(const BoundSymbol& b);

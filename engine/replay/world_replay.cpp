@@ -27,7 +27,7 @@ jit::Module model_for_rank(const WorldReplayRequest& request, int rank) {
     if (d->kind == Device::Kind::cuda) d->index = request.launch ? request.launch->local_rank() : rank;
     params["device"] = d->str();
   }
-  return jit::make_model(request.model, params);
+  return request.model_factory ? request.model_factory(params) : jit::make_model(request.model, params);
 }
 
 // A copy of `m` with its own tensors and `weights`' parameter values, on `m`'s devices.

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "history/stages.h"
+#include "jit/captured.h"
 #include "record/results.h"
 #include "transforms/order.h"
 
@@ -34,6 +35,7 @@ struct WorldReplayRequest {
   int cuda_graph_steps = 0;  // > 0: also replay the step as a CUDA graph (ReplayOptions); one rank only
   bool generated_kernels = true;  // ReplayOptions::generated_kernels
   dist::Launch* launch = nullptr;  // one rank per process: run this process's rank only
+  jit::ModelFactory model_factory;  // builds the model instead of the zoo (RunRequest::model_factory)
 };
 
 struct WorldReplayResult {

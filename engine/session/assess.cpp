@@ -123,6 +123,9 @@ Comparison compare_pipelines(const Capture& c, int left, int right) {
     differs.push_back(sides.empty() ? std::string("numbers") : "numbers (" + sides + " off from eager)");
   }
   std::tie(out.verdict, out.why) = conclude(differs);
+  if (out.verdict == Verdict::equivalent && (!a.replay || !b.replay))  // nothing was run: say what was compared
+    out.why = "canonically equal traces at every stage; numbers not compared (" +
+              std::string(!a.replay && !b.replay ? "neither side was" : "one side was not") + " replayed)";
   return out;
 }
 

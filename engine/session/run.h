@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "jit/captured.h"
 #include "record/record.h"
 
 namespace tv {
@@ -25,6 +26,9 @@ class Launch;
 struct RunRequest {
   std::string model = "linear";
   std::map<std::string, std::string> params;
+  // Builds the model instead of the zoo (a capture's program, jit/captured.h); `model` names it. Its
+  // numbers have no eager reference here: run it with `replay` off.
+  jit::ModelFactory model_factory;
   std::vector<PipelineSpec> pipelines;  // empty: one pipeline {"jit"}
   bool replay = true;                   // execute and compare against eager
   int cuda_graph_steps = 0;             // > 0: then replay the step as a CUDA graph (replay/cuda_graph.h)

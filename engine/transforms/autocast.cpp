@@ -63,6 +63,7 @@ TracePtr autocast_computation(const Trace& computation, DType dtype, const std::
     auto& body = b.trace().body;
     rename_output(body.back(), back->name, s.output());
     if (mark < body.size()) body[mark].header = s.header;
+    for (size_t i = mark; i < body.size(); ++i) body[i].source = s.source;
     for (size_t i = mark; i < body.size(); ++i) out->body.push_back(body[i]);
   }
   return out;

@@ -26,7 +26,7 @@ namespace tv {
 
 namespace {
 
-bool is_structural(const BoundSymbol& b) {
+bool outside_autograd(const BoundSymbol& b) {  // the function's frame: inputs, del, return
   auto f = b.symbol->form;
   return f == PrintForm::unpack_trivial || f == PrintForm::del || f == PrintForm::ret;
 }
@@ -42,31 +42,37 @@ struct ForwardSweep {
   std::deque<BoundSymbol> with_residues;   // statements the sweep made (the tape points into them)
   TraceBuilder& names;                     // fresh names for residues: the backward's builder
 
-  void visit(const BoundSymbol& b, const std::string& header) {
+  // `header` is printed above the statement; `parent_source` is the source of the statement `b` is a
+  // piece of, for a subsymbol that has none of its own.
+  void visit(const BoundSymbol& b, const std::string& header, const SourceRef& parent_source = nullptr) {
+    const SourceRef& source = b.source ? b.source : parent_source;
     bool touches = false;
     for (const auto& p : b.inputs()) touches = touches || diff.count(p->name);
     const GradRule* rule = touches ? find_grad_rule(*b.symbol) : nullptr;
     if (rule && rule->with_residues && (!rule->applies || rule->applies(b)))
       if (std::optional<BoundSymbol> replaced = rule->with_residues(names, b)) {
         with_residues.push_back(std::move(*replaced));
+        if (!with_residues.back().source) with_residues.back().source = source;
         return record(with_residues.back(), header);
       }
     bool decompose = touches && (!rule || rule->through_decomposition || (rule->applies && !rule->applies(b)));
     if (decompose && b.subsymbols.empty())
       throw std::runtime_error("autograd: no gradient rule for '" + b.name() + "' and no decomposition to differentiate");
     if (decompose) {
-      for (size_t i = 0; i < b.subsymbols.size(); ++i) visit(b.subsymbols[i], i == 0 ? header : std::string());
+      for (size_t i = 0; i < b.subsymbols.size(); ++i) visit(b.subsymbols[i], i == 0 ? header : std::string(), source);
       return;
     }
-    if (touches) return record(b, header);
+    if (touches) return record(b, header, source);
     body.push_back(b);
     body.back().header = header;
+    body.back().source = source;
   }
 
   // A differentiable statement: into the forward and onto the tape.
-  void record(const BoundSymbol& b, const std::string& header) {
+  void record(const BoundSymbol& b, const std::string& header, const SourceRef& source = nullptr) {
     body.push_back(b);
     body.back().header = header;
+    if (source) body.back().source = source;
     if (b.output()) body.back().gradient_of = b.output()->name;
     tape.push_back(&b);
     for (const auto& o : b.outputs)
@@ -180,7 +186,7 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
   }
   for (const auto& b : computation.body) {
     if (b.symbol->form == PrintForm::unpack_trivial) fwd.body.push_back(b);
-    if (!is_structural(b)) fwd.visit(b, b.header);
+    if (!outside_autograd(b)) fwd.visit(b, b.header);
   }
   Value output = output_of(computation.returned());
   std::vector<ProxyPtr> flat_output;

@@ -418,7 +418,115 @@ check "gradient: imported, exit 0" test $? -eq 0
 check "gradient: imported, no script error" no_script_errors "$s.imported.json"
 check "gradient: imported printouts carry no links, said so" json "$s.imported.json" /gradient/note contains "no forward-backward links"
 
-# 15. Real input: the rules click, stage-diff navigation and the forward <-> backward click driven by
+# 16. Source provenance: a click on a statement opens the source pane on the line it came from (the
+# zoo's model definition, found under the source tree); every statement from that line is marked, at
+# every stage, backward included; a click on another line of the pane follows that line; the pane's
+# next-stage button steps to the next stage holding one. Imported printouts: the user's file is found
+# beside them by name, and a line's statements are marked.
+s="$OUT/source"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "forward", "stage": -1}}, {"frames": 3},
+  {"click": "trace/call/t0"}, {"frames": 3}, {"dump": "'"$s"'.clicked.json"}, {"quit": true}]'
+"$GUI" gui --model mlp --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "source: exit 0" test $? -eq 0
+check "source: no script error" no_script_errors "$s.state.json"
+check "source: the clicked linear's file" json "$s.clicked.json" /source_focus/file eq '"engine/jit/zoo.cpp"'
+check "source: ... read from the source tree" json "$s.clicked.json" /source_focus/read_from contains "engine/jit/zoo.cpp"
+check "source: ... its line reads as recorded" json "$s.clicked.json" /source_focus/code_matches eq true
+check "source: ... the recorded code" json "$s.clicked.json" /source_focus/code contains "lt::linear"
+check "source: the linear's line marked" json "$s.clicked.json" /trace/source_lines/0/text contains "ltorch.linear"
+check "source: the pane dots the model's three lines" json "$s.clicked.json" /source_focus/file_lines_with_statements/2 ge 1
+check "source: statements from it in every backward stage" /usr/bin/python3 -c '
+import json, sys
+stages = json.load(open(sys.argv[1]))["source_focus"]["stages"]
+backward = [s for s in stages if s["kind"] == "backward"]
+assert backward and all(s["statements"] >= 1 for s in backward), backward
+assert all(s["statements"] >= 1 for s in stages if s["kind"] == "forward"), stages
+' "$s.clicked.json"
+fc1=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["source_focus"]["line"])' "$s.clicked.json" 2>/dev/null)
+check "source: fc1's line known" test -n "$fc1"
+gelu=$((fc1 + 1))
+script "$s.pane.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "forward", "stage": -1}}, {"frames": 3},
+  {"click": "trace/call/t0"}, {"frames": 3}, {"click": "source/line/'"$gelu"'"}, {"frames": 3},
+  {"dump": "'"$s"'.pane.json"}, {"click": "source/next-stage"}, {"frames": 3}, {"dump": "'"$s"'.next.json"},
+  {"quit": true}]'
+"$GUI" gui --model mlp --script "$s.pane.script.json" --dump-state "$s.pane.state.json" >"$s.pane.log" 2>&1
+check "source: pane, exit 0" test $? -eq 0
+check "source: pane, no script error" no_script_errors "$s.pane.state.json"
+check "source: a pane click follows that line" json "$s.pane.json" /source_focus/line eq "$gelu"
+check "source: ... gelu's pieces marked" json "$s.pane.json" /trace/source_lines contains "ltorch.erf"
+check "source: ... scrolled to" same "$s.pane.json" /trace/marked_line "$s.pane.json" /trace/source_lines/0/line
+check "source: next stage with it is the backward" json "$s.next.json" /selected/kind eq '"backward"'
+check "source: ... gelu's gradient marked there" json "$s.next.json" /trace/source_lines/0/line ge 1
+script "$s.imported.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "forward", "stage": 0}}, {"frames": 3},
+  {"follow_source": {"file": "/home/user/models/blocks.py", "line": 90}}, {"frames": 3}, {"dump": "'"$s"'.imported-all.json"},
+  {"depth": 0}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui "$FIXTURES/../thunder_cpu" --script "$s.imported.script.json" --dump-state "$s.imported.json" \
+  >"$s.imported.log" 2>&1
+check "source: imported, exit 0" test $? -eq 0
+check "source: imported, no script error" no_script_errors "$s.imported.json"
+check "source: imported, the convnet" json "$s.imported.json" /capture/pipelines/0/label eq '"convnet"'
+check "source: the user's file found beside the printouts" json "$s.imported.json" /source_focus/read_from contains "thunder_cpu/blocks.py"
+check "source: ... its line reads as recorded" json "$s.imported.json" /source_focus/code_matches eq true
+check "source: ... their decompositions too, at every depth" json "$s.imported-all.json" /trace/source_lines/4/text contains "prims.where"
+check "source: relu and max_pool2d came from line 90" /usr/bin/python3 -c '
+import json, sys
+lines = [l["text"] for l in json.load(open(sys.argv[1]))["trace"]["source_lines"]]
+assert len(lines) == 2 and "ltorch.relu" in lines[0] and "ltorch.max_pool2d" in lines[1], lines
+' "$s.imported.json"
+
+# 17. The user's own model re-runs: a capture saved from Python (a module the engine does not have)
+# opens, and the Order panel rebuilds the model from the capture's acquired traces and runs two new
+# orders on it; imported Thunder printouts cannot be re-run, and Run says why.
+s="$OUT/rerun"
+PYDIR="$(cd "$(dirname "$THUNDER_VIZ")/../python" 2>/dev/null && pwd)"
+if [ -z "$PYDIR" ] || ! PYTHONPATH="$PYDIR" /usr/bin/python3 -c 'import thunder_viz' >/dev/null 2>&1; then
+  echo "SKIP: the thunder_viz Python package is not built (python3-torch, pybind11-dev); the re-run of a Python capture needs one"
+else
+  cat >"$s.model.py" <<'PY'
+import sys, torch, thunder_viz as tv
+class MyNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
+    def forward(self, x):
+        h = torch.nn.functional.gelu(self.fc1(x))
+        return self.fc2(h).softmax(-1)
+tm = tv.jit(MyNet())
+inspector = tv.attach(tm)
+tm(torch.randn(2, 8)).sum().backward()
+inspector.save(sys.argv[1])
+PY
+  PYTHONPATH="$PYDIR" /usr/bin/python3 "$s.model.py" "$s.tvz.json" >"$s.python.log" 2>&1
+  check "rerun: a capture saved from Python" test -s "$s.tvz.json"
+  script "$s.script.json" '[
+    {"wait_idle": true}, {"frames": 2}, {"dump": "'"$s"'.opened.json"}, {"select_panel": "order"},
+    {"set_order": ["jit", "ddp"]}, {"world": 2}, {"run": true}, {"wait_idle": true}, {"frames": 2},
+    {"set_order": ["ddp", "jit"]}, {"run": true}, {"wait_idle": true}, {"frames": 3}, {"quit": true}]'
+  "$GUI" gui "$s.tvz.json" --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+  check "rerun: exit 0" test $? -eq 0
+  check "rerun: no script error" no_script_errors "$s.state.json"
+  check "rerun: the Python model's name" json "$s.opened.json" /capture/model eq '"MyNet"'
+  check "rerun: Run is possible" json "$s.opened.json" /rerun/possible eq true
+  check "rerun: ... on the model rebuilt from the capture" json "$s.opened.json" /rerun/rebuilt eq true
+  check "rerun: ... and says what that gives" json "$s.opened.json" /rerun/note contains "random weights"
+  check "rerun: jit,ddp ran on it" json "$s.state.json" /capture/pipelines/0/label eq '"jit,ddp"'
+  check "rerun: ... passed" json "$s.state.json" /capture/pipelines/0/verdict eq '"passed"'
+  check "rerun: ddp,jit ran on it" json "$s.state.json" /capture/pipelines/1/label eq '"ddp,jit"'
+  check "rerun: ... passed" json "$s.state.json" /capture/pipelines/1/verdict eq '"passed"'
+  check "rerun: the two orders compared" json "$s.state.json" /capture/comparisons/0/line contains "equivalent"
+  check "rerun: ... without claiming numbers" json "$s.state.json" /capture/comparisons/0/line contains "numbers not compared"
+  check "rerun: no error" json "$s.state.json" /error eq '""'
+fi
+script "$s.imported.script.json" '[{"wait_idle": true}, {"select_panel": "order"}, {"run": true}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui "$FIXTURES" --script "$s.imported.script.json" --dump-state "$s.imported.json" >"$s.imported.log" 2>&1
+check "rerun: imported, exit 0" test $? -eq 0
+check "rerun: imported printouts cannot be re-run" json "$s.imported.json" /rerun/possible eq false
+check "rerun: ... and Run says why" json "$s.imported.json" /error contains "imported from Thunder describe no module"
+
+# 15. Real input: the rules click, stage-diff navigation, the forward <-> backward click and the source pane driven by
 # X events (xdotool moves the pointer and clicks, and presses keys, in the Xvfb window).
 if ! command -v xdotool >/dev/null 2>&1; then
   echo "SKIP: xdotool is not installed (apt-get install xdotool); the real-input GUI tests need it"
@@ -489,6 +597,20 @@ else
   check "real input: gradient click, exit 0" test $? -eq 0
   check "real input: a backward click shows the forward" json "$s.clicked.json" /selected/kind eq '"forward"'
   check "real input: ... its linear marked" json "$s.clicked.json" /trace/gradient_lines/0/text contains "ltorch.linear"
+
+  s="$OUT/real-source"
+  real_input_run real-source '[{"real_input": true}, {"wait_idle": true},
+    {"select_stage": {"pipeline": 0, "kind": "forward", "stage": -1}}, {"frames": 5},
+    {"targets": "'"$s"'.targets.json"}, {"wait_for_file": "'"$s"'.go1"}, {"frames": 3},
+    {"targets": "'"$s"'.targets2.json"}, {"wait_for_file": "'"$s"'.go2"}, {"frames": 3}, {"dump": "'"$s"'.clicked.json"},
+    {"quit": true}]' --model mlp
+  wait_file "$s.targets.json" && x_click "$s.targets.json" "trace/call/t0" >>"$OUT/checks.log" 2>&1
+  touch "$s.go1"
+  wait_file "$s.targets2.json" && x_click "$s.targets2.json" "source/line/$gelu" >>"$OUT/checks.log" 2>&1
+  touch "$s.go2"; real_done
+  check "real input: source click, exit 0" test $? -eq 0
+  check "real input: a pane line clicked is followed" json "$s.clicked.json" /source_focus/line eq "$gelu"
+  check "real input: ... its statements marked" json "$s.clicked.json" /trace/source_lines contains "ltorch.erf"
 fi
 
 echo "GUI tests: $PASSED passed, $FAILED failed (outputs in $OUT)"

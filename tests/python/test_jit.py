@@ -59,6 +59,39 @@ def test_backward_statements_name_the_forward_statement_they_came_from():
     assert "ltorch.matmul" in [b["name"] for b in backward if b["gradient_of"] == fc2]
 
 
+class _TwoLines(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = torch.tanh(x) * 2.0
+        return self.fc(h)
+
+
+def test_statements_name_the_user_line_they_came_from():
+    torch.manual_seed(0)
+    tm = check_against_eager(_TwoLines(), torch.randn(2, 8))
+    first = _TwoLines.forward.__code__.co_firstlineno
+
+    def line_of(b):  # "file:line: \t<code>"
+        file, line = b["source"].rsplit(": \t", 1)[0].rsplit(":", 1)
+        return os.path.basename(file), int(line)
+
+    def every(symbols):
+        for b in symbols:
+            yield b
+            yield from every(b["subsymbols"])
+
+    lines = {}
+    for b in every(tv.last_traces(tm)[-1].bound_symbols):
+        if b["name"].startswith("ltorch."):
+            lines.setdefault(b["name"], set()).add(line_of(b))
+    assert lines["ltorch.tanh"] == {("test_jit.py", first + 1)}, lines
+    assert lines["ltorch.mul"] == {("test_jit.py", first + 1)}, lines
+    assert lines["ltorch.linear"] == {("test_jit.py", first + 2)}, lines
+
+
 def test_transformer_block_matches_eager():
     torch.manual_seed(0)
     check_against_eager(Block(), torch.randn(2, 8, 32))

@@ -29,6 +29,7 @@
 #include "session/assess.h"
 #include "session/run.h"
 #include "transforms/gradient_links.h"
+#include "transforms/source_provenance.h"
 #include "test_util.h"
 
 using namespace tv;
@@ -486,6 +487,65 @@ TEST(CaptureErrors, GradientLinkPastTheTraceNamesItsPath) {
     FAIL() << "a key that is not an index was accepted";
   } catch (const CaptureError& e) {
     EXPECT_NE(std::string(e.what()).find("gradient_of/x1"), std::string::npos) << e.what();
+  }
+}
+
+// Source lines are in the text only as headers; what passes moved or made (fusion regions' members,
+// ddp's and fsdp's collectives) the capture keeps beside it, so every statement of every stage has
+// the same line after a load.
+TEST(CaptureRoundTrip, SourceLinesSurviveSaveAndLoad) {
+  TempDir dir;
+  auto path = dir.file("sources.tvz.json");
+  Capture made = distributed_capture();
+  save_capture(made, path);
+  Capture loaded = load_capture(path);
+  auto texts = [](const std::vector<SourceRef>& sources) {
+    std::vector<std::string> out;
+    for (const auto& s : sources) out.push_back(s ? *s : "");
+    return out;
+  };
+  size_t with_a_line = 0;
+  for (size_t p = 0; p < made.pipelines.size(); ++p) {
+    const auto& before = made.pipelines[p].stages;
+    const auto& after = loaded.pipelines[p].stages;
+    const Trace* forward_before = before.forward.back().trace.get();
+    const Trace* forward_after = after.forward.back().trace.get();
+    for (auto k : kTraceKinds) {
+      ASSERT_EQ(after.of(k).size(), before.of(k).size());
+      for (size_t s = 0; s < before.of(k).size(); ++s) {
+        auto expected = texts(statement_sources(*before.of(k)[s].trace, forward_before));
+        EXPECT_EQ(texts(statement_sources(*after.of(k)[s].trace, forward_after)), expected)
+            << trace_kind_name(k) << " " << before.of(k)[s].pass;
+        for (const auto& e : expected) with_a_line += !e.empty();
+      }
+    }
+  }
+  EXPECT_GT(with_a_line, 100u);
+  // Where the headers say it all (the acquired forward), the capture stores nothing beside them.
+  auto doc = Json::parse(read_file(path));
+  EXPECT_FALSE(doc["pipelines"][0]["stages"]["forward"][0].contains("sources"));
+}
+
+TEST(CaptureErrors, SourcePastTheTraceNamesItsPath) {
+  TempDir dir;
+  auto path = dir.file("sources.tvz.json");
+  save_capture(distributed_capture(), path);
+  auto doc = Json::parse(read_file(path));
+  doc["pipelines"][0]["stages"]["forward"][0]["sources"]["99999"] = "model.py:3";
+  Capture loaded = capture_from_json(doc.dump());
+  try {
+    (void)loaded.pipelines[0].stages.forward[0].trace.get();
+    FAIL() << "an out-of-range source was accepted";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("/pipelines/0/stages/forward/0/sources"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("99999"), std::string::npos) << e.what();
+  }
+  doc["pipelines"][0]["stages"]["forward"][0]["sources"] = {{"2", 7}};
+  try {
+    capture_from_json(doc.dump());
+    FAIL() << "a source that is not a string was accepted";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("sources/2"), std::string::npos) << e.what();
   }
 }
 
