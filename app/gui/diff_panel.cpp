@@ -206,8 +206,24 @@ void DiffPanel::draw(Session& s) {
   bool typing = ImGui::GetIO().WantTextInput;
   if (!typing && ImGui::IsWindowFocused(ImGuiFocusedFlags_RootAndChildWindows) && ImGui::IsKeyPressed('N'))
     next_change(ImGui::GetIO().KeyShift ? -1 : +1);
+  draw_renames();
   if (s.diff.unified) draw_unified();
   else draw_side_by_side();
+}
+
+// Which name became which, beside the verdict (folded: a gpt stage renames hundreds).
+void DiffPanel::draw_renames() {
+  if (diff_.renames.empty()) return;
+  std::string title = "rename map: " + std::to_string(diff_.renames.size()) + " name" +
+                      (diff_.renames.size() == 1 ? "" : "s") + " differ###renames";
+  if (!ImGui::TreeNode(title.c_str())) return;
+  std::string text;
+  const size_t shown = std::min<size_t>(diff_.renames.size(), 500);
+  for (size_t i = 0; i < shown; ++i)
+    text += (i ? ",  " : "") + diff_.renames[i].first + " -> " + diff_.renames[i].second;
+  if (shown < diff_.renames.size()) text += ",  ... (" + std::to_string(diff_.renames.size() - shown) + " more)";
+  ImGui::TextWrapped("%s", text.c_str());
+  ImGui::TreePop();
 }
 
 void DiffPanel::draw_side_by_side() {

@@ -3,7 +3,8 @@
 // renamed, "~" changed, "+" added, "-" removed — or the unified text. By default it follows the
 // stage browser: the selected stage against the one before it. Runs of unchanged statements fold
 // to three rows of context around each change; "next change" / "previous change" (keys N and
-// Shift+N) move to the next row that differs and scroll it into view.
+// Shift+N) move to the next row that differs and scroll it into view. The rename map (which name
+// became which) folds open above the rows.
 // Contract: the diff is computed once per pair of traces and kept until the selection changes.
 #pragma once
 #include <vector>
@@ -27,6 +28,7 @@ struct DiffPanel {
  private:
   void draw_selectors(Session& s);
   void draw_side_by_side();
+  void draw_renames();
   void draw_unified() const;
   // The rows shown: an index into diff_.statements, or -n for a fold of n unchanged rows.
   void build_display(bool fold);

@@ -227,6 +227,9 @@ json dump_state(const App& app) {
             {"left", stage_json(s, s.diff.left)}, {"right", stage_json(s, s.diff.right)}};
   if (const TraceDiff* d = app.diff.current()) {
     diff["same_program"] = d->same_program;
+    json renames = json::array();
+    for (size_t i = 0; i < d->renames.size() && i < 20; ++i) renames.push_back({d->renames[i].first, d->renames[i].second});
+    diff["renames"] = {{"count", d->renames.size()}, {"first", renames}};
     diff["rows"] = d->statements.size();
     diff["displayed_rows"] = app.diff.displayed_rows();
     int focus = app.diff.focused_row();

@@ -137,6 +137,17 @@ TraceDiff diff_traces(const Trace& left, const Trace& right, const PrintOptions&
     bool equal = print_bound_symbol(mapped, 0) == print_bound_symbol(rb, 0);
     r.kind = equal ? DiffKind::renamed : DiffKind::changed;
   });
+  auto rename = [&](const ProxyPtr& l, const ProxyPtr& r) {
+    if (l->name != r->name) out.renames.emplace_back(l->name, r->name);
+  };
+  for (size_t i = 0; i < left.params.size() && i < right.params.size(); ++i)
+    rename(left.params[i].proxy, right.params[i].proxy);
+  for (const auto& r : out.statements)
+    if (r.kind == DiffKind::same || r.kind == DiffKind::renamed) {
+      const auto& lo = left.body[r.left].outputs;
+      const auto& ro = right.body[r.right].outputs;
+      for (size_t i = 0; i < lo.size() && i < ro.size(); ++i) rename(lo[i], ro[i]);
+    }
   auto ll = split_lines(left_text), rl = split_lines(right_text);
   // Lines pair up in order within a run (any removed line with the next added one).
   out.lines = align(ll, rl, std::vector<std::string>(ll.size()), std::vector<std::string>(rl.size()), [&](DiffRow& r) {

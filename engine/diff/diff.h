@@ -4,7 +4,7 @@
 // differ in anything but names is "changed". Within a run of removed and added statements, only a
 // removed and an added statement of the same symbol (aligned in order) make a "changed" row; the
 // rest are "removed" and "added". `same_program` is canonical equality of the whole
-// traces. `lines` is a plain line diff of the printed texts for what statements cannot show.
+// traces; `renames` is the rename map behind it. `lines` is a plain line diff of the printed texts for what statements cannot show.
 #pragma once
 #include <string>
 #include <vector>
@@ -29,6 +29,9 @@ struct TraceDiff {
   bool same_text = false;     // printed identically
   std::vector<DiffRow> statements;
   std::vector<DiffRow> lines;
+  // Which name became which: parameters by position, then the outputs of aligned statements that
+  // are the same up to names; only the names that differ, in order of definition.
+  std::vector<std::pair<std::string, std::string>> renames;
   int count(DiffKind) const;
 };
 

@@ -477,6 +477,19 @@ lines = [l["text"] for l in json.load(open(sys.argv[1]))["trace"]["source_lines"
 assert len(lines) == 2 and "ltorch.relu" in lines[0] and "ltorch.max_pool2d" in lines[1], lines
 ' "$s.imported.json"
 
+# 18. The rename map beside "same program": Thunder's linear forward against the ddp one (t3 became t5).
+s="$OUT/renames"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"diff": {"across": true, "follow": false, "left": {"pipeline": 1, "kind": "forward", "stage": 0},
+   "right": {"pipeline": 0, "kind": "forward", "stage": 0}}}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui "$FIXTURES" --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "renames: exit 0" test $? -eq 0
+check "renames: no script error" no_script_errors "$s.state.json"
+check "renames: linear against ddp_jit_then_ddp" json "$s.state.json" /diff/left/pipeline_label eq '"linear"'
+check "renames: same program" json "$s.state.json" /diff/same_program eq true
+check "renames: one name differs" json "$s.state.json" /diff/renames/count eq 1
+check "renames: t3 became t5" json "$s.state.json" /diff/renames/first/0 eq '["t3","t5"]'
+
 # 17. The user's own model re-runs: a capture saved from Python (a module the engine does not have)
 # opens, and the Order panel rebuilds the model from the capture's acquired traces and runs two new
 # orders on it; imported Thunder printouts cannot be re-run, and Run says why.

@@ -23,6 +23,9 @@ TEST(Diff, RenamesAreNotChanges) {
   EXPECT_EQ(d.count(DiffKind::changed), 0);
   EXPECT_EQ(d.count(DiffKind::added), 0);
   EXPECT_GE(d.count(DiffKind::renamed), 1);
+  // The rename map behind "same program": which name became which (the parameters keep theirs).
+  EXPECT_EQ(d.renames, (std::vector<std::pair<std::string, std::string>>{{"t3", "t5"}}));
+  EXPECT_TRUE(diff_traces(*fixture("linear__fwd__00.txt"), *fixture("linear__fwd__00.txt")).renames.empty());
 }
 
 TEST(Diff, DdpBackwardAddsDivideAndAllReduce) {
