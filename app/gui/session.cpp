@@ -72,17 +72,26 @@ void Session::select_stage(StageRef ref) {
 }
 
 void Session::follow_gradient(int pipeline_index, const std::string& key) {
+  follow_gradients(pipeline_index, key.empty() ? std::vector<std::string>{} : std::vector<std::string>{key});
+}
+
+void Session::follow_gradients(int pipeline_index, const std::vector<std::string>& keys, int fused) {
   gradient_note.clear();
   const auto* p = pipeline(pipeline_index);
-  if (!p || key.empty()) return gradient.reset();
+  if (!p || keys.empty()) return gradient.reset();
   GradientFocus f;
   f.pipeline = pipeline_index;
-  f.key = key;
+  f.key = keys.front();
+  f.keys = keys;
+  f.fused = fused;
   auto last = [&](TraceKind k) { return trace({pipeline_index, k, static_cast<int>(p->stages.of(k).size()) - 1}); };
-  if (TracePtr forward = last(TraceKind::forward))
-    if (const BoundSymbol* b = forward_statement(*forward, key)) f.forward_statement = print_statement(*b);
+  if (TracePtr forward = last(TraceKind::forward); forward && !fused)
+    if (const BoundSymbol* b = forward_statement(*forward, f.key)) f.forward_statement = print_statement(*b);
+  if (fused) f.forward_statement = "a fusion region of " + std::to_string(fused) + " statements";
   if (TracePtr backward = last(TraceKind::backward)) {
-    auto made = backward_statements(*backward, key);
+    std::vector<const BoundSymbol*> made;
+    for (const auto& k : keys)
+      for (const BoundSymbol* b : backward_statements(*backward, k)) made.push_back(b);
     f.backward_statements = static_cast<int>(made.size());
     f.saved = saved_values_read(*backward, made);
   }
@@ -110,13 +119,18 @@ void Session::click_statement(const BoundSymbol& b) {
     if (selected.kind == TraceKind::backward) show_gradient_side(TraceKind::forward);
     return;
   }
-  bool members = false;  // a fusion region: its members carry the links
-  walk(b.subsymbols, [&](const BoundSymbol& member, int) { members = members || !member.gradient_of.empty(); });
+  std::vector<std::string> keys;  // a fusion region: its members carry the links
+  int members = 0;
+  walk(b.subsymbols, [&](const BoundSymbol& member, int depth) {
+    if (depth == 0) ++members;
+    if (!member.gradient_of.empty() && std::find(keys.begin(), keys.end(), member.gradient_of) == keys.end())
+      keys.push_back(member.gradient_of);
+  });
   TracePtr shown = trace(selected);
-  if (members)
-    gradient_note = "a fusion region: its statements come from several forward statements; raise the subsymbol "
-                    "depth and click one inside it";
-  else if (!shown || !has_gradient_links(*shown))
+  if (!keys.empty()) {
+    follow_gradients(selected.pipeline, keys, members);
+    if (selected.kind == TraceKind::backward) show_gradient_side(TraceKind::forward);
+  } else if (!shown || !has_gradient_links(*shown))
     gradient_note = "this trace carries no forward-backward links: only the traces of this engine's grad transform "
                     "and the passes after it have them (printouts imported from Thunder do not)";
   else if (selected.kind == TraceKind::forward)
@@ -134,8 +148,10 @@ void Session::show_gradient_side(TraceKind kind) {
     StageRef ref{gradient->pipeline, kind, i};
     TracePtr t = trace(ref);
     if (!t) continue;
-    bool holds = kind == TraceKind::forward ? forward_statement(*t, gradient->key) != nullptr
-                                            : !backward_statements(*t, gradient->key).empty();
+    bool holds = false;
+    for (const auto& key : gradient->keys)
+      holds = holds || (kind == TraceKind::forward ? forward_statement(*t, key) != nullptr
+                                                   : !backward_statements(*t, key).empty());
     if (!holds) continue;
     select_stage(ref);
     select_panel(Panel::trace);

@@ -50,6 +50,8 @@ struct DiffSelection {
 struct GradientFocus {
   int pipeline = 0;
   std::string key;                       // the forward statement's first output
+  std::vector<std::string> keys;         // every key followed: `key`, or a fusion region's members'
+  int fused = 0;                         // > 0: the forward statements of a fusion region of that many members
   std::string forward_statement;         // as printed, "" when the last forward has no such statement
   int backward_statements = 0;           // made by its rule, in the last backward stage
   std::vector<std::string> saved;        // the saved-for-backward values those read
@@ -98,6 +100,8 @@ struct Session {
   void select_stage(StageRef ref);
   // Follows the forward statement `key` of `pipeline` (a click on a forward statement).
   void follow_gradient(int pipeline, const std::string& key);
+  // Follows several forward statements at once (the members of a fusion region).
+  void follow_gradients(int pipeline, const std::vector<std::string>& keys, int fused = 0);
   // A click on a statement of the shown trace: a forward one is followed; a backward one follows the
   // forward statement it came from and shows it. Says in gradient_note when there is no link.
   void click_statement(const BoundSymbol& statement);

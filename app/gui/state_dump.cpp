@@ -160,6 +160,8 @@ json gradient_json(const Session& s) {
   const GradientFocus& g = *s.gradient;
   j["pipeline"] = g.pipeline;
   j["key"] = g.key;
+  j["keys"] = g.keys;
+  j["fused"] = g.fused;
   j["forward_statement"] = g.forward_statement;
   j["backward_statements"] = g.backward_statements;
   j["saved"] = g.saved;

@@ -87,7 +87,9 @@ void TraceView::refresh(const TracePtr& trace, int effective_depth) {
 void TraceView::update_gradient_lines(const Session& s) {
   const bool follows = s.gradient && s.gradient->pipeline == s.selected.pipeline &&
                        (s.selected.kind == TraceKind::forward || s.selected.kind == TraceKind::backward);
-  const std::string key = follows ? s.gradient->key : std::string();
+  std::string key;  // every followed key, one string
+  if (follows)
+    for (const auto& k : s.gradient->keys) key += k + " ";
   if (key == gradient_key_ && gradient_text_ == text_version_) return;
   gradient_key_ = key;
   gradient_text_ = text_version_;
@@ -95,10 +97,12 @@ void TraceView::update_gradient_lines(const Session& s) {
   saved_proxies.clear();
   if (key.empty()) return;
   std::vector<const BoundSymbol*> linked;
-  if (s.selected.kind == TraceKind::forward) {
-    if (const BoundSymbol* b = forward_statement(*trace_, key)) linked.push_back(b);
-  } else {
-    linked = backward_statements(*trace_, key);
+  for (const auto& k : s.gradient->keys) {
+    if (s.selected.kind == TraceKind::forward) {
+      if (const BoundSymbol* b = forward_statement(*trace_, k)) linked.push_back(b);
+    } else {
+      for (const BoundSymbol* b : backward_statements(*trace_, k)) linked.push_back(b);
+    }
   }
   gradient_lines = lines_stating(linked);
   for (const auto& name : s.gradient->saved)
@@ -259,6 +263,8 @@ void TraceView::draw_statement_tooltip(const Session& s, const BoundSymbol& b) c
     ImGui::TextColored(theme().muted, "click: mark the backward statements its gradient rule made and the saved values they read");
   else if (s.selected.kind == TraceKind::backward && !b.gradient_of.empty())
     ImGui::TextColored(theme().muted, "from the gradient of %s: click to show that forward statement", b.gradient_of.c_str());
+  else if (std::any_of(b.subsymbols.begin(), b.subsymbols.end(), [](const BoundSymbol& m) { return !m.gradient_of.empty(); }))
+    ImGui::TextColored(theme().muted, "a fusion region: click to follow the forward statements of its members");
   else if (s.selected.kind == TraceKind::backward)
     ImGui::TextColored(theme().muted, "no forward statement made this one");
   ImGui::EndTooltip();

@@ -392,7 +392,8 @@ script "$s.script.json" '[
   {"click": "trace/call/'"$matmul"'"}, {"frames": 3}, {"dump": "'"$s"'.to-forward.json"},
   {"click": "trace/gradient/backward"}, {"frames": 3}, {"dump": "'"$s"'.to-backward.json"},
   {"select_stage": {"pipeline": 0, "kind": "forward", "stage": -1}}, {"frames": 2}, {"click": "trace/call/t0"},
-  {"frames": 3}, {"dump": "'"$s"'.forward-click.json"},
+  {"frames": 3}, {"dump": "'"$s"'.forward-click.json"}, {"depth": 0}, {"frames": 2}, {"click": "trace/call/t1"},
+  {"frames": 3}, {"dump": "'"$s"'.fusion-click.json"},
   {"quit": true}]'
 "$GUI" gui --model mlp --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
 check "gradient: exit 0" test $? -eq 0
@@ -409,6 +410,10 @@ check "gradient: ... boxes the saved values read" json "$s.to-backward.json" /tr
 check "gradient: a forward click follows that statement" json "$s.forward-click.json" /gradient/key eq '"t0"'
 check "gradient: ... the first linear's backward statements" json "$s.forward-click.json" /gradient/backward_statements ge 2
 check "gradient: ... it stays in the forward" json "$s.forward-click.json" /selected/kind eq '"forward"'
+check "gradient: a fusion region's click follows all its members" json "$s.fusion-click.json" /gradient/fused ge 2
+check "gradient: ... their forward statements" json "$s.fusion-click.json" /gradient/keys contains "t1"
+check "gradient: ... what their rules made" json "$s.fusion-click.json" /gradient/backward_statements ge 4
+check "gradient: ... the region's line marked" json "$s.fusion-click.json" /trace/gradient_lines/0/text contains "fusion0"
 # Thunder's printouts carry no links: a click on a backward statement says so.
 script "$s.imported.script.json" '[
   {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "backward", "stage": 0}}, {"frames": 3},
@@ -598,7 +603,9 @@ else
   check "real input: clicked stage diffed" json "$s.selected.json" /diff/right/pass eq '"ddp bucketing (25 MB)"'
   check "real input: against the stage before it" json "$s.selected.json" /diff/left/pass eq '"ddp pass"'
   check "real input: next change button" json "$s.next.json" /diff/focus_kind oneof '["changed","added","removed"]'
-  check "real input: Down steps to the next stage" json "$s.down.json" /diff/right/stage eq 3
+  # A loaded machine draws slow frames: a key held 0.2 s may outlast ImGui's repeat delay and step twice.
+  check "real input: Down steps to a later stage" json "$s.down.json" /diff/right/stage ge 3
+  check "real input: ... and the diff follows it" same "$s.down.json" /diff/right/stage "$s.down.json" /selected/stage
 
   s="$OUT/real-gradient"
   real_input_run real-gradient '[{"real_input": true}, {"wait_idle": true},
