@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "record/rank_table.h"
+
 namespace tv::cli {
 
 std::string stage_state(const Stage& s) {
@@ -41,6 +43,11 @@ bool print_verdicts(std::ostream& out, const PipelineRecord& p) {
       }
     if (!r.first_non_finite.empty()) out << fmt::format("rank {}: first NaN/Inf: {}\n", r.rank, r.first_non_finite);
     if (r.cuda_graph) out << fmt::format("rank {}: CUDA graph: {}\n", r.rank, r.cuda_graph->describe());
+  }
+  if (p.replay->ranks.size() > 1) {
+    RankTable ranks = rank_table(p.stages, *p.replay);
+    out << fmt::format("ranks side by side: {}{}\n", ranks.first_ranks_part ? "FAIL: " : "", ranks.describe_ranks());
+    all = all && !ranks.first_ranks_part;
   }
   return all;
 }

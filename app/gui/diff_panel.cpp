@@ -8,7 +8,6 @@
 #include "gui/theme.h"
 
 namespace tv::gui {
-namespace {
 
 ImVec4 kind_colour(DiffKind k) {
   const Theme& t = theme();
@@ -51,6 +50,8 @@ void kind_combo(const char* label, TraceKind* kind) {
     if (ImGui::Selectable(std::string(trace_kind_name(k)).c_str(), k == *kind)) *kind = k;
   ImGui::EndCombo();
 }
+
+namespace {
 
 void stage_combo(const char* label, const Session& s, StageRef* ref) {
   const auto* p = s.pipeline(ref->pipeline);
@@ -122,11 +123,16 @@ void DiffPanel::draw_selectors(Session& s) {
   ImGui::Checkbox("follow the selected stage", &d.follow_selection);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("selecting a stage in the stage browser diffs it against the stage before it");
   ImGui::SameLine();
-  int mode = d.across_pipelines ? 1 : 0;
+  int mode = d.all_pipelines ? 2 : d.across_pipelines ? 1 : 0;
   ImGui::RadioButton("two stages of one pipeline", &mode, 0);
   ImGui::SameLine();
   ImGui::RadioButton("same stage of two pipelines", &mode, 1);
+  ImGui::SameLine();
+  ImGui::RadioButton("every pipeline", &mode, 2);
+  s.targets.mark_last_item("diff/every-pipeline");
   d.across_pipelines = mode == 1;
+  d.all_pipelines = mode == 2;
+  if (d.all_pipelines) return;
   ImGui::SameLine();
   ImGui::Checkbox("unified", &d.unified);
   if (!d.across_pipelines) {
@@ -162,6 +168,10 @@ void DiffPanel::draw(Session& s) {
   clamp_pipeline(s.diff.left.pipeline);
   clamp_pipeline(s.diff.right.pipeline);
   draw_selectors(s);
+  if (s.diff.all_pipelines) {
+    pipelines.draw(s);
+    return;
+  }
   TracePtr a = s.trace(s.diff.left);
   TracePtr b = s.trace(s.diff.right);
   if (!a || !b) {

@@ -9,12 +9,20 @@
 #pragma once
 #include <vector>
 
+#include <imgui.h>
+
 #include "diff/diff.h"
+#include "gui/pipelines_diff.h"
 #include "gui/session.h"
 
 namespace tv::gui {
 
 const char* diff_mark(DiffKind);
+ImVec4 kind_colour(DiffKind);      // the text colour of a row of that kind
+ImU32 kind_background(DiffKind);   // its background, 0 for none
+// Combos shared by the panel's modes: a pipeline of the capture, a trace kind.
+void pipeline_combo(const char* label, const Capture& c, int* index);
+void kind_combo(const char* label, TraceKind* kind);
 
 struct DiffPanel {
   void draw(Session& s);
@@ -24,6 +32,7 @@ struct DiffPanel {
   int focused_row() const { return focus_; }
   int displayed_rows() const { return static_cast<int>(display_.size()); }  // folds count as one
   void next_change(int direction);  // +1 next, -1 previous; wraps around
+  PipelinesDiff pipelines;          // the every-pipeline mode
 
  private:
   void draw_selectors(Session& s);

@@ -45,11 +45,14 @@ void checks_table(const char* id, const std::vector<TensorCheck>& checks) {
 
 void ReplayPanel::jump_to(Session& s, int pipeline, const SymbolTiming& timing) {
   TraceKind kind;
-  if (!parse_trace_kind(timing.trace, &kind)) return;
+  if (parse_trace_kind(timing.trace, &kind)) jump_to(s, pipeline, kind, timing.index);
+}
+
+void ReplayPanel::jump_to(Session& s, int pipeline, TraceKind kind, int statement) {
   const auto* p = s.pipeline(pipeline);
   if (!p || p->stages.of(kind).empty()) return;
   s.select_stage({pipeline, kind, static_cast<int>(p->stages.of(kind).size()) - 1});
-  s.jump_to_statement = timing.index;
+  s.jump_to_statement = statement;
   s.select_panel(Panel::trace);
 }
 
@@ -81,9 +84,14 @@ void ReplayPanel::draw(Session& s) {
   }
   const auto& ranks = rec.replay->ranks;
   rank = std::clamp(rank, 0, static_cast<int>(ranks.size()) - 1);
+  if (!side_by_side) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(120);
+    ImGui::SliderInt("rank", &rank, 0, static_cast<int>(ranks.size()) - 1);
+  }
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(120);
-  ImGui::SliderInt("rank", &rank, 0, static_cast<int>(ranks.size()) - 1);
+  ImGui::Checkbox("ranks side by side", &side_by_side);
+  s.targets.mark_last_item("replay/side-by-side");
   ImGui::SameLine();
   bool pass = rec.replay->pass();
   ImGui::TextColored(pass ? t.ok : t.error, "replay %s over %zu rank(s)", pass ? "pass" : "FAIL", ranks.size());
@@ -94,6 +102,10 @@ void ReplayPanel::draw(Session& s) {
   if (r.cuda_graph) {
     cuda_graph_line = "CUDA graph: " + r.cuda_graph->describe();
     ImGui::TextColored(r.cuda_graph->matches() ? t.ok : t.error, "%s", cuda_graph_line.c_str());
+  }
+  if (side_by_side) {
+    if (const RankTable* table = s.rank_table(pipeline)) draw_side_by_side(s, *table);
+    return;
   }
   ImGui::BeginChild("checks", ImVec2(ImGui::GetContentRegionAvail().x * 0.5f, 0), true);
   draw_checks(r, rec.spec.reference());
@@ -179,6 +191,112 @@ void ReplayPanel::draw_timings(Session& s, const RankResult& r) {
   }
   ImGui::PopStyleVar();
   ImGui::EndChild();
+}
+
+void ReplayPanel::draw_side_by_side(Session& s, const RankTable& table) {
+  const Theme& t = theme();
+  if (!table.unreadable.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, t.error);
+    ImGui::TextWrapped("%s", table.describe_ranks().c_str());
+    ImGui::PopStyleColor();
+    return;
+  }
+  std::optional<size_t> jump;  // after the table: jumping changes the selection it reads
+  auto verdict_line = [&](const std::string& text, const std::optional<size_t>& first, bool neutral,
+                          const char* target) {
+    ImGui::PushStyleColor(ImGuiCol_Text, first ? t.error : neutral ? t.muted : t.ok);
+    ImGui::TextWrapped("%s", text.c_str());
+    ImGui::PopStyleColor();
+    if (!first) return;
+    ImGui::PushID(target);
+    if (ImGui::SmallButton("show it in the trace")) jump = first;
+    s.targets.mark_last_item(target);
+    ImGui::PopID();
+  };
+  verdict_line(table.describe_ranks(), table.first_ranks_part, table.invariant_rows == 0, "replay/ranks/first-part");
+  verdict_line(table.describe_eager(), table.first_eager_part, !table.has_eager, "replay/ranks/first-eager-part");
+  ImGui::Checkbox("only the values every rank must share", &shared_only);
+  s.targets.mark_last_item("replay/ranks/shared-only");
+
+  std::vector<size_t> shown;
+  for (size_t i = 0; i < table.rows.size(); ++i)
+    if (!shared_only || table.rows[i].invariant) shown.push_back(i);
+  const int columns = 4 + table.ranks + 1;
+  const auto flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollX |
+                     ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("ranks", columns, flags)) return;
+  ImGui::TableSetupScrollFreeze(3, 1);
+  ImGui::TableSetupColumn("statement");
+  ImGui::TableSetupColumn("value");
+  ImGui::TableSetupColumn("shared");
+  ImGui::TableSetupColumn("shape");
+  for (int r = 0; r < table.ranks; ++r) ImGui::TableSetupColumn(("rank " + std::to_string(r) + ": mean [min, max]").c_str());
+  ImGui::TableSetupColumn("eager (each rank's own)");
+  ImGui::TableHeadersRow();
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(shown.size()));
+  while (clipper.Step()) {
+    for (int k = clipper.DisplayStart; k < clipper.DisplayEnd; ++k) {
+      const RankRow& row = table.rows[shown[k]];
+      ImGui::TableNextRow();
+      if (row.ranks_part || row.eager_parts)
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, t.removed_bg);
+      ImGui::TableNextColumn();
+      std::string label = std::string(row.kind == TraceKind::forward ? "fwd " : "bwd ") + std::to_string(row.statement) +
+                          " " + row.symbol;
+      ImGui::PushID(static_cast<int>(shown[k]));
+      if (ImGui::Selectable(label.c_str(), false, ImGuiSelectableFlags_SpanAllColumns)) jump = shown[k];
+      s.targets.mark_last_item("replay/ranks/row/" + std::to_string(shown[k]));
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("click: show this statement in the trace");
+      ImGui::PopID();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(row.proxy.c_str());
+      ImGui::TableNextColumn();
+      if (row.invariant) {
+        char spread[48];
+        std::snprintf(spread, sizeof spread, row.ranks_part ? "PARTS %.2g" : "yes", row.spread);
+        ImGui::TextColored(row.ranks_part ? t.error : t.ok, "%s", spread);
+      } else {
+        ImGui::TextColored(t.muted, "-");
+      }
+      ImGui::TableNextColumn();
+      const TensorStats* any = nullptr;
+      for (const auto& st : row.stats)
+        if (st && !any) any = &*st;
+      if (any) ImGui::Text("%s %s", shape_text(any->shape).c_str(), std::string(short_name(any->dtype)).c_str());
+      for (int r = 0; r < table.ranks; ++r) {
+        ImGui::TableNextColumn();
+        const auto& st = row.stats[r];
+        if (!st) {
+          ImGui::TextColored(t.muted, "(not recorded)");
+          continue;
+        }
+        bool parted = row.ranks_part && row.spread_rank == r;
+        ImGui::TextColored(parted ? t.error : ImGui::GetStyle().Colors[ImGuiCol_Text], "%.4g [%.4g, %.4g]%s", st->mean,
+                           st->min, st->max, st->nan_count + st->inf_count ? " non-finite" : "");
+      }
+      ImGui::TableNextColumn();
+      if (row.eager.empty()) continue;
+      double worst = 0;
+      int failed = -1;
+      for (size_t r = 0; r < row.eager.size(); ++r) {
+        if (!row.eager[r]) continue;
+        worst = std::max(worst, row.eager[r]->max_rel);
+        if (!row.eager[r]->pass && failed < 0) failed = static_cast<int>(r);
+      }
+      const auto& first = row.eager[failed >= 0 ? failed : 0];
+      std::string name = first ? first->name : "";
+      if (failed >= 0)
+        ImGui::TextColored(t.error, "%s FAIL on rank %d, max rel %.2g", name.c_str(), failed, worst);
+      else if (first && first->reference)
+        ImGui::TextColored(t.ok, "%s pass, max rel %.2g; rank 0's %.4g [%.4g, %.4g]", name.c_str(), worst,
+                           first->reference->mean, first->reference->min, first->reference->max);
+      else
+        ImGui::TextColored(t.ok, "%s pass, max rel %.2g", name.c_str(), worst);
+    }
+  }
+  ImGui::EndTable();
+  if (jump) jump_to(s, pipeline, table.rows[*jump].kind, table.rows[*jump].statement);
 }
 
 }  // namespace tv::gui

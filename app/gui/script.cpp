@@ -242,6 +242,11 @@ void ScriptDriver::apply(const json& action, App& app, Window& window) {
     s.diff.unified = v.value("unified", s.diff.unified);
     s.diff.follow_selection = v.value("follow", s.diff.follow_selection);
     s.diff.fold_unchanged = v.value("fold", s.diff.fold_unchanged);
+    s.diff.all_pipelines = v.value("every_pipeline", s.diff.all_pipelines);
+    s.diff.base = v.value("base", s.diff.base);
+    s.diff.pass = v.value("pass", s.diff.pass);
+    if (v.contains("kind") && !parse_trace_kind(v["kind"].get<std::string>(), &s.diff.kind))
+      throw std::invalid_argument("unknown trace kind " + v["kind"].dump());
     if (v.contains("left")) s.diff.left = stage_ref(s, v["left"]);
     if (v.contains("right")) s.diff.right = stage_ref(s, v["right"]);
     s.select_panel(Panel::diff);

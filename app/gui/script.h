@@ -8,6 +8,7 @@
 // {"text":"linear"} {"find":"linear"} {"depth":0} {"hide_unchanged":true} {"filter":"DCE"}
 // {"open_rule":["ddp","jit"]} (or {"order":["jit","ddp"],"semantics":"thunder-2024-03"}: what a click on that cell does)
 // {"diff":{"across":true,"left":{..},"right":{..},"unified":false,"follow":true,"fold":true}} {"next_change":1}
+// {"diff":{"every_pipeline":true,"base":0,"kind":"backward","pass":""}} (every pipeline side by side; "" = final stages)
 // {"tour":true} {"load":"FILE"} {"frames":N} {"dump":"OUT.json"} {"screenshot":"OUT.png"} (the next
 // frame, tooltips included) {"quit":true}
 // {"follow_gradient":"t3"} (what a click on the forward statement defining t3 does)

@@ -216,6 +216,7 @@ void Session::adopt(Capture c) {
   from_source_.clear();
   links_forward_.clear();
   rerun_.reset();
+  rank_tables_.clear();
   gradient.reset();
   gradient_note.clear();
   source_focus.reset();
@@ -292,6 +293,13 @@ const std::vector<const BoundSymbol*>& Session::from_source(const StageRef& ref)
     it = from_source_.emplace(t.get(), statements_from(*t, source_focus->line, forward.get())).first;
   }
   return it->second;
+}
+
+const RankTable* Session::rank_table(int index) const {
+  if (auto it = rank_tables_.find(index); it != rank_tables_.end()) return &it->second;
+  const auto* p = pipeline(index);
+  if (!p || !p->replay || p->replay->ranks.empty()) return nullptr;
+  return &rank_tables_.emplace(index, tv::rank_table(p->stages, *p->replay)).first->second;
 }
 
 const Rerun& Session::rerun() const {

@@ -15,6 +15,7 @@
 #include "gui/ui_targets.h"
 #include "ir/source_location.h"
 #include "passes/memory.h"
+#include "record/rank_table.h"
 #include "session/run.h"
 
 namespace tv::gui {
@@ -43,6 +44,12 @@ struct DiffSelection {
   // Selecting a stage diffs it against the stage before it (two stages of one pipeline).
   bool follow_selection = true;
   bool fold_unchanged = true;  // runs of unchanged statements folded to a few lines of context
+  // Every pipeline side by side: one column each, aligned with the base pipeline's statements, at
+  // the stage of `pass` in each ("": each pipeline's final stage) of `kind`.
+  bool all_pipelines = false;
+  int base = 0;
+  TraceKind kind = TraceKind::forward;
+  std::string pass;
 };
 
 // Forward <-> backward (transforms/gradient_links.h): the forward statement whose gradient is
@@ -133,6 +140,9 @@ struct Session {
   const std::vector<const BoundSymbol*>& from_source(const StageRef&) const;
   // Computed once per capture (a rebuilt model is traced once to check it).
   const Rerun& rerun() const;
+  // Every rank's statistics of the pipeline's values side by side (record/rank_table.h); null when
+  // the pipeline was not replayed. Computed once per pipeline.
+  const RankTable* rank_table(int pipeline) const;
   // Where the session's capture came from, for finding source files beside it: the folder of the
   // capture file or the imported folder itself; "" for a live run.
   std::string source_folder() const;
@@ -143,6 +153,7 @@ struct Session {
   mutable std::map<const Trace*, std::vector<const BoundSymbol*>> from_source_;  // for source_focus
   mutable std::map<int, TracePtr> links_forward_;
   mutable std::optional<Rerun> rerun_;  // of the capture on screen
+  mutable std::map<int, RankTable> rank_tables_;
 };
 
 // What a re-run of a model rebuilt from its capture gives (Rerun::note).

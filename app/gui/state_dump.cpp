@@ -74,6 +74,34 @@ json rules_json(const App& app) {
           {"shown_explanation", explanation}};
 }
 
+json rank_row_json(const RankTable& table, const std::optional<size_t>& index) {
+  if (!index) return nullptr;
+  const RankRow& row = table.rows[*index];
+  json eager_failed = json::array();
+  for (size_t r = 0; r < row.eager.size(); ++r)
+    if (row.eager[r] && !row.eager[r]->pass) eager_failed.push_back(r);
+  return {{"row", *index},          {"kind", std::string(trace_kind_name(row.kind))},
+          {"statement", row.statement}, {"symbol", row.symbol},
+          {"proxy", row.proxy},     {"spread_rank", row.spread_rank},
+          {"spread", row.spread},   {"eager_failed_ranks", eager_failed}};
+}
+
+// Ranks side by side for the panel's pipeline (computed whether or not the view is shown).
+json ranks_json(const App& app) {
+  const RankTable* table = app.session.rank_table(app.replay.pipeline);
+  if (!table) return nullptr;
+  size_t with_eager = 0;
+  for (const auto& row : table->rows) with_eager += !row.eager.empty();
+  return {{"ranks", table->ranks},
+          {"rows", table->rows.size()},
+          {"invariant_rows", table->invariant_rows},
+          {"rows_with_eager", with_eager},
+          {"first_ranks_part", rank_row_json(*table, table->first_ranks_part)},
+          {"first_eager_part", rank_row_json(*table, table->first_eager_part)},
+          {"ranks_line", table->describe_ranks()},
+          {"eager_line", table->describe_eager()}};
+}
+
 json replay_json(const App& app) {
   json slowest = json::array();  // as drawn by the last frame, when the panel is in front
   if (app.session.panel == Panel::replay)
@@ -81,7 +109,36 @@ json replay_json(const App& app) {
   return {{"pipeline", app.replay.pipeline},
           {"rank", app.replay.rank},
           {"slowest", slowest},
-          {"cuda_graph", app.session.panel == Panel::replay ? app.replay.cuda_graph_line : ""}};
+          {"cuda_graph", app.session.panel == Panel::replay ? app.replay.cuda_graph_line : ""},
+          {"side_by_side", app.replay.side_by_side},
+          {"ranks_table", ranks_json(app)}};
+}
+
+// The Diff panel's every-pipeline mode as the last frame drew it.
+json pipelines_json(const App& app) {
+  const Session& s = app.session;
+  const PipelinesDiff& view = app.diff.pipelines;
+  json columns = json::array();
+  const AlignedTraces* aligned = view.current();
+  for (int i = 0; i < static_cast<int>(view.columns().size()); ++i) {
+    const StageRef& ref = view.columns()[i];
+    json col{{"pipeline", ref.pipeline}, {"stage", ref.stage},
+             {"label", s.pipeline(ref.pipeline) ? s.pipeline(ref.pipeline)->spec.label() : ""}};
+    if (const int at = view.pair_of(i); aligned && at >= 0) {
+      const TraceDiff& pair = aligned->pairs[at];
+      col["pass"] = s.stage(ref)->pass;
+      col["same_program"] = pair.same_program;
+      for (DiffKind k : {DiffKind::renamed, DiffKind::changed, DiffKind::added, DiffKind::removed})
+        col["count"][std::string(diff_kind_name(k))] = pair.count(k);
+    }
+    columns.push_back(col);
+  }
+  return {{"base", s.diff.base},
+          {"kind", std::string(trace_kind_name(s.diff.kind))},
+          {"pass", s.diff.pass},
+          {"columns", columns},
+          {"rows", aligned ? aligned->rows.size() : 0},
+          {"displayed_rows", view.displayed_rows()}};
 }
 
 json trace_json(const App& app) {
@@ -240,6 +297,7 @@ json dump_state(const App& app) {
     for (DiffKind k : {DiffKind::same, DiffKind::renamed, DiffKind::changed, DiffKind::added, DiffKind::removed})
       diff["count"][std::string(diff_kind_name(k))] = d->count(k);
   }
+  if (s.diff.all_pipelines) diff["every_pipeline"] = pipelines_json(app);
   j["diff"] = diff;
   j["rules"] = rules_json(app);
   j["replay"] = replay_json(app);

@@ -143,6 +143,8 @@ void bind_traces(py::module_& m) {
       .def_readonly("max_rel", &TensorCheck::max_rel)
       .def_readonly("tolerance", &TensorCheck::tolerance)
       .def_readonly("passed", &TensorCheck::pass)
+      .def_readwrite("proxy", &TensorCheck::proxy,
+                     "The final trace's value it is, 'forward:t6' or 'backward:t31'; '' when not known.")
       .def_property_readonly("shape", [](const TensorCheck& c) { return c.stats.shape; })
       .def_property_readonly("dtype", [](const TensorCheck& c) { return std::string(short_name(c.stats.dtype)); })
       .def("__repr__", [](const TensorCheck& c) {

@@ -279,6 +279,8 @@ TensorCheck tensor_check(const Cursor& c) {
   t.max_rel = number_field(c, "max_rel");
   t.tolerance = number_field(c, "tolerance");
   t.pass = bool_field(c, "pass");
+  if (auto r = c.optional_field("reference")) t.reference = tensor_stats(*r);  // absent before 2026-12-03
+  if (auto p = c.optional_field("proxy")) t.proxy = p->string();
   return t;
 }
 

@@ -9,12 +9,15 @@ namespace tv::capture_detail {
 namespace {
 
 Json encode_check(const TensorCheck& c) {
-  return {{"name", c.name},
-          {"stats", encode_tensor_stats(c.stats)},
-          {"max_abs", encode_number(c.max_abs)},
-          {"max_rel", encode_number(c.max_rel)},
-          {"tolerance", encode_number(c.tolerance)},
-          {"pass", c.pass}};
+  Json j = {{"name", c.name},
+            {"stats", encode_tensor_stats(c.stats)},
+            {"max_abs", encode_number(c.max_abs)},
+            {"max_rel", encode_number(c.max_rel)},
+            {"tolerance", encode_number(c.tolerance)},
+            {"pass", c.pass}};
+  if (c.reference) j["reference"] = encode_tensor_stats(*c.reference);
+  if (!c.proxy.empty()) j["proxy"] = c.proxy;
+  return j;
 }
 
 Json encode_rank(const RankResult& r) {

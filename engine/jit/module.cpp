@@ -9,6 +9,10 @@
 #include "aten/convert.h"
 #include "ir/python_literal.h"
 
+#ifndef TV_SOURCE_ROOT
+#define TV_SOURCE_ROOT ""
+#endif
+
 namespace tv::jit {
 namespace {
 
@@ -118,6 +122,8 @@ std::string source_header(const std::source_location& loc) {
   }
   std::string out = shown + ":" + std::to_string(loc.line());
   const auto* lines = source_lines(path);
+  // A compiler cache may record the file relative to the build folder; the source tree has it.
+  if (lines->empty() && *TV_SOURCE_ROOT) lines = source_lines(std::string(TV_SOURCE_ROOT) + "/" + shown);
   if (loc.line() >= 1 && loc.line() <= lines->size()) {
     const auto& text = (*lines)[loc.line() - 1];
     if (text.find_first_not_of(" \t") != std::string::npos) out += ": \t" + text;

@@ -1,8 +1,23 @@
 #include "record/results.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace tv {
+
+double tolerance(DType d) {
+  switch (d) {
+    case DType::f64: return 1e-10;
+    case DType::f16: return 1e-2;
+    case DType::bf16: return 2e-2;
+    default: return 1e-5;
+  }
+}
+
+double tolerance(DType d, int64_t summed_terms) {
+  return tolerance(d) * std::max(1.0, std::sqrt(static_cast<double>(summed_terms) / 2.0));
+}
 
 bool CudaGraphRun::matches() const { return ran && max_relative_difference <= 1e-3; }
 

@@ -15,6 +15,12 @@
 
 namespace tv {
 
+// Relative tolerance per dtype: f64 1e-10, f32 1e-5, f16 1e-2, bf16 2e-2.
+double tolerance(DType);
+// The tolerance of a value that is a sum of `summed_terms` partial results (ranks): rounding errors
+// of a sum of n terms grow like sqrt(n), and the dtype's tolerance covers two.
+double tolerance(DType, int64_t summed_terms);
+
 struct TensorStats {
   std::vector<int64_t> shape;
   DType dtype = DType::f32;
@@ -30,6 +36,8 @@ struct TensorCheck {
   double max_rel = 0;
   double tolerance = 0;   // relative tolerance used for this dtype
   bool pass = true;
+  std::optional<TensorStats> reference;  // the reference value's statistics (absent in older captures)
+  std::string proxy;      // the final trace's value it is, "forward:t6" or "backward:t31"; "" when not known
 };
 
 struct SymbolTiming {

@@ -14,20 +14,6 @@
 
 namespace tv {
 
-double tolerance(DType d) {
-  switch (d) {
-    case DType::f64: return 1e-10;
-    case DType::f16: return 1e-2;
-    case DType::bf16: return 2e-2;
-    default: return 1e-5;
-  }
-}
-
-double tolerance(DType d, int64_t summed_terms) {
-  // Rounding errors of a sum of n terms grow like sqrt(n); the dtype's tolerance covers two.
-  return tolerance(d) * std::max(1.0, std::sqrt(static_cast<double>(summed_terms) / 2.0));
-}
-
 TensorStats tensor_stats(const at::Tensor& t) {
   TensorStats s;
   s.shape = t.sizes().vec();
@@ -61,6 +47,7 @@ TensorCheck check_against_reference(const std::string& name, const at::Tensor& g
     c.max_abs = c.max_rel = INFINITY;
     return c;
   }
+  c.reference = tensor_stats(want);
   if (got.sizes() != want.sizes()) {
     c.pass = false;
     c.max_abs = c.max_rel = INFINITY;
@@ -75,6 +62,35 @@ TensorCheck check_against_reference(const std::string& name, const at::Tensor& g
   c.pass = std::isfinite(c.max_abs) && (c.max_rel <= c.tolerance || c.max_abs <= c.tolerance * 0.1);
   return c;
 }
+
+namespace {
+
+// The final trace's returned tensor values under `key` of its first item (the augmented forward's
+// 'output'), or all of them, as "kind:name"; "" where the item is not a value of the trace.
+std::vector<std::string> returned_values(const StageHistory& stages, TraceKind kind, bool items) {
+  std::vector<std::string> out;
+  TracePtr trace = stages.last(kind);
+  if (!trace) return out;
+  Value returned = trace->returned();
+  const std::string prefix = std::string(trace_kind_name(kind)) + ":";
+  auto name_of = [&](const ProxyPtr& p) {
+    if (p->is_tensor()) out.push_back(prefix + p->name);
+  };
+  if (items) {  // the backward: one gradient (or None) per computation argument
+    if (!returned.is_sequence()) return out;
+    for (const auto& item : returned.items) out.push_back(item.is_proxy() ? prefix + item.proxy->name : "");
+    return out;
+  }
+  if (stages.last(TraceKind::backward) && returned.is_sequence() && !returned.items.empty()) {
+    for (const auto& [k, v] : returned.items[0].entries)
+      if (k.kind == Value::Kind::string && k.s == "output") for_each_proxy(v, name_of);
+    return out;
+  }
+  for_each_proxy(returned, name_of);
+  return out;
+}
+
+}  // namespace
 
 RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, int rank, const ReplayOptions& options) {
   RankResult result;
@@ -108,10 +124,13 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
     const auto& outputs = fwd.outputs;
     auto cotangents = make_cotangents(outputs, options.cotangent_seed + rank);
     auto eager = eager_reference(options.reference_module ? *options.reference_module : module, inputs, cotangents);
-    for (size_t i = 0; i < outputs.size(); ++i)
+    auto output_values = returned_values(built.stages, TraceKind::forward, false);
+    for (size_t i = 0; i < outputs.size(); ++i) {
       result.outputs.push_back(check_against_reference("output[" + std::to_string(i) + "]", outputs[i],
                                                        i < eager.outputs.size() ? eager.outputs[i] : at::Tensor(),
                                                        options.min_tolerance));
+      if (output_values.size() == outputs.size()) result.outputs.back().proxy = output_values[i];
+    }
     bool has_backward = static_cast<bool>(built.stages.last(TraceKind::backward));
     auto run_as_cuda_graph = [&] {
       if (options.cuda_graph_steps <= 0) return;
@@ -139,7 +158,9 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
 
     auto grads = step_backward(executor, module, built.stages, fwd.saved, cotangents, label);
     nan_report("backward");
-    for (const auto& [name, got] : grads) {
+    auto gradient_values = returned_values(built.stages, TraceKind::backward, true);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      const auto& [name, got] = grads[i];
       if (!got.defined()) continue;
       at::Tensor want;
       for (const auto& [n, g] : eager.parameter_grads)
@@ -149,6 +170,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
       if (options.expected_grad && want.defined()) want = options.expected_grad(name, want);
       result.gradients.push_back(
           check_against_reference("grad[" + name + "]", got, want, options.min_tolerance, options.summed_ranks));
+      if (i < gradient_values.size()) result.gradients.back().proxy = gradient_values[i];
     }
     run_as_cuda_graph();
   } catch (const c10::Error& e) {

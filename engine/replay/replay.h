@@ -27,10 +27,7 @@ class Tensor;
 
 namespace tv {
 
-// Relative tolerance per dtype: f64 1e-10, f32 1e-5, f16 1e-2, bf16 2e-2.
-double tolerance(DType);
-// The tolerance of a value that is a sum of `summed_terms` partial results (ranks): see above.
-double tolerance(DType, int64_t summed_terms);
+// tolerance(DType) and tolerance(DType, summed_terms): record/results.h.
 
 // Shape, dtype, min/max/mean of the finite values and NaN/Inf counts, computed where `t` lives.
 TensorStats tensor_stats(const at::Tensor& t);

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "canonical/canonical.h"
+#include "record/rank_table.h"
 #include "transforms/order.h"
 
 namespace tv {
@@ -90,6 +91,11 @@ PipelineOutcome assess_pipeline(const PipelineRecord& p) {
     return out;
   }
   if (p.replay) out.reasons = failing_checks(*p.replay);
+  if (p.replay && p.replay->ranks.size() > 1 && out.reasons.empty()) {
+    // Every rank passed its own checks; a value they must share may still differ between them.
+    RankTable ranks = rank_table(p.stages, *p.replay);
+    if (ranks.first_ranks_part) out.reasons.push_back(ranks.describe_ranks());
+  }
   out.kind = out.reasons.empty() ? Outcome::passed : Outcome::failed;
   return out;
 }

@@ -3,7 +3,9 @@
 // Contract:
 //  - assess_pipeline: refused when a composition rule stopped the order before anything was built;
 //    failed on any other error (a semantics mode's state-read failure too, with its rule), a rank's
-//    error, or a replayed number off from eager (each failing check one reason); passed otherwise.
+//    error, a replayed number off from eager (each failing check one reason), or ranks that part on
+//    a value every rank must hold alike (record/rank_table.h: one reason, the first such value);
+//    passed otherwise.
 //  - compare_pipelines: not comparable when either side has no program to compare (refused, or an
 //    error while building or on a rank), the why naming that side; otherwise equivalent when the
 //    final traces of every kind are canonically equal and every replayed number of both sides

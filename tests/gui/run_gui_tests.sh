@@ -544,6 +544,79 @@ check "rerun: imported, exit 0" test $? -eq 0
 check "rerun: imported printouts cannot be re-run" json "$s.imported.json" /rerun/possible eq false
 check "rerun: ... and Run says why" json "$s.imported.json" /error contains "imported from Thunder describe no module"
 
+# 19. Ranks side by side: the mlp under jit,ddp over 2 ranks (gloo) shows every value of the final
+# forward and backward in one table, eager's beside the outputs and gradients, and the reduced
+# gradients shared and equal. In a copy of the capture where rank 1's statistics of one reduced
+# gradient were changed, the table says where the ranks part, and its button shows that statement.
+s="$OUT/ranks"
+"$THUNDER_VIZ" run --model mlp --order jit,ddp --world 2 --out "$s.tvz.json" >"$s.run.log" 2>&1
+check "ranks: a 2-rank ddp capture" test -s "$s.tvz.json"
+script "$s.script.json" '[{"wait_idle": true}, {"select_panel": "replay"}, {"frames": 2},
+  {"click": "replay/side-by-side"}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui "$s.tvz.json" --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "ranks: exit 0" test $? -eq 0
+check "ranks: no script error" no_script_errors "$s.state.json"
+check "ranks: shown side by side" json "$s.state.json" /replay/side_by_side eq true
+check "ranks: both ranks in one table" json "$s.state.json" /replay/ranks_table/ranks eq 2
+check "ranks: values every rank must share" json "$s.state.json" /replay/ranks_table/invariant_rows ge 4
+check "ranks: eager beside the output and the 4 gradients" json "$s.state.json" /replay/ranks_table/rows_with_eager eq 5
+check "ranks: they agree" json "$s.state.json" /replay/ranks_table/ranks_line contains "agree"
+check "ranks: ... so nothing is marked" json "$s.state.json" /replay/ranks_table/first_ranks_part eq null
+/usr/bin/python3 - "$s.tvz.json" "$s.parted.tvz.json" >"$s.edit.log" 2>&1 <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+rank1 = c["pipelines"][0]["replay"]["ranks"][1]
+value = rank1["gradients"][-1]["proxy"]  # a reduced gradient, "backward:tN"
+rank1["proxies"][value]["mean"] += 1.0
+json.dump(c, open(sys.argv[2], "w"))
+print(value.split(":")[1])
+PY
+parted=$(tail -1 "$s.edit.log")
+check "ranks: a gradient of rank 1 changed" test -n "$parted"
+script "$s.parted.script.json" '[{"wait_idle": true}, {"select_panel": "replay"}, {"frames": 2},
+  {"click": "replay/side-by-side"}, {"frames": 3}, {"dump": "'"$s"'.parted.json"},
+  {"click": "replay/ranks/first-part"}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui "$s.parted.tvz.json" --script "$s.parted.script.json" --dump-state "$s.parted.state.json" >"$s.parted.log" 2>&1
+check "ranks: parted, exit 0" test $? -eq 0
+check "ranks: parted, no script error" no_script_errors "$s.parted.state.json"
+check "ranks: where rank 1 parts" json "$s.parted.json" /replay/ranks_table/first_ranks_part/proxy eq "\"$parted\""
+check "ranks: ... rank 1" json "$s.parted.json" /replay/ranks_table/first_ranks_part/spread_rank eq 1
+check "ranks: ... said" json "$s.parted.json" /replay/ranks_table/ranks_line contains "rank 1 parts from rank 0 at backward statement"
+check "ranks: the button shows the trace" json "$s.parted.state.json" /panel eq '"trace"'
+check "ranks: ... the final backward" json "$s.parted.state.json" /selected/kind eq '"backward"'
+check "ranks: ... at the statement that defines it" /usr/bin/python3 -c '
+import json, re, sys
+text = json.load(open(sys.argv[1]))["trace"]["marked_text"]
+assert re.match(r"\s*\(?[\w, ]*\b" + sys.argv[2] + r"\b[\w, ]*\)? = ", text), text
+' "$s.parted.state.json" "$parted"
+
+# 20. Every pipeline side by side: jit, jit,ddp and jit,remat of the mlp over 2 ranks, their final
+# backward traces in three columns aligned with jit's; ddp's all-reduces are rows of their own; a
+# click on a cell of the ddp column shows that statement in its trace.
+s="$OUT/pipelines"
+script "$s.script.json" '[{"wait_idle": true}, {"select_panel": "diff"}, {"frames": 2}, {"click": "diff/every-pipeline"},
+  {"frames": 2}, {"diff": {"kind": "backward", "base": 0, "pass": "", "fold": false}}, {"frames": 3},
+  {"dump": "'"$s"'.shown.json"}, {"diff": {"fold": true}}, {"frames": 3}, {"dump": "'"$s"'.folded.json"},
+  {"click": "diff/pipelines/1/*"}, {"frames": 3}, {"quit": true}]'
+"$GUI" gui --model mlp --order jit --order jit,ddp --order jit,remat --world 2 --script "$s.script.json" \
+  --dump-state "$s.state.json" >"$s.log" 2>&1
+check "pipelines: exit 0" test $? -eq 0
+check "pipelines: no script error" no_script_errors "$s.state.json"
+check "pipelines: every pipeline mode" json "$s.shown.json" /diff/every_pipeline/kind eq '"backward"'
+check "pipelines: three columns" json "$s.shown.json" /diff/every_pipeline/columns/2/pipeline eq 2
+check "pipelines: ... base jit first" json "$s.shown.json" /diff/every_pipeline/columns/0/label eq '"jit"'
+check "pipelines: ... the base is the base" json "$s.shown.json" /diff/every_pipeline/columns/0/same_program eq true
+check "pipelines: ddp adds its all-reduces and waits" json "$s.shown.json" /diff/every_pipeline/columns/1/count/added ge 2
+check "pipelines: every row shown unfolded" same "$s.shown.json" /diff/every_pipeline/rows "$s.shown.json" /diff/every_pipeline/displayed_rows
+check "pipelines: folding keeps fewer rows" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["diff"]["every_pipeline"]
+assert 0 < d["displayed_rows"] < d["rows"], d
+' "$s.folded.json"
+check "pipelines: a click shows that pipeline's trace" json "$s.state.json" /selected/pipeline eq 1
+check "pipelines: ... its final backward" json "$s.state.json" /selected/kind eq '"backward"'
+check "pipelines: ... in the trace view" json "$s.state.json" /panel eq '"trace"'
+
 # 15. Real input: the rules click, stage-diff navigation, the forward <-> backward click and the source pane driven by
 # X events (xdotool moves the pointer and clicks, and presses keys, in the Xvfb window).
 if ! command -v xdotool >/dev/null 2>&1; then

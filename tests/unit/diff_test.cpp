@@ -1,6 +1,7 @@
 // The trace diff aligns statements, tells renames from changes, and finds DDP's extra statements.
 #include <gtest/gtest.h>
 
+#include "diff/aligned.h"
 #include "diff/diff.h"
 #include "format/parser.h"
 #include "ops/ltorch.h"
@@ -85,4 +86,48 @@ TEST(Diff, OnlyStatementsOfOneSymbolPairAsChanged) {
       auto symbol = [](const std::string& text) { return text.substr(text.find('=') + 1, text.find('(') - text.find('=')); };
       EXPECT_EQ(symbol(r.left_text), symbol(r.right_text)) << r.left_text << " | " << r.right_text;
     }
+}
+
+TEST(Diff, PipelinesAlignOnTheBaseStatements) {
+  // Thunder's linear backward as the base; the ddp backward adds the divide and the all-reduce, the
+  // base itself is the same everywhere.
+  auto base = fixture("linear__bwd__00.txt");
+  auto ddp = fixture("ddp_jit_then_ddp__bwd__00.txt");
+  auto a = align_traces(*base, {base.get(), ddp.get()});
+  ASSERT_EQ(a.pairs.size(), 2u);
+  // Every base statement is on exactly one row, in order.
+  std::vector<int> bases;
+  for (const auto& row : a.rows)
+    if (row.base >= 0) bases.push_back(row.base);
+  ASSERT_EQ(bases.size(), base->body.size());
+  for (size_t i = 0; i < bases.size(); ++i) EXPECT_EQ(bases[i], static_cast<int>(i));
+  // Column 0 (the base against itself) is the same on every base row and has nothing elsewhere.
+  for (const auto& row : a.rows) {
+    ASSERT_EQ(row.cells.size(), 2u);
+    if (row.base >= 0) {
+      ASSERT_TRUE(row.cells[0]);
+      EXPECT_EQ(row.cells[0]->kind, DiffKind::same);
+      EXPECT_EQ(row.cells[0]->left_text, row.base_text);
+    } else {
+      EXPECT_FALSE(row.cells[0]);
+    }
+  }
+  // Column 1 holds every statement of the ddp trace once, in its order, each added one on a row
+  // with no base statement.
+  std::vector<int> rights;
+  int added = 0;
+  for (const auto& row : a.rows) {
+    const auto& c = row.cells[1];
+    if (!c || c->right < 0) continue;
+    rights.push_back(c->right);
+    if (c->kind == DiffKind::added) {
+      ++added;
+      EXPECT_EQ(row.base, -1);
+    }
+  }
+  ASSERT_EQ(rights.size(), ddp->body.size());
+  for (size_t i = 0; i < rights.size(); ++i) EXPECT_EQ(rights[i], static_cast<int>(i));
+  EXPECT_EQ(added, a.pairs[1].count(DiffKind::added));
+  EXPECT_GE(added, 3);
+  EXPECT_TRUE(align_traces(*base, {}).rows.empty());
 }
