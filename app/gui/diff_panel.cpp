@@ -122,7 +122,6 @@ void DiffPanel::draw_selectors(Session& s) {
   DiffSelection& d = s.diff;
   ImGui::Checkbox("follow the selected stage", &d.follow_selection);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("selecting a stage in the stage browser diffs it against the stage before it");
-  ImGui::SameLine();
   int mode = d.all_pipelines ? 2 : d.across_pipelines ? 1 : 0;
   ImGui::RadioButton("two stages of one pipeline", &mode, 0);
   ImGui::SameLine();

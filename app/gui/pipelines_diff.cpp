@@ -67,7 +67,6 @@ void PipelinesDiff::draw_selectors(Session& s) {
       if (ImGui::Selectable(pass.c_str(), pass == d.pass)) d.pass = pass;
     ImGui::EndCombo();
   }
-  ImGui::SameLine();
   ImGui::Checkbox("fold where all agree", &d.fold_unchanged);
 }
 

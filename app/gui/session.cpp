@@ -313,7 +313,7 @@ const Rerun& Session::rerun() const {
   };
   if (request) {
     r.request = request;
-    if (request->model_factory) r.note = rerun_note(model);
+    if (request->model_factory) r.note = rerun_note(model, request->reference.compute ? "stored" : "");
   } else if (!capture) {
     r.why_not = "nothing is open";
   } else if (model.empty() || model == "imported") {
@@ -331,9 +331,26 @@ const Rerun& Session::rerun() const {
       RunRequest q;
       q.model = model;
       q.replay = false;
-      q.model_factory = jit::captured_model({model, prologue, computation});
+      jit::CapturedProgram program{model, prologue, computation, {}};
+      std::string stored_note;
+      if (const std::string& file = capture->model.tensors; !file.empty()) {
+        const auto path = std::filesystem::path(source_folder()) / file;
+        std::error_code ec;
+        if (std::filesystem::exists(path, ec)) {
+          CapturedTensors tensors = load_tensor_file(path.string());
+          program.tensors = std::move(tensors.held);
+          if (tensors.reference) {
+            q.reference = stored_reference(tensors.reference);
+            q.replay = true;
+          }
+          stored_note = tensors.reference ? "stored" : "stored, no eager numbers";
+        } else {
+          stored_note = "missing: " + file + " is not beside the capture";
+        }
+      }
+      q.model_factory = jit::captured_model(std::move(program));
       r.request = std::move(q);
-      r.note = rerun_note(model);
+      r.note = rerun_note(model, stored_note);
     } catch (const std::exception& e) {
       r.why_not = "model '" + model + "' is not built in, and its capture's acquired traces (P0's first prologue and "
                   "forward stages) do not rebuild it: " + e.what();
@@ -343,9 +360,15 @@ const Rerun& Session::rerun() const {
   return *rerun_;
 }
 
-std::string rerun_note(const std::string& model) {
-  return "model '" + model + "' rebuilt from the capture's acquired program, on random weights: a re-run shows its "
-         "traces under any order, not its numbers (those are checked where the model lives, in Python)";
+std::string rerun_note(const std::string& model, const std::string& stored) {
+  if (stored == "stored")
+    return "model '" + model + "' rebuilt from the capture's acquired program, on the weights and inputs stored with "
+           "it: a re-run checks every order's outputs and gradients against the eager numbers stored beside them";
+  std::string why = stored.empty() ? "" : " (the stored tensors are " + stored + ")";
+  return "model '" + model + "' rebuilt from the capture's acquired program" +
+         (stored == "stored, no eager numbers" ? ", on the weights and inputs stored with it" : ", on random weights") +
+         why + ": a re-run shows its traces under any order, not checked numbers (save it from Python with "
+         "Inspector.save(path, inputs=...) to store them)";
 }
 
 std::string Session::source_folder() const {

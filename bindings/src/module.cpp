@@ -450,6 +450,13 @@ PYBIND11_MODULE(_thunder_viz, m) {
   }, py::arg("name"), py::arg("got"), py::arg("want"), py::arg("min_tolerance") = 0.0,
      "A TensorCheck of `got` against the reference `want` (None: no reference, a failure), as replay checks.");
 
+  m.def("make_cotangents", [](const std::vector<at::Tensor>& outputs, uint64_t seed) {
+    std::vector<std::optional<at::Tensor>> out;
+    for (const auto& c : make_cotangents(outputs, seed)) out.push_back(c.defined() ? std::optional<at::Tensor>(c) : std::nullopt);
+    return out;
+  }, py::arg("outputs"), py::arg("seed"),
+     "The cotangents a replay draws for these outputs from `seed` (None for a non-floating output).");
+
   m.def("transform_names", &transform_names);
   m.def("world_info", [] {
     auto r = current_rank();

@@ -177,6 +177,14 @@ void bind_traces(py::module_& m) {
              }
              c.c.model.parameters = std::move(records);
            })
+      .def_property("tensors_file", [](const PyCapture& c) { return c.c.model.tensors; },
+                    [](PyCapture& c, const std::string& name) {
+                      if (name.find('/') != std::string::npos || name == "." || name == "..")
+                        throw py::value_error("tensors_file: a file name beside the capture, without a folder, not '" +
+                                              name + "'");
+                      c.c.model.tensors = name;
+                    },
+                    "The file beside the capture holding the model's weights, inputs and eager numbers ('' none).")
       .def_property_readonly("num_pipelines", [](const PyCapture& c) { return c.c.pipelines.size(); })
       .def("pipeline_label", [](const PyCapture& c, size_t i) { return c.c.pipelines.at(i).spec.label(); })
       .def("pipeline_error", [](const PyCapture& c, size_t i) { return c.c.pipelines.at(i).error; })

@@ -453,6 +453,11 @@ ModelRecord model(const Cursor& c) {
     p.dtype = dtype(e.field("dtype"));
     return p;
   });
+  if (auto t = c.optional_field("tensors")) {  // absent before 2026-12-03
+    m.tensors = t->string();
+    if (m.tensors.empty() || m.tensors.find('/') != std::string::npos || m.tensors == "." || m.tensors == "..")
+      t->fail("must name a file beside the capture (no folder)");
+  }
   return m;
 }
 

@@ -162,7 +162,9 @@ Json encode_model(const ModelRecord& m) {
   Json parameters = Json::array();
   for (const auto& p : m.parameters)
     parameters.push_back({{"name", p.name}, {"shape", p.shape}, {"dtype", short_name(p.dtype)}});
-  return {{"name", m.name}, {"params", std::move(params)}, {"parameters", std::move(parameters)}};
+  Json j = {{"name", m.name}, {"params", std::move(params)}, {"parameters", std::move(parameters)}};
+  if (!m.tensors.empty()) j["tensors"] = m.tensors;
+  return j;
 }
 
 Json encode_pipeline(const PipelineRecord& p) {

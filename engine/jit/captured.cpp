@@ -104,6 +104,25 @@ at::Tensor make_tensor_for(const HeldTensor& t, at::Generator& gen, const std::o
   return value;
 }
 
+// The recorded tensor `key` of the program, as the prologue states it (shape and dtype checked).
+at::Tensor stored_tensor(const CapturedProgram& program, const HeldTensor& t, const std::string& key,
+                         const std::optional<Device>& device) {
+  auto it = program.tensors.find(key);
+  if (it == program.tensors.end())
+    throw std::invalid_argument("model '" + program.name + "': the stored tensors have no '" + key +
+                                "', which the captured prologue reads");
+  const Proxy& m = *t.meta;
+  const at::Tensor& stored = it->second;
+  if (stored.sizes().vec() != m.shape || stored.scalar_type() != aten::to_scalar_type(m.dtype))
+    throw std::invalid_argument("model '" + program.name + "': the stored '" + key + "' is " +
+                                std::string(at::toString(stored.scalar_type())) + " " + at::str(stored.sizes()) +
+                                ", the captured prologue checks " + std::string(short_name(m.dtype)) + " " +
+                                at::str(c10::IntArrayRef(m.shape)));
+  at::Tensor value = stored.detach().clone().to(aten::to_device(device ? *device : m.device));
+  if (m.requires_grad && is_floating(m.dtype)) value.requires_grad_(true);
+  return value;
+}
+
 Value substitute(const Value& v, const std::map<std::string, ProxyPtr>& env, const BoundSymbol& b) {
   if (v.is_proxy()) {
     auto it = env.find(v.proxy->name);
@@ -185,14 +204,18 @@ Module build(const CapturedProgram& program, const std::shared_ptr<const ModuleS
     }
   }
   at::Generator gen = at::detail::createCPUGenerator(seed);
+  auto value_of = [&](const HeldTensor& t, const std::string& key) {
+    return program.tensors.empty() ? make_tensor_for(t, gen, device) : stored_tensor(program, t, key, device);
+  };
   Module m;
   m.name = program.name;
   for (const auto& t : shape->tensors) {
-    at::Tensor value = make_tensor_for(t, gen, device);
+    at::Tensor value = value_of(t, (t.buffer ? "buffer:" : "parameter:") + t.name);
     if (t.buffer) m.add_buffer(t.name, value);
     else m.add_parameter(t.name, value);
   }
-  for (const auto& i : shape->inputs) m.add_input(i.name, make_tensor_for(i, gen, device));
+  for (size_t k = 0; k < shape->inputs.size(); ++k)
+    m.add_input(shape->inputs[k].name, value_of(shape->inputs[k], "input:" + std::to_string(k)));
   for (const auto& [name, value] : shape->attributes) m.set_attribute(name, value);
   m.forward = [computation = program.computation, shape](ForwardContext& ctx) {
     return replay(*computation, *shape, ctx);

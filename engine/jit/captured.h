@@ -7,7 +7,10 @@
 // (`module.training`, `get_submodule('bn').momentum` and the value their checks expect). The
 // computation's top-level statements are the forward: replayed op by op through the builder, each
 // under its source line, so acquisition and every transform see the program the capture recorded.
-// The capture holds no tensors: weights and inputs are made from the `seed` parameter (floating
+// Weights and inputs: the program's `tensors` when it has them ("parameter:fc1.weight",
+// "buffer:bn.running_mean", "input:0" for the first input the prologue unpacks: what a capture's
+// tensors file holds, capture/tensor_file.h), checked against the shape and dtype the prologue
+// states; every one of them or none. Without them they are made from the `seed` parameter (floating
 // parameters small normals, running variances ones, other buffers and integer tensors zeros), so
 // the traces are the program's and the numbers are not the user's. `device` moves everything
 // (default: as recorded). Throws std::invalid_argument naming the statement when the traces do not
@@ -16,6 +19,8 @@
 #include <functional>
 #include <map>
 #include <string>
+
+#include <ATen/ATen.h>
 
 #include "ir/trace.h"
 #include "jit/module.h"
@@ -26,6 +31,7 @@ struct CapturedProgram {
   std::string name;      // the model's name as the capture records it ("MyNet")
   TracePtr prologue;     // the acquired prologue
   TracePtr computation;  // the acquired forward computation
+  std::map<std::string, at::Tensor> tensors;  // the recorded weights and inputs, when stored (see above)
 };
 
 // Builds the module for model parameters `seed` and `device` (any other throws).

@@ -30,6 +30,10 @@ struct ModelRecord {
   std::string name;                           // "gpt", or "imported" for Thunder printouts
   std::map<std::string, std::string> params;  // --param values
   std::vector<ParameterRecord> parameters;
+  // A file beside the capture (its name, no folder) holding the model's weights and inputs and the
+  // eager numbers computed on them (torch.save format; saved from Python on request), so that a
+  // model rebuilt from the capture re-runs on them and is checked; "" when there is none.
+  std::string tensors;
 };
 
 struct PipelineRecord {

@@ -255,4 +255,40 @@ std::vector<at::Tensor> make_cotangents(const std::vector<at::Tensor>& outputs, 
   return out;
 }
 
+Reference stored_reference(std::shared_ptr<const StoredReference> stored) {
+  Reference r;
+  r.cotangent_seed = stored->cotangent_seed;
+  r.compute = [stored](const jit::Module& module, const std::vector<at::Tensor>&,
+                       const std::vector<at::Tensor>& cotangents) {
+    at::Device device = at::kCPU;
+    if (!module.parameters.empty()) device = module.parameters.front().value->device();
+    else if (!module.inputs.empty()) device = module.inputs.front().value->device();
+    EagerResult out;
+    for (const auto& o : stored->outputs) out.outputs.push_back(o.to(device));
+    for (const auto& i : module.inputs) out.input_grads.emplace_back(i.name, at::Tensor());
+    if (cotangents.empty()) {
+      for (const auto& p : module.parameters) out.parameter_grads.emplace_back(p.name, at::Tensor());
+      return out;
+    }
+    if (stored->gradients.empty())
+      throw std::invalid_argument("the capture's stored eager numbers hold no gradients (the model was saved in "
+                                  "no-grad mode): its outputs can be checked, its gradients cannot");
+    auto expected = make_cotangents(stored->outputs, stored->cotangent_seed);
+    bool same = expected.size() == cotangents.size();
+    for (size_t i = 0; same && i < expected.size(); ++i)
+      same = expected[i].defined() == cotangents[i].defined() &&
+             (!expected[i].defined() || at::equal(expected[i], cotangents[i].to(at::kCPU)));
+    if (!same)
+      throw std::invalid_argument("the capture's stored eager gradients hold for the cotangents of seed " +
+                                  std::to_string(stored->cotangent_seed) +
+                                  " only, and this replay drew others (outputs of another shape or dtype?)");
+    for (const auto& p : module.parameters) {
+      auto it = stored->gradients.find(p.name);
+      out.parameter_grads.emplace_back(p.name, it == stored->gradients.end() ? at::Tensor() : it->second.to(device));
+    }
+    return out;
+  };
+  return r;
+}
+
 }  // namespace tv

@@ -122,8 +122,11 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
     };
     nan_report("forward");
     const auto& outputs = fwd.outputs;
-    auto cotangents = make_cotangents(outputs, options.cotangent_seed + rank);
-    auto eager = eager_reference(options.reference_module ? *options.reference_module : module, inputs, cotangents);
+    auto cotangents = make_cotangents(outputs, options.reference.cotangent_seed ? *options.reference.cotangent_seed
+                                                                                : options.cotangent_seed + rank);
+    const jit::Module& reference_module = options.reference_module ? *options.reference_module : module;
+    auto eager = options.reference.compute ? options.reference.compute(reference_module, inputs, cotangents)
+                                           : eager_reference(reference_module, inputs, cotangents);
     auto output_values = returned_values(built.stages, TraceKind::forward, false);
     for (size_t i = 0; i < outputs.size(); ++i) {
       result.outputs.push_back(check_against_reference("output[" + std::to_string(i) + "]", outputs[i],

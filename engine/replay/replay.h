@@ -19,6 +19,7 @@
 
 #include "jit/module.h"
 #include "pipeline/pipeline.h"
+#include "replay/eager.h"
 #include "record/results.h"
 
 namespace at {
@@ -53,6 +54,9 @@ struct ReplayOptions {
   int64_t summed_ranks = 1;
   // The module eager runs on (unsharded weights); the replayed module when null.
   const jit::Module* reference_module = nullptr;
+  // Who computes the reference (replay/eager.h): eager_reference unless set; a reference with its own
+  // cotangent seed draws every rank's cotangents from it.
+  Reference reference;
   // When > 0 (CUDA, one rank): after the checks, the step is also captured as a CUDA graph and
   // replayed (replay/cuda_graph.h); RankResult::cuda_graph holds both times per step, the mean of
   // this many calls, and how far the graph's numbers are from the step's.

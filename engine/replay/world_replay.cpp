@@ -48,8 +48,13 @@ std::map<std::string, at::Tensor> mean_eager_grads(const WorldReplayRequest& req
     auto m = with_weights(model_for_rank(request, k), weights);
     std::vector<at::Tensor> inputs;
     for (const auto& i : m.inputs) inputs.push_back(*i.value);
-    auto outputs = eager_reference(m, inputs, {}).outputs;
-    auto grads = eager_reference(m, inputs, make_cotangents(outputs, cotangent_seed + k)).parameter_grads;
+    auto eager = [&](const std::vector<at::Tensor>& cotangents) {
+      return request.reference.compute ? request.reference.compute(m, inputs, cotangents)
+                                       : eager_reference(m, inputs, cotangents);
+    };
+    auto outputs = eager({}).outputs;
+    const uint64_t seed = request.reference.cotangent_seed ? *request.reference.cotangent_seed : cotangent_seed + k;
+    auto grads = eager(make_cotangents(outputs, seed)).parameter_grads;
     for (const auto& [name, g] : grads) {
       if (!g.defined()) continue;
       auto on_cpu = g.detach().cpu();  // each rank's model lives on its own GPU
@@ -144,6 +149,7 @@ WorldReplayResult run_world(const WorldReplayRequest& request, const ValidatedOr
       o.cuda_graph_steps = request.cuda_graph_steps;
       o.generated_kernels = request.generated_kernels;
       o.reference_module = &reference;
+      o.reference = request.reference;
       if (comm) o.prepare_executor = [&groups](std::any& user) { user = static_cast<const dist::ProcessGroups*>(&groups); };
       if (distributed)
         o.expected_grad = [&mean, distributor, context](const std::string& name, const at::Tensor& own) {

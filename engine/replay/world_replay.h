@@ -18,6 +18,7 @@
 
 #include "history/stages.h"
 #include "jit/captured.h"
+#include "replay/eager.h"
 #include "record/results.h"
 #include "transforms/order.h"
 
@@ -36,6 +37,7 @@ struct WorldReplayRequest {
   bool generated_kernels = true;  // ReplayOptions::generated_kernels
   dist::Launch* launch = nullptr;  // one rank per process: run this process's rank only
   jit::ModelFactory model_factory;  // builds the model instead of the zoo (RunRequest::model_factory)
+  Reference reference;              // what the replay checks against (replay/eager.h); eager_reference by default
 };
 
 struct WorldReplayResult {

@@ -42,7 +42,8 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
     if (request.launch)
       timeout_seconds = static_cast<int>(std::max<int64_t>(1, request.launch->timeout().count() / 1000));
     auto result = run_world({request.model, request.params, spec, request.replay, timeout_seconds,
-                             request.cuda_graph_steps, request.generated_kernels, request.launch, request.model_factory},
+                             request.cuda_graph_steps, request.generated_kernels, request.launch, request.model_factory,
+                             request.reference},
                             order);
     record.stages = std::move(result.stages);
     if (request.replay) record.replay = std::move(result.replay);
@@ -64,9 +65,10 @@ PipelineRecord run_one(const RunRequest& request, const PipelineSpec& spec) {
 Capture run_pipelines(const RunRequest& request, const ProgressFn& progress) {
   Capture capture;
   capture.tool_version = "0.1.0";
-  if (request.model_factory && request.replay)
+  if (request.model_factory && request.replay && !request.reference.compute)
     throw std::invalid_argument("model '" + request.model + "' is rebuilt from a capture: it has no eager reference to "
-                                "replay against here; run it without replay");
+                                "replay against here (save it from Python with its inputs to store one); run it "
+                                "without replay");
   capture.model = model_record(request.model_factory ? request.model_factory(request.params)
                                                      : jit::make_model(request.model, request.params),
                                request);

@@ -17,6 +17,7 @@
 
 #include "jit/captured.h"
 #include "record/record.h"
+#include "replay/eager.h"
 
 namespace tv {
 namespace dist {
@@ -27,8 +28,10 @@ struct RunRequest {
   std::string model = "linear";
   std::map<std::string, std::string> params;
   // Builds the model instead of the zoo (a capture's program, jit/captured.h); `model` names it. Its
-  // numbers have no eager reference here: run it with `replay` off.
+  // numbers have no eager reference here unless `reference` brings one (the eager numbers stored
+  // with the capture's weights): without it, run it with `replay` off.
   jit::ModelFactory model_factory;
+  Reference reference;  // what replays check against (replay/eager.h); eager_reference when not set
   std::vector<PipelineSpec> pipelines;  // empty: one pipeline {"jit"}
   bool replay = true;                   // execute and compare against eager
   int cuda_graph_steps = 0;             // > 0: then replay the step as a CUDA graph (replay/cuda_graph.h)

@@ -497,7 +497,9 @@ check "renames: t3 became t5" json "$s.state.json" /diff/renames/first/0 eq '["t
 
 # 17. The user's own model re-runs: a capture saved from Python (a module the engine does not have)
 # opens, and the Order panel rebuilds the model from the capture's acquired traces and runs two new
-# orders on it; imported Thunder printouts cannot be re-run, and Run says why.
+# orders on it; imported Thunder printouts cannot be re-run, and Run says why. Saved with its inputs
+# (Inspector.save(path, inputs=...): weights, buffers, inputs and eager torch's numbers beside the
+# capture), the re-run replays both orders on those weights and checks them against eager's numbers.
 s="$OUT/rerun"
 PYDIR="$(cd "$(dirname "$THUNDER_VIZ")/../python" 2>/dev/null && pwd)"
 if [ -z "$PYDIR" ] || ! PYTHONPATH="$PYDIR" /usr/bin/python3 -c 'import thunder_viz' >/dev/null 2>&1; then
@@ -509,15 +511,19 @@ class MyNet(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.fc1, self.fc2 = torch.nn.Linear(8, 16), torch.nn.Linear(16, 4)
+        self.bn = torch.nn.BatchNorm1d(16)
     def forward(self, x):
-        h = torch.nn.functional.gelu(self.fc1(x))
+        h = torch.nn.functional.gelu(self.bn(self.fc1(x)))
         return self.fc2(h).softmax(-1)
+torch.manual_seed(0)
 tm = tv.jit(MyNet())
 inspector = tv.attach(tm)
-tm(torch.randn(2, 8)).sum().backward()
+x = torch.randn(4, 8)
+tm(x).sum().backward()
 inspector.save(sys.argv[1])
+inspector.save(sys.argv[2], inputs=(x,))
 PY
-  PYTHONPATH="$PYDIR" /usr/bin/python3 "$s.model.py" "$s.tvz.json" >"$s.python.log" 2>&1
+  PYTHONPATH="$PYDIR" /usr/bin/python3 "$s.model.py" "$s.tvz.json" "$s.weights.tvz.json" >"$s.python.log" 2>&1
   check "rerun: a capture saved from Python" test -s "$s.tvz.json"
   script "$s.script.json" '[
     {"wait_idle": true}, {"frames": 2}, {"dump": "'"$s"'.opened.json"}, {"select_panel": "order"},
@@ -537,6 +543,17 @@ PY
   check "rerun: the two orders compared" json "$s.state.json" /capture/comparisons/0/line contains "equivalent"
   check "rerun: ... without claiming numbers" json "$s.state.json" /capture/comparisons/0/line contains "numbers not compared"
   check "rerun: no error" json "$s.state.json" /error eq '""'
+  check "rerun: weights, inputs and eager numbers saved beside" test -s "$s.weights.tvz.json.tensors.pt"
+  sed "s|$s.opened.json|$s.weights.opened.json|" "$s.script.json" >"$s.weights.script.json"
+  "$GUI" gui "$s.weights.tvz.json" --script "$s.weights.script.json" --dump-state "$s.weights.state.json" >"$s.weights.log" 2>&1
+  check "rerun: with weights, exit 0" test $? -eq 0
+  check "rerun: with weights, no script error" no_script_errors "$s.weights.state.json"
+  check "rerun: ... says the numbers are checked" json "$s.weights.opened.json" /rerun/note contains "checks every order's outputs and gradients"
+  check "rerun: ... jit,ddp replayed" json "$s.weights.state.json" /capture/pipelines/0/replayed eq true
+  check "rerun: ... passed against eager's numbers" json "$s.weights.state.json" /capture/pipelines/0/verdict eq '"passed"'
+  check "rerun: ... ddp,jit passed" json "$s.weights.state.json" /capture/pipelines/1/verdict eq '"passed"'
+  check "rerun: ... equal numbers claimed only now" json "$s.weights.state.json" /capture/comparisons/0/line contains "equal numbers on every rank"
+  check "rerun: ... eager beside the output and the 6 gradients" json "$s.weights.state.json" /replay/ranks_table/rows_with_eager eq 7
 fi
 script "$s.imported.script.json" '[{"wait_idle": true}, {"select_panel": "order"}, {"run": true}, {"frames": 3}, {"quit": true}]'
 "$GUI" gui "$FIXTURES" --script "$s.imported.script.json" --dump-state "$s.imported.json" >"$s.imported.log" 2>&1

@@ -168,3 +168,36 @@ def test_check_false_records_no_replay(tmp_path):
     tm(torch.randn(2, 8)).sum().backward()
     assert insp.last.checks is None
     assert tv.load(insp.save(tmp_path / "c.tvz.json")).replay(0) is None
+
+
+def test_save_with_inputs_stores_weights_inputs_and_eager_numbers(tmp_path):
+    """Inspector.save(path, inputs=...) writes PATH.tensors.pt beside the capture: the weights and
+    buffers, the inputs, and eager torch's outputs and gradients for the cotangents a replay draws;
+    the capture names it, and the model is left as it was."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 4))
+    tm = tv.jit(m)
+    insp = tv.attach(tm)
+    x = torch.randn(4, 8)
+    tm(x).sum().backward()
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    path = insp.save(tmp_path / "w.tvz.json", inputs=(x,))
+    assert {k: v for k, v in m.state_dict().items()}.keys() == before.keys()
+    for k, v in m.state_dict().items():
+        assert torch.equal(v, before[k]), k  # eager ran on copies: running statistics untouched
+    assert tv.load(path).tensors_file == "w.tvz.json.tensors.pt"
+    stored = torch.load(str(path) + ".tensors.pt")
+    assert torch.equal(stored["input:0"], x)
+    assert torch.equal(stored["parameter:0.weight"], m[0].weight.detach())
+    assert torch.equal(stored["buffer:1.running_mean"], m[1].running_mean)
+    assert int(stored["cotangent_seed"]) == 1234
+    # The stored numbers are eager torch's on those weights: recompute them independently.
+    copy = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.BatchNorm1d(16), torch.nn.Linear(16, 4))
+    copy.load_state_dict(before)
+    out = copy(x)
+    assert torch.allclose(stored["output:0"], out.detach())
+    cot = tv._thunder_viz.make_cotangents([out.detach()], 1234)[0]
+    grads = torch.autograd.grad(out, list(copy.parameters()), cot)
+    for (name, _), g in zip(m.named_parameters(), grads):
+        assert torch.allclose(stored["grad:" + name], g, rtol=1e-5, atol=1e-7), name
+    assert not os.path.exists(str(path) + ".tensors.pt.partial")

@@ -3,7 +3,17 @@
 // rebuilt says which statement and why.
 #include <gtest/gtest.h>
 
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "canonical/canonical.h"
+#include "capture/capture.h"
+#include "capture/tensor_file.h"
+#include "jit/zoo.h"
+#include "replay/eager.h"
 #include "format/parser.h"
 #include "format/printer.h"
 #include "session/run.h"
@@ -80,4 +90,75 @@ TEST(CapturedModel, WhatCannotBeRebuiltSaysWhy) {
   with_replay.model = "mlp_captured";
   with_replay.model_factory = factory;
   EXPECT_THROW(run_pipelines(with_replay), std::invalid_argument);  // no eager reference here
+}
+
+namespace {
+
+// The mlp's weights and inputs and LibTorch eager's numbers on them, written as Inspector.save
+// writes them from Python (a torch.save'd flat dict), then read back.
+CapturedTensors stored_mlp(const std::string& path, double gradient_error = 0) {
+  jit::Module m = jit::make_model("mlp", {});
+  std::vector<at::Tensor> inputs;
+  for (const auto& i : m.inputs) inputs.push_back(*i.value);
+  auto outputs = eager_reference(m, inputs, {}).outputs;
+  auto eager = eager_reference(m, inputs, make_cotangents(outputs, 1234));
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& p : m.parameters) dict.insert("parameter:" + p.name, p.value->detach());
+  for (size_t k = 0; k < inputs.size(); ++k) dict.insert("input:" + std::to_string(k), inputs[k]);
+  for (size_t i = 0; i < eager.outputs.size(); ++i) dict.insert("output:" + std::to_string(i), eager.outputs[i]);
+  for (const auto& [name, g] : eager.parameter_grads)
+    if (g.defined()) dict.insert("grad:" + name, g + gradient_error);
+  dict.insert("cotangent_seed", at::scalar_tensor(1234, at::kLong));
+  auto bytes = torch::jit::pickle_save(dict);
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return load_tensor_file(path);
+}
+
+RunRequest rerun_request(const CapturedTensors& stored) {
+  Capture original = run("mlp", {}, {spec({"jit"})});
+  const auto& stages = original.pipelines[0].stages;
+  RunRequest r;
+  r.model = "mlp_captured";
+  r.model_factory = jit::captured_model({"mlp_captured", stages.prologue.front().trace.shared(),
+                                         stages.forward.front().trace.shared(), stored.held});
+  r.reference = stored_reference(stored.reference);
+  r.pipelines = {spec({"jit"}), spec({"jit", "ddp"}, 2), spec({"fsdp", "jit"}, 2)};
+  return r;
+}
+
+}  // namespace
+
+TEST(CapturedModel, StoredWeightsAndEagerNumbersCheckEveryOrder) {
+  auto path = std::filesystem::temp_directory_path() / ("tv_stored_" + std::to_string(::getpid()) + ".pt");
+  CapturedTensors stored = stored_mlp(path.string());
+  ASSERT_TRUE(stored.reference);
+  EXPECT_EQ(stored.reference->outputs.size(), 1u);
+  EXPECT_EQ(stored.reference->gradients.size(), 4u);
+  Capture c = run_pipelines(rerun_request(stored));
+  ASSERT_EQ(c.pipelines.size(), 3u);
+  for (const auto& p : c.pipelines) {
+    ASSERT_TRUE(p.replay) << p.spec.label();
+    EXPECT_EQ(p.outcome.kind, Outcome::passed) << p.spec.label() << ": " << p.error
+                                               << (p.outcome.reasons.empty() ? "" : p.outcome.reasons[0]);
+    EXPECT_EQ(p.replay->ranks[0].gradients.size(), 4u) << p.spec.label();
+  }
+  // A stored gradient that is off is a failed check, never a pass.
+  CapturedTensors wrong = stored_mlp(path.string(), 1e-2);
+  Capture bad = run_pipelines(rerun_request(wrong));
+  for (const auto& p : bad.pipelines) EXPECT_EQ(p.outcome.kind, Outcome::failed) << p.spec.label();
+  std::filesystem::remove(path);
+}
+
+TEST(CapturedModel, StoredTensorsOfAnotherShapeSayWhich) {
+  auto path = std::filesystem::temp_directory_path() / ("tv_stored_shape_" + std::to_string(::getpid()) + ".pt");
+  CapturedTensors stored = stored_mlp(path.string());
+  std::filesystem::remove(path);
+  stored.held["parameter:fc1.weight"] = at::zeros({3, 3});
+  try {
+    rerun_request(stored);
+    FAIL() << "a stored weight of another shape was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter:fc1.weight"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_tensor_file(path.string()), CaptureError);  // gone: says which file
 }

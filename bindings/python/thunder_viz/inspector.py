@@ -159,8 +159,17 @@ class Inspector:
                 cap.set_timings(index[key], c["rank"], call.record.timings)
         return cap
 
-    def save(self, path):
-        """Writes a capture (*.tvz.json) the CLI and the GUI read."""
+    def save(self, path, inputs=None):
+        """Writes a capture (*.tvz.json) the CLI and the GUI read.
+
+        With `inputs` (the forward's arguments, a tuple: an example batch), it also writes
+        PATH.tensors.pt beside it (torch.save format): the model's parameters and buffers as they
+        are now, those inputs, and eager torch's outputs and parameter gradients on them (with the
+        cotangents a replay draws). The GUI's Order panel then re-runs any transform order on the
+        model rebuilt from the capture, on these weights, and checks every order's outputs and
+        gradients against the stored eager numbers. The eager run works on copies: the model is not
+        changed. A model that draws random numbers in training mode (dropout) gives other numbers on
+        every run: call model.eval() first."""
         path = os.fspath(path)
         cap = self.capture()
         if process_group.active():
@@ -168,6 +177,13 @@ class Inspector:
             if "{rank}" not in path and rank != 0:
                 return None
             path = path.replace("{rank}", str(rank))
+        if inputs is not None:
+            tensors_path = path + ".tensors.pt"
+            partial = tensors_path + ".partial"
+            torch.save(_stored_tensors(self.model, tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)),
+                       partial)
+            os.replace(partial, tensors_path)
+            cap.tensors_file = os.path.basename(tensors_path)
         cap.save(path)
         return path
 
@@ -206,6 +222,36 @@ def _checks_of(call):
         return None
     return {"rank": call.rank, "outputs": r.outputs, "gradients": r.gradients, "gradients_checked": r.gradients_checked,
             "error": r.error}
+
+
+# The seed replay draws rank 0's cotangents from (ReplayOptions::cotangent_seed).
+_COTANGENT_SEED = 1234
+
+
+def _stored_tensors(model, inputs):
+    """What Inspector.save(path, inputs=...) stores beside a capture (docs/capture-format.md,
+    /model/tensors): weights, buffers, the tensor inputs, eager's outputs and parameter gradients."""
+    module = getattr(model, "module", model)
+    params = list(module.named_parameters())
+    stored = {f"parameter:{n}": p.detach().cpu().clone() for n, p in params}
+    stored.update({f"buffer:{n}": b.detach().cpu().clone() for n, b in module.named_buffers()})
+    flat_inputs = [x for x in pytree.tree_flatten(list(inputs))[0] if isinstance(x, torch.Tensor)]
+    stored.update({f"input:{k}": x.detach().cpu().clone() for k, x in enumerate(flat_inputs)})
+    leaves = {n: p.detach().clone().requires_grad_(p.requires_grad) for n, p in params}
+    tensors = dict(leaves)
+    tensors.update({n: b.detach().clone() for n, b in module.named_buffers()})
+    args = pytree.tree_map(lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, list(inputs))
+    with torch.random.fork_rng(devices=[]), torch.enable_grad():
+        outputs = _flat_tensors(_functional_call(module, tensors, tuple(args), {}))
+        cotangents = _C.make_cotangents([o.detach() for o in outputs], _COTANGENT_SEED)
+        pairs = [(o, c) for o, c in zip(outputs, cotangents) if c is not None and o.requires_grad]
+        wanted = [(n, leaf) for n, leaf in leaves.items() if leaf.requires_grad]
+        grads = torch.autograd.grad([o for o, _ in pairs], [leaf for _, leaf in wanted], [c for _, c in pairs],
+                                    allow_unused=True) if pairs and wanted else []
+    stored.update({f"output:{i}": o.detach().cpu().clone() for i, o in enumerate(outputs)})
+    stored.update({f"grad:{n}": g.detach().cpu().clone() for (n, _), g in zip(wanted, grads) if g is not None})
+    stored["cotangent_seed"] = torch.tensor(_COTANGENT_SEED, dtype=torch.int64)
+    return stored
 
 
 def _functional_call(module, tensors, args, kwargs):
