@@ -61,6 +61,9 @@ struct LaunchOptions {
 };
 // Whether this process prints the report: no launch, or rank 0 of it.
 bool prints_report(const dist::Launch* launch);
+// What a request's numbers are checked against: "against LibTorch eager autograd", "against the eager
+// numbers stored with the capture" (--from), or "not replayed (traces only)".
+std::string reference_words(const RunRequest& request);
 
 // --no-generated-kernels of the commands that replay (run, compare): RunRequest::generated_kernels off.
 void add_no_generated_kernels_flag(CLI::App& cmd, bool& off);

@@ -101,4 +101,10 @@ void LaunchOptions::attach(RunRequest& request, dist::Launch& launch) {
 
 bool prints_report(const dist::Launch* launch) { return !launch || launch->rank() == 0; }
 
+std::string reference_words(const RunRequest& request) {
+  if (!request.replay) return "not replayed (traces only)";
+  if (request.reference.compute) return "against the eager numbers stored with the capture";
+  return "against LibTorch eager autograd";
+}
+
 }  // namespace tv::cli

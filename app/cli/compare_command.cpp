@@ -18,7 +18,7 @@ namespace tv::cli {
 namespace {
 
 // Prints the stage-by-stage verdict and, for the final trace of each kind that differs, the diff.
-void print_comparison(std::ostream& out, const Capture& c, const Comparison& cmp) {
+void print_comparison(std::ostream& out, const Capture& c, const Comparison& cmp, const std::string& reference) {
   const auto& a = c.pipelines[cmp.left];
   const auto& b = c.pipelines[cmp.right];
   out << fmt::format("--- traces: [{}] vs [{}]\n", a.spec.label(), b.spec.label());
@@ -34,7 +34,7 @@ void print_comparison(std::ostream& out, const Capture& c, const Comparison& cmp
                        d.count(DiffKind::changed), d.count(DiffKind::added), d.count(DiffKind::removed));
     out << unified_text(d);
   }
-  out << "--- numbers (each against LibTorch eager autograd):\n";
+  out << "--- numbers (each " << reference << "):\n";
   for (const auto* p : {&a, &b}) {
     out << "[" << p->spec.label() << "]\n";
     print_verdicts(out, *p);
@@ -78,8 +78,8 @@ void add_compare_command(CLI::App& app, Runner& run) {
       }
       RunRequest request;
       if (launch) LaunchOptions::attach(request, *launch);
-      request.model = o->model.model;
-      request.params = o->model.param_map();
+      const std::string note = o->model.apply(request);
+      if (!note.empty() && prints_report(launch.get())) std::cout << note << "\n";
       request.generated_kernels = !o->no_generated_kernels;
       for (const auto& order : o->orders) {
         PipelineSpec spec;
@@ -105,7 +105,7 @@ void add_compare_command(CLI::App& app, Runner& run) {
           if (auto more = reason.find('\n'); more != std::string::npos) std::cout << reason.substr(more + 1) << "\n";
       }
       const auto& cmp = capture.comparisons.front();
-      if (cmp.verdict != Verdict::not_comparable) print_comparison(std::cout, capture, cmp);
+      if (cmp.verdict != Verdict::not_comparable) print_comparison(std::cout, capture, cmp, reference_words(request));
       std::cout << comparison_line(capture, cmp) << "\n";
       std::cout << "verdict: " << verdict_name(cmp.verdict) << " (" << capture.model.name << ", world " << world
                 << (launch ? " processes" : "") << ", " << o->device << ", " << capture.pipelines.front().spec.semantics

@@ -52,8 +52,8 @@ void add_run_command(CLI::App& app, Runner& run) {
         throw BadInput("--cuda-graph replays the step as a CUDA graph: add --device cuda");
       auto launch = o->launch.start();
       RunRequest request;
-      request.model = o->model.model;
-      request.params = o->model.param_map();
+      const std::string note = o->model.apply(request);
+      if (!note.empty() && prints_report(launch.get())) std::cout << note << "\n";
       PipelineSpec spec;
       spec.order = parse_order(o->order);
       spec.device = o->device == "cuda" ? "cuda:0" : "cpu";
@@ -88,7 +88,8 @@ void add_run_command(CLI::App& app, Runner& run) {
             pass = false;
           }
       if (!p.error.empty()) std::cout << p.error << "\n";
-      std::cout << p.outcome.line() << ": " << request.model << " [" << spec.label() << "] against LibTorch eager autograd\n";
+      std::cout << p.outcome.line() << ": " << request.model << " [" << spec.label() << "] " << reference_words(request)
+                << "\n";
       return pass ? kOk : kDifference;
     };
   });

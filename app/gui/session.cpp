@@ -305,70 +305,20 @@ const RankTable* Session::rank_table(int index) const {
 const Rerun& Session::rerun() const {
   if (rerun_) return *rerun_;
   Rerun r;
-  const std::string model = capture ? capture->model.name : std::string();
-  auto built_in = [&] {
-    for (const auto& m : jit::list_models())
-      if (m.name == model) return true;
-    return false;
-  };
   if (request) {
     r.request = request;
-    if (request->model_factory) r.note = rerun_note(model, request->reference.compute ? "stored" : "");
+    if (request->model_factory)
+      r.note = rerun_note(capture ? capture->model.name : "", request->reference.compute ? "stored" : "");
   } else if (!capture) {
     r.why_not = "nothing is open";
-  } else if (model.empty() || model == "imported") {
-    r.why_not = "printouts imported from Thunder describe no module to run: open a capture saved from Python, or a "
-                "built-in model with `thunder-viz gui --model NAME`";
-  } else if (built_in()) {
-    r.request = RunRequest{};
-    r.request->model = model;
-    r.request->params = capture->model.params;
   } else {
-    const auto* p = pipeline(0);
-    TracePtr prologue = p && !p->stages.prologue.empty() ? trace({0, TraceKind::prologue, 0}) : nullptr;
-    TracePtr computation = p && !p->stages.forward.empty() ? trace({0, TraceKind::forward, 0}) : nullptr;
-    try {
-      RunRequest q;
-      q.model = model;
-      q.replay = false;
-      jit::CapturedProgram program{model, prologue, computation, {}};
-      std::string stored_note;
-      if (const std::string& file = capture->model.tensors; !file.empty()) {
-        const auto path = std::filesystem::path(source_folder()) / file;
-        std::error_code ec;
-        if (std::filesystem::exists(path, ec)) {
-          CapturedTensors tensors = load_tensor_file(path.string());
-          program.tensors = std::move(tensors.held);
-          if (tensors.reference) {
-            q.reference = stored_reference(tensors.reference);
-            q.replay = true;
-          }
-          stored_note = tensors.reference ? "stored" : "stored, no eager numbers";
-        } else {
-          stored_note = "missing: " + file + " is not beside the capture";
-        }
-      }
-      q.model_factory = jit::captured_model(std::move(program));
-      r.request = std::move(q);
-      r.note = rerun_note(model, stored_note);
-    } catch (const std::exception& e) {
-      r.why_not = "model '" + model + "' is not built in, and its capture's acquired traces (P0's first prologue and "
-                  "forward stages) do not rebuild it: " + e.what();
-    }
+    CaptureRerun again = rerun_of(*capture, source_folder());
+    r.request = std::move(again.request);
+    r.note = std::move(again.note);
+    r.why_not = std::move(again.why_not);
   }
   rerun_ = std::move(r);
   return *rerun_;
-}
-
-std::string rerun_note(const std::string& model, const std::string& stored) {
-  if (stored == "stored")
-    return "model '" + model + "' rebuilt from the capture's acquired program, on the weights and inputs stored with "
-           "it: a re-run checks every order's outputs and gradients against the eager numbers stored beside them";
-  std::string why = stored.empty() ? "" : " (the stored tensors are " + stored + ")";
-  return "model '" + model + "' rebuilt from the capture's acquired program" +
-         (stored == "stored, no eager numbers" ? ", on the weights and inputs stored with it" : ", on random weights") +
-         why + ": a re-run shows its traces under any order, not checked numbers (save it from Python with "
-         "Inspector.save(path, inputs=...) to store them)";
 }
 
 std::string Session::source_folder() const {

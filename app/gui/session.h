@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "capture/capture.h"
-#include "capture/tensor_file.h"
 #include "gui/engine_worker.h"
 #include "gui/ui_targets.h"
 #include "ir/source_location.h"
 #include "passes/memory.h"
 #include "record/rank_table.h"
+#include "session/rerun.h"
 #include "session/run.h"
 
 namespace tv::gui {
@@ -157,10 +157,6 @@ struct Session {
   mutable std::map<int, RankTable> rank_tables_;
 };
 
-// What a re-run of a model rebuilt from its capture gives (Rerun::note); `stored` says what the
-// capture's tensors file gave: "" (none named), "stored" (weights, inputs and eager numbers), "stored,
-// no eager numbers", or "missing: ...".
-std::string rerun_note(const std::string& model, const std::string& stored);
 // The pipeline's own outcome: "passed", "failed" or "refused" (record/verdict.h); "none" for no pipeline.
 std::string pipeline_outcome(const Capture&, int pipeline);
 // The first stage of the first non-empty kind (forward preferred) of a pipeline.

@@ -9,7 +9,7 @@
 // under its source line, so acquisition and every transform see the program the capture recorded.
 // Weights and inputs: the program's `tensors` when it has them ("parameter:fc1.weight",
 // "buffer:bn.running_mean", "input:0" for the first input the prologue unpacks: what a capture's
-// tensors file holds, capture/tensor_file.h), checked against the shape and dtype the prologue
+// tensors file holds, replay/tensor_file.h), checked against the shape and dtype the prologue
 // states; every one of them or none. Without them they are made from the `seed` parameter (floating
 // parameters small normals, running variances ones, other buffers and integer tensors zeros), so
 // the traces are the program's and the numbers are not the user's. `device` moves everything

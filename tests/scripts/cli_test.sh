@@ -140,5 +140,40 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
   if grep -q "no CUDA" "$tmp/cuda.tvz.json" 2>/dev/null; then passes=$((passes + 1)); else echo "FAIL: capture of the refused cuda run"; failures=$((failures + 1)); fi
   expect 2 "no CUDA.*--device cpu" -- compare --model mlp --order jit,ddp --order ddp,jit --world 2 --device cuda
 fi
+# --from: the model of a capture runs again under new orders. A built-in model by its name and
+# parameters; --from with --model is refused; imported printouts have no model to run.
+expect 0 "" -- run --model mlp --param hidden=32 --out "$tmp/mlp_from.tvz.json"
+expect 0 "verdict: equivalent \(mlp, world 2" -- compare --from "$tmp/mlp_from.tvz.json" --order jit,ddp --order ddp,jit --world 2
+expect 2 "excludes|--model" -- run --from "$tmp/mlp_from.tvz.json" --model gpt
+/usr/bin/python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["model"]["name"] = "imported"; json.dump(c, open(sys.argv[2], "w"))' \
+  "$tmp/mlp_from.tvz.json" "$tmp/imported.tvz.json"
+expect 2 "imported from Thunder describe no module" -- run --from "$tmp/imported.tvz.json"
+# A model saved from Python with its inputs: rebuilt from the capture, replayed on the stored weights
+# and checked against eager's stored numbers; a broken tensors file is bad input naming it.
+pydir="$(cd "$(dirname "$tool")/../python" 2>/dev/null && pwd)"
+if [ -n "$pydir" ] && PYTHONPATH="$pydir" /usr/bin/python3 -c 'import thunder_viz' > /dev/null 2>&1; then
+  PYTHONPATH="$pydir" /usr/bin/python3 - "$tmp/py.tvz.json" > "$tmp/py.log" 2>&1 <<'PY'
+import sys, torch, thunder_viz as tv
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.norm = torch.nn.Linear(8, 8), torch.nn.LayerNorm(8)
+    def forward(self, x):
+        return self.norm(torch.tanh(self.fc(x)) + x)
+torch.manual_seed(0)
+tm = tv.jit(Block())
+insp = tv.attach(tm)
+x = torch.randn(3, 8)
+tm(x).sum().backward()
+insp.save(sys.argv[1], inputs=(x,))
+PY
+  expect 0 "verdict: equivalent \(Block, world 2" -- compare --from "$tmp/py.tvz.json" --order jit,ddp --order ddp,jit --world 2
+  expect 0 "on the weights and inputs stored with it: a re-run checks" -- compare --from "$tmp/py.tvz.json" --order jit,fsdp --order fsdp,jit --world 2
+  expect 0 "passed: Block \[jit,remat\] against the eager numbers stored with the capture" -- run --from "$tmp/py.tvz.json" --order jit,remat
+  printf 'not a torch file' > "$tmp/py.tvz.json.tensors.pt"
+  expect 2 "py.tvz.json.tensors.pt: not a file torch.save wrote" -- run --from "$tmp/py.tvz.json"
+else
+  echo "SKIP: --from a Python capture: the thunder_viz Python package is not built"
+fi
 echo "$passes passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -1,11 +1,10 @@
-#include "capture/tensor_file.h"
+#include "replay/tensor_file.h"
 
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include "capture/capture.h"
+#include <stdexcept>
 
 namespace tv {
 namespace {
@@ -22,7 +21,7 @@ bool has_prefix(const std::string& s, const char* prefix, std::string* rest) {
 }  // namespace
 
 CapturedTensors load_tensor_file(const std::string& path) {
-  auto fail = [&](const std::string& what) { return CaptureError(path, "", what); };
+  auto fail = [&](const std::string& what) { return std::invalid_argument(path + ": " + what); };
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) throw fail("cannot read the capture's tensors file: " + ec.message());

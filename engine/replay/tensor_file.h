@@ -4,8 +4,8 @@
 // pickle_load reads that format) onto the CPU. Keys `parameter:NAME`, `buffer:NAME` and `input:K`
 // go to `held` as they are (jit/captured.h takes them so); `output:I`, `grad:NAME` and
 // `cotangent_seed` make `reference` (null when the file holds no output). A file that is missing,
-// larger than 16 GiB, not such a dict, or has a key or value of another kind throws CaptureError
-// naming the file and the key.
+// larger than 16 GiB, not such a dict, or has a key or value of another kind throws
+// std::invalid_argument naming the file and the key.
 #pragma once
 #include <ATen/ATen.h>
 
