@@ -16,7 +16,9 @@ namespace {
 
 // The model part of a capture that holds only a rules matrix.
 ModelRecord model_record(const std::string& name, const std::map<std::string, std::string>& params) {
-  ModelRecord r{name, params, {}};
+  ModelRecord r;
+  r.name = name;
+  r.params = params;
   for (const auto& p : jit::make_model(name, params).parameters) {
     auto meta = p.meta();
     r.parameters.push_back({p.name, meta.shape, meta.dtype});
