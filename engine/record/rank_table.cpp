@@ -60,12 +60,13 @@ void compare_ranks(RankRow& row) {
   for (size_t r = 1; r < row.stats.size(); ++r) {
     if (!row.stats[r]) continue;
     double d = relative_difference(*base, *row.stats[r]);
-    if (d > row.spread || (std::isinf(d) && row.spread_rank < 0)) row.spread = d, row.spread_rank = static_cast<int>(r);
+    if (d > row.spread) row.spread = d, row.spread_rank = static_cast<int>(r);
   }
-  // An absolute floor for values that vanish up to rounding, as the checks against eager have.
+  // An absolute floor for values that vanish up to rounding, as the checks against eager have; a
+  // difference of shape or of NaN/Inf counts (an infinite spread) always parts.
   double tol = tolerance(base->dtype);
   double magnitude = largest_magnitude(*base);
-  row.ranks_part = row.spread_rank >= 0 && row.spread > tol && row.spread * magnitude > tol * 0.1;
+  row.ranks_part = row.spread_rank >= 0 && row.spread > tol && (std::isinf(row.spread) || row.spread * magnitude > tol * 0.1);
 }
 
 std::string where(const RankRow& row) {

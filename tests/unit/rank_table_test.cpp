@@ -120,6 +120,19 @@ TEST(RankTable, TheFirstSharedValueThatDiffersIsWhereTheRanksPart) {
   EXPECT_EQ(first.spread_rank, 1);
   EXPECT_NE(t.describe_ranks().find("rank 1 parts from rank 0 at backward statement"), std::string::npos)
       << t.describe_ranks();
+  // A NaN on one rank only parts there too, even where the value is zero everywhere else.
+  {
+    Capture z = replayed({"jit", "ddp"});
+    auto& q = z.pipelines.at(0);
+    auto& base = q.replay->ranks[0].proxies.at("backward:" + early);
+    base.min = base.max = base.mean = 0;
+    auto& other = q.replay->ranks[1].proxies.at("backward:" + early);
+    other = base;
+    other.nan_count = 1;
+    RankTable n = rank_table(q.stages, *q.replay);
+    ASSERT_TRUE(n.first_ranks_part);
+    EXPECT_EQ(n.rows[*n.first_ranks_part].proxy, early);
+  }
   // A failed check is where that rank parts from eager.
   for (auto& check : p.replay->ranks[0].gradients)
     if (check.proxy == "backward:" + late) check.pass = false;
