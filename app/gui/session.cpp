@@ -4,8 +4,6 @@
 #include <filesystem>
 
 #include "gui/import_dir.h"
-#include "jit/captured.h"
-#include "jit/zoo.h"
 #include "format/printer.h"
 #include "transforms/gradient_links.h"
 #include "transforms/source_provenance.h"
