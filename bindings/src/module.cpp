@@ -42,6 +42,7 @@
 #include "ops/ltorch.h"
 #include "pipeline/pipeline.h"
 #include "replay/module_view.h"
+#include "replay/eager.h"
 #include "replay/replay.h"
 #include "replay/step.h"
 #include "transforms/distributed_state.h"

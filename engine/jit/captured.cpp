@@ -107,8 +107,8 @@ at::Tensor make_tensor_for(const HeldTensor& t, at::Generator& gen, const std::o
 // The recorded tensor `key` of the program, as the prologue states it (shape and dtype checked).
 at::Tensor stored_tensor(const CapturedProgram& program, const HeldTensor& t, const std::string& key,
                          const std::optional<Device>& device) {
-  auto it = program.tensors.find(key);
-  if (it == program.tensors.end())
+  auto it = program.tensors->find(key);
+  if (it == program.tensors->end())
     throw std::invalid_argument("model '" + program.name + "': the stored tensors have no '" + key +
                                 "', which the captured prologue reads");
   const Proxy& m = *t.meta;
@@ -205,7 +205,7 @@ Module build(const CapturedProgram& program, const std::shared_ptr<const ModuleS
   }
   at::Generator gen = at::detail::createCPUGenerator(seed);
   auto value_of = [&](const HeldTensor& t, const std::string& key) {
-    return program.tensors.empty() ? make_tensor_for(t, gen, device) : stored_tensor(program, t, key, device);
+    return program.tensors ? stored_tensor(program, t, key, device) : make_tensor_for(t, gen, device);
   };
   Module m;
   m.name = program.name;

@@ -20,7 +20,7 @@
 #include <map>
 #include <string>
 
-#include <ATen/ATen.h>
+#include <memory>
 
 #include "ir/trace.h"
 #include "jit/module.h"
@@ -31,7 +31,8 @@ struct CapturedProgram {
   std::string name;      // the model's name as the capture records it ("MyNet")
   TracePtr prologue;     // the acquired prologue
   TracePtr computation;  // the acquired forward computation
-  std::map<std::string, at::Tensor> tensors;  // the recorded weights and inputs, when stored (see above)
+  // The recorded weights and inputs, when stored (see above); null when not.
+  std::shared_ptr<const std::map<std::string, at::Tensor>> tensors;
 };
 
 // Builds the module for model parameters `seed` and `device` (any other throws).

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "jit/module.h"
+#include "replay/reference.h"
 
 namespace tv {
 
@@ -54,17 +55,6 @@ EagerResult eager_reference(const jit::Module& module, const std::vector<at::Ten
 // device (drawn in f64 from a private CPU generator seeded with `seed`, outputs in order), ones for
 // a 0-d output (a loss), an undefined tensor for a non-floating output.
 std::vector<at::Tensor> make_cotangents(const std::vector<at::Tensor>& outputs, uint64_t seed);
-
-// What a replay checks its numbers against: eager_reference's signature.
-using ReferenceFn = std::function<EagerResult(const jit::Module& module, const std::vector<at::Tensor>& inputs,
-                                              const std::vector<at::Tensor>& output_cotangents)>;
-
-struct Reference {
-  ReferenceFn compute;                     // eager_reference when empty
-  // Set: every rank draws its cotangents from this seed (a stored reference holds one set of
-  // gradients); otherwise rank r draws from the replay's seed + r.
-  std::optional<uint64_t> cotangent_seed;
-};
 
 // The eager numbers of a model that lives elsewhere (Python), computed there with torch on the
 // weights and inputs stored beside a capture: its outputs, and its parameters' gradients

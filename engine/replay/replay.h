@@ -19,7 +19,7 @@
 
 #include "jit/module.h"
 #include "pipeline/pipeline.h"
-#include "replay/eager.h"
+#include "replay/reference.h"
 #include "record/results.h"
 
 namespace at {

@@ -18,7 +18,7 @@
 
 #include "history/stages.h"
 #include "jit/captured.h"
-#include "replay/eager.h"
+#include "replay/reference.h"
 #include "record/results.h"
 #include "transforms/order.h"
 

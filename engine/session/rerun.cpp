@@ -38,7 +38,7 @@ CaptureRerun rerun_of(const Capture& capture, const std::string& folder) {
       std::error_code ec;
       if (std::filesystem::exists(path, ec)) {
         CapturedTensors tensors = load_tensor_file(path.string());
-        program.tensors = std::move(tensors.held);
+        program.tensors = std::make_shared<const std::map<std::string, at::Tensor>>(std::move(tensors.held));
         if (tensors.reference) {
           q.reference = stored_reference(tensors.reference);
           q.replay = true;

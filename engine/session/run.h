@@ -17,7 +17,7 @@
 
 #include "jit/captured.h"
 #include "record/record.h"
-#include "replay/eager.h"
+#include "replay/reference.h"
 
 namespace tv {
 namespace dist {

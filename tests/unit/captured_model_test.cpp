@@ -120,7 +120,8 @@ RunRequest rerun_request(const CapturedTensors& stored) {
   RunRequest r;
   r.model = "mlp_captured";
   r.model_factory = jit::captured_model({"mlp_captured", stages.prologue.front().trace.shared(),
-                                         stages.forward.front().trace.shared(), stored.held});
+                                         stages.forward.front().trace.shared(),
+                                         std::make_shared<const std::map<std::string, at::Tensor>>(stored.held)});
   r.reference = stored_reference(stored.reference);
   r.pipelines = {spec({"jit"}), spec({"jit", "ddp"}, 2), spec({"fsdp", "jit"}, 2)};
   return r;
