@@ -84,7 +84,27 @@ const char* diff_mark(DiffKind k) {
   return "?";
 }
 
-static bool is_change(DiffKind k) { return k == DiffKind::changed || k == DiffKind::added || k == DiffKind::removed; }
+bool is_change(DiffKind k) { return k == DiffKind::changed || k == DiffKind::added || k == DiffKind::removed; }
+
+std::vector<int> folded_rows(const std::vector<bool>& differs, bool fold) {
+  constexpr int kContext = 3;
+  const int n = static_cast<int>(differs.size());
+  std::vector<bool> keep(n, !fold);
+  for (int r = 0; r < n && fold; ++r)
+    if (differs[r])
+      for (int k = std::max(0, r - kContext); k <= std::min(n - 1, r + kContext); ++k) keep[k] = true;
+  std::vector<int> out;
+  for (int r = 0; r < n;) {
+    if (keep[r]) {
+      out.push_back(r++);
+      continue;
+    }
+    int start = r;
+    while (r < n && !keep[r]) ++r;
+    out.push_back(-(r - start));
+  }
+  return out;
+}
 
 void DiffPanel::next_change(int direction) {
   int n = static_cast<int>(diff_.statements.size());
@@ -99,22 +119,9 @@ void DiffPanel::next_change(int direction) {
 }
 
 void DiffPanel::build_display(bool fold) {
-  constexpr int kContext = 3;
-  display_.clear();
-  int n = static_cast<int>(diff_.statements.size());
-  std::vector<bool> keep(n, !fold);
-  for (int r = 0; r < n && fold; ++r)
-    if (is_change(diff_.statements[r].kind))
-      for (int k = std::max(0, r - kContext); k <= std::min(n - 1, r + kContext); ++k) keep[k] = true;
-  for (int r = 0; r < n;) {
-    if (keep[r]) {
-      display_.push_back(r++);
-      continue;
-    }
-    int start = r;
-    while (r < n && !keep[r]) ++r;
-    display_.push_back(-(r - start));
-  }
+  std::vector<bool> differs;
+  for (const auto& row : diff_.statements) differs.push_back(is_change(row.kind));
+  display_ = folded_rows(differs, fold);
   display_folded_ = fold;
 }
 

@@ -20,6 +20,10 @@ namespace tv::gui {
 const char* diff_mark(DiffKind);
 ImVec4 kind_colour(DiffKind);      // the text colour of a row of that kind
 ImU32 kind_background(DiffKind);   // its background, 0 for none
+bool is_change(DiffKind);          // changed, added or removed
+// The rows a diff shows: each row index, or -n for a fold of n rows, where `fold` folds every run of
+// rows more than three rows away from one that `differs`.
+std::vector<int> folded_rows(const std::vector<bool>& differs, bool fold);
 // Combos shared by the panel's modes: a pipeline of the capture, a trace kind.
 void pipeline_combo(const char* label, const Capture& c, int* index);
 void kind_combo(const char* label, TraceKind* kind);

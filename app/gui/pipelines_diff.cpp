@@ -13,8 +13,6 @@
 namespace tv::gui {
 namespace {
 
-bool is_change(DiffKind k) { return k == DiffKind::changed || k == DiffKind::added || k == DiffKind::removed; }
-
 bool row_differs(const AlignedRow& row) {
   for (const auto& c : row.cells)
     if (!c || is_change(c->kind)) return true;
@@ -139,22 +137,9 @@ void PipelinesDiff::draw_summary(const Session& s) const {
 }
 
 void PipelinesDiff::build_display(bool fold) {
-  constexpr int kContext = 3;
-  display_.clear();
-  const int n = static_cast<int>(aligned_.rows.size());
-  std::vector<bool> keep(n, !fold);
-  for (int r = 0; r < n && fold; ++r)
-    if (row_differs(aligned_.rows[r]))
-      for (int k = std::max(0, r - kContext); k <= std::min(n - 1, r + kContext); ++k) keep[k] = true;
-  for (int r = 0; r < n;) {
-    if (keep[r]) {
-      display_.push_back(r++);
-      continue;
-    }
-    int start = r;
-    while (r < n && !keep[r]) ++r;
-    display_.push_back(-(r - start));
-  }
+  std::vector<bool> differs;
+  for (const auto& row : aligned_.rows) differs.push_back(row_differs(row));
+  display_ = folded_rows(differs, fold);
   display_folded_ = fold;
 }
 
