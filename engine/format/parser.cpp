@@ -410,7 +410,7 @@ class TraceParser {
       auto end = text_.find('\n', start);
       if (end == std::string_view::npos) end = text_.size();
       auto line = text_.substr(start, end - start);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      while (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF, and CRs a comment ends in
       lines_.push_back(line);
       start = end + 1;
     }

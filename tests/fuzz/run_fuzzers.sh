@@ -5,25 +5,29 @@
 #                                                   then a fixed number of mutations per target
 #     tests/fuzz/run_fuzzers.sh --long SECONDS      fuzz each target for SECONDS; report inputs per
 #                                                   second and the total (the goal: >= 10 million each)
+#     tests/fuzz/run_fuzzers.sh --runs N            fuzz each target for N inputs (one job), however long
+#                                                   it takes: `nice -n 19` lets it use only idle cores
 #     tests/fuzz/run_fuzzers.sh ... [--jobs N] [TARGET...]   (trace_parser capture_decoder batch_config)
 # Exit 0 when no target crashed, leaked, hung or broke its law; 1 otherwise, with the input kept under
 # build-fuzz/fuzz/TARGET/ (minimise it with `-minimize_crash=1`, then add it to regressions/TARGET/).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-mode="" seconds=0 jobs=1 targets=()
+mode="" seconds=0 runs=0 jobs=1 targets=()
 while (($#)); do
   case "$1" in
     --short) mode=short ;;
     --long) mode=long; seconds="${2:?--long needs SECONDS}"; shift ;;
+    --runs) mode=runs; runs="${2:?--runs needs N}"; shift ;;
     --jobs) jobs="${2:?--jobs needs N}"; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     trace_parser|capture_decoder|batch_config) targets+=("$1") ;;
     *) echo "run_fuzzers.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-[ -n "$mode" ] || { echo "run_fuzzers.sh: say --short or --long SECONDS (see --help)" >&2; exit 2; }
+[ -n "$mode" ] || { echo "run_fuzzers.sh: say --short, --long SECONDS or --runs N (see --help)" >&2; exit 2; }
+[[ "$runs" =~ ^[0-9]+$ && "$seconds" =~ ^[0-9]+$ ]] || { echo "run_fuzzers.sh: SECONDS and N are whole numbers" >&2; exit 2; }
 ((${#targets[@]})) || targets=(trace_parser capture_decoder batch_config)
 
 # clang 16 (Debian's clang-16): LibTorch's headers need a clang whose libstdc++ support has std::source_location.
@@ -72,6 +76,9 @@ for t in "${targets[@]}"; do
   if [ "$mode" = short ]; then
     echo "== $t: $(short_runs "$t") inputs, seed 1"
     args=(-seed=1 -runs="$(short_runs "$t")")
+  elif [ "$mode" = runs ]; then
+    echo "== $t: $runs inputs on one job"
+    args=(-runs="$runs")
   else
     echo "== $t: $seconds s on $jobs job(s)"
     args=(-max_total_time="$seconds")

@@ -85,6 +85,15 @@ TEST(ParserRoundTrip, InputCommentOfANameUnpackedLaterAddsNoLine) {
   expect_round_trip("\ndef f(C0, t):\n  # t: \"cpu f32[2]\"\n  t, = C0\n  # t: \"cpu f32[2]\"\n  return t");
 }
 
+TEST(ParserRoundTrip, CarriageReturnsEndingACommentAreDropped) {
+  // The comment's last CR used to be read as half of a CRLF each time: one fewer per reprint.
+  auto t = parse_ok("\ndef f(x):\n  # x: \"cpu\r\r\r\n  # note\r\r\n  return x\r\n");
+  ASSERT_TRUE(t);
+  std::string printed = print_trace(*t);
+  EXPECT_EQ(printed.find('\r'), std::string::npos) << printed;
+  expect_round_trip(printed);
+}
+
 TEST(ParserRoundTrip, TwentyThousandParametersParse) {
   // Each input comment used to scan every parameter: quadratic in the number of parameters.
   const int n = 20000;
