@@ -257,8 +257,7 @@ class Entry {
     {
       py::gil_scoped_release release;
       forward_timings_.clear();
-      auto ex = executor(forward_timings_);
-      auto step = step_forward(ex, built_.stages, inputs, [this](TraceKind k) { running_ = trace_kind_name(k); });
+      auto step = step_forward(executor(forward_executor_, forward_timings_), built_.stages, inputs, [this](TraceKind k) { running_ = trace_kind_name(k); });
       outputs = std::move(step.outputs);
       saved->value = std::move(step.saved);
     }
@@ -273,8 +272,7 @@ class Entry {
     std::vector<at::Tensor> cot;
     for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
     backward_timings_.clear();
-    auto ex = executor(backward_timings_);
-    auto grads = step_backward(ex, module_, built_.stages, saved.value, cot,
+    auto grads = step_backward(executor(backward_executor_, backward_timings_), module_, built_.stages, saved.value, cot,
                                [this](TraceKind k) { running_ = trace_kind_name(k); });
     saved.used = true;
     saved.value = {};
@@ -293,12 +291,22 @@ class Entry {
   const std::vector<SymbolTiming>& backward_timings() const { return backward_timings_; }
 
  private:
-  exec::Executor executor(std::vector<SymbolTiming>& timings) {
-    exec::ExecOptions eo;
-    eo.module = &view_;
-    if (rank_.comm) eo.user = rank_.comm;
-    if (timed_) eo.on_timing = timing_recorder(timings, running_);
-    return exec::Executor(eo);
+  // One executor per direction, kept from call to call: it holds each trace's name tables and
+  // fusion-region plans, which a new executor would build again on every step.
+  struct CachedExecutor {
+    std::optional<exec::Executor> executor;
+    bool timed = false;
+  };
+  exec::Executor& executor(CachedExecutor& cache, std::vector<SymbolTiming>& timings) {
+    if (!cache.executor || cache.timed != timed_) {
+      exec::ExecOptions eo;
+      eo.module = &view_;
+      if (rank_.comm) eo.user = rank_.comm;
+      if (timed_) eo.on_timing = timing_recorder(timings, running_);
+      cache.executor.emplace(eo);
+      cache.timed = timed_;
+    }
+    return *cache.executor;
   }
 
   jit::Module module_;
@@ -309,6 +317,7 @@ class Entry {
   std::string running_;  // the trace kind being executed, for the timings' labels
   std::vector<SymbolTiming> forward_timings_, backward_timings_;
   bool timed_ = false;
+  CachedExecutor forward_executor_, backward_executor_;
 };
 
 // (trace, index, symbol, output, microseconds, device_timer, start_microseconds) per timing.
