@@ -121,6 +121,8 @@ T sum(TraceBuilder&, const T& a, const Dims& dims = {}, bool keepdim = false);
 T mean(TraceBuilder&, const T& a, const Dims& dims = {}, bool keepdim = false);
 T amax(TraceBuilder&, const T& a, const Dims& dims, bool keepdim = false);
 std::pair<T, T> var_mean(TraceBuilder&, const T& a, const Dims& dims, int64_t correction = 1, bool keepdim = false);
+// Running sum along dim (primitive: an integer input sums in int64).
+T cumsum(TraceBuilder&, const T& a, int64_t dim);
 
 // Selection
 T where(TraceBuilder&, const T& condition, const Value& a, const Value& b);
@@ -135,6 +137,13 @@ T scaled_dot_product_attention(TraceBuilder&, const T& q, const T& k, const T& v
 
 // Gather: out[i][j] = a[i][indices[i][j]] along dim (indices has a's rank)
 T take_along_dim(TraceBuilder&, const T& a, const T& indices, int64_t dim);
+
+// Indexing (ops/indexing.cpp), in torch's argument order: gather (index of a's rank), scatter_add
+// (src of index's shape added into a copy of a), index_select and index_add (a 1-D index).
+T gather(TraceBuilder&, const T& a, int64_t dim, const T& index);
+T scatter_add(TraceBuilder&, const T& a, int64_t dim, const T& index, const T& src);
+T index_select(TraceBuilder&, const T& a, int64_t dim, const T& index);
+T index_add(TraceBuilder&, const T& a, int64_t dim, const T& index, const T& source);
 
 // Creation
 T arange(TraceBuilder&, int64_t end, Device device);  // 0 .. end-1, i64

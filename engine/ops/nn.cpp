@@ -1,12 +1,13 @@
-// Neural-network ltorch ops: linear, matmul, layer_norm, batch_norm, softmax, log_softmax,
-// cross_entropy, nll_loss, mse_loss, embedding, dropout, scaled_dot_product_attention,
-// take_along_dim, and the backward ops the gradient rules record (layer_norm_backward,
-// batch_norm_backward, softmax_backward, cross_entropy_backward, embedding_backward,
-// scaled_dot_product_attention_backward). linear and matmul map to one prim
-// each; the others are compositions of ltorch ops (nested subsymbols), e.g. layer_norm =
-// (a - mean) * rsqrt(var + eps) with var_mean(correction=0). A backward op is decomposed like any
-// other op, so the trace shows what it computes, but the executor runs LibTorch's fused kernel for
-// it: as a chain of single ops a backward reads and writes its activations several times over.
+// Neural-network ltorch ops: linear, matmul, layer_norm, batch_norm, group_norm, instance_norm,
+// softmax, log_softmax, cross_entropy, nll_loss, mse_loss, smooth_l1_loss, binary_cross_entropy
+// (with_logits), embedding, dropout, scaled_dot_product_attention, take_along_dim, and the backward
+// ops the gradient rules record (layer_norm_backward, batch_norm_backward, softmax_backward,
+// cross_entropy_backward, embedding_backward, scaled_dot_product_attention_backward). linear and
+// matmul map to one prim each; the others are compositions of ltorch ops (nested subsymbols), e.g.
+// layer_norm = (a - mean) * rsqrt(var + eps) with var_mean(correction=0). A backward op is
+// decomposed like any other op, so the trace shows what it computes, but the executor runs
+// LibTorch's fused kernel for it: as a chain of single ops a backward reads and writes its
+// activations several times over.
 // The file holds, in order, each op's meta and decomposition, its gradient rule, its execution rule.
 #include <torch/version.h>
 
@@ -114,7 +115,8 @@ const Value* given(Args args, Kw kwargs, size_t i, const char* name) {
 
 // cross_entropy's arguments in Thunder's (and torch's) layout: (a, target, weight, size_average,
 // ignore_index, reduce, reduction, label_smoothing). The traced decomposition is the mean over the
-// rows whose target is not ignore_index; anything else is refused, not ignored.
+// rows whose target is not ignore_index, label_smoothing taken (cross_entropy_label_smoothing);
+// anything else is refused, not ignored.
 std::optional<int64_t> cross_entropy_ignore_index(Args args, Kw kwargs) {
   if (given(args, kwargs, 2, "weight"))
     throw OpError("cross_entropy with a class weight is not supported: the decomposition weighs every class equally");
@@ -122,8 +124,6 @@ std::optional<int64_t> cross_entropy_ignore_index(Args args, Kw kwargs) {
     throw OpError("cross_entropy's legacy size_average and reduce are not supported: pass reduction='mean'");
   if (const Value* r = given(args, kwargs, 6, "reduction"); r && !(r->kind == Value::Kind::string && r->s == "mean"))
     throw OpError("cross_entropy supports reduction='mean' only, got " + python_text(*r));
-  if (const Value* s = given(args, kwargs, 7, "label_smoothing"); s && s->as_double() != 0.0)
-    throw OpError("cross_entropy with label_smoothing is not supported, got " + python_text(*s));
   const Value* ignore = given(args, kwargs, 4, "ignore_index");
   if (!ignore) return std::nullopt;
   if (ignore->kind != Value::Kind::integer) throw OpError("cross_entropy's ignore_index must be an int, got " + python_text(*ignore));
@@ -137,6 +137,29 @@ std::pair<T, T> kept_rows(TraceBuilder& b, const T& target, int64_t ignore_index
   return {convert_element_type(b, valid, dtype), safe};
 }
 
+// label_smoothing (position 7 or keyword) in [0, 1]; 0 when absent.
+double cross_entropy_label_smoothing(Args args, Kw kwargs) {
+  const Value* s = given(args, kwargs, 7, "label_smoothing");
+  double smoothing = s ? s->as_double() : 0.0;
+  if (smoothing < 0 || smoothing > 1) throw OpError("cross_entropy's label_smoothing must be in [0, 1], got " + python_text(*s));
+  return smoothing;
+}
+
+// With label smoothing s over C classes, row i's loss is (1 - s) (-logp[i, target[i]]) + s / C
+// sum_c (-logp[i, c]); the mean is over the rows whose target is not ignore_index.
+T smoothed_cross_entropy(TraceBuilder& b, const T& logp, const T& target, int64_t ignore_index, double smoothing) {
+  int64_t n = logp->shape[0], classes = logp->shape[1];
+  auto [kept, safe] = kept_rows(b, target, ignore_index, logp->dtype);
+  T picked = reshape(b, take_along_dim(b, logp, unsqueeze(b, safe, 1), 1), {n});
+  T spread = sum(b, logp, {1}, false);
+  T hit = mul(b, V(picked), Value::floating(1.0 - smoothing));
+  T smooth = mul(b, V(spread), Value::floating(smoothing / static_cast<double>(classes)));
+  T rows = mul(b, V(add(b, V(hit), V(smooth))), V(kept));
+  T total = sum(b, rows, {}, false);
+  T count = sum(b, kept, {}, false);
+  return neg(b, true_divide(b, V(total), V(count)));
+}
+
 Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T logits = tensor_arg(args, 0, "logits"), target = tensor_arg(args, 1, "target");
   if (rank(logits) != 2 || rank(target) != 1 || logits->shape[0] != target->shape[0])
@@ -146,7 +169,9 @@ Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
     throw OpError("cross_entropy target must hold class indices (an integer tensor), got " +
                   std::string(short_name(target->dtype)));
   std::optional<int64_t> ignore_index = cross_entropy_ignore_index(args, kwargs);
+  double smoothing = cross_entropy_label_smoothing(args, kwargs);
   T logp = log_softmax(b, logits, 1);
+  if (smoothing != 0) return Value::of(smoothed_cross_entropy(b, logp, target, ignore_index.value_or(-100), smoothing));
   if (!ignore_index) {
     T picked = take_along_dim(b, logp, unsqueeze(b, target, 1), 1);  // [N, 1]
     return Value::of(neg(b, mean(b, picked)));
@@ -519,6 +544,190 @@ Value sdpa_backward_impl(TraceBuilder& b, Args args, Kw) {
   return Value::tuple({V(gq), V(gk), V(gv)});
 }
 
+// ---- group_norm, instance_norm ----
+
+// [1, C, 1, ...]: a per-channel [C] tensor shaped to broadcast against a [N, C, ...] input of rank r.
+Shape channel_shape(int64_t channels, int64_t r) {
+  Shape s(static_cast<size_t>(r), 1);
+  s[1] = channels;
+  return s;
+}
+
+void require_per_channel(const T& p, int64_t channels, const char* op, const char* name) {
+  if (p && p->shape != Shape{channels})
+    throw OpError(std::string(op) + ": " + name + " " + shape_text(p->shape) + " must be [" + std::to_string(channels) + "]");
+}
+
+// a * weight + bias, each per channel (dim 1), where given.
+T channel_affine(TraceBuilder& b, T a, const T& weight, const T& bias) {
+  Shape per_channel = channel_shape(a->shape[1], rank(a));
+  if (weight) {
+    T w = reshape(b, weight, per_channel);
+    a = mul(b, V(a), V(w));
+  }
+  if (bias) {
+    T c = reshape(b, bias, per_channel);
+    a = add(b, V(a), V(c));
+  }
+  return a;
+}
+
+// (a - mean) * rsqrt(var + eps), the statistics over `dims` (var with correction 0, dims kept).
+T standardized(TraceBuilder& b, const T& a, const Dims& dims, double eps) {
+  auto [var, m] = var_mean(b, a, dims, /*correction=*/0, /*keepdim=*/true);
+  T rstd = rsqrt(b, add(b, V(var), Value::floating(eps)));
+  T centered = sub(b, V(a), V(m));
+  return mul(b, V(centered), V(rstd));
+}
+
+// group_norm(a, num_groups, weight, bias, eps) for a [N, C, ...]: each sample's C channels in
+// num_groups groups, each group standardised over its channels and positions, then the per-channel
+// affine.
+Value group_norm_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  std::vector<Value> in = by_position(args, kwargs, {"a", "num_groups", "weight", "bias", "eps"});
+  T a = tensor_arg(in, 0, "a");
+  require_floating(a, "group_norm");
+  int64_t groups = int_arg(in, 1, "num_groups");
+  if (rank(a) < 2 || groups < 1 || a->shape[1] % groups != 0)
+    throw OpError("group_norm needs an input [N, C, ...] whose C channels split into num_groups=" + std::to_string(groups) +
+                  " groups, got " + shape_text(a->shape));
+  T weight = optional_tensor_arg(in, 2, "weight"), bias = optional_tensor_arg(in, 3, "bias");
+  require_per_channel(weight, a->shape[1], "group_norm", "weight");
+  require_per_channel(bias, a->shape[1], "group_norm", "bias");
+  double eps = in[4].is_none() ? 1e-5 : number_arg(in, 4, "eps");
+  T grouped = reshape(b, a, {a->shape[0], groups, a->numel() / std::max<int64_t>(a->shape[0] * groups, 1)});
+  T normalized = reshape(b, standardized(b, grouped, {2}, eps), a->shape);
+  return Value::of(channel_affine(b, normalized, weight, bias));
+}
+
+// The running statistic `running` moved towards the batch's `observed` by `momentum`, written back.
+void update_running(TraceBuilder& b, const T& running, const T& observed, double momentum) {
+  T kept = mul(b, Value::floating(1.0 - momentum), V(running));
+  T added = mul(b, Value::floating(momentum), V(observed));
+  call1(b, "prims.copy_", {V(add(b, V(kept), V(added))), V(running)});
+}
+
+// instance_norm(a, running_mean, running_var, weight, bias, use_input_stats, momentum, eps) for a
+// [N, C, ...]: with use_input_stats, each (sample, channel) standardised over its positions, and the
+// running statistics (when given) moved towards the samples' mean statistics (the variance unbiased)
+// and written back with prims.copy_, as LibTorch does; else the running statistics. Then the affine.
+Value instance_norm_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  std::vector<Value> in = by_position(
+      args, kwargs, {"a", "running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum", "eps"});
+  T a = tensor_arg(in, 0, "a");
+  require_floating(a, "instance_norm");
+  if (rank(a) < 3) throw OpError("instance_norm needs an input [N, C, ...] with spatial dims, got " + shape_text(a->shape));
+  int64_t n = a->shape[0], channels = a->shape[1];
+  T running_mean = optional_tensor_arg(in, 1, "running_mean"), running_var = optional_tensor_arg(in, 2, "running_var");
+  T weight = optional_tensor_arg(in, 3, "weight"), bias = optional_tensor_arg(in, 4, "bias");
+  require_per_channel(running_mean, channels, "instance_norm", "running_mean");
+  require_per_channel(running_var, channels, "instance_norm", "running_var");
+  require_per_channel(weight, channels, "instance_norm", "weight");
+  require_per_channel(bias, channels, "instance_norm", "bias");
+  bool use_input_stats = in[5].is_none() || bool_arg(in, 5, "use_input_stats");
+  double momentum = in[6].is_none() ? 0.1 : number_arg(in, 6, "momentum");
+  double eps = in[7].is_none() ? 1e-5 : number_arg(in, 7, "eps");
+  Shape per_channel = channel_shape(channels, rank(a));
+  if (!use_input_stats) {
+    if (!running_mean || !running_var)
+      throw OpError("instance_norm with use_input_stats=False needs running_mean and running_var");
+    T m = reshape(b, running_mean, per_channel);
+    T rstd = reshape(b, rsqrt(b, add(b, V(running_var), Value::floating(eps))), per_channel);
+    T centered = sub(b, V(a), V(m));
+    return Value::of(channel_affine(b, mul(b, V(centered), V(rstd)), weight, bias));
+  }
+  Dims positions;
+  for (int64_t d = 2; d < rank(a); ++d) positions.push_back(d);
+  int64_t count = a->numel() / std::max<int64_t>(n * channels, 1);
+  if (count <= 1) throw OpError("instance_norm needs more than 1 value per channel, got input " + shape_text(a->shape));
+  auto [var, m] = var_mean(b, a, positions, /*correction=*/0, /*keepdim=*/true);
+  if (running_mean) update_running(b, running_mean, mean(b, reshape(b, m, {n, channels}), {0}, false), momentum);
+  if (running_var) {
+    T unbiased = mul(b, V(reshape(b, var, {n, channels})), Value::floating(static_cast<double>(count) / static_cast<double>(count - 1)));
+    update_running(b, running_var, mean(b, unbiased, {0}, false), momentum);
+  }
+  T rstd = rsqrt(b, add(b, V(var), Value::floating(eps)));
+  T centered = sub(b, V(a), V(m));
+  return Value::of(channel_affine(b, mul(b, V(centered), V(rstd)), weight, bias));
+}
+
+// ---- smooth_l1_loss, binary_cross_entropy, binary_cross_entropy_with_logits ----
+
+// `losses` times the elementwise weight (position i or keyword), when given.
+T weighted(TraceBuilder& b, const T& losses, Args args, Kw kwargs, size_t i, const char* name) {
+  const Value* w = given(args, kwargs, i, name);
+  if (!w) return losses;
+  if (!w->is_proxy()) throw OpError(std::string(name) + " must be a tensor, got " + python_text(*w));
+  return mul(b, V(losses), *w);
+}
+
+// smooth_l1_loss(a, target, size_average, reduce, reduction, beta): |d| - beta/2 where |d| >= beta,
+// d^2 / (2 beta) below (d = a - target); |d| for beta 0.
+Value smooth_l1_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "input"), target = tensor_arg(args, 1, "target");
+  require_floating(a, "smooth_l1_loss");
+  std::string reduction = loss_reduction(args, kwargs, 4, 2, 3, "smooth_l1_loss");
+  const Value* given_beta = given(args, kwargs, 5, "beta");
+  double beta = given_beta ? given_beta->as_double() : 1.0;
+  if (beta < 0) throw OpError("smooth_l1_loss: beta must be >= 0, got " + python_text(*given_beta));
+  T diff = sub(b, V(a), V(target));
+  T distance = call1(b, "ltorch.abs", {V(diff)});
+  if (beta == 0) return Value::of(reduced(b, distance, reduction));
+  T squared = mul(b, V(diff), V(diff));
+  T quadratic = mul(b, V(squared), Value::floating(0.5 / beta));
+  T linear_part = sub(b, V(distance), Value::floating(0.5 * beta));
+  T near = lt(b, V(distance), Value::floating(beta));
+  return Value::of(reduced(b, where(b, near, V(quadratic), V(linear_part)), reduction));
+}
+
+// log(a) no lower than -100, as LibTorch clamps it (a loss of log(0) stays finite).
+T clamped_log(TraceBuilder& b, const T& a) { return maximum(b, V(log(b, a)), Value::floating(-100.0)); }
+
+// binary_cross_entropy(a, target, weight, size_average, reduce, reduction) for probabilities a:
+// -(target log(a) + (1 - target) log(1 - a)), times weight.
+Value binary_cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "input"), target = tensor_arg(args, 1, "target");
+  require_floating(a, "binary_cross_entropy");
+  if (a->shape != target->shape)
+    throw OpError("binary_cross_entropy needs a target of the input's shape " + shape_text(a->shape) + ", got " +
+                  shape_text(target->shape));
+  std::string reduction = loss_reduction(args, kwargs, 5, 3, 4, "binary_cross_entropy");
+  T log_p = clamped_log(b, a);
+  T log_q = clamped_log(b, sub(b, Value::floating(1.0), V(a)));
+  T miss = sub(b, Value::floating(1.0), V(target));
+  T hit_term = mul(b, V(target), V(log_p));
+  T miss_term = mul(b, V(miss), V(log_q));
+  T losses = neg(b, add(b, V(hit_term), V(miss_term)));
+  return Value::of(reduced(b, weighted(b, losses, args, kwargs, 2, "weight"), reduction));
+}
+
+// binary_cross_entropy_with_logits(a, target, weight, size_average, reduce, reduction, pos_weight):
+// (1 - target) a + (1 + (pos_weight - 1) target) softplus(-a), times weight; softplus(-a) computed
+// as relu(-a) + log(1 + exp(-|a|)), which no large |a| overflows.
+Value binary_cross_entropy_with_logits_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "input"), target = tensor_arg(args, 1, "target");
+  require_floating(a, "binary_cross_entropy_with_logits");
+  if (a->shape != target->shape)
+    throw OpError("binary_cross_entropy_with_logits needs a target of the input's shape " + shape_text(a->shape) +
+                  ", got " + shape_text(target->shape));
+  std::string reduction = loss_reduction(args, kwargs, 5, 3, 4, "binary_cross_entropy_with_logits");
+  T negated = neg(b, a);
+  T tail = exp(b, neg(b, call1(b, "ltorch.abs", {V(a)})));
+  T hinge = relu(b, negated);
+  T log_term = log(b, add(b, Value::floating(1.0), V(tail)));
+  T softplus_of_negated = add(b, V(hinge), V(log_term));
+  T miss = sub(b, Value::floating(1.0), V(target));
+  T miss_term = mul(b, V(miss), V(a));
+  T scaled = softplus_of_negated;
+  if (const Value* pos_weight = given(args, kwargs, 6, "pos_weight")) {
+    if (!pos_weight->is_proxy()) throw OpError("pos_weight must be a tensor, got " + python_text(*pos_weight));
+    T extra = mul(b, V(sub(b, *pos_weight, Value::floating(1.0))), V(target));
+    scaled = mul(b, V(add(b, Value::floating(1.0), V(extra))), V(softplus_of_negated));
+  }
+  T losses = add(b, V(miss_term), V(scaled));
+  return Value::of(reduced(b, weighted(b, losses, args, kwargs, 2, "weight"), reduction));
+}
+
 Value take_along_dim_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.take_along_axis",
                          {Value::of(tensor_arg(args, 0, "a")), Value::of(tensor_arg(args, 1, "indices")),
@@ -596,13 +805,13 @@ T take_along_dim(TraceBuilder& b, const T& a, const T& indices, int64_t dim) {
 // ---- Gradient rules ----
 // Gradient rules of the neural-network ops. linear follows Thunder's rule exactly (the fixtures'
 // backward: reshape(g, (-1, N)), permute, reshape(x, (-1, K)), matmul; bias grad = sum over the
-// batch dims). Gathers scatter their grad: embedding and take through ltorch.embedding_backward
-// (a one-hot matmul when decomposed; LibTorch's scatter when executed), take_along_dim with a
-// one-hot sum, since the op set has no scatter. layer_norm (with weight and bias), softmax and
-// cross_entropy record their backward ops (ltorch.*_backward: decomposed in the trace, one LibTorch
-// kernel when executed); so does scaled_dot_product_attention without a float mask (one fused
-// kernel each way on CUDA; with a float mask it is differentiated through its decomposition, which
-// gives the mask its grad). The backward ops are differentiated through their decompositions.
+// batch dims). Gathers scatter their grad: embedding through ltorch.embedding_backward (a one-hot
+// matmul when decomposed; LibTorch's scatter when executed), take_along_dim with scatter_add
+// (prims.take's rule is with the indexing ops, ops/indexing.cpp). layer_norm (with weight and
+// bias), softmax and cross_entropy record their backward ops (ltorch.*_backward: decomposed in the
+// trace, one LibTorch kernel when executed); so does scaled_dot_product_attention without a float
+// mask (one fused kernel each way on CUDA; with a float mask it is differentiated through its
+// decomposition, which gives the mask its grad). The backward ops are differentiated through their decompositions.
 // dropout's grad is dropout of g with the same seed (the same mask, nothing saved).
 
 namespace tv {
@@ -827,6 +1036,13 @@ std::optional<int64_t> given_int(const BoundSymbol& f, size_t i, const char* nam
   return v.is_none() ? std::nullopt : std::optional<int64_t>(v.i);
 }
 
+// cross_entropy_backward knows no label smoothing: a smoothed loss is differentiated through its
+// decomposition.
+bool cross_entropy_rule_applies(const BoundSymbol& f) {
+  Value smoothing = given(f, 7, "label_smoothing");
+  return smoothing.is_none() || smoothing.as_double() == 0.0;
+}
+
 Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T logits = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
   Out out(f.args.size());
@@ -863,20 +1079,11 @@ Out embedding_backward_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return out;
 }
 
-Out take_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {  // prims.take(a, indices, dim)
-  if (f.args.at(2).i != 0) throw OpError("grad of prims.take is implemented for dim 0 only");
-  return {V(scatter_rows(b, tensor_at(f, 0), tensor_at(f, 1), cts[0].proxy, std::nullopt)), Value::none(),
-          Value::none()};
-}
-
-// out = take_along_dim(a, idx, d): grad[..., k, ...] = sum_j g[..., j, ...] * (idx[..., j, ...] == k).
+// out = take_along_dim(a, idx, d): g added into zeros at the indices.
 Out take_along_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T a = tensor_at(f, 0), idx = tensor_at(f, 1), g = cts[0].proxy;
-  int64_t r = rank(a), d = meta::normalize_dim(f.args.at(2).i, r);
-  T gt = d == r - 1 ? g : transpose(b, g, d, -1), it = d == r - 1 ? idx : transpose(b, idx, d, -1);
-  T hits = ops::one_hot(b, it, a->shape[d], g->dtype);                                     // [..., J, K]
-  T s = sum(b, mul(b, V(unsqueeze(b, gt, -1)), V(hits)), {r - 1}, false);             // [..., K]
-  T ga = d == r - 1 ? s : transpose(b, s, d, -1);
+  int64_t d = meta::normalize_dim(f.args.at(2).i, rank(a));
+  T ga = scatter_add(b, zeros(b, a->shape, a->dtype, a->device), d, idx, g);
   return {reduce_like(b, ga, a), Value::none(), Value::none()};
 }
 
@@ -900,10 +1107,9 @@ void register_nn_gradients() {
   register_grad_rule(op("ltorch.native_batch_norm"), native_batch_norm_rule);
   register_grad_rule(op("ltorch.softmax"), softmax_rule);
   register_grad_rule(op("ltorch.log_softmax"), log_softmax_rule);
-  register_grad_rule(op("ltorch.cross_entropy"), cross_entropy_rule);
+  register_grad_rule(op("ltorch.cross_entropy"), cross_entropy_rule, cross_entropy_rule_applies);
   register_grad_rule(op("ltorch.embedding"), embedding_rule);
   register_grad_rule(op("ltorch.embedding_backward"), embedding_backward_rule);
-  register_grad_rule(op("prims.take"), take_rule);
   for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(op(n), take_along_rule);
   register_grad_rule(op("ltorch.dropout"), dropout_rule);
   register_not_differentiable(op("prims.copy_"));  // batch_norm's write of its running statistics
@@ -912,7 +1118,8 @@ void register_nn_gradients() {
   register_grad_rule(op("ltorch.scaled_dot_product_attention_forward"), sdpa_rule);
   for (const char* n : {"ltorch.layer_norm_backward", "ltorch.softmax_backward", "ltorch.cross_entropy_backward",
                         "ltorch.scaled_dot_product_attention_backward", "ltorch.batch_norm_backward", "ltorch.mse_loss",
-                        "ltorch.nll_loss"})
+                        "ltorch.nll_loss", "ltorch.group_norm", "ltorch.instance_norm", "ltorch.smooth_l1_loss",
+                        "ltorch.binary_cross_entropy", "ltorch.binary_cross_entropy_with_logits"})
     register_grad_through_decomposition(op(n));
 }
 
@@ -1057,7 +1264,45 @@ RValue attention_backward(Args a, Kw kw) {
   return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
 }
 
+// A tensor argument by keyword or at position i; nullopt when absent or None.
+c10::optional<at::Tensor> maybe_tensor(Args a, size_t i, Kw k, const char* keyword) {
+  const RValue* v = argument(a, i, k, keyword);
+  return v && !v->is_none() ? c10::optional<at::Tensor>(v->tensor()) : c10::nullopt;
+}
+
+// A number argument by keyword or at position i; `fallback` when absent or None.
+double number_or(Args a, size_t i, Kw k, const char* keyword, double fallback) {
+  const RValue* v = argument(a, i, k, keyword);
+  return v && !v->is_none() ? v->number() : fallback;
+}
+
+// group_norm, instance_norm (which writes the running statistics, as the decomposition's copy_ does)
+// and the binary losses: one LibTorch call each, the arguments in torch.nn.functional's layout.
+void register_norm_and_loss_execution() {
+  exec_rule("ltorch.group_norm", [](Args a, Kw k) {
+    return RValue::of(at::group_norm(tensor_at(a, 0, "a"), int_at(a, 1, "num_groups"), maybe_tensor(a, 2, k, "weight"),
+                                     maybe_tensor(a, 3, k, "bias"), number_or(a, 4, k, "eps", 1e-5), /*cudnn_enabled=*/true));
+  });
+  exec_rule("ltorch.instance_norm", [](Args a, Kw k) {
+    return RValue::of(at::instance_norm(tensor_at(a, 0, "a"), maybe_tensor(a, 3, k, "weight"), maybe_tensor(a, 4, k, "bias"),
+                                        maybe_tensor(a, 1, k, "running_mean"), maybe_tensor(a, 2, k, "running_var"),
+                                        flag_at(a, 5, k, "use_input_stats", true), number_or(a, 6, k, "momentum", 0.1),
+                                        number_or(a, 7, k, "eps", 1e-5), /*cudnn_enabled=*/true));
+  });
+  exec_rule("ltorch.binary_cross_entropy", [](Args a, Kw k) {
+    return RValue::of(at::binary_cross_entropy(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"),
+                                               maybe_tensor(a, 2, k, "weight"),
+                                               reduction_at(a, 5, k, "ltorch.binary_cross_entropy")));
+  });
+  exec_rule("ltorch.binary_cross_entropy_with_logits", [](Args a, Kw k) {
+    return RValue::of(at::binary_cross_entropy_with_logits(
+        tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), maybe_tensor(a, 2, k, "weight"),
+        maybe_tensor(a, 6, k, "pos_weight"), reduction_at(a, 5, k, "ltorch.binary_cross_entropy_with_logits")));
+  });
+}
+
 void register_nn_execution() {
+  register_norm_and_loss_execution();
   // at::batch_norm writes the running statistics in training, as the decomposition's copy_ does.
   exec_rule("ltorch.batch_norm", [](Args a, Kw k) {
     auto tensor = [&](size_t i, const char* name) {
@@ -1264,6 +1509,11 @@ void register_nn() {
   define("ltorch.batch_norm_backward", false, {}, batch_norm_backward_impl);
   define("ltorch.mse_loss", false, {}, mse_loss_impl);
   define("ltorch.nll_loss", false, {}, nll_loss_impl);
+  define("ltorch.group_norm", false, {}, group_norm_impl);
+  define("ltorch.instance_norm", false, {"effect"}, instance_norm_impl);
+  define("ltorch.smooth_l1_loss", false, {}, smooth_l1_loss_impl);  // run by its spelling's rule (spellings.cpp)
+  define("ltorch.binary_cross_entropy", false, {}, binary_cross_entropy_impl);
+  define("ltorch.binary_cross_entropy_with_logits", false, {}, binary_cross_entropy_with_logits_impl);
   register_nn_gradients();
   exec::register_nn_execution();
 }

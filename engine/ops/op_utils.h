@@ -77,8 +77,12 @@ bool output_requires_grad(const std::vector<Value>& inputs, DType out);
 void register_elementwise();
 void register_shape();
 void register_reduction();
+void register_linalg();
 void register_nn();
 void register_creation();
 void register_spatial();
+void register_recurrent();
+void register_indexing();
+void register_interpolate();
 
 }  // namespace tv::ops

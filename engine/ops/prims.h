@@ -27,7 +27,8 @@
 //   creation            prims.full(shape, fill_value, device, dtype)
 //                       prims.iota(length, start, step, device, dtype)   1-D [length]
 //   random              prims.uniform_philox(shape, minval, maxval, device, dtype, seed, offset)
-// The convolution and pooling prims are defined with their ops, in ops/spatial.cpp.
+// The convolution and pooling prims are defined with their ops, in ops/spatial.cpp; gather,
+// scatter_add, scatter, index_add, index_put, topk, argmax and argmin in ops/indexing.cpp.
 #pragma once
 
 namespace tv::prims {

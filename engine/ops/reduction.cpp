@@ -1,4 +1,5 @@
-// Reduction ltorch ops: sum, mean, amax, var_mean over several dims with keepdim.
+// Reduction ltorch ops: sum, mean, amax, var_mean, var and std over several dims with keepdim, and
+// cumsum (a scan, primitive as in Thunder: its decomposition would not fuse).
 // The prims reduce and drop the dims (as in Thunder); keepdim is a following
 // prims.broadcast_in_dim back to the shape with 1s. Empty dims mean "all dims" (printed None).
 // The file holds, in order, each op's meta and decomposition, its gradient rule (and that of the
@@ -91,6 +92,31 @@ Value var_mean_impl(TraceBuilder& b, Args args, Kw kwargs) {
   return Value::tuple({Value::of(var), Value::of(m)});
 }
 
+// var(a, dims, keepdim, correction=c): prims.var_mean's variance (its mean unused); std its sqrt.
+Value var_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "a");
+  Dims dims = reduced_dims(a, args);
+  const Value* c = kwarg(kwargs, "correction");
+  Value vm = b.call("prims.var_mean", {Value::of(a), Value::ints(dims)},
+                    {{"correction", c && !c->is_none() ? *c : Value::integer(1)}});
+  T var = vm.items.at(0).proxy;
+  return Value::of(keepdim_arg(args, 2, kwargs) ? keep_dims(b, var, a->shape, dims) : var);
+}
+
+Value std_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  return Value::of(sqrt(b, var_impl(b, args, kwargs).proxy));
+}
+
+// cumsum(a, dim, dtype=None): a's shape; integers and bools sum in int64 unless dtype says otherwise.
+Value cumsum_meta(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "a");
+  meta::normalize_dim(int_arg(args, 1, "dim"), std::max<int64_t>(static_cast<int64_t>(a->shape.size()), 1));
+  DType dtype = is_floating(a->dtype) ? a->dtype : DType::i64;
+  if (const Value* d = kwarg(kwargs, "dtype"); d && d->kind == Value::Kind::dtype) dtype = d->dtype;
+  std::vector<Value> inputs = {Value::of(a)};
+  return Value::of(b.tensor(a->shape, dtype, a->device, output_requires_grad(inputs, dtype)));
+}
+
 Value dims_value(const Dims& dims) { return dims.empty() ? Value::none() : Value::ints(dims); }
 
 }  // namespace
@@ -108,6 +134,9 @@ std::pair<T, T> var_mean(TraceBuilder& b, const T& a, const Dims& dims, int64_t 
   Value out = b.call("ltorch.var_mean", {V(a), Value::ints(dims), Value::boolean(keepdim)},
                      {{"correction", Value::integer(correction)}});
   return {out.items.at(0).proxy, out.items.at(1).proxy};
+}
+T cumsum(TraceBuilder& b, const T& a, int64_t dim) {
+  return call1(b, "ltorch.cumsum", {V(a), Value::integer(dim)}, {{"dtype", Value::none()}});
 }
 
 }  // namespace tv::ltorch
@@ -195,12 +224,25 @@ Out var_mean_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return finish(b, f, r, ga);
 }
 
+// out = cumsum(a, dim): grad_a[i] = sum over j >= i of g[j], a cumsum of the reversed cotangent.
+Out cumsum_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0);
+  Out out(f.args.size());
+  if (!is_floating(a->dtype)) return out;
+  int64_t dim = f.args.at(1).i;
+  auto flip = [&](const T& t) { return ops::call1(b, "ltorch.flip", {V(t), Value::ints({dim})}); };
+  out[0] = Value::of(grad::sum_to(b, flip(cumsum(b, flip(cts[0].proxy), dim)), a->shape, a->dtype));
+  return out;
+}
+
 void register_reduction_gradients() {
   // The prims take (a, dims) and never keep dims; the same rules read them.
   for (const char* n : {"ltorch.sum", "prims.sum"}) register_grad_rule(op(n), sum_rule);
   register_grad_rule(op("ltorch.mean"), mean_rule);
   for (const char* n : {"ltorch.amax", "prims.amax"}) register_grad_rule(op(n), amax_rule);
   for (const char* n : {"ltorch.var_mean", "prims.var_mean"}) register_grad_rule(op(n), var_mean_rule);
+  for (const char* n : {"ltorch.var", "ltorch.std"}) register_grad_through_decomposition(op(n));
+  register_grad_rule(op("ltorch.cumsum"), cumsum_rule);
 }
 
 }  // namespace
@@ -247,6 +289,19 @@ void register_reduction_execution() {
                                        keepdim_at(a, 2, k));
     return RValue::tuple({RValue::of(var), RValue::of(mean)});
   });
+  for (bool root : {false, true})
+    exec_rule(root ? "ltorch.std" : "ltorch.var", [root](Args a, Kw k) {
+      const at::Tensor& t = tensor_at(a, 0, "a");
+      const RValue* c = rkwarg(k, "correction");
+      at::Tensor var = rules::var_mean(t, reduction_dims(rarg(a, 1, "dims"), t.dim()), c ? c->integer_value() : 1,
+                                       keepdim_at(a, 2, k)).first;
+      return RValue::of(root ? var.sqrt() : var);
+    });
+  exec_rule("ltorch.cumsum", [](Args a, Kw k) {
+    std::optional<DType> dtype = dtype_kw(k);
+    return RValue::of(at::cumsum(tensor_at(a, 0, "a"), int_at(a, 1, "dim"),
+                                 dtype ? c10::optional<at::ScalarType>(to_scalar_type(*dtype)) : c10::nullopt));
+  });
 }
 
 }  // namespace
@@ -262,6 +317,9 @@ void register_reduction() {
   define("ltorch.mean", false, red, mean_impl);
   define("ltorch.amax", false, red, amax_impl);
   define("ltorch.var_mean", false, red, var_mean_impl);
+  define("ltorch.var", false, red, var_impl);
+  define("ltorch.std", false, red, std_impl);
+  define("ltorch.cumsum", true, {}, cumsum_meta);
   register_reduction_gradients();
   exec::register_reduction_execution();
 }

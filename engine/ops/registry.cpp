@@ -16,9 +16,13 @@ void register_ops() {
     ops::register_elementwise();
     ops::register_shape();
     ops::register_reduction();
+    ops::register_linalg();
     ops::register_nn();
     ops::register_creation();
     ops::register_spatial();
+    ops::register_recurrent();
+    ops::register_indexing();
+    ops::register_interpolate();
     ops::register_spellings();
   });
 }

@@ -1,5 +1,6 @@
 // Shape ltorch ops: reshape/view, transpose/permute, unsqueeze/expand/broadcast_in_dim, split, cat,
-// stack (unsqueeze each, cat), unbind (a slice and a reshape per piece), flip and flatten (a reshape).
+// stack (unsqueeze each, cat), unbind (a slice and a reshape per piece), flip and flatten (a reshape),
+// roll (two slices and a cat per rolled dim) and repeat (a broadcast and a reshape).
 // Each resolves torch conveniences (-1 sizes, negative dims) and records a concrete prim:
 // `ltorch.reshape(t5, (-1, 10))` -> `prims.reshape(t5, (2, 10))`,
 // `ltorch.permute(t, (1, 0))` -> `prims.transpose(t, (1, 0))`, unsqueeze/expand -> broadcast_in_dim.
@@ -100,6 +101,57 @@ Value flatten_impl(TraceBuilder& b, Args args, Kw kwargs) {
   shape.push_back(merged);
   shape.insert(shape.end(), a->shape.begin() + e + 1, a->shape.end());
   return Value::of(ltorch::reshape(b, a, shape));
+}
+
+// roll(a, shifts, dims): along each dim, the last `shift` elements moved to the front, as a cat of
+// two slices. No dims rolls the flattened tensor, reshaped back.
+Value roll_impl(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  Dims shifts = ints_arg(args, 1, "shifts");
+  Dims dims = args.size() > 2 && !args[2].is_none() ? ints_arg(args, 2, "dims") : Dims{};
+  if (dims.empty()) {
+    if (shifts.size() != 1) throw OpError("roll without dims takes one shift, got " + shape_text(shifts));
+    T flat = ltorch::reshape(b, a, {a->numel()});
+    return Value::of(ltorch::reshape(b, call1(b, "ltorch.roll", {V(flat), Value::ints(shifts), Value::ints({0})}), a->shape));
+  }
+  if (shifts.size() != dims.size())
+    throw OpError("roll takes one shift per dim, got shifts " + shape_text(shifts) + " and dims " + shape_text(dims));
+  T out = a;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t dim = meta::normalize_dim(dims[i], rank(a));
+    int64_t length = a->shape[dim];
+    int64_t shift = length == 0 ? 0 : ((shifts[i] % length) + length) % length;
+    if (shift == 0) continue;
+    auto piece = [&](int64_t from, int64_t to) {
+      Dims begin(a->shape.size(), 0), end = a->shape;
+      begin[dim] = from;
+      end[dim] = to;
+      return call1(b, "prims.slice", {V(out), Value::ints(begin), Value::ints(end), Value::none()});
+    };
+    out = ltorch::cat(b, {piece(length - shift, length), piece(0, length - shift)}, dim);
+  }
+  return Value::of(out);
+}
+
+// repeat(a, sizes): a broadcast to [sizes of the new leading dims, (size_d, a_d) pairs], then merged
+// to [size_d * a_d]; sizes may have more dims than a.
+Value repeat_impl(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  Dims sizes = ints_arg(args, 1, "sizes");
+  if (static_cast<int64_t>(sizes.size()) < rank(a))
+    throw OpError("repeat needs at least as many sizes as the tensor has dims: " + shape_text(sizes) + " for " +
+                  shape_text(a->shape));
+  size_t leading = sizes.size() - a->shape.size();
+  Dims wide(sizes.begin(), sizes.begin() + static_cast<int64_t>(leading)), kept, shape = wide;
+  for (size_t d = 0; d < a->shape.size(); ++d) {
+    if (sizes[leading + d] < 0) throw OpError("repeat sizes must not be negative: " + shape_text(sizes));
+    wide.push_back(sizes[leading + d]);
+    wide.push_back(a->shape[d]);
+    kept.push_back(static_cast<int64_t>(wide.size()) - 1);
+    shape.push_back(sizes[leading + d] * a->shape[d]);
+  }
+  T spread = call1(b, "prims.broadcast_in_dim", {V(a), Value::ints(wide), Value::ints(kept)});
+  return Value::of(call1(b, "prims.reshape", {V(spread), Value::ints(shape)}));
 }
 
 Value expand_impl(TraceBuilder& b, Args args, Kw) {
@@ -373,7 +425,7 @@ void register_shape_gradients() {
     register_grad_rule(op(n), first_only([](TraceBuilder& b, const BoundSymbol& f, const T&, const T& g) {
                          return ops::call1(b, "prims.flip", {Value::of(g), f.args.at(1)});
                        }));
-  register_grad_through_decomposition(op("ltorch.flatten"));
+  for (const char* n : {"ltorch.flatten", "ltorch.roll", "ltorch.repeat"}) register_grad_through_decomposition(op(n));
   for (const char* n : {"ltorch.reshape", "ltorch.view", "ltorch.unsqueeze", "prims.reshape"})
     register_grad_rule(op(n), first_only(reshape_back));
   register_grad_rule(op("ltorch.transpose"), first_only([](TraceBuilder& b, const BoundSymbol& f, const T&, const T& g) {
@@ -421,6 +473,11 @@ void register_shape_execution() {
   exec_rule("ltorch.expand", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").expand(sizes_from(a, 1, "shape"))); });
   same_exec_rule("ltorch.broadcast_in_dim", "prims.broadcast_in_dim");
   same_exec_rule("ltorch.flip", "prims.flip");
+  exec_rule("ltorch.roll", [](Args a, Kw) {
+    const RValue& dims = rarg(a, 2, "dims");
+    return RValue::of(at::roll(tensor_at(a, 0, "a"), ints_at(a, 1, "shifts"), dims.is_none() ? std::vector<int64_t>{} : dims.ints()));
+  });
+  exec_rule("ltorch.repeat", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").repeat(ints_at(a, 1, "sizes"))); });
   exec_rule("ltorch.flatten", [](Args a, Kw k) {
     const RValue *start = argument(a, 1, k, "start_dim"), *end = argument(a, 2, k, "end_dim");
     return RValue::of(tensor_at(a, 0, "a").flatten(start && !start->is_none() ? start->integer_value() : 0,
@@ -471,6 +528,8 @@ void register_shape() {
   define("ltorch.unbind", false, shape, unbind_impl);
   define("ltorch.flip", false, shape, flip_impl);
   define("ltorch.flatten", false, shape, flatten_impl);
+  define("ltorch.roll", false, shape, roll_impl);
+  define("ltorch.repeat", false, shape, repeat_impl);
   register_shape_gradients();
   exec::register_shape_execution();
 }

@@ -3,6 +3,8 @@
 //   ltorch.conv{1,2,3}d(a, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
 //     -> ltorch.convolution(a, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 //     -> prims.convolution(same)                         (Thunder's chain, as its printouts show it)
+//   ltorch.conv_transpose{1,2,3}d(a, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+//                                 dilation=1) -> ltorch.convolution(..., transposed=True, ...)
 //   ltorch.max_pool2d(a, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
 //     -> prims.max_pool2d_with_indices(a, kernel_size, stride, padding, dilation, ceil_mode) -> (out, indices)
 //   ltorch.avg_pool2d(a, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -102,6 +104,26 @@ Value convolution_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.convolution", std::move(all)));
 }
 
+// Whether `a` is an unbatched [C, ...] input of `n` spatial dims (else a batched [N, C, ...] one).
+bool is_unbatched(const T& a, int64_t n, const std::string& op) {
+  if (rank(a) != n + 1 && rank(a) != n + 2)
+    throw OpError(op + " takes a [N, C, ...] or [C, ...] input of " + std::to_string(n) + " spatial dims, got " +
+                  shape_text(a->shape));
+  return rank(a) == n + 1;
+}
+
+// A batch of one added in front (dim 0), or taken off.
+T with_batch_of_one(TraceBuilder& b, const T& a) {
+  Shape s = a->shape;
+  s.insert(s.begin(), 1);
+  return ltorch::reshape(b, a, s);
+}
+T without_batch(TraceBuilder& b, const T& a) {
+  Shape s = a->shape;
+  s.erase(s.begin());
+  return ltorch::reshape(b, a, s);
+}
+
 // conv{n}d: padding may be 'valid' or 'same' (stride 1; an odd total padding is refused, as the
 // engine has no asymmetric convolution padding).
 SymbolImpl conv_impl(int64_t n) {
@@ -109,15 +131,8 @@ SymbolImpl conv_impl(int64_t n) {
     std::string op = "conv" + std::to_string(n) + "d";
     std::vector<Value> given = by_position(args, kwargs, {"input", "weight", "bias", "stride", "padding", "dilation", "groups"});
     T a = tensor_arg(given, 0, "input"), w = tensor_arg(given, 1, "weight");
-    bool unbatched = rank(a) == n + 1;
-    if (!unbatched && rank(a) != n + 2)
-      throw OpError(op + " takes a [N, C, ...] or [C, ...] input of " + std::to_string(n) + " spatial dims, got " +
-                    shape_text(a->shape));
-    if (unbatched) {
-      Shape s = a->shape;
-      s.insert(s.begin(), 1);
-      a = ltorch::reshape(b, a, s);
-    }
+    bool unbatched = is_unbatched(a, n, op);
+    if (unbatched) a = with_batch_of_one(b, a);
     Shape stride = per_dim(given, 3, "stride", n, 1, op.c_str());
     Shape dilation = per_dim(given, 5, "dilation", n, 1, op.c_str());
     Shape padding;
@@ -142,10 +157,34 @@ SymbolImpl conv_impl(int64_t n) {
     T y = call1(b, "ltorch.convolution",
                 {V(a), V(w), given[2], Value::ints(stride), Value::ints(padding), Value::ints(dilation),
                  Value::boolean(false), Value::ints(Shape(n, 0)), Value::integer(groups)});
-    if (!unbatched) return Value::of(y);
-    Shape s = y->shape;
-    s.erase(s.begin());
-    return Value::of(ltorch::reshape(b, y, s));
+    return Value::of(unbatched ? without_batch(b, y) : y);
+  };
+}
+
+// conv_transpose{n}d(input, weight, bias, stride, padding, output_padding, groups, dilation), torch's
+// layout (groups before dilation): the transposed ltorch.convolution. output_padding adds to one
+// side of each output dim and must be smaller than the stride or the dilation there.
+SymbolImpl conv_transpose_impl(int64_t n) {
+  return [n](TraceBuilder& b, Args args, Kw kwargs) {
+    std::string op = "conv_transpose" + std::to_string(n) + "d";
+    std::vector<Value> given = by_position(
+        args, kwargs, {"input", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation"});
+    T a = tensor_arg(given, 0, "input"), w = tensor_arg(given, 1, "weight");
+    bool unbatched = is_unbatched(a, n, op);
+    if (unbatched) a = with_batch_of_one(b, a);
+    Shape stride = per_dim(given, 3, "stride", n, 1, op.c_str());
+    Shape padding = per_dim(given, 4, "padding", n, 0, op.c_str());
+    Shape output_padding = per_dim(given, 5, "output_padding", n, 0, op.c_str());
+    Shape dilation = per_dim(given, 7, "dilation", n, 1, op.c_str());
+    for (int64_t d = 0; d < n; ++d)
+      if (output_padding[d] < 0 || output_padding[d] >= std::max(stride[d], dilation[d]))
+        throw OpError(op + ": output_padding " + shape_text(output_padding) + " must be smaller than the stride " +
+                      shape_text(stride) + " or the dilation " + shape_text(dilation));
+    int64_t groups = given[6].is_none() ? 1 : int_arg(given, 6, "groups");
+    T y = call1(b, "ltorch.convolution",
+                {V(a), V(w), given[2], Value::ints(stride), Value::ints(padding), Value::ints(dilation),
+                 Value::boolean(true), Value::ints(output_padding), Value::integer(groups)});
+    return Value::of(unbatched ? without_batch(b, y) : y);
   };
 }
 
@@ -347,8 +386,9 @@ void register_spatial_gradients() {
   register_grad_rule(op("prims.max_pool2d_with_indices"), max_pool_rule);
   register_grad_rule(op("prims.avg_pool2d"), avg_pool_rule);
   register_grad_rule(op("prims.adaptive_avg_pool2d"), adaptive_avg_pool_rule);
-  for (const char* n : {"ltorch.convolution", "ltorch.conv1d", "ltorch.conv2d", "ltorch.conv3d", "ltorch.max_pool2d",
-                        "ltorch.avg_pool2d", "ltorch.adaptive_avg_pool2d"})
+  for (const char* n : {"ltorch.convolution", "ltorch.conv1d", "ltorch.conv2d", "ltorch.conv3d", "ltorch.conv_transpose1d",
+                        "ltorch.conv_transpose2d", "ltorch.conv_transpose3d", "ltorch.max_pool2d", "ltorch.avg_pool2d",
+                        "ltorch.adaptive_avg_pool2d"})
     register_grad_through_decomposition(op(n));
 }
 
@@ -426,6 +466,22 @@ void register_spatial_execution() {
       if (n == 2) return RValue::of(at::conv2d(x, w, bias, stride, padding, dilation, groups));
       return RValue::of(at::conv3d(x, w, bias, stride, padding, dilation, groups));
     });
+  for (int64_t n : {1, 2, 3})
+    exec_rule("ltorch.conv_transpose" + std::to_string(n) + "d", [n](Args a, Kw k) {
+      const RValue *b = argument(a, 2, k, "bias"), *g = argument(a, 6, k, "groups");
+      auto ints = [&](size_t i, const char* name, int64_t fallback) {
+        const RValue* v = argument(a, i, k, name);
+        return v && !v->is_none() ? v->ints() : std::vector<int64_t>{fallback};
+      };
+      const at::Tensor &x = tensor_at(a, 0, "input"), &w = tensor_at(a, 1, "weight");
+      c10::optional<at::Tensor> bias = b && !b->is_none() ? c10::optional<at::Tensor>(b->tensor()) : c10::nullopt;
+      std::vector<int64_t> stride = ints(3, "stride", 1), padding = ints(4, "padding", 0);
+      std::vector<int64_t> output_padding = ints(5, "output_padding", 0), dilation = ints(7, "dilation", 1);
+      int64_t groups = g && !g->is_none() ? g->integer_value() : 1;
+      if (n == 1) return RValue::of(at::conv_transpose1d(x, w, bias, stride, padding, output_padding, groups, dilation));
+      if (n == 2) return RValue::of(at::conv_transpose2d(x, w, bias, stride, padding, output_padding, groups, dilation));
+      return RValue::of(at::conv_transpose3d(x, w, bias, stride, padding, output_padding, groups, dilation));
+    });
   exec_rule("ltorch.max_pool2d", [](Args a, Kw k) {
     std::vector<int64_t> kernel = ints_at(a, 1, "kernel_size");
     auto ints = [&](size_t i, const char* name, std::vector<int64_t> fallback) {
@@ -492,6 +548,7 @@ void register_spatial() {
   define("prims.adaptive_avg_pool2d_backward", true, {}, input_like_meta);
   define("ltorch.convolution", false, {}, convolution_impl);
   for (int64_t n : {1, 2, 3}) define("ltorch.conv" + std::to_string(n) + "d", false, {}, conv_impl(n));
+  for (int64_t n : {1, 2, 3}) define("ltorch.conv_transpose" + std::to_string(n) + "d", false, {}, conv_transpose_impl(n));
   define("ltorch.max_pool2d", false, {}, max_pool_impl);
   define("ltorch.avg_pool2d", false, {}, avg_pool_impl);
   define("ltorch.adaptive_avg_pool2d", false, {}, adaptive_avg_pool_impl);

@@ -170,6 +170,8 @@ void register_spellings() {
                         "clamp", "flip", "flatten", "tril", "triu", "convolution", "conv1d", "conv2d", "conv3d",
                         "batch_norm", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "mse_loss", "nll_loss"})
     runs_as(std::string("torch.") + n, std::string("ltorch.") + n);
+  for (const char* n : {"gather", "scatter_add", "scatter", "index_select", "index_add", "index_put", "topk", "argmax", "argmin"})
+    runs_as(std::string("torch.") + n, std::string("ltorch.") + n);
   runs_as("torch.div", "ltorch.true_divide");
   runs_as("torch.sgn", "ltorch.sign");  // of real tensors
   for (const char* n : {"torch.Tensor.expand", "Tensor.expand"}) runs_as(n, "ltorch.expand");

@@ -49,8 +49,13 @@ def test_multihead_attention_with_a_padding_mask():
 
 
 def test_lstm_and_gru(tmp_path):
-    check_against_eager(torch.nn.LSTM(8, 6, num_layers=2, batch_first=True), torch.randn(2, 5, 8), tmp_path=tmp_path)
-    check_against_eager(torch.nn.GRU(8, 6, bidirectional=True), torch.randn(5, 2, 8))
+    """Both record the engine's own ltorch.lstm / ltorch.gru (time steps unrolled), no ATen fallback."""
+    lstm = check_against_eager(torch.nn.LSTM(8, 6, num_layers=2, batch_first=True), torch.randn(2, 5, 8),
+                               tmp_path=tmp_path)
+    gru = check_against_eager(torch.nn.GRU(8, 6, bidirectional=True), torch.randn(5, 2, 8))
+    for tm, symbol in ((lstm, "ltorch.lstm("), (gru, "ltorch.gru(")):
+        trace = str(tv.last_traces(tm)[0])
+        assert symbol in trace and "torch.ops.aten." not in trace, trace
 
 
 class ConvNet(torch.nn.Module):

@@ -280,6 +280,50 @@ std::vector<Case> cases() {
          return std::vector{lt::take_along_dim(b, x[0], x[1], 1), lt::take_along_dim(b, x[2], x[3], 0)};
        }},
       {"dropout", {f({4, 8})}, [](B b, P x) { return std::vector{lt::dropout(b, x[0], 0.25, 7)}; }},
+      {"gather_scatter_add", {f({3, 5}), idx({3, 4}, 5), f({4, 5}), idx({2, 5}, 4), f({2, 5})}, [](B b, P x) {
+         return std::vector{lt::gather(b, x[0], 1, x[1]), lt::scatter_add(b, x[2], 0, x[3], x[4])};
+       }},
+      {"scatter_src_and_value", {f({4, 5}), idx({2, 5}, 4), f({2, 5})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.scatter", {V(x[0]), Value::integer(0), V(x[1]), V(x[2])}).proxy,
+                            call(b, "ltorch.scatter", {V(x[0]), Value::integer(-1), V(x[1]), Value::floating(0.5)}).proxy};
+       }},
+      {"index_select_add_take", {f({4, 3}), idx({5}, 4), f({3, 6}), idx({2}, 6), f({3, 2}), f({3, 4, 2}), idx({2, 3}, 4)},
+       [](B b, P x) {
+         return std::vector{lt::index_select(b, x[0], 0, x[1]),
+                            b.call("ltorch.index_add", {V(x[2]), Value::integer(1), V(x[3]), V(x[4])},
+                                   {{"alpha", Value::floating(2.0)}}).proxy,
+                            call(b, "prims.take", {V(x[5]), V(x[6]), Value::integer(1)}).proxy};
+       }},
+      {"indexing_prims", {f({3, 5}), idx({3, 4}, 5), f({4, 5}), idx({6}, 4), f({6, 5})}, [](B b, P x) {
+         ProxyPtr picked = call(b, "prims.gather", {V(x[0]), V(x[1]), Value::integer(1)}).proxy;
+         ProxyPtr doubled = lt::mul(b, V(picked), Value::floating(2.0));
+         return std::vector{picked, call(b, "prims.scatter_add", {V(x[0]), V(x[1]), V(doubled), Value::integer(1)}).proxy,
+                            call(b, "prims.scatter", {V(x[0]), V(x[1]), V(doubled), Value::integer(1)}).proxy,
+                            call(b, "prims.index_add", {V(x[2]), V(x[3]), V(x[4]), Value::integer(0)}).proxy};
+       }},
+      {"index_put", {f({4, 5, 3}), idx({2}, 5), idx({2}, 3), f({4, 2}), idx({3, 1}, 4), f({5, 3})}, [](B b, P x) {
+         return std::vector{
+             call(b, "ltorch.index_put", {V(x[0]), Value::list({Value::none(), V(x[1]), V(x[2])}), V(x[3]), Value::boolean(true)}).proxy,
+             call(b, "ltorch.index_put", {V(x[0]), Value::list({V(x[4])}), V(x[5]), Value::boolean(false)}).proxy};
+       }},
+      {"interpolate", {f({2, 3, 5, 4}), f({1, 2, 6})}, [](B b, P x) {
+         Value factors = Value::list({Value::floating(1.5), Value::floating(1.5)});
+         return std::vector{
+             call(b, "ltorch.interpolate", {V(x[0]), Value::ints({7, 3}), Value::none(), Value::string("bilinear"),
+                                            Value::boolean(true)}).proxy,
+             call(b, "ltorch.interpolate", {V(x[0]), Value::ints({7, 6}), factors, Value::string("nearest"), Value::none()}).proxy,
+             call(b, "ltorch.interpolate", {V(x[1]), Value::ints({4}), Value::none(), Value::string("linear"),
+                                            Value::boolean(false)}).proxy};
+       }},
+      {"topk_max_min_argmax", {f({3, 6})}, [](B b, P x) {
+         Value top = call(b, "ltorch.topk", {V(x[0]), Value::integer(2), Value::integer(1), Value::boolean(true), Value::boolean(true)});
+         Value most = call(b, "ltorch.torch_max", {V(x[0]), Value::integer(0), Value::boolean(false)});
+         Value least = call(b, "ltorch.torch_min", {V(x[0]), Value::integer(1), Value::boolean(true)});
+         ProxyPtr at = call(b, "ltorch.argmax", {V(x[0]), Value::integer(1), Value::boolean(true)}).proxy;
+         ProxyPtr whole = call(b, "ltorch.torch_max", {V(x[0]), Value::none(), Value::boolean(false)}).proxy;
+         return std::vector{top.items[0].proxy, most.items[0].proxy,
+                            lt::mul(b, V(least.items[0].proxy), V(lt::convert_element_type(b, at, DType::f32))), whole};
+       }},
       {"dropout_seed_input", {f({4, 8}), idx({}, 1000)}, [](B b, P x) {
          return std::vector{b.call("ltorch.dropout", {V(x[0]), Value::floating(0.25), V(x[1]), Value::boolean(true),
                                                       Value::integer(3)}).proxy};
@@ -351,12 +395,90 @@ std::vector<Case> cases() {
              call(b, "ltorch.nll_loss", {logp, V(x[2]), Value::none(), Value::none(), Value::integer(-100), Value::none(),
                                          Value::string("sum")}).proxy};
        }},
+      {"group_norm", {f({2, 6, 3, 2}), f({6}), f({6})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.group_norm", {V(x[0]), Value::integer(3), V(x[1]), V(x[2]), Value::floating(1e-5)}).proxy,
+                            call(b, "ltorch.group_norm", {V(x[0]), Value::integer(2)}).proxy};
+       }},
+      {"instance_norm_training", {f({2, 3, 5}), f({3}), f({3}), stat({3}), stat({3})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.instance_norm", {V(x[0]), V(x[3]), V(x[4]), V(x[1]), V(x[2]), Value::boolean(true),
+                                                             Value::floating(0.1), Value::floating(1e-5)}).proxy,
+                            call(b, "ltorch.instance_norm", {V(x[0])}).proxy};
+       }},
+      {"instance_norm_eval", {f({2, 3, 2, 2}), f({3}), stat({3}), stat({3})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.instance_norm", {V(x[0]), V(x[2]), V(x[3]), V(x[1]), Value::none(),
+                                                             Value::boolean(false), Value::floating(0.1), Value::floating(1e-5)}).proxy};
+       }},
+      {"conv_transpose", {f({2, 4, 5, 5}), f({4, 3, 3, 3}), f({6}), f({4, 7}), f({4, 2, 3})}, [](B b, P x) {
+         return std::vector{
+             call(b, "ltorch.conv_transpose2d", {V(x[0]), V(x[1]), V(x[2]), Value::integer(2), Value::integer(1), Value::integer(1),
+                                                 Value::integer(2)}).proxy,
+             call(b, "ltorch.conv_transpose1d", {V(x[3]), V(x[4]), Value::none(), Value::integer(2), Value::integer(0),
+                                                 Value::integer(1), Value::integer(1), Value::integer(2)}).proxy};
+       }},
+      {"lstm_bidirectional", {f({3, 2, 4}), f({2, 2, 3}), f({2, 2, 3}), f({12, 4}), f({12, 3}), f({12}), f({12}), f({12, 4}),
+                              f({12, 3}), f({12}), f({12})}, [](B b, P x) {
+         Value out = call(b, "ltorch.lstm", {V(x[0]), Value::list({V(x[1]), V(x[2])}),
+                                             Value::list({V(x[3]), V(x[4]), V(x[5]), V(x[6]), V(x[7]), V(x[8]), V(x[9]), V(x[10])}),
+                                             Value::boolean(true), Value::integer(1), Value::floating(0.0), Value::boolean(true),
+                                             Value::boolean(true), Value::boolean(false)});
+         return std::vector{out.items.at(0).proxy, out.items.at(1).proxy, out.items.at(2).proxy};
+       }},
+      {"gru_two_layers_batch_first_no_bias", {f({2, 3, 4}), f({2, 2, 3}), f({9, 4}), f({9, 3}), f({9, 3}), f({9, 3})}, [](B b, P x) {
+         Value out = call(b, "ltorch.gru", {V(x[0]), V(x[1]), Value::list({V(x[2]), V(x[3]), V(x[4]), V(x[5])}),
+                                            Value::boolean(false), Value::integer(2), Value::floating(0.5), Value::boolean(false),
+                                            Value::boolean(false), Value::boolean(true)});
+         return std::vector{out.items.at(0).proxy, out.items.at(1).proxy};
+       }},
+      {"cross_entropy_label_smoothing", {f({6, 5}), idx({6}, 5)}, [](B b, P x) {
+         return std::vector{
+             call(b, "ltorch.cross_entropy", {V(x[0]), V(x[1]), Value::none(), Value::none(), Value::integer(2), Value::none(),
+                                              Value::string("mean"), Value::floating(0.2)}).proxy,
+             call(b, "ltorch.cross_entropy", {V(x[0]), V(x[1]), Value::none(), Value::none(), Value::integer(-100),
+                                              Value::none(), Value::string("mean"), Value::floating(0.7)}).proxy};
+       }},
+      {"binary_losses", {f({4, 5}), stat({4, 5}), f({4, 5}), stat({5}), stat({5})}, [](B b, P x) {
+         ProxyPtr p = lt::sigmoid(b, x[0]), t = lt::sigmoid(b, x[1]);
+         return std::vector{
+             call(b, "ltorch.smooth_l1_loss", {V(x[0]), V(x[2]), Value::none(), Value::none(), Value::string("mean"),
+                                               Value::floating(0.5)}).proxy,
+             call(b, "ltorch.smooth_l1_loss", {V(x[0]), V(x[2]), Value::none(), Value::none(), Value::string("none"),
+                                               Value::floating(0.0)}).proxy,
+             call(b, "ltorch.binary_cross_entropy", {V(p), V(t), V(x[3]), Value::none(), Value::none(), Value::string("sum")}).proxy,
+             call(b, "ltorch.binary_cross_entropy_with_logits", {V(x[0]), V(t), V(x[3]), Value::none(), Value::none(),
+                                                                 Value::string("none"), V(x[4])}).proxy,
+             call(b, "ltorch.binary_cross_entropy_with_logits", {V(x[2]), V(t)}).proxy};
+       }},
       {"more_elementwise", {f({3, 4}), f({4}), pos({3, 4})}, [](B b, P x) {
          return std::vector{call(b, "ltorch.abs", {V(x[0])}).proxy, call(b, "ltorch.sin", {V(x[0])}).proxy,
                             call(b, "ltorch.cos", {V(x[0])}).proxy, call(b, "ltorch.reciprocal", {V(x[2])}).proxy,
                             call(b, "ltorch.minimum", {V(x[0]), V(x[1])}).proxy,
                             call(b, "ltorch.clamp", {V(x[0]), Value::floating(-0.3), Value::floating(0.6)}).proxy,
                             call(b, "ltorch.mul", {V(x[0]), call(b, "ltorch.sign", {V(x[0])})}).proxy};
+       }},
+      {"var_std_cumsum", {f({3, 4})}, [](B b, P x) {
+         return std::vector{b.call("ltorch.var", {V(x[0]), Value::ints({1}), Value::boolean(false)},
+                                   {{"correction", Value::integer(1)}}).proxy,
+                            b.call("ltorch.std", {V(x[0]), Value::ints({0}), Value::boolean(true)},
+                                   {{"correction", Value::integer(0)}}).proxy,
+                            lt::cumsum(b, x[0], 1)};
+       }},
+      {"roll_repeat", {f({2, 3, 4})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.roll", {V(x[0]), Value::ints({1, -2}), Value::ints({0, 2})}).proxy,
+                            call(b, "ltorch.roll", {V(x[0]), Value::ints({5}), Value::none()}).proxy,
+                            call(b, "ltorch.repeat", {V(x[0]), Value::ints({2, 1, 1, 2})}).proxy};
+       }},
+      {"addmm_baddbmm", {f({4}), f({3, 5}), f({5, 4}), f({2, 3, 4}), f({2, 3, 5}), f({2, 5, 4})}, [](B b, P x) {
+         return std::vector{b.call("ltorch.addmm", {V(x[0]), V(x[1]), V(x[2])},
+                                   {{"beta", Value::floating(0.5)}, {"alpha", Value::integer(2)}}).proxy,
+                            b.call("ltorch.baddbmm", {V(x[3]), V(x[4]), V(x[5])}).proxy};
+       }},
+      {"einsum", {f({2, 3, 4}), f({2, 4, 5}), f({5})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.einsum", {Value::string("bij,bjk,k->bi"), V(x[0]), V(x[1]), V(x[2])}).proxy,
+                            call(b, "ltorch.einsum", {Value::string("bij,bjk->bik"), V(x[0]), V(x[1])}).proxy};
+       }},
+      {"normalize", {f({3, 4})}, [](B b, P x) {
+         return std::vector{call(b, "ltorch.normalize", {V(x[0]), Value::floating(2), Value::integer(1), Value::floating(1e-12)}).proxy,
+                            call(b, "ltorch.normalize", {V(x[0]), Value::floating(3), Value::integer(0), Value::floating(1e-12)}).proxy};
        }},
       {"flip_flatten_triangles", {f({2, 3, 4})}, [](B b, P x) {
          return std::vector{call(b, "ltorch.flip", {V(x[0]), Value::ints({0, 2})}).proxy,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -377,6 +378,71 @@ TEST_P(ExecOps, ExecNormalisationAndLosses) {
            [](const Ts& x) { return Ts{at::take_along_dim(x[0], x[1], 1)}; });
 }
 
+TEST_P(ExecOps, ExecIndexing) {
+  using B = TraceBuilder&;
+  check_op("gather", {randn({3, 5}), at::randint(0, 5, {3, 4}, at::kLong)},
+           [](B b, const P& p) { return V(ltorch::gather(b, p[0], 1, p[1])); },
+           [](const Ts& x) { return Ts{at::gather(x[0], 1, x[1])}; });
+  check_op("scatter_add", {randn({4, 5}), at::randint(0, 4, {2, 5}, at::kLong), randn({2, 5})},
+           [](B b, const P& p) { return V(ltorch::scatter_add(b, p[0], 0, p[1], p[2])); },
+           [](const Ts& x) { return Ts{at::scatter_add(x[0], 0, x[1], x[2])}; });
+  check_op("scatter src", {randn({4, 5}), at::randperm(4, at::kLong).reshape({4, 1}).expand({4, 5}).contiguous(), randn({4, 5})},
+           [](B b, const P& p) { return b.call("ltorch.scatter", {V(p[0]), Value::integer(0), V(p[1]), V(p[2])}); },
+           [](const Ts& x) { return Ts{at::scatter(x[0], 0, x[1], x[2])}; });
+  check_op("scatter value", {randn({4, 5}), at::randint(0, 5, {4, 2}, at::kLong)},
+           [](B b, const P& p) { return b.call("ltorch.scatter", {V(p[0]), Value::integer(1), V(p[1]), Value::floating(0.5)}); },
+           [](const Ts& x) { return Ts{at::scatter(x[0], 1, x[1], 0.5)}; });
+  check_op("index_select", {randn({4, 3}), at::randint(0, 3, {5}, at::kLong)},
+           [](B b, const P& p) { return V(ltorch::index_select(b, p[0], 1, p[1])); },
+           [](const Ts& x) { return Ts{at::index_select(x[0], 1, x[1])}; });
+  check_op("index_add alpha", {randn({4, 3}), at::randint(0, 4, {6}, at::kLong), randn({6, 3})},
+           [](B b, const P& p) {
+             return b.call("ltorch.index_add", {V(p[0]), Value::integer(0), V(p[1]), V(p[2])}, {{"alpha", Value::floating(2.0)}});
+           },
+           [](const Ts& x) { return Ts{at::index_add(x[0], 0, x[1], x[2], 2.0)}; });
+  check_op("index_put accumulate", {randn({4, 5}), at::randint(0, 5, {3}, at::kLong), randn({4, 3})},
+           [](B b, const P& p) {
+             return b.call("ltorch.index_put", {V(p[0]), Value::list({Value::none(), V(p[1])}), V(p[2]), Value::boolean(true)});
+           },
+           [](const Ts& x) {
+             return Ts{at::index_put(x[0], c10::List<c10::optional<at::Tensor>>({c10::nullopt, x[1]}), x[2], true)};
+           });
+  check_op("topk smallest", {randn({3, 6})},
+           [](B b, const P& p) {
+             return b.call("ltorch.topk", {V(p[0]), Value::integer(2), Value::integer(1), Value::boolean(false), Value::boolean(true)});
+           },
+           [](const Ts& x) {
+             auto [values, indices] = at::topk(x[0], 2, 1, false, true);
+             return Ts{values, indices};
+           });
+  check_op("max and min along a dim, argmax", {randn({3, 6})},
+           [](B b, const P& p) {
+             Value most = b.call("ltorch.torch_max", {V(p[0]), Value::integer(1), Value::boolean(false)});
+             Value least = b.call("ltorch.torch_min", {V(p[0]), Value::integer(0), Value::boolean(true)});
+             Value first = b.call("ltorch.argmax", {V(p[0])});
+             return Value::tuple({most.items[0], most.items[1], least.items[0], least.items[1], first});
+           },
+           [](const Ts& x) {
+             auto [most, most_at] = at::max(x[0], 1, false);
+             auto [least, least_at] = at::min(x[0], 0, true);
+             return Ts{most, most_at, least, least_at, at::argmax(x[0])};
+           });
+  check_op("interpolate", {randn({2, 3, 5, 4}), randn({1, 2, 6})},
+           [](B b, const P& p) {
+             Value factors = Value::list({Value::floating(1.5), Value::floating(1.5)});
+             return Value::tuple({b.call("ltorch.interpolate", {V(p[0]), Value::ints({7, 3}), Value::none(), Value::string("bilinear"),
+                                                                Value::boolean(true)}),
+                                  b.call("ltorch.interpolate", {V(p[0]), Value::ints({7, 6}), factors, Value::string("nearest"),
+                                                                Value::none()}),
+                                  b.call("ltorch.interpolate", {V(p[1]), Value::ints({4}), Value::none(), Value::string("linear"),
+                                                                Value::boolean(false)})});
+           },
+           [](const Ts& x) {
+             return Ts{at::upsample_bilinear2d(x[0], {7, 3}, true), at::upsample_nearest2d(x[0], {7, 6}, 1.5, 1.5),
+                       at::upsample_linear1d(x[1], {4}, false)};
+           });
+}
+
 TEST_F(ExecTest, ExecDropoutRunsItsDecomposition) {
   at::Tensor x = at::rand({64, 32}) + 1.0;
   TracePtr t = trace_of({x}, [](TraceBuilder& b, const P& p) { return V(ltorch::dropout(b, p[0], 0.25, 7)); });
@@ -491,6 +557,98 @@ TEST_P(ExecOps, ExecBatchNormAndLosses) {
            [](const Ts& x) { return Ts{at::nll_loss_nd(x[0], x[1], {}, at::Reduction::Mean, 2)}; });
 }
 
+TEST_P(ExecOps, ExecGroupInstanceNormAndBinaryLosses) {
+  check_op("group_norm", {randn({2, 6, 3, 2}), randn({6}), randn({6})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.group_norm", {V(p[0]), Value::integer(3), V(p[1]), V(p[2]), Value::floating(1e-3)});
+           },
+           [](const Ts& x) { return Ts{at::group_norm(x[0], 3, x[1], x[2], 1e-3)}; });
+  check_op("instance_norm input statistics", {randn({3, 4, 5}), randn({4})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.instance_norm", {V(p[0]), Value::none(), Value::none(), V(p[1])});
+           },
+           [](const Ts& x) { return Ts{at::instance_norm(x[0], x[1], {}, {}, {}, true, 0.1, 1e-5, false)}; });
+  check_op("instance_norm running statistics", {randn({3, 4, 5}), randn({4}), randn({4}).abs() + 0.5},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.instance_norm", {V(p[0]), V(p[1]), V(p[2]), Value::none(), Value::none(),
+                                                     Value::boolean(false), Value::floating(0.1), Value::floating(1e-5)});
+           },
+           [](const Ts& x) { return Ts{at::instance_norm(x[0], {}, {}, x[1], x[2], false, 0.1, 1e-5, false)}; });
+  at::Tensor classes = at::randint(0, 5, {6}, at::kLong);
+  classes.index_put_({0}, 2);
+  check_op("cross_entropy label_smoothing, ignore_index", {randn({6, 5}), classes},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.cross_entropy", {V(p[0]), V(p[1]), Value::none(), Value::none(), Value::integer(2),
+                                                     Value::none(), Value::string("mean"), Value::floating(0.3)});
+           },
+           [](const Ts& x) { return Ts{at::cross_entropy_loss(x[0], x[1], {}, at::Reduction::Mean, 2, 0.3)}; });
+  check_op("smooth_l1_loss", {randn({4, 3}), randn({4, 3})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.smooth_l1_loss", {V(p[0]), V(p[1]), Value::none(), Value::none(), Value::string("sum"),
+                                                      Value::floating(0.5)});
+           },
+           [](const Ts& x) { return Ts{at::smooth_l1_loss(x[0], x[1], at::Reduction::Sum, 0.5)}; });
+  check_op("binary_cross_entropy weighted", {at::rand({4, 3}), at::rand({4, 3}), at::rand({3})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.binary_cross_entropy", {V(p[0]), V(p[1]), V(p[2]), Value::none(), Value::none(),
+                                                            Value::string("none")});
+           },
+           [](const Ts& x) { return Ts{at::binary_cross_entropy(x[0], x[1], x[2].expand({4, 3}), at::Reduction::None)}; });
+  check_op("binary_cross_entropy_with_logits pos_weight", {randn({4, 3}) * 10, at::rand({4, 3}), at::rand({3})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.binary_cross_entropy_with_logits",
+                         {V(p[0]), V(p[1]), Value::none(), Value::none(), Value::none(), Value::string("mean"), V(p[2])});
+           },
+           [](const Ts& x) {
+             return Ts{at::binary_cross_entropy_with_logits(x[0], x[1], {}, x[2], at::Reduction::Mean)};
+           });
+}
+
+TEST_P(ExecOps, ExecConvTransposeAndRecurrent) {
+  check_op("conv_transpose2d grouped, output_padding", {randn({2, 4, 5, 5}), randn({4, 3, 3, 3}), randn({6})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.conv_transpose2d", {V(p[0]), V(p[1]), V(p[2]), Value::integer(2), Value::integer(1),
+                                                        Value::integer(1), Value::integer(2)});
+           },
+           [](const Ts& x) { return Ts{at::conv_transpose2d(x[0], x[1], x[2], 2, 1, 1, 2)}; });
+  check_op("conv_transpose1d unbatched, dilated", {randn({4, 7}), randn({4, 2, 3})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.conv_transpose1d", {V(p[0]), V(p[1]), Value::none(), Value::integer(2), Value::integer(0),
+                                                        Value::integer(1), Value::integer(1), Value::integer(2)});
+           },
+           [](const Ts& x) { return Ts{at::conv_transpose1d(x[0].unsqueeze(0), x[1], {}, 2, 0, 1, 1, 2).squeeze(0)}; });
+  check_op("conv_transpose3d", {randn({1, 2, 2, 3, 2}), randn({2, 2, 2, 2, 2})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.conv_transpose3d", {V(p[0]), V(p[1]), Value::none(), Value::integer(2)});
+           },
+           [](const Ts& x) { return Ts{at::conv_transpose3d(x[0], x[1], {}, 2)}; });
+  check_op("lstm bidirectional, batch_first",
+           {randn({2, 3, 4}), randn({2, 2, 3}), randn({2, 2, 3}), randn({12, 4}), randn({12, 3}), randn({12}), randn({12}),
+            randn({12, 4}), randn({12, 3}), randn({12}), randn({12})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.lstm", {V(p[0]), Value::list({V(p[1]), V(p[2])}),
+                                            Value::list({V(p[3]), V(p[4]), V(p[5]), V(p[6]), V(p[7]), V(p[8]), V(p[9]), V(p[10])}),
+                                            Value::boolean(true), Value::integer(1), Value::floating(0.0), Value::boolean(true),
+                                            Value::boolean(true), Value::boolean(true)});
+           },
+           [](const Ts& x) {
+             Ts hx = {x[1], x[2]}, params(x.begin() + 3, x.end());
+             auto [out, h, c] = at::lstm(x[0], hx, params, true, 1, 0.0, true, true, true);
+             return Ts{out, h, c};
+           });
+  check_op("gru two layers, no biases", {randn({3, 2, 4}), randn({2, 2, 3}), randn({9, 4}), randn({9, 3}), randn({9, 3}), randn({9, 3})},
+           [](TraceBuilder& b, const P& p) {
+             return call(b, "ltorch.gru", {V(p[0]), V(p[1]), Value::list({V(p[2]), V(p[3]), V(p[4]), V(p[5])}),
+                                           Value::boolean(false), Value::integer(2), Value::floating(0.0), Value::boolean(true),
+                                           Value::boolean(false), Value::boolean(false)});
+           },
+           [](const Ts& x) {
+             Ts params(x.begin() + 2, x.end());
+             auto [out, h] = at::gru(x[0], x[1], params, false, 2, 0.0, true, false, false);
+             return Ts{out, h};
+           });
+}
+
 TEST_P(ExecOps, ExecMoreElementwiseAndMasks) {
   for (std::string name : {"abs", "sign", "sin", "cos", "reciprocal"}) {
     check_op(name, {randn_t({4, 6})}, [name](TraceBuilder& b, const P& p) { return call(b, "ltorch." + name, {V(p[0])}); },
@@ -590,6 +748,67 @@ TEST_P(ExecOps, ExecReductions) {
                  return Ts{at::var(x[0], d, unbiased, keepdim), at::mean(x[0], d, keepdim)};
                });
   }
+}
+
+// var, std, cumsum, roll, repeat, addmm, baddbmm, einsum and normalize: each rule and each
+// decomposition against LibTorch's own function.
+TEST_P(ExecOps, ExecScansRollsAndProducts) {
+  auto kw = [](TraceBuilder& b, const std::string& name, std::vector<Value> args, Kwargs kwargs) {
+    return b.call(name, std::move(args), std::move(kwargs));
+  };
+  at::Tensor x = randn({3, 4, 5}).transpose(0, 2);  // [5, 4, 3], non-contiguous
+  check_op("var and std", {x},
+           [&](TraceBuilder& b, const P& p) {
+             return Value::tuple({kw(b, "ltorch.var", {V(p[0]), Value::ints({0, 2}), Value::boolean(false)},
+                                     {{"correction", Value::integer(1)}}),
+                                  kw(b, "ltorch.std", {V(p[0]), Value::ints({1}), Value::boolean(true)},
+                                     {{"correction", Value::integer(0)}})});
+           },
+           [](const Ts& x) {
+             return Ts{at::var(x[0], std::vector<int64_t>{0, 2}, true, false), at::std(x[0], std::vector<int64_t>{1}, false, true)};
+           });
+  check_op("cumsum", {x}, [](TraceBuilder& b, const P& p) { return V(ltorch::cumsum(b, p[0], 1)); },
+           [](const Ts& x) { return Ts{at::cumsum(x[0], 1)}; });
+  check_op("roll", {x},
+           [](TraceBuilder& b, const P& p) {
+             return Value::tuple({call(b, "ltorch.roll", {V(p[0]), Value::ints({2, -1}), Value::ints({0, 2})}),
+                                  call(b, "ltorch.roll", {V(p[0]), Value::ints({7}), Value::none()})});
+           },
+           [](const Ts& x) { return Ts{at::roll(x[0], {2, -1}, {0, 2}), at::roll(x[0], {7})}; });
+  check_op("repeat", {randn({2, 3})},
+           [](TraceBuilder& b, const P& p) { return call(b, "ltorch.repeat", {V(p[0]), Value::ints({2, 1, 3})}); },
+           [](const Ts& x) { return Ts{x[0].repeat({2, 1, 3})}; });
+  check_op("addmm", {randn({4}), randn({3, 5}), randn_t({5, 4})},
+           [&](TraceBuilder& b, const P& p) {
+             return kw(b, "ltorch.addmm", {V(p[0]), V(p[1]), V(p[2])}, {{"beta", Value::floating(0.5)}, {"alpha", Value::integer(2)}});
+           },
+           [](const Ts& x) { return Ts{at::addmm(x[0], x[1], x[2], 0.5, 2)}; });
+  check_op("baddbmm", {randn({2, 3, 4}), randn({2, 3, 5}), randn({2, 5, 4})},
+           [&](TraceBuilder& b, const P& p) { return kw(b, "ltorch.baddbmm", {V(p[0]), V(p[1]), V(p[2])}, {}); },
+           [](const Ts& x) { return Ts{at::baddbmm(x[0], x[1], x[2])}; });
+  check_op("einsum", {randn({2, 3, 4}), randn({2, 4, 5}), randn({5})},
+           [](TraceBuilder& b, const P& p) {
+             return Value::tuple({call(b, "ltorch.einsum", {Value::string("bij,bjk,k->bi"), V(p[0]), V(p[1]), V(p[2])}),
+                                  call(b, "ltorch.einsum", {Value::string("...ij,...jk"), V(p[0]), V(p[1])}),
+                                  call(b, "ltorch.einsum", {Value::string("bij->jb"), V(p[0])})});
+           },
+           [](const Ts& x) {
+             return Ts{at::einsum("bij,bjk,k->bi", {x[0], x[1], x[2]}), at::einsum("...ij,...jk", {x[0], x[1]}),
+                       at::einsum("bij->jb", {x[0]})};
+           });
+  check_op("normalize", {x},
+           [](TraceBuilder& b, const P& p) {
+             std::vector<Value> outs;
+             for (double pn : {2.0, 1.0, 3.0, std::numeric_limits<double>::infinity()})
+               outs.push_back(call(b, "ltorch.normalize", {V(p[0]), Value::floating(pn), Value::integer(1), Value::floating(1e-12)}));
+             return Value::tuple(outs);
+           },
+           [](const Ts& x) {
+             Ts outs;
+             for (double pn : {2.0, 1.0, 3.0, std::numeric_limits<double>::infinity()})
+               outs.push_back(x[0] / at::linalg_vector_norm(x[0], pn, at::IntArrayRef{1}, true, c10::nullopt).clamp_min(1e-12));
+             return outs;
+           });
 }
 
 TEST_P(ExecOps, ExecSelectionAndCreation) {

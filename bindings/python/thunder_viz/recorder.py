@@ -764,9 +764,12 @@ def h_silu(rec, out, input, inplace=False):
 @_emits('ltorch.cross_entropy')
 def h_cross_entropy(rec, out, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                     reduction="mean", label_smoothing=0.0):
-    if weight is not None or reduction != "mean" or label_smoothing != 0.0:
-        raise rec.unsupported("cross_entropy with weight, reduction other than 'mean' or label_smoothing")
-    rec.emit("ltorch.cross_entropy", [input, target], out, {"ignore_index": int(ignore_index)})
+    if weight is not None or reduction != "mean" or input.dim() != 2 or target.dim() != 1 or target.is_floating_point():
+        raise rec.unsupported("cross_entropy with weight, reduction other than 'mean', or not of [N, C] and class indices [N]")
+    keywords = {"ignore_index": int(ignore_index)}
+    if label_smoothing:
+        keywords["label_smoothing"] = float(label_smoothing)
+    rec.emit("ltorch.cross_entropy", [input, target], out, keywords)
 
 
 @_emits('ltorch.embedding')
@@ -1119,6 +1122,304 @@ def h_mse_loss(rec, out, input, target, size_average=None, reduce=None, reductio
     rec.emit("ltorch.mse_loss", [input, target, None, None, reduction], out)
 
 
+def _legacy_reduction(rec, name, size_average, reduce):
+    if size_average is not None or reduce is not None:
+        raise rec.unsupported(f"{name} with the legacy size_average/reduce")
+
+
+@_emits('ltorch.smooth_l1_loss')
+def h_smooth_l1_loss(rec, out, input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _legacy_reduction(rec, "smooth_l1_loss", size_average, reduce)
+    if input.shape != target.shape:
+        raise rec.unsupported("smooth_l1_loss of an input and a target of different shapes")
+    rec.emit("ltorch.smooth_l1_loss", [input, target, None, None, reduction, float(beta)], out)
+
+
+@_emits('ltorch.binary_cross_entropy')
+def h_binary_cross_entropy(rec, out, input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    _legacy_reduction(rec, "binary_cross_entropy", size_average, reduce)
+    rec.emit("ltorch.binary_cross_entropy", [input, target, weight, None, None, reduction], out)
+
+
+@_emits('ltorch.binary_cross_entropy_with_logits')
+def h_binary_cross_entropy_with_logits(rec, out, input, target, weight=None, size_average=None, reduce=None,
+                                       reduction="mean", pos_weight=None):
+    _legacy_reduction(rec, "binary_cross_entropy_with_logits", size_average, reduce)
+    rec.emit("ltorch.binary_cross_entropy_with_logits", [input, target, weight, None, None, reduction, pos_weight], out)
+
+
+@_emits('ltorch.group_norm')
+def h_group_norm(rec, out, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    if input.dim() < 2 or not input.is_floating_point():
+        raise rec.unsupported("group_norm of an input that is not a floating [N, C, ...] tensor")
+    rec.emit("ltorch.group_norm", [input, int(num_groups), weight, bias, float(eps)], out)
+
+
+_INSTANCE_NORM = ("running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum", "eps")
+
+
+def _instance_norm_args(input, *args, **kw):
+    """F.instance_norm's arguments by name; torch.instance_norm's positional layout (weight and bias
+    first, then the running statistics, ..., cudnn_enabled) is told apart by its 9 arguments."""
+    if len(args) == 8:
+        args = (args[2], args[3], args[0], args[1]) + tuple(args[4:7])
+    given = dict(running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, momentum=0.1,
+                 eps=1e-5)
+    given.update(zip(_INSTANCE_NORM, args))
+    given.update({k: v for k, v in kw.items() if k in given})
+    return given
+
+
+def _instance_norm_writes(input, *args, **kw):
+    """The running statistics instance_norm writes: LibTorch copies them back even when it normalises
+    with them (use_input_stats=False), unchanged."""
+    given = _instance_norm_args(input, *args, **kw)
+    return [t for t in (given["running_mean"], given["running_var"]) if t is not None]
+
+
+@_emits('ltorch.instance_norm')
+def h_instance_norm(rec, out, input, *args, **kw):
+    given = _instance_norm_args(input, *args, **kw)
+    if input.dim() < 3 or not input.is_floating_point() or given["momentum"] is None:
+        raise rec.unsupported("instance_norm of an input that is not a floating [N, C, ...] tensor, or momentum=None")
+    rec.emit("ltorch.instance_norm", [input] + [given[k] for k in _INSTANCE_NORM[:4]] +
+             [bool(given["use_input_stats"]), float(given["momentum"]), float(given["eps"])], out)
+
+
+h_instance_norm.writes = _instance_norm_writes
+
+
+def _conv_transpose(n):
+    def h(rec, out, input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        rec.emit(f"ltorch.conv_transpose{n}d", [input, weight, bias, _ints(stride), _ints(padding), _ints(output_padding),
+                                                int(groups), _ints(dilation)], out)
+    h.symbols = (f"ltorch.conv_transpose{n}d",)
+    return h
+
+
+def _recurrent(rec, symbol, out, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+               batch_first):
+    """torch.lstm / torch.gru on a padded (not packed) input, as ltorch.lstm / ltorch.gru."""
+    directions = 2 if bidirectional else 1
+    if dropout and train and num_layers > 1:
+        raise rec.unsupported(f"{symbol[7:]} with dropout between layers in training (random)")
+    if len(params) != num_layers * directions * (4 if has_biases else 2):
+        raise rec.unsupported(f"{symbol[7:]} with a projection (proj_size)")
+    if input.dim() != 3 or not input.is_floating_point():
+        raise rec.unsupported(f"{symbol[7:]} of an input that is not a floating 3-D tensor")
+    rec.emit(symbol, [input, hx, list(params), bool(has_biases), int(num_layers), float(dropout), bool(train),
+                      bool(bidirectional), bool(batch_first)], list(out))
+
+
+@_emits('ltorch.lstm')
+def h_lstm(rec, out, input, hx, params, *rest):
+    if not isinstance(hx, (list, tuple)) or len(rest) != 6:  # lstm(data, batch_sizes, hx, params, ...): packed
+        raise rec.unsupported("lstm on a packed sequence")
+    _recurrent(rec, "ltorch.lstm", out, input, list(hx), params, *rest)
+
+
+@_emits('ltorch.gru')
+def h_gru(rec, out, input, hx, params, *rest):
+    if not isinstance(params, (list, tuple)) or len(rest) != 6:  # gru(data, batch_sizes, hx, params, ...): packed
+        raise rec.unsupported("gru on a packed sequence")
+    _recurrent(rec, "ltorch.gru", out, input, hx, params, *rest)
+
+
+def _dims(dim, ndim):
+    """A reduction's dims as a list; [] for every dim."""
+    if dim is None:
+        return []
+    if isinstance(dim, int):
+        return [_dim(dim, ndim)]
+    return [_dim(d, ndim) for d in dim]
+
+
+def _variance(name):
+    """var/std in torch's three spellings: (dim, unbiased, keepdim), (unbiased), (dim, *, correction, keepdim)."""
+    def h(rec, out, a, *args, dim=None, unbiased=None, keepdim=False, correction=None):
+        if args and isinstance(args[0], bool):
+            unbiased, args = args[0], args[1:]
+        if args:
+            dim, args = args[0], args[1:]
+        if args:
+            unbiased, args = args[0], args[1:]
+        if args:
+            keepdim, args = args[0], args[1:]
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        if float(correction) != int(correction):
+            raise rec.unsupported(f"{name} with a fractional correction")
+        rec.emit("ltorch." + name, [a, _dims(dim, a.dim()), bool(keepdim)], out, {"correction": int(correction)})
+    h.symbols = ("ltorch." + name,)
+    return h
+
+
+@_emits('ltorch.cumsum')
+def h_cumsum(rec, out, a, dim, *, dtype=None):
+    rec.emit("ltorch.cumsum", [a, _dim(dim, max(a.dim(), 1))], out, {"dtype": dtype})
+
+
+@_emits('ltorch.roll')
+def h_roll(rec, out, a, shifts, dims=None):
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = None if dims is None else [dims] if isinstance(dims, int) else list(dims)
+    rec.emit("ltorch.roll", [a, shifts, dims], out)
+
+
+@_emits('ltorch.repeat')
+def h_repeat(rec, out, a, *sizes):
+    if len(sizes) == 1 and not isinstance(sizes[0], int):
+        sizes = sizes[0]
+    rec.emit("ltorch.repeat", [a, [int(s) for s in sizes]], out)
+
+
+def _scaled_product(name):
+    def h(rec, out, input, mat1, mat2, *, beta=1, alpha=1):
+        rec.emit("ltorch." + name, [input, mat1, mat2], out, {"beta": beta, "alpha": alpha})
+    h.symbols = ("ltorch." + name,)
+    return h
+
+
+@_emits('ltorch.einsum')
+def h_einsum(rec, out, equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise rec.unsupported("einsum in the sublist format", key="einsum")
+    for spec in equation.split("->")[0].split(","):
+        letters = spec.replace(".", "").replace(" ", "")
+        if len(set(letters)) != len(letters):
+            raise rec.unsupported("einsum with a subscript repeated within one operand (a diagonal)", key="einsum")
+    rec.emit("ltorch.einsum", [equation, *operands], out)
+
+
+@_emits('ltorch.normalize')
+def h_normalize(rec, result, input, p=2.0, dim=1, eps=1e-12, out=None):
+    if not p > 0 or out is not None:
+        raise rec.unsupported("normalize with p <= 0 or out=")
+    rec.emit("ltorch.normalize", [input, float(p), _dim(dim, max(input.dim(), 1)), float(eps)], result)
+
+
+# ---------------------------------------------------------------- indexing
+
+def _same_shape(a, b):
+    return tuple(a.shape) == tuple(b.shape)
+
+
+@_emits('ltorch.gather')
+def h_gather(rec, out, input, dim, index, *, sparse_grad=False):
+    if sparse_grad:
+        raise rec.unsupported("gather with sparse_grad=True")
+    rec.emit("ltorch.gather", [input, _dim(dim, max(input.dim(), 1)), index], out)
+
+
+@_emits('ltorch.take_along_dim')
+def h_take_along_dim(rec, out, input, indices, dim=None):
+    if dim is None or indices.dim() != input.dim():
+        raise rec.unsupported("take_along_dim without a dim or with indices of another rank")
+    d = _dim(dim, input.dim())
+    if any(indices.shape[k] != input.shape[k] for k in range(input.dim()) if k != d):
+        raise rec.unsupported("take_along_dim with broadcast indices")
+    rec.emit("ltorch.take_along_dim", [input, indices, d], out)
+
+
+@_emits('ltorch.scatter_add')
+def h_scatter_add(rec, out, input, dim, index, src):
+    if not _same_shape(index, src):
+        raise rec.unsupported("scatter_add with an index smaller than src")
+    rec.emit("ltorch.scatter_add", [input, _dim(dim, max(input.dim(), 1)), index, src], out)
+
+
+@_emits('ltorch.scatter')
+def h_scatter(rec, out, input, dim, index, src=None, value=None, reduce=None):
+    source = src if src is not None else value
+    if reduce is not None:
+        raise rec.unsupported("scatter with reduce")
+    if isinstance(source, torch.Tensor) and not _same_shape(index, source):
+        raise rec.unsupported("scatter with an index smaller than src")
+    if not isinstance(source, (torch.Tensor, int, float)) or isinstance(source, bool):
+        raise rec.unsupported(f"scatter with a {type(source).__name__} source")
+    rec.emit("ltorch.scatter", [input, _dim(dim, max(input.dim(), 1)), index, source], out)
+
+
+@_emits('ltorch.index_select')
+def h_index_select(rec, out, input, dim, index):
+    if index.dim() != 1:
+        raise rec.unsupported("index_select with an index that is not 1-D")
+    rec.emit("ltorch.index_select", [input, _dim(dim, max(input.dim(), 1)), index], out)
+
+
+@_emits('ltorch.index_add')
+def h_index_add(rec, out, input, dim, index, source, *, alpha=1):
+    if index.dim() != 1 or source.dim() != input.dim() or isinstance(alpha, torch.Tensor):
+        raise rec.unsupported("index_add with an index that is not 1-D, a source of another rank or a tensor alpha")
+    rec.emit("ltorch.index_add", [input, _dim(dim, max(input.dim(), 1)), index, source], out, {"alpha": alpha})
+
+
+@_emits('ltorch.index_put')
+def h_index_put(rec, out, input, indices, values, accumulate=False):
+    indices = list(indices)
+    at = [k for k, t in enumerate(indices) if t is not None]
+    if any(not isinstance(indices[k], torch.Tensor) or indices[k].dtype in (torch.bool, torch.uint8)
+           or indices[k].is_floating_point() for k in at):
+        raise rec.unsupported("index_put with a mask or a non-tensor index (data-dependent shape)")
+    if not at or at != list(range(at[0], at[-1] + 1)) or values.dtype != input.dtype:
+        raise rec.unsupported("index_put with index tensors separated by None, or values of another dtype")
+    rec.emit("ltorch.index_put", [input, indices, values, bool(accumulate)], out)
+
+
+@_emits('ltorch.topk')
+def h_topk(rec, out, input, k, dim=-1, largest=True, sorted=True):
+    if input.dim() == 0:
+        raise rec.unsupported("topk of a 0-d tensor")
+    rec.emit("ltorch.topk", [input, int(k), _dim(dim, input.dim()), bool(largest), bool(sorted)], list(out))
+
+
+def _extreme(name):
+    """torch.max / torch.min: of two tensors (maximum), of a whole tensor, or along a dim (values, indices)."""
+    def h(rec, out, input, dim=None, keepdim=False, other=None):
+        if isinstance(dim, torch.Tensor):
+            other, dim = dim, None
+        if other is not None:
+            rec.emit("ltorch.maximum" if name == "max" else "ltorch.minimum", [input, other], out)
+        elif dim is None:
+            if name == "min":
+                raise rec.unsupported("torch.min of a whole tensor", key=name)
+            rec.emit("ltorch.amax", [input, [], False], out)
+        elif input.dim() == 0:
+            raise rec.unsupported(f"torch.{name} of a 0-d tensor along a dim", key=name)
+        else:
+            rec.emit(f"ltorch.torch_{name}", [input, _dim(dim, input.dim()), bool(keepdim)], list(out))
+    h.symbols = (f"ltorch.torch_{name}", "ltorch.amax", "ltorch.maximum" if name == "max" else "ltorch.minimum")
+    return h
+
+
+def _arg_extreme(name):
+    def h(rec, out, input, dim=None, keepdim=False):
+        if dim is None and keepdim:
+            raise rec.unsupported(f"{name} with keepdim and no dim", key=name)
+        d = None if dim is None else _dim(dim, max(input.dim(), 1))
+        rec.emit("ltorch." + name, [input, d, bool(keepdim)], out)
+    h.symbols = ("ltorch." + name,)
+    return h
+
+
+_LINEAR_MODES = {3: "linear", 4: "bilinear", 5: "trilinear"}
+
+
+@_emits('ltorch.interpolate')
+def h_interpolate(rec, out, input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                  recompute_scale_factor=None, antialias=False):
+    if antialias or mode not in ("nearest", _LINEAR_MODES.get(input.dim())) or not input.is_floating_point():
+        raise rec.unsupported(f"interpolate with mode={mode!r}, antialias or an integer input", key="interpolate")
+    factors = None
+    if scale_factor is not None and not recompute_scale_factor:
+        many = isinstance(scale_factor, (list, tuple))
+        factors = [float(f) for f in scale_factor] if many else [float(scale_factor)] * (input.dim() - 2)
+    rec.emit("ltorch.interpolate", [input, list(out.shape[2:]), factors, mode,
+                                    bool(align_corners) if mode != "nearest" else None], out)
+
+
 HANDLERS = {
     "linear": h_linear,
     "matmul": h_matmul, "__matmul__": h_matmul, "__rmatmul__": h_rmatmul, "bmm": h_matmul,
@@ -1140,6 +1441,11 @@ HANDLERS = {
     "max_pool2d": h_max_pool2d, "_max_pool2d": h_max_pool2d, "max_pool2d_with_indices": h_max_pool2d_with_indices,
     "avg_pool2d": h_avg_pool2d, "adaptive_avg_pool2d": h_adaptive_avg_pool2d,
     "mse_loss": h_mse_loss, "nll_loss": h_nll_loss,
+    "smooth_l1_loss": h_smooth_l1_loss, "binary_cross_entropy": h_binary_cross_entropy,
+    "binary_cross_entropy_with_logits": h_binary_cross_entropy_with_logits,
+    "group_norm": h_group_norm, "instance_norm": h_instance_norm,
+    "conv_transpose1d": _conv_transpose(1), "conv_transpose2d": _conv_transpose(2), "conv_transpose3d": _conv_transpose(3),
+    "lstm": h_lstm, "gru": h_gru,
     "neg": _unary("neg"), "__neg__": _unary("neg"), "negative": _unary("neg"),
     "exp": _unary("exp"), "log": _unary("log"), "tanh": _unary("tanh"), "erf": _unary("erf"),
     "rsqrt": _unary("rsqrt"), "sqrt": _unary("sqrt"), "sigmoid": _unary("sigmoid"),
@@ -1158,9 +1464,16 @@ HANDLERS = {
     "split": h_split, "chunk": h_chunk, "cat": h_cat, "concat": h_cat,
     "sum": _reduction("sum"), "mean": _reduction("mean"), "amax": _reduction("amax"),
     "where": h_where, "masked_fill": h_masked_fill,
+    "var": _variance("var"), "std": _variance("std"), "cumsum": h_cumsum, "roll": h_roll, "repeat": h_repeat,
+    "addmm": _scaled_product("addmm"), "baddbmm": _scaled_product("baddbmm"), "einsum": h_einsum,
+    "normalize": h_normalize,
     "scaled_dot_product_attention": h_sdpa,
     "ones": _creation("ones"), "zeros": _creation("zeros"), "full": _creation("full"), "arange": h_arange,
     "__getitem__": h_getitem,
+    "gather": h_gather, "take_along_dim": h_take_along_dim, "scatter_add": h_scatter_add, "scatter": h_scatter,
+    "index_select": h_index_select, "index_add": h_index_add, "index_put": h_index_put, "topk": h_topk,
+    "max": _extreme("max"), "min": _extreme("min"), "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
+    "interpolate": h_interpolate,
 }
 
 
