@@ -1,6 +1,7 @@
 #include "ir/proxy.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "ir/python_literal.h"
 
@@ -167,6 +168,14 @@ std::optional<Proxy> parse_type_text(std::string_view s, std::string name, std::
     auto v = parse_python_number(rest);
     if (!v) {
       *error = "bad number value '" + std::string(rest) + "' in type text";
+      return std::nullopt;
+    }
+    // An int is kept as a double: only whole values it holds exactly reprint as they were read.
+    bool digits = rest.find_first_not_of("-0123456789") == std::string_view::npos;
+    if (type == NumberType::integer &&
+        (*v != std::trunc(*v) || std::fabs(*v) > 9007199254740992.0 ||
+         (digits && std::to_string(static_cast<int64_t>(*v)) != rest))) {
+      *error = "int value '" + std::string(rest) + "' in type text is not a whole number within +-2**53";
       return std::nullopt;
     }
     p.number_value = *v;

@@ -106,11 +106,23 @@ class Init {
 
  private:
   bool meta() const { return device_.is_meta(); }
-  static at::Tensor on_meta(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) {
+  at::Tensor on_meta(at::IntArrayRef shape, at::ScalarType dtype = at::kFloat) const {
+    count_one();
     return at::empty(shape, at::TensorOptions().device(at::kMeta).dtype(dtype));
   }
 
+  // A size parameter far beyond any model (layers=42949672981) is refused before it exhausts memory,
+  // even on the meta device, where each tensor still costs its header.
+  static constexpr int64_t kMaxTensors = 250000;
+  void count_one() const {
+    if (++made_ > kMaxTensors)
+      throw std::invalid_argument("the model would hold more than " + std::to_string(kMaxTensors) +
+                                  " tensors (parameters, buffers and inputs): lower its layers or other size parameters");
+  }
+
   at::Tensor place(const at::Tensor& t) const {
+    if (meta()) return t;  // counted when made
+    count_one();
     if (device_.is_cpu()) return t;
     try {
       return t.to(device_);
@@ -122,6 +134,7 @@ class Init {
   }
   at::Generator gen_;
   at::Device device_;
+  mutable int64_t made_ = 0;
 };
 
 void add_linear(Module& m, Init& init, const std::string& name, int64_t in, int64_t out, bool bias) {

@@ -144,6 +144,8 @@ TEST(Jit, CheckingAModelRequestNeedsNoMemory) {
   EXPECT_NO_THROW(check_model("gpt", {{"layers", "10000"}, {"d_model", "8192"}, {"vocab", "50304"}}));
   EXPECT_THROW(check_model("gpt", {{"d_model", "65"}}), std::invalid_argument);  // heads must divide it
   EXPECT_THROW(check_model("gpt", {{"layers", "0"}}), std::invalid_argument);
+  // Billions of layers are refused by their count of tensors, before memory runs out on meta headers.
+  EXPECT_THROW(check_model("gpt", {{"layers", "42949672981"}}), std::invalid_argument);
   EXPECT_THROW(check_model("mlp", {{"depth", "2"}}), std::invalid_argument);
   EXPECT_THROW(check_model("resnet", {}), std::invalid_argument);
   EXPECT_THROW(check_model("linear", {{"device", "tpu"}}), std::invalid_argument);

@@ -75,6 +75,15 @@ TEST(ParserErrors, ControlBytesOfTheInputAreEscapedInMessages) {
   EXPECT_NE(e.message.find("\\x1b"), std::string::npos) << e.message;
 }
 
+TEST(ParserErrors, AnIntTypeBeyondWhatADoubleHoldsIsRefused) {
+  // Such a value would reprint as another number (and converting it to int64 is undefined).
+  for (const char* v : {"644444444444444444444444444444444444444444444444444444444", "9007199254740993", "2.5"}) {
+    auto e = error_of(std::string("import torch\n\ndef f(n):\n  # n: \"int ") + v + "\"\n  return n");
+    EXPECT_NE(e.message.find("not a whole number"), std::string::npos) << v << ": " << e.message;
+  }
+  EXPECT_TRUE(parse_trace("import torch\n\ndef f(n):\n  # n: \"int 9007199254740992\"\n  return n"));
+}
+
 TEST(ParserErrors, UnknownSymbolsBecomeOpaque) {
   auto r = parse_trace("def f(x):\n  t0 = my.custom_op(x, 3, k=[1, 2])  # t0: \"cpu f32[1]\"\n  return t0");
   ASSERT_TRUE(r) << r.error->message;
