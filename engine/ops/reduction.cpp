@@ -78,13 +78,18 @@ Value amax_impl(TraceBuilder& b, Args args, Kw kwargs) {
   return Value::of(keepdim_arg(args, 2, kwargs) ? keep_dims(b, r, a->shape, dims) : r);
 }
 
-Value var_mean_impl(TraceBuilder& b, Args args, Kw kwargs) {
-  T a = tensor_arg(args, 0, "a");
-  Dims dims = reduced_dims(a, args);
+// prims.var_mean of a over dims, with the call's correction= (1 when absent): (var, mean), dims dropped.
+std::pair<T, T> var_mean_prim(TraceBuilder& b, const T& a, const Dims& dims, Kw kwargs) {
   const Value* c = kwarg(kwargs, "correction");
   Value correction = c && !c->is_none() ? *c : Value::integer(1);
   Value vm = b.call("prims.var_mean", {Value::of(a), Value::ints(dims)}, {{"correction", correction}});
-  T var = vm.items.at(0).proxy, m = vm.items.at(1).proxy;
+  return {vm.items.at(0).proxy, vm.items.at(1).proxy};
+}
+
+Value var_mean_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "a");
+  Dims dims = reduced_dims(a, args);
+  auto [var, m] = var_mean_prim(b, a, dims, kwargs);
   if (keepdim_arg(args, 2, kwargs)) {
     var = keep_dims(b, var, a->shape, dims);
     m = keep_dims(b, m, a->shape, dims);
@@ -96,10 +101,7 @@ Value var_mean_impl(TraceBuilder& b, Args args, Kw kwargs) {
 Value var_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T a = tensor_arg(args, 0, "a");
   Dims dims = reduced_dims(a, args);
-  const Value* c = kwarg(kwargs, "correction");
-  Value vm = b.call("prims.var_mean", {Value::of(a), Value::ints(dims)},
-                    {{"correction", c && !c->is_none() ? *c : Value::integer(1)}});
-  T var = vm.items.at(0).proxy;
+  T var = var_mean_prim(b, a, dims, kwargs).first;
   return Value::of(keepdim_arg(args, 2, kwargs) ? keep_dims(b, var, a->shape, dims) : var);
 }
 

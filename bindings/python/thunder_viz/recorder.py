@@ -959,16 +959,20 @@ def h_cat(rec, out, tensors, dim=0):
     rec.emit("ltorch.cat", [list(tensors), _dim(dim, tensors[0].dim())], out)
 
 
+def _dims(dim, ndim):
+    """A reduction's dims as a list; [] for every dim."""
+    if dim is None:
+        return []
+    if isinstance(dim, int):
+        return [_dim(dim, ndim)]
+    return [_dim(d, ndim) for d in dim]
+
+
 def _reduction(name):
     def h(rec, out, a, dim=None, keepdim=False, *, dtype=None):
         if dtype is not None:
             raise rec.unsupported(f"{name} with dtype")
-        if dim is None:
-            dims = []
-        elif isinstance(dim, int):
-            dims = [_dim(dim, a.dim())]
-        else:
-            dims = [_dim(d, a.dim()) for d in dim]
+        dims = _dims(dim, a.dim())
         if name == "amax":
             rec.emit("ltorch.amax", [a, dims, bool(keepdim)], out)
         else:  # as the engine's own ltorch.sum and ltorch.mean: every dim is None, dtype a keyword
@@ -1215,15 +1219,6 @@ def h_gru(rec, out, input, hx, params, *rest):
     if not isinstance(params, (list, tuple)) or len(rest) != 6:  # gru(data, batch_sizes, hx, params, ...): packed
         raise rec.unsupported("gru on a packed sequence")
     _recurrent(rec, "ltorch.gru", out, input, hx, params, *rest)
-
-
-def _dims(dim, ndim):
-    """A reduction's dims as a list; [] for every dim."""
-    if dim is None:
-        return []
-    if isinstance(dim, int):
-        return [_dim(dim, ndim)]
-    return [_dim(d, ndim) for d in dim]
 
 
 def _variance(name):
