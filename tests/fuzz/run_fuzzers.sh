@@ -57,7 +57,9 @@ short_runs() {  # about half a minute each on a 2-core machine under the sanitiz
   case "$1" in capture_decoder) echo 3000 ;; batch_config) echo 20000 ;; *) echo 40000 ;; esac
 }
 
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}"
+# malloc_context_size=4: every allocation records 4 frames, not 30 (a third more inputs per second);
+# a report's own stack stays whole, and an input replayed under the default options shows the rest.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1:malloc_context_size=4}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 failed=0
 for t in "${targets[@]}"; do
