@@ -1,10 +1,12 @@
-// DDP on several GPUs, and the all-reduce under it. Not a test: prints JSON lines for
-// tests/bench/run_gpu_benchmarks.sh, which runs torch's DistributedDataParallel and
-// torch.distributed.all_reduce (bench_torch.py) on the same shapes in the same run.
+// DDP and FSDP on the GPUs, and the all-reduce under them. Not a test: prints JSON lines for
+// tests/bench/run_gpu_benchmarks.sh, which runs torch's DistributedDataParallel, its FSDP
+// (fully_shard) and torch.distributed.all_reduce (bench_torch.py) on the same shapes in the same run.
 //  --mode step: every rank (a thread with its own GPU, NCCL through the engine's communicator)
 //    runs the jit,ddp pipeline's prologue, forward and backward (whose bucketed all-reduces average
-//    the gradients); the median over --repeats of the mean step time of --steps steps, rank 0's
-//    clock, all ranks synchronised (device and barrier) at both ends.
+//    the gradients), or with --transform fsdp the jit,fsdp pipeline's (each parameter sharded, gathered
+//    before its use, its gradient reduce-scattered; ZeRO-3); the median over --repeats of the mean step
+//    time of --steps steps, rank 0's clock, all ranks synchronised (device and barrier) at both ends.
+//    One rank is a world too: FSDP on one GPU is the step plus its collectives over one member.
 //  --mode allreduce: in-place f32 all_reduce of 1 MiB .. 1 GiB; time per call (each call waits for
 //    completion, as the replay's collectives do) and NCCL's bus bandwidth convention
 //    busbw = bytes * 2 (W - 1) / W / time.
@@ -12,8 +14,8 @@
 //    costliest statements (tests/bench/profile.h).
 //  --kineto FILE (step): then one more step recorded by LibTorch's profiler on rank 0, both devices'
 //    kernels with their streams, as a Chrome trace (tests/bench/kineto.h, tests/bench/timeline.py).
-// Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param layers=12 ...] [--bucket-mb 25] [--profile N]
-//        [--kineto ddp.json]
+// Usage: tv_bench_ddp --mode step|allreduce [--transform ddp|fsdp] [--world 2] [--param layers=12 ...]
+//        [--bucket-mb 25] [--profile N] [--kineto ddp.json]
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -46,18 +48,18 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void ddp_step(int world, const std::map<std::string, std::string>& params, double bucket_mb, int steps, int repeats,
-              int profile, bench::KinetoOnMainThread* kineto) {
+void sharded_step(const std::string& transform, int world, const std::map<std::string, std::string>& params,
+                  double bucket_mb, int steps, int repeats, int profile, bench::KinetoOnMainThread* kineto) {
   std::vector<double> ms;
   std::atomic<bool> recording{false};
   dist::World w(world, dist::Backend::nccl);
   w.run([&](int rank, dist::Communicator& comm) {
     auto p = params;
     p["device"] = "cuda:" + std::to_string(rank);
-    p["seed"] = std::to_string(rank);  // each rank its own batch (the weights are broadcast by ddp)
+    p["seed"] = std::to_string(rank);  // each rank its own batch (the weights are broadcast by ddp and fsdp)
     jit::Module module = jit::make_model("gpt", p);
     PipelineSpec spec;
-    spec.order = {"jit", "ddp"};
+    spec.order = {"jit", transform};
     spec.world_size = world;
     spec.device = p["device"];
     TransformContext context;
@@ -84,8 +86,8 @@ void ddp_step(int world, const std::map<std::string, std::string>& params, doubl
     if (profile > 0)  // every rank steps (the collectives need all); rank 0 prints
       bench::profile_step(step, profile, rank == 0 ? &std::cerr : nullptr);
     if (rank == 0)  // now: a failure of the profiling below loses nothing measured
-      std::cout << "{\"bench\": \"ddp_step\", \"world\": " << world << ", \"bucket_mb\": " << bucket_mb
-                << ", \"engine_ms\": " << median(ms) << "}" << std::endl;
+      std::cout << "{\"bench\": \"" << transform << "_step\", \"world\": " << world << ", \"bucket_mb\": "
+                << (transform == "ddp" ? bucket_mb : 0) << ", \"engine_ms\": " << median(ms) << "}" << std::endl;
     if (kineto) {  // every rank steps; the main thread records both devices
       // Starting or stopping the profiler waits for the devices: no collective may be in flight
       // meanwhile, so every device goes idle and the other ranks wait on the host until it is done.
@@ -133,13 +135,16 @@ void all_reduce_bandwidth(int world, int iterations) {
 }
 
 int run(int argc, char** argv) {
-  bench::BenchArgs args(argc, argv, {"mode", "world", "steps", "repeats", "iterations", "bucket-mb", "profile", "kineto"});
+  bench::BenchArgs args(argc, argv,
+                        {"mode", "transform", "world", "steps", "repeats", "iterations", "bucket-mb", "profile", "kineto"});
   if (args.help) {
-    std::cout << "Usage: tv_bench_ddp --mode step|allreduce [--world 2] [--param key=value ...] [--bucket-mb 25] "
-                 "[--steps 10] [--repeats 5] [--iterations 20] [--profile N] [--kineto FILE.json]\n";
+    std::cout << "Usage: tv_bench_ddp --mode step|allreduce [--transform ddp|fsdp] [--world 2] [--param key=value ...] "
+                 "[--bucket-mb 25] [--steps 10] [--repeats 5] [--iterations 20] [--profile N] [--kineto FILE.json]\n";
     return 0;
   }
-  std::string mode = args.get("mode", "step");
+  std::string mode = args.get("mode", "step"), transform = args.get("transform", "ddp");
+  if (transform != "ddp" && transform != "fsdp")
+    throw std::invalid_argument("--transform " + transform + ": use ddp or fsdp");
   int world = args.get_int("world", 2), steps = args.get_int("steps", 10), repeats = args.get_int("repeats", 5),
       iterations = args.get_int("iterations", 20);
   double bucket_mb = args.get_double("bucket-mb", 25);
@@ -150,10 +155,10 @@ int run(int argc, char** argv) {
     int profile = args.get_int("profile", 0);
     if (auto path = args.get("kineto", ""); !path.empty()) {
       bench::KinetoOnMainThread kineto(path);
-      kineto.serve([&] { ddp_step(world, params, bucket_mb, steps, repeats, profile, &kineto); });
-      std::cerr << "kineto trace of one DDP step: " << path << "\n";
+      kineto.serve([&] { sharded_step(transform, world, params, bucket_mb, steps, repeats, profile, &kineto); });
+      std::cerr << "kineto trace of one " << transform << " step: " << path << "\n";
     } else {
-      ddp_step(world, params, bucket_mb, steps, repeats, profile, nullptr);
+      sharded_step(transform, world, params, bucket_mb, steps, repeats, profile, nullptr);
     }
   }
   else if (mode == "allreduce") all_reduce_bandwidth(world, iterations);

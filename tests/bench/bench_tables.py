@@ -15,7 +15,7 @@ def key(params):
 
 def main(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
-    steps, ddp, reduce, turns = {}, {}, {}, {}
+    steps, sharded, reduce, turns = {}, {}, {}, {}
     for r in rows:
         if r["bench"] == "step":
             if r.get("turns"):  # the k-th engine process took turns with the k-th PyTorch process
@@ -25,8 +25,8 @@ def main(path):
             for name, value in r.items():
                 if name.endswith("_ms") and not name.endswith("_repeats_ms"):
                     measures.setdefault(name, []).append(value)
-        elif r["bench"] == "ddp_step":
-            ddp.update(r)
+        elif r["bench"] in ("ddp_step", "fsdp_step"):
+            sharded.setdefault((r["bench"], r["world"]), {}).update(r)
         elif r["bench"] == "all_reduce":
             reduce.setdefault(r["bytes"], {}).update(r)
 
@@ -54,12 +54,15 @@ def main(path):
             name = f"layers {p.get('layers')}, d_model {p.get('d_model')}, seq {p.get('seq')}, batch {p.get('batch')}"
             if ratios:
                 print(f"| {name} | {len(ratios)} | {statistics.median(ratios):.3f} | {min(ratios):.3f} | {max(ratios):.3f} |")
-    if ddp:
+    if sharded:
         print()
-        print("| DDP step, world | bucket MB | engine ms | torch DDP ms | engine / torch |")
-        print("| --- | --- | --- | --- | --- |")
-        e, t = ddp.get("engine_ms"), ddp.get("torch_ddp_ms")
-        print(f"| {ddp.get('world')} | {ddp.get('bucket_mb')} | {e:.3f} | {t:.3f} | {e / t:.3f} |" if e and t else f"| {ddp} |")
+        print("| step | world | bucket MB | engine ms | torch ms (DDP or FSDP) | engine / torch |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for (bench, world), r in sorted(sharded.items()):
+            kind = bench.split("_")[0]
+            e, t = r.get("engine_ms"), r.get(f"torch_{kind}_ms")
+            bucket = r.get("bucket_mb") if kind == "ddp" else "-"
+            print(f"| {kind.upper()} | {world} | {bucket} | {e:.3f} | {t:.3f} | {e / t:.3f} |" if e and t else f"| {r} |")
     if reduce:
         print()
         print("| all_reduce bytes | engine us | engine busbw GB/s | torch.distributed us | torch busbw GB/s | engine / torch busbw |")

@@ -1,5 +1,6 @@
 """PyTorch's side of the GPU benchmarks: the same measures as tv_bench_step / tv_bench_ddp, with
-PyTorch eager in Python, torch.nn.parallel.DistributedDataParallel and torch.distributed.all_reduce.
+PyTorch eager in Python, torch.nn.parallel.DistributedDataParallel, FSDP (fully_shard) and
+torch.distributed.all_reduce.
 Prints one JSON line per measure. Not a test; run by tests/bench/run_gpu_benchmarks.sh.
 
 The model is the engine's built-in `gpt` (engine/jit/zoo.cpp, engine/replay/eager.cpp): token and
@@ -15,6 +16,7 @@ repeat; the JSON line then lists every repeat (pytorch_repeats_ms).
 Usage: python3 bench_torch.py step --layers 32 --d-model 64 [--heads 4 --seq 16 --batch 2 --vocab 128] [--profile N]
                                  [--kineto FILE.json] [--turns IN:OUT:second]
        python3 bench_torch.py ddp --world 2 --layers 12 ... [--bucket-mb 25]
+       python3 bench_torch.py fsdp --world 1 --layers 12 ...
        python3 bench_torch.py allreduce --world 2
 """
 import argparse
@@ -207,6 +209,24 @@ def eager_step(args):
           flush=True)
 
 
+def fully_sharded(model):
+    """torch's FSDP as its documentation applies it to a transformer: each block a unit, then the root
+    (fully_shard, FSDP2; each parameter sharded on dim 0 and resharded after the forward, ZeRO-3), or
+    FullyShardedDataParallel with the same units where this torch has no fully_shard."""
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        fully_shard = None
+    if fully_shard is not None:
+        for block in model.transformer.h:
+            fully_shard(block)
+        return fully_shard(model)
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+    return FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}), device_id=torch.cuda.current_device(),
+                use_orig_params=True)
+
+
 def ddp_worker(rank, args, results):
     import torch.distributed as dist
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
@@ -214,18 +234,22 @@ def ddp_worker(rank, args, results):
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", rank=rank, world_size=args.world)
     device = torch.device("cuda", rank)
-    if args.mode == "ddp":
+    if args.mode in ("ddp", "fsdp"):
         model, idx, targets, cot = make(args, device, seed=rank)
-        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[rank], bucket_cap_mb=args.bucket_mb)
+        if args.mode == "ddp":
+            wrapped = nn.parallel.DistributedDataParallel(model, device_ids=[rank], bucket_cap_mb=args.bucket_mb)
+        else:
+            wrapped = fully_sharded(model)
         sync = lambda: (torch.cuda.synchronize(), dist.barrier())  # noqa: E731
         for _ in range(3):
-            step(ddp, idx, targets, cot)
-        ms = median_step_ms(lambda: step(ddp, idx, targets, cot), args.steps, args.repeats, sync)
+            step(wrapped, idx, targets, cot)
+        ms = median_step_ms(lambda: step(wrapped, idx, targets, cot), args.steps, args.repeats, sync)
         if rank == 0:
-            results.put({"bench": "ddp_step", "world": args.world, "bucket_mb": args.bucket_mb, "params": config(args),
-                         "torch_ddp_ms": ms})
-        if args.profile or args.kineto:  # every rank steps (the all-reduces need all); rank 0 profiles
-            print_profile(lambda: (step(ddp, idx, targets, cot), sync()), device, args.profile, rank == 0,
+            results.put({"bench": args.mode + "_step", "world": args.world,
+                         "bucket_mb": args.bucket_mb if args.mode == "ddp" else 0, "params": config(args),
+                         "torch_" + args.mode + "_ms": ms})
+        if args.profile or args.kineto:  # every rank steps (the collectives need all); rank 0 profiles
+            print_profile(lambda: (step(wrapped, idx, targets, cot), sync()), device, args.profile, rank == 0,
                           kineto=args.kineto)
     else:
         size = 1 << 20
@@ -266,7 +290,7 @@ def distributed(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["step", "ddp", "allreduce"])
+    ap.add_argument("mode", choices=["step", "ddp", "fsdp", "allreduce"])
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--d-model", type=int, default=64)
     ap.add_argument("--heads", type=int, default=4)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU benchmarks of BENCHMARKS.md, each engine number next to PyTorch's measured in the same run:
 # replay step vs PyTorch eager (Python) and LibTorch eager (C++) for gpt small and large, the step as a
-# CUDA graph, the DDP step vs torch DDP (same bucket size), all-reduce bus bandwidth vs torch's NCCL.
+# CUDA graph, the FSDP step vs torch's FSDP (fully_shard) on one GPU and on two where there are two, the
+# DDP step vs torch DDP (same bucket size), all-reduce bus bandwidth vs torch's NCCL.
 # Usage: tests/bench/run_gpu_benchmarks.sh BUILD_DIR OUT_DIR   (after tests/gpu/run_gpu_tests.sh built BUILD_DIR)
 # Writes OUT_DIR/bench.jsonl (every measure), OUT_DIR/bench.md (the tables), one step's timeline of each
 # side (*.json, Chrome traces) and their summaries side by side (timeline_*.txt, tests/bench/timeline.py).
@@ -50,6 +51,16 @@ done
 "$py" "$here/timeline.py" "$out/small_engine.json" "$out/small_torch.json" --by-op > "$out/timeline_small.txt" 2>&1
 run step_large_engine "$build/bin/tv_bench_step" --model gpt "${large_tv[@]}" --device cuda --steps 5 --repeats 3 --profile 30
 run step_large_torch "$py" "$here/bench_torch.py" step "${large[@]}" --steps 5 --repeats 3 --profile 30
+# FSDP (ZeRO-3, each block a unit on torch's side) on the large model at the DDP batch, on one GPU (the
+# step with its gathers and reduce-scatters over a world of one) and on two where there are two.
+sharded=(--layers 12 --d-model 768 --heads 12 --seq 1024 --batch 4 --vocab 50304)
+sharded_tv=(--param layers=12 --param d_model=768 --param heads=12 --param seq=1024 --param batch=4 --param vocab=50304)
+for world in 1 2; do
+  [ "$gpus" -ge "$world" ] || continue
+  run fsdp_engine_$world "$build/bin/tv_bench_ddp" --mode step --transform fsdp --world $world "${sharded_tv[@]}" \
+    --steps 5 --repeats 3
+  run fsdp_torch_$world "$py" "$here/bench_torch.py" fsdp --world $world "${sharded[@]}" --steps 5 --repeats 3
+done
 if [ "$gpus" -ge 2 ]; then
   ddp=(--layers 12 --d-model 768 --heads 12 --seq 1024 --batch 4 --vocab 50304)
   ddp_tv=(--param layers=12 --param d_model=768 --param heads=12 --param seq=1024 --param batch=4 --param vocab=50304)
