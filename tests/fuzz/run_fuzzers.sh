@@ -46,12 +46,12 @@ ninja -C "$root/build-fuzz" >/dev/null
 seeds() {
   case "$1" in
     trace_parser) echo "$root/tests/fixtures/thunder $root/tests/fixtures/thunder_cpu $here/corpus/trace_parser" ;;
-    capture_decoder) echo "$here/corpus/capture" ;;
+    capture_decoder) echo "$here/corpus/capture" ;;  # the captures of tests/fixtures/captures, two stages a trace kind
     batch_config) echo "$here/corpus/batch_config $root/samples/batch" ;;
   esac
 }
 max_len() {  # captures are long documents; traces and configs short
-  case "$1" in capture_decoder) echo 131072 ;; *) echo 16384 ;; esac
+  case "$1" in capture_decoder) echo 65536 ;; *) echo 16384 ;; esac
 }
 short_runs() {  # about half a minute each on a 2-core machine under the sanitizers
   case "$1" in capture_decoder) echo 3000 ;; batch_config) echo 20000 ;; *) echo 40000 ;; esac

@@ -907,10 +907,10 @@ TEST(CaptureErrors, OlderVersionIsUpgraded) {
   EXPECT_EQ(error_of(unknown.dump()).json_path(), "/version");
 }
 
-// Version 3 files as the tool wrote them (the fuzzers' seed captures): each trace was also stored as
+// Version 3 files as the tool wrote them (tests/fixtures/captures): each trace was also stored as
 // a structure, which a load still checks and takes the parameters' layouts from.
 TEST(CaptureErrors, Version3FilesLoadAndUpgrade) {
-  const std::string folder = std::string(TV_SOURCE_DIR) + "/tests/fuzz/corpus/capture/";
+  const std::string folder = std::string(TV_SOURCE_DIR) + "/tests/fixtures/captures/";
   int layouts = 0;
   for (const char* name : {"compare_seed.tvz.json", "compare_seed_2024.tvz.json", "rules_linear.tvz.json", "run_linear.tvz.json"}) {
     SCOPED_TRACE(name);
