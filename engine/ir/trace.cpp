@@ -30,6 +30,18 @@ std::shared_ptr<Trace> derive(const Trace& t, std::string pass_name) {
   return out;
 }
 
+std::shared_ptr<Trace> derive_without_body(const Trace& t, std::string pass_name) {
+  auto out = std::make_shared<Trace>();
+  out->function_name = t.function_name;  // every field of Trace but the body
+  out->imports = t.imports;
+  out->decorators = t.decorators;
+  out->params = t.params;
+  out->tags = t.tags;
+  out->provenance = Provenance{std::move(pass_name), std::nullopt};
+  out->body.reserve(t.body.size());
+  return out;
+}
+
 void walk(const std::vector<BoundSymbol>& body,
           const std::function<void(const BoundSymbol&, int depth)>& fn, int depth) {
   for (const auto& b : body) {

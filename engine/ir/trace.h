@@ -81,6 +81,9 @@ using TracePtr = std::shared_ptr<const Trace>;
 
 // A copy of `t` with a new provenance, ready for a pass to edit before it is shared.
 std::shared_ptr<Trace> derive(const Trace& t, std::string pass_name);
+// The same with an empty body (room reserved for t's): for a pass that writes every statement anew,
+// which would otherwise copy each statement twice.
+std::shared_ptr<Trace> derive_without_body(const Trace& t, std::string pass_name);
 
 // Depth-first walk of a body, subsymbols after their parent; `depth` is 0 at the top.
 void walk(const std::vector<BoundSymbol>& body,

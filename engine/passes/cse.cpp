@@ -80,7 +80,7 @@ TracePtr common_subexpression_elimination(const Trace& t) {
     }
     body.push_back(std::move(b));
   }
-  auto out = derive(t, "Common Subexpression Elimination");
+  auto out = derive_without_body(t, "Common Subexpression Elimination");
   out->body = std::move(body);
   if (had_dels) out->body = insert_deletions(out->body, out->returned(), clears);
   return timer.finish(out, "Common Subexpression Elimination");

@@ -31,8 +31,7 @@ TracePtr dead_code_elimination(const Trace& t) {
 
   std::set<std::string> defined;
   for (const auto& p : t.params) defined.insert(p.proxy->name);
-  auto out = derive(t, "Dead Code Elimination");
-  out->body.clear();
+  auto out = derive_without_body(t, "Dead Code Elimination");
   for (size_t i = 0; i < t.body.size(); ++i) {
     const BoundSymbol& b = t.body[i];
     if (is_del(b)) {

@@ -64,7 +64,7 @@ bool has_collection_clears(const Trace& t) {
 
 TracePtr delete_last_used(const Trace& t, bool clear_mutable_collections) {
   PassTimer timer;
-  auto out = derive(t, "Delete Last Used");
+  auto out = derive_without_body(t, "Delete Last Used");
   out->body = insert_deletions(t.body, t.returned(), clear_mutable_collections);
   return timer.finish(out, "Delete Last Used");
 }

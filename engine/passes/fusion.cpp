@@ -103,15 +103,15 @@ TracePtr fusion_grouping(const Trace& t) {
       ++i;
     }
   }
-  auto result = derive(t, "Fusion");
+  auto result = derive_without_body(t, "Fusion");
   result->body = std::move(out);
   if (had_dels) result->body = insert_deletions(result->body, result->returned(), clears);
   return timer.finish(result, "Fusion");
 }
 
 TracePtr unfuse(const Trace& t) {
-  auto out = std::make_shared<Trace>(t);
-  out->body.clear();
+  auto out = derive_without_body(t, t.provenance ? t.provenance->pass : "");
+  out->provenance = t.provenance;
   for (const auto& b : t.body) {
     if (!is_fusion_region(b)) {
       out->body.push_back(b);

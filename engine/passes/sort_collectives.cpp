@@ -69,8 +69,7 @@ TracePtr sort_collectives(const Trace& t) {
     for (const auto& n : names) blocked[n].push_back(i);
   }
 
-  auto out = derive(t, "Sort Collectives");
-  out->body.clear();
+  auto out = derive_without_body(t, "Sort Collectives");
   std::vector<bool> emitted(body.size(), false);
   std::set<size_t> ready;  // movable statements whose inputs are all defined, by original index
   auto emit = [&](size_t i) {
