@@ -258,12 +258,16 @@ Value extreme_along(TraceBuilder& b, Args args, const char* arg_symbol) {
   return Value::tuple({V(values), V(kept)});
 }
 
-// Without a dim (Thunder's `ltorch.torch_max(t, None, False)`), the maximum of every element.
+// Without a dim (Thunder's `ltorch.torch_max(t, None, False)`), the maximum or minimum of every element.
 Value torch_max_impl(TraceBuilder& b, Args args, Kw) {
   if (args.size() < 2 || args[1].is_none()) return Value::of(ltorch::amax(b, tensor_arg(args, 0, "a"), {}, false));
   return extreme_along(b, args, "ltorch.argmax");
 }
-Value torch_min_impl(TraceBuilder& b, Args args, Kw) { return extreme_along(b, args, "ltorch.argmin"); }
+Value torch_min_impl(TraceBuilder& b, Args args, Kw) {
+  if (args.size() < 2 || args[1].is_none())
+    return Value::of(call1(b, "ltorch.amin", {V(tensor_arg(args, 0, "a")), Value::ints({}), Value::boolean(false)}));
+  return extreme_along(b, args, "ltorch.argmin");
+}
 
 }  // namespace
 
@@ -560,7 +564,9 @@ void register_indexing_execution() {
     return values_and_indices(at::max(tensor_at(a, 0, "a"), dim->integer_value(), flag_at(a, 2, k, "keepdim")));
   });
   exec_rule("ltorch.torch_min", [](Args a, Kw k) {
-    return values_and_indices(at::min(tensor_at(a, 0, "a"), dim_at(a, 1), flag_at(a, 2, k, "keepdim")));
+    const RValue* dim = argument(a, 1, k, "dim");
+    if (!dim || dim->is_none()) return RValue::of(at::min(tensor_at(a, 0, "a")));
+    return values_and_indices(at::min(tensor_at(a, 0, "a"), dim->integer_value(), flag_at(a, 2, k, "keepdim")));
   });
 }
 

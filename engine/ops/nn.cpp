@@ -113,17 +113,27 @@ const Value* given(Args args, Kw kwargs, size_t i, const char* name) {
   return v && !v->is_none() ? v : nullptr;
 }
 
+// A loss's reduction ('mean', 'sum' or 'none', position i or keyword); the legacy size_average and
+// reduce (positions legacy0, legacy1) are refused.
+std::string loss_reduction(Args args, Kw kwargs, size_t i, size_t legacy0, size_t legacy1, const char* op) {
+  if (given(args, kwargs, legacy0, "size_average") || given(args, kwargs, legacy1, "reduce"))
+    throw OpError(std::string(op) + "'s legacy size_average and reduce are not supported: pass reduction=");
+  const Value* r = given(args, kwargs, i, "reduction");
+  std::string reduction = !r ? "mean" : r->kind == Value::Kind::string ? r->s : "";
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    throw OpError(std::string(op) + ": reduction must be 'mean', 'sum' or 'none', got " + python_text(*r));
+  return reduction;
+}
+
+T reduced(TraceBuilder& b, const T& losses, const std::string& reduction) {
+  if (reduction == "none") return losses;
+  return reduction == "sum" ? sum(b, losses, {}, false) : mean(b, losses, {}, false);
+}
+
 // cross_entropy's arguments in Thunder's (and torch's) layout: (a, target, weight, size_average,
-// ignore_index, reduce, reduction, label_smoothing). The traced decomposition is the mean over the
-// rows whose target is not ignore_index, label_smoothing taken (cross_entropy_label_smoothing);
-// anything else is refused, not ignored.
+// ignore_index, reduce, reduction, label_smoothing), by position or keyword; the legacy size_average
+// and reduce are refused (loss_reduction).
 std::optional<int64_t> cross_entropy_ignore_index(Args args, Kw kwargs) {
-  if (given(args, kwargs, 2, "weight"))
-    throw OpError("cross_entropy with a class weight is not supported: the decomposition weighs every class equally");
-  if (given(args, kwargs, 3, "size_average") || given(args, kwargs, 5, "reduce"))
-    throw OpError("cross_entropy's legacy size_average and reduce are not supported: pass reduction='mean'");
-  if (const Value* r = given(args, kwargs, 6, "reduction"); r && !(r->kind == Value::Kind::string && r->s == "mean"))
-    throw OpError("cross_entropy supports reduction='mean' only, got " + python_text(*r));
   const Value* ignore = given(args, kwargs, 4, "ignore_index");
   if (!ignore) return std::nullopt;
   if (ignore->kind != Value::Kind::integer) throw OpError("cross_entropy's ignore_index must be an int, got " + python_text(*ignore));
@@ -160,16 +170,65 @@ T smoothed_cross_entropy(TraceBuilder& b, const T& logp, const T& target, int64_
   return neg(b, true_divide(b, V(total), V(count)));
 }
 
+// The general case, as torch computes it: logits [N, C, d...] (classes on dim 1, moved last and the
+// rest flattened into rows), class indices [N, d...]; row i's loss is
+//   (1 - s) * -w[t_i] * logp[i, t_i] + s / C * -sum_c w[c] * logp[i, c]
+// (w: the class weight, 1 without one; s: label_smoothing), 0 where t_i is ignore_index (-100 unless
+// given); 'mean' divides the sum by the kept rows' sum of w[t_i], 'sum' sums, 'none' keeps [N, d...].
+T general_cross_entropy(TraceBuilder& b, const T& logits, const T& target, const T& weight, int64_t ignore_index,
+                        double smoothing, const std::string& reduction) {
+  int64_t classes = logits->shape[1], rows = 1;
+  for (int64_t n : target->shape) rows *= n;
+  T flat = logits;
+  if (rank(logits) > 2) {
+    Dims classes_last = {0};
+    for (int64_t d = 2; d < rank(logits); ++d) classes_last.push_back(d);
+    classes_last.push_back(1);
+    flat = permute(b, logits, classes_last);
+  }
+  flat = reshape(b, flat, {rows, classes});
+  T logp = log_softmax(b, flat, 1);
+  auto [kept, safe] = kept_rows(b, reshape(b, target, {rows}), ignore_index, logits->dtype);
+  T row_weight = kept;
+  if (weight)
+    row_weight = mul(b, V(call1(b, "ltorch.index_select", {V(weight), Value::integer(0), V(safe)})), V(kept));
+  T picked = reshape(b, take_along_dim(b, logp, unsqueeze(b, safe, 1), 1), {rows});
+  T losses = neg(b, mul(b, V(picked), V(row_weight)));
+  if (smoothing != 0) {
+    T spread = sum(b, weight ? mul(b, V(logp), V(weight)) : logp, {1}, false);
+    T smooth = neg(b, mul(b, V(spread), V(kept)));
+    losses = add(b, V(mul(b, V(losses), Value::floating(1.0 - smoothing))),
+                 V(mul(b, V(smooth), Value::floating(smoothing / static_cast<double>(classes)))));
+  }
+  if (reduction == "none") return reshape(b, losses, target->shape);
+  if (reduction == "sum") return sum(b, losses, {}, false);
+  return true_divide(b, V(sum(b, losses, {}, false)), V(sum(b, row_weight, {}, false)));
+}
+
 Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T logits = tensor_arg(args, 0, "logits"), target = tensor_arg(args, 1, "target");
-  if (rank(logits) != 2 || rank(target) != 1 || logits->shape[0] != target->shape[0])
-    throw OpError("cross_entropy needs logits [N, C] and target [N], got " + shape_text(logits->shape) + " and " +
-                  shape_text(target->shape));
+  require_floating(logits, "cross_entropy");
+  Shape rows = logits->shape;
+  if (rank(logits) >= 2) rows.erase(rows.begin() + 1);
+  if (rank(logits) < 2 || target->shape != rows)
+    throw OpError("cross_entropy needs logits [N, C, ...] and target [N, ...] (class indices), got " +
+                  shape_text(logits->shape) + " and " + shape_text(target->shape));
   if (!is_integral(target->dtype) || target->dtype == DType::b8)
     throw OpError("cross_entropy target must hold class indices (an integer tensor), got " +
-                  std::string(short_name(target->dtype)));
+                  std::string(short_name(target->dtype)) + "; class probabilities are not supported");
   std::optional<int64_t> ignore_index = cross_entropy_ignore_index(args, kwargs);
   double smoothing = cross_entropy_label_smoothing(args, kwargs);
+  std::string reduction = loss_reduction(args, kwargs, 6, 3, 5, "cross_entropy");
+  T weight = nullptr;
+  if (const Value* w = given(args, kwargs, 2, "weight")) {
+    if (!w->is_proxy() || rank(w->proxy) != 1 || w->proxy->shape[0] != logits->shape[1])
+      throw OpError("cross_entropy's weight must be a tensor of one weight per class [" +
+                    std::to_string(logits->shape[1]) + "], got " + python_text(*w));
+    weight = w->proxy;
+  }
+  if (weight || reduction != "mean" || rank(logits) != 2)
+    return Value::of(general_cross_entropy(b, logits, target, weight, ignore_index.value_or(-100), smoothing, reduction));
+  // [N, C] logits, the mean, no class weight: Thunder's decomposition.
   T logp = log_softmax(b, logits, 1);
   if (smoothing != 0) return Value::of(smoothed_cross_entropy(b, logp, target, ignore_index.value_or(-100), smoothing));
   if (!ignore_index) {
@@ -183,23 +242,6 @@ Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
   return Value::of(neg(b, true_divide(b, V(total), V(sum(b, kept, {}, false)))));
 }
 
-// A loss's reduction ('mean', 'sum' or 'none', position i or keyword); the legacy size_average and
-// reduce (positions legacy0, legacy1) are refused.
-std::string loss_reduction(Args args, Kw kwargs, size_t i, size_t legacy0, size_t legacy1, const char* op) {
-  if (given(args, kwargs, legacy0, "size_average") || given(args, kwargs, legacy1, "reduce"))
-    throw OpError(std::string(op) + "'s legacy size_average and reduce are not supported: pass reduction=");
-  const Value* r = given(args, kwargs, i, "reduction");
-  std::string reduction = !r ? "mean" : r->kind == Value::Kind::string ? r->s : "";
-  if (reduction != "mean" && reduction != "sum" && reduction != "none")
-    throw OpError(std::string(op) + ": reduction must be 'mean', 'sum' or 'none', got " + python_text(*r));
-  return reduction;
-}
-
-T reduced(TraceBuilder& b, const T& losses, const std::string& reduction) {
-  if (reduction == "none") return losses;
-  return reduction == "sum" ? sum(b, losses, {}, false) : mean(b, losses, {}, false);
-}
-
 // mse_loss(a, target, size_average, reduce, reduction): the mean (sum, none) of (a - target)^2.
 Value mse_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T a = tensor_arg(args, 0, "input"), target = tensor_arg(args, 1, "target");
@@ -210,12 +252,11 @@ Value mse_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
 }
 
 // nll_loss(a, target, weight, size_average, ignore_index, reduce, reduction) for a [N, C, ...] input
-// and a [N, ...] target: -a[n, target[n], ...], over the rows whose target is not ignore_index (the
-// mean divides by their count). A class weight is refused.
+// and a [N, ...] target: -w[target[n]] * a[n, target[n], ...] (w: the class weight, 1 without one),
+// over the rows whose target is not ignore_index; the mean divides by the kept rows' sum of w.
 Value nll_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T a = tensor_arg(args, 0, "input"), target = tensor_arg(args, 1, "target");
   require_floating(a, "nll_loss");
-  if (given(args, kwargs, 2, "weight")) throw OpError("nll_loss with a class weight is not supported");
   Shape rows = a->shape;
   if (rank(a) >= 2) rows.erase(rows.begin() + 1);
   if (rank(a) < 2 || target->shape != rows || !is_integral(target->dtype) || target->dtype == DType::b8)
@@ -225,10 +266,20 @@ Value nll_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
   const Value* ignore = given(args, kwargs, 4, "ignore_index");
   int64_t ignore_index = ignore ? ignore->i : -100;
   auto [kept, safe] = kept_rows(b, target, ignore_index, a->dtype);
+  T row_weight = kept;
+  if (const Value* w = given(args, kwargs, 2, "weight")) {
+    if (!w->is_proxy() || rank(w->proxy) != 1 || w->proxy->shape[0] != a->shape[1])
+      throw OpError("nll_loss's weight must be a tensor of one weight per class [" + std::to_string(a->shape[1]) +
+                    "], got " + python_text(*w));
+    int64_t count = 1;
+    for (int64_t n : rows) count *= n;
+    T per_row = call1(b, "ltorch.index_select", {V(w->proxy), Value::integer(0), V(reshape(b, safe, {count}))});
+    row_weight = mul(b, V(reshape(b, per_row, rows)), V(kept));
+  }
   T picked = reshape(b, take_along_dim(b, a, unsqueeze(b, safe, 1), 1), rows);
-  T losses = neg(b, mul(b, V(picked), V(kept)));
+  T losses = neg(b, mul(b, V(picked), V(row_weight)));
   if (reduction != "mean") return Value::of(reduced(b, losses, reduction));
-  return Value::of(true_divide(b, V(sum(b, losses, {}, false)), V(sum(b, kept, {}, false))));
+  return Value::of(true_divide(b, V(sum(b, losses, {}, false)), V(sum(b, row_weight, {}, false))));
 }
 
 // batch_norm's arguments, in torch's layout (input, running_mean, running_var, weight, bias,
@@ -1036,11 +1087,12 @@ std::optional<int64_t> given_int(const BoundSymbol& f, size_t i, const char* nam
   return v.is_none() ? std::nullopt : std::optional<int64_t>(v.i);
 }
 
-// cross_entropy_backward knows no label smoothing: a smoothed loss is differentiated through its
-// decomposition.
+// cross_entropy_backward is the plain case's: [N, C] logits, the mean, no class weight, no label
+// smoothing. Any other loss is differentiated through its decomposition.
 bool cross_entropy_rule_applies(const BoundSymbol& f) {
-  Value smoothing = given(f, 7, "label_smoothing");
-  return smoothing.is_none() || smoothing.as_double() == 0.0;
+  Value smoothing = given(f, 7, "label_smoothing"), weight = given(f, 2, "weight"), reduction = given(f, 6, "reduction");
+  return (smoothing.is_none() || smoothing.as_double() == 0.0) && weight.is_none() &&
+         (reduction.is_none() || reduction.s == "mean") && f.args.at(0).is_proxy() && f.args[0].proxy->shape.size() == 2;
 }
 
 Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
@@ -1348,7 +1400,7 @@ void register_nn_execution() {
   });
   exec_rule("ltorch.nll_loss", [](Args a, Kw k) {
     const RValue* ignore = argument(a, 4, k, "ignore_index");
-    return RValue::of(at::nll_loss_nd(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), {},
+    return RValue::of(at::nll_loss_nd(tensor_at(a, 0, "input"), tensor_at(a, 1, "target"), maybe_tensor(a, 2, k, "weight"),
                                       reduction_at(a, 6, k, "ltorch.nll_loss"),
                                       ignore && !ignore->is_none() ? ignore->integer_value() : -100));
   });

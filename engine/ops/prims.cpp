@@ -423,6 +423,11 @@ void register_prim_execution() {
     auto dims = ints_at(a, 1, "dims");
     return RValue::of(dims.empty() ? t : at::amax(t, dims));
   });
+  exec_rule("prims.amin", [](Args a, Kw) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    auto dims = ints_at(a, 1, "dims");
+    return RValue::of(dims.empty() ? t : at::amin(t, dims));
+  });
   exec_rule("prims.var_mean", [](Args a, Kw k) {
     const at::Tensor& t = tensor_at(a, 0, "a");
     const RValue* c = rkwarg(k, "correction");
@@ -512,6 +517,7 @@ void register_prims() {
 
   reduction("sum");
   reduction("amax");
+  reduction("amin");
   define("prims.var_mean", true, {"reduction"}, var_mean_meta);
 
   define("prims.linear", true, {"matmul"}, linear_meta);

@@ -19,7 +19,7 @@
 //                       prims.shallow_copy(a)                            identity
 //                       prims.flip(a, dims)
 //   effect              prims.copy_(copy_from, copy_to)                  writes into copy_to (a trace input)
-//   reduction           prims.sum(a, dims)  prims.amax(a, dims)          reduced dims removed
+//   reduction           prims.sum(a, dims)  prims.amax(a, dims)  prims.amin(a, dims)  reduced dims removed
 //                       prims.var_mean(a, dims, correction=c)            -> (var, mean)
 //   matmul              prims.linear(a, w, bias)  prims.matmul(a, b)     bias may be None
 //   gather              prims.take(a, indices, dim)                      a.shape[:dim]+indices.shape+a.shape[dim+1:]

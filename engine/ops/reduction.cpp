@@ -71,12 +71,15 @@ Value mean_impl(TraceBuilder& b, Args args, Kw kwargs) {
   return Value::of(true_divide(b, Value::of(s), Value::integer(count)));
 }
 
-Value amax_impl(TraceBuilder& b, Args args, Kw kwargs) {
+// amax and amin: prims.amax or prims.amin over the dims (every dim when none is given).
+Value extremum_impl(TraceBuilder& b, Args args, Kw kwargs, const char* prim) {
   T a = tensor_arg(args, 0, "a");
   Dims dims = reduced_dims(a, args);
-  T r = call1(b, "prims.amax", {Value::of(a), Value::ints(dims)});
+  T r = call1(b, prim, {Value::of(a), Value::ints(dims)});
   return Value::of(keepdim_arg(args, 2, kwargs) ? keep_dims(b, r, a->shape, dims) : r);
 }
+Value amax_impl(TraceBuilder& b, Args args, Kw kwargs) { return extremum_impl(b, args, kwargs, "prims.amax"); }
+Value amin_impl(TraceBuilder& b, Args args, Kw kwargs) { return extremum_impl(b, args, kwargs, "prims.amin"); }
 
 // prims.var_mean of a over dims, with the call's correction= (1 when absent): (var, mean), dims dropped.
 std::pair<T, T> var_mean_prim(TraceBuilder& b, const T& a, const Dims& dims, Kw kwargs) {
@@ -193,7 +196,8 @@ Out mean_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return finish(b, f, r, unreduce(b, scaled, r.a->shape, r.dims, r.keepdim));
 }
 
-Out amax_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+// amax and amin: the cotangent split evenly among the elements equal to the result (as torch).
+Out extremum_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   Reduction r = read(f);
   T g = cts[0].proxy;
   T maxima = unreduce(b, f.output(), r.a->shape, r.dims, r.keepdim);
@@ -241,7 +245,7 @@ void register_reduction_gradients() {
   // The prims take (a, dims) and never keep dims; the same rules read them.
   for (const char* n : {"ltorch.sum", "prims.sum"}) register_grad_rule(op(n), sum_rule);
   register_grad_rule(op("ltorch.mean"), mean_rule);
-  for (const char* n : {"ltorch.amax", "prims.amax"}) register_grad_rule(op(n), amax_rule);
+  for (const char* n : {"ltorch.amax", "prims.amax", "ltorch.amin", "prims.amin"}) register_grad_rule(op(n), extremum_rule);
   for (const char* n : {"ltorch.var_mean", "prims.var_mean"}) register_grad_rule(op(n), var_mean_rule);
   for (const char* n : {"ltorch.var", "ltorch.std"}) register_grad_through_decomposition(op(n));
   register_grad_rule(op("ltorch.cumsum"), cumsum_rule);
@@ -284,6 +288,10 @@ void register_reduction_execution() {
     const at::Tensor& t = tensor_at(a, 0, "a");
     return RValue::of(at::amax(t, reduction_dims(rarg(a, 1, "dims"), t.dim()), keepdim_at(a, 2, k)));
   });
+  exec_rule("ltorch.amin", [](Args a, Kw k) {
+    const at::Tensor& t = tensor_at(a, 0, "a");
+    return RValue::of(at::amin(t, reduction_dims(rarg(a, 1, "dims"), t.dim()), keepdim_at(a, 2, k)));
+  });
   exec_rule("ltorch.var_mean", [](Args a, Kw k) {
     const at::Tensor& t = tensor_at(a, 0, "a");
     const RValue* c = rkwarg(k, "correction");
@@ -318,6 +326,7 @@ void register_reduction() {
   define("ltorch.sum", false, red, sum_impl);
   define("ltorch.mean", false, red, mean_impl);
   define("ltorch.amax", false, red, amax_impl);
+  define("ltorch.amin", false, red, amin_impl);
   define("ltorch.var_mean", false, red, var_mean_impl);
   define("ltorch.var", false, red, var_impl);
   define("ltorch.std", false, red, std_impl);

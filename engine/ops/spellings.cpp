@@ -105,7 +105,7 @@ void register_spellings() {
   for (const char* p : {"neg", "abs", "sign", "exp", "log", "tanh", "erf", "rsqrt", "sqrt", "sin", "cos", "reciprocal",
                         "bitwise_not", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
                         "gt", "ge", "where", "convert_element_type", "reshape", "transpose", "broadcast_in_dim", "slice",
-                        "cat", "shallow_copy", "flip", "sum", "amax", "var_mean", "linear", "matmul", "take",
+                        "cat", "shallow_copy", "flip", "sum", "amax", "amin", "var_mean", "linear", "matmul", "take",
                         "take_along_axis", "full", "iota", "uniform_philox", "convolution"})
     runs_as(std::string("torch_") + p + "_prim_impl", std::string("prims.") + p);
   runs_as("torch_prims_reshape_impl", "ltorch.reshape");
@@ -164,7 +164,7 @@ void register_spellings() {
   // The torch executor's spellings of the ltorch ops.
   for (const char* n : {"reshape", "permute", "matmul", "true_divide", "sum", "mean", "add", "sub", "mul", "pow", "exp",
                         "neg", "erf", "tanh", "log", "rsqrt", "sqrt", "relu", "sigmoid", "where", "eq", "ne", "lt", "le",
-                        "gt", "ge", "maximum", "transpose", "unsqueeze", "cat", "amax", "var_mean", "split",
+                        "gt", "ge", "maximum", "transpose", "unsqueeze", "cat", "amax", "amin", "var_mean", "split",
                         "masked_fill", "take_along_dim", "softmax", "log_softmax", "layer_norm", "embedding", "full",
                         "ones", "zeros", "arange", "abs", "sign", "sin", "cos", "reciprocal", "bitwise_not", "minimum",
                         "clamp", "flip", "flatten", "tril", "triu", "convolution", "conv1d", "conv2d", "conv3d",

@@ -63,6 +63,8 @@ CASES = {
     "topk_smallest": ("ltorch.topk", lambda m, w, x: (w * x.mean()).topk(2, dim=0, largest=False)[0]),
     "max_dim": ("ltorch.torch_max", lambda m, w, x: torch.max(w * x.sum(), dim=1).values),
     "min_dim_keepdim": ("ltorch.torch_min", lambda m, w, x: (w - x[0]).min(0, keepdim=True)[0]),
+    "min_whole": ("ltorch.amin", lambda m, w, x: w * torch.min(w[:3] + x)),
+    "amin": ("ltorch.amin", lambda m, w, x: (w[:3] - x).amin(dim=1, keepdim=True) * w[:3]),
     "argmax": ("ltorch.argmax", lambda m, w, x: w * x.argmax(dim=1).sum()),
     "argmin": ("ltorch.argmin", lambda m, w, x: w + (w + x.sum()).argmin()),
 }

@@ -1,6 +1,6 @@
 """Neural-network layers recorded as the engine's own ops (group_norm, instance_norm,
 conv_transpose1d/2d/3d, lstm, gru, smooth_l1_loss, binary_cross_entropy(_with_logits),
-cross_entropy's label_smoothing), each run
+cross_entropy with label_smoothing, a class weight, every reduction and logits [N, C, ...]), each run
 through thunder_viz.jit against eager torch (outputs, gradients, buffers, SGD steps) and recorded
 natively: the op is in the trace and no ATen fallback is."""
 import os
@@ -154,3 +154,46 @@ class SmoothedCrossEntropy(torch.nn.Module):
 def test_cross_entropy_label_smoothing():
     y = torch.tensor([0, 2, 4, 1, 2, 3])
     check_native(SmoothedCrossEntropy(), ["ltorch.cross_entropy"], torch.randn(6, 4), y)
+
+
+class WeightedCrossEntropy(torch.nn.Module):
+    """cross_entropy as classifiers with imbalanced classes and segmenters call it: a class weight
+    (a buffer), every reduction, ignore_index, label smoothing, and logits [N, C, L]."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 5)
+        self.register_buffer("class_weight", torch.tensor([0.5, 2.0, 1.0, 3.0, 0.25]))
+
+    def forward(self, x, y, y_seq):
+        logits = self.lin(x)
+        per_position = self.lin(x.reshape(2, 3, 4)).transpose(1, 2)  # [2, 5, 3]: classes on dim 1
+        w = self.class_weight
+        return (F.cross_entropy(logits, y, weight=w),
+                F.cross_entropy(logits, y, weight=w, reduction="sum", ignore_index=2),
+                F.cross_entropy(logits, y, weight=w, reduction="none", label_smoothing=0.2),
+                torch.nn.CrossEntropyLoss(weight=w, ignore_index=4, label_smoothing=0.3)(logits, y),
+                F.cross_entropy(logits, y, reduction="none", ignore_index=0),
+                F.cross_entropy(per_position, y_seq),
+                F.cross_entropy(per_position, y_seq, weight=w, reduction="sum", label_smoothing=0.1),
+                F.nll_loss(F.log_softmax(logits, 1), y, weight=w, ignore_index=1),
+                torch.nn.NLLLoss(weight=w, reduction="none")(F.log_softmax(per_position, 1), y_seq))
+
+
+def test_cross_entropy_weight_reductions_and_positions():
+    y = torch.tensor([0, 2, 4, 1, 2, 3])
+    check_native(WeightedCrossEntropy(), ["ltorch.cross_entropy", "ltorch.nll_loss"], torch.randn(6, 4), y, y.reshape(2, 3))
+
+
+class SoftTargets(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 5)
+
+    def forward(self, x, p):
+        return F.cross_entropy(self.lin(x), p)
+
+
+def test_cross_entropy_of_class_probabilities_falls_back_to_aten():
+    tm = check_against_eager(SoftTargets(), torch.randn(6, 4), torch.softmax(torch.randn(6, 5), 1))
+    assert "ltorch.cross_entropy(" not in str(tv.last_traces(tm)[0])

@@ -321,8 +321,11 @@ std::vector<Case> cases() {
          Value least = call(b, "ltorch.torch_min", {V(x[0]), Value::integer(1), Value::boolean(true)});
          ProxyPtr at = call(b, "ltorch.argmax", {V(x[0]), Value::integer(1), Value::boolean(true)}).proxy;
          ProxyPtr whole = call(b, "ltorch.torch_max", {V(x[0]), Value::none(), Value::boolean(false)}).proxy;
+         ProxyPtr smallest = call(b, "ltorch.torch_min", {V(x[0]), Value::none(), Value::boolean(false)}).proxy;
+         ProxyPtr row_min = call(b, "ltorch.amin", {V(x[0]), Value::ints({1}), Value::boolean(true)}).proxy;
          return std::vector{top.items[0].proxy, most.items[0].proxy,
-                            lt::mul(b, V(least.items[0].proxy), V(lt::convert_element_type(b, at, DType::f32))), whole};
+                            lt::mul(b, V(least.items[0].proxy), V(lt::convert_element_type(b, at, DType::f32))), whole,
+                            smallest, row_min};
        }},
       {"dropout_seed_input", {f({4, 8}), idx({}, 1000)}, [](B b, P x) {
          return std::vector{b.call("ltorch.dropout", {V(x[0]), Value::floating(0.25), V(x[1]), Value::boolean(true),
@@ -386,9 +389,11 @@ std::vector<Case> cases() {
          return std::vector{call(b, "ltorch.batch_norm", {V(x[0]), V(x[3]), V(x[4]), V(x[1]), V(x[2]), Value::boolean(false),
                                                           Value::floating(0.1), Value::floating(1e-5)}).proxy};
        }},
-      {"losses", {f({6, 5}), f({6, 5}), idx({6}, 5)}, [](B b, P x) {
+      {"losses", {f({6, 5}), f({6, 5}), idx({6}, 5), stat({5})}, [](B b, P x) {
          Value logp = call(b, "ltorch.log_softmax", {V(x[0]), Value::integer(1)});
          return std::vector{
+             call(b, "ltorch.nll_loss", {logp, V(x[2]), V(x[3]), Value::none(), Value::integer(1), Value::none(),
+                                         Value::string("mean")}).proxy,
              call(b, "ltorch.mse_loss", {V(x[0]), V(x[1]), Value::none(), Value::none(), Value::string("mean")}).proxy,
              call(b, "ltorch.nll_loss", {logp, V(x[2]), Value::none(), Value::none(), Value::integer(1), Value::none(),
                                          Value::string("mean")}).proxy,
@@ -435,6 +440,18 @@ std::vector<Case> cases() {
                                               Value::string("mean"), Value::floating(0.2)}).proxy,
              call(b, "ltorch.cross_entropy", {V(x[0]), V(x[1]), Value::none(), Value::none(), Value::integer(-100),
                                               Value::none(), Value::string("mean"), Value::floating(0.7)}).proxy};
+       }},
+      {"cross_entropy_weight_reductions_positions", {f({6, 5}), idx({6}, 5), stat({5}), f({2, 5, 3}), idx({2, 3}, 5)},
+       [](B b, P x) {
+         auto ce = [&](const ProxyPtr& logits, const ProxyPtr& target, Value weight, int64_t ignore, const char* reduction,
+                       double smoothing) {
+           return call(b, "ltorch.cross_entropy", {V(logits), V(target), std::move(weight), Value::none(), Value::integer(ignore),
+                                                   Value::none(), Value::string(reduction), Value::floating(smoothing)}).proxy;
+         };
+         const ProxyPtr& w = x[2];  // positive class weights, a buffer
+         return std::vector{ce(x[0], x[1], V(w), -100, "mean", 0.0), ce(x[0], x[1], V(w), 2, "sum", 0.0),
+                            ce(x[0], x[1], V(w), 4, "none", 0.3), ce(x[0], x[1], Value::none(), 1, "none", 0.0),
+                            ce(x[3], x[4], Value::none(), -100, "mean", 0.0), ce(x[3], x[4], V(w), 0, "mean", 0.2)};
        }},
       {"binary_losses", {f({4, 5}), stat({4, 5}), f({4, 5}), stat({5}), stat({5})}, [](B b, P x) {
          ProxyPtr p = lt::sigmoid(b, x[0]), t = lt::sigmoid(b, x[1]);

@@ -555,6 +555,14 @@ TEST_P(ExecOps, ExecBatchNormAndLosses) {
                                                 Value::none(), Value::string("mean")});
            },
            [](const Ts& x) { return Ts{at::nll_loss_nd(x[0], x[1], {}, at::Reduction::Mean, 2)}; });
+  for (auto [reduction, code] : {std::pair{"mean", at::Reduction::Mean}, std::pair{"none", at::Reduction::None}})
+    check_op(std::string("nll_loss class weight, spatial, ") + reduction,
+             {at::log_softmax(randn({6, 5, 3}), 1), target, at::rand({5}) + 0.1},
+             [reduction = reduction](TraceBuilder& b, const P& p) {
+               return call(b, "ltorch.nll_loss", {V(p[0]), V(p[1]), V(p[2]), Value::none(), Value::integer(2),
+                                                  Value::none(), Value::string(reduction)});
+             },
+             [code = code](const Ts& x) { return Ts{at::nll_loss_nd(x[0], x[1], x[2], code, 2)}; });
 }
 
 TEST_P(ExecOps, ExecGroupInstanceNormAndBinaryLosses) {
@@ -582,6 +590,29 @@ TEST_P(ExecOps, ExecGroupInstanceNormAndBinaryLosses) {
                                                      Value::none(), Value::string("mean"), Value::floating(0.3)});
            },
            [](const Ts& x) { return Ts{at::cross_entropy_loss(x[0], x[1], {}, at::Reduction::Mean, 2, 0.3)}; });
+  // A class weight, each reduction, logits [N, C, L]: the general decomposition against torch's kernel.
+  at::Tensor per_position = at::randint(0, 5, {2, 3}, at::kLong);
+  per_position.index_put_({0, 1}, 4);
+  struct WeightedCase {
+    const char* reduction;
+    int64_t code, ignore;
+    double smoothing;
+  };
+  for (WeightedCase w : {WeightedCase{"mean", at::Reduction::Mean, -100, 0.0}, WeightedCase{"sum", at::Reduction::Sum, 2, 0.0},
+                         WeightedCase{"none", at::Reduction::None, 2, 0.25}, WeightedCase{"mean", at::Reduction::Mean, 4, 0.1}}) {
+    std::string label = std::string("cross_entropy weight ") + w.reduction + " ignore " + std::to_string(w.ignore) +
+                        " smoothing " + std::to_string(w.smoothing);
+    auto build = [w](TraceBuilder& b, const P& p) {
+      return call(b, "ltorch.cross_entropy", {V(p[0]), V(p[1]), V(p[2]), Value::none(), Value::integer(w.ignore),
+                                              Value::none(), Value::string(w.reduction), Value::floating(w.smoothing)});
+    };
+    check_op(label, {randn({6, 5}), classes, at::rand({5}) + 0.1}, build, [w](const Ts& x) {
+      return Ts{at::cross_entropy_loss(x[0], x[1], x[2], w.code, w.ignore, w.smoothing)};
+    });
+    check_op(label + " [N, C, L]", {randn({2, 5, 3}), per_position, at::rand({5}) + 0.1}, build, [w](const Ts& x) {
+      return Ts{at::cross_entropy_loss(x[0], x[1], x[2], w.code, w.ignore, w.smoothing)};
+    });
+  }
   check_op("smooth_l1_loss", {randn({4, 3}), randn({4, 3})},
            [](TraceBuilder& b, const P& p) {
              return call(b, "ltorch.smooth_l1_loss", {V(p[0]), V(p[1]), Value::none(), Value::none(), Value::string("sum"),
@@ -751,6 +782,11 @@ TEST_P(ExecOps, ExecReductions) {
     check_op("amax dims (1,)" + k, {x},
              [keepdim](TraceBuilder& b, const P& p) { return V(ltorch::amax(b, p[0], {1}, keepdim)); },
              [keepdim](const Ts& x) { return Ts{at::amax(x[0], std::vector<int64_t>{1}, keepdim)}; });
+    check_op("amin dims (0, 2)" + k, {x},
+             [keepdim](TraceBuilder& b, const P& p) {
+               return b.call("ltorch.amin", {V(p[0]), Value::ints({0, 2}), Value::boolean(keepdim)});
+             },
+             [keepdim](const Ts& x) { return Ts{at::amin(x[0], std::vector<int64_t>{0, 2}, keepdim)}; });
     for (int64_t correction : {0, 1})
       check_op("var_mean correction " + std::to_string(correction) + k, {x},
                [=](TraceBuilder& b, const P& p) {

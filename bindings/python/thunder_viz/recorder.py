@@ -756,9 +756,16 @@ def h_silu(rec, out, input, inplace=False):
 @_emits('ltorch.cross_entropy')
 def h_cross_entropy(rec, out, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                     reduction="mean", label_smoothing=0.0):
-    if weight is not None or reduction != "mean" or input.dim() != 2 or target.dim() != 1 or target.is_floating_point():
-        raise rec.unsupported("cross_entropy with weight, reduction other than 'mean', or not of [N, C] and class indices [N]")
+    if size_average is not None or reduce is not None:
+        raise rec.unsupported("cross_entropy with the legacy size_average or reduce (pass reduction=)")
+    if input.dim() < 2 or target.is_floating_point():
+        raise rec.unsupported("cross_entropy of an unbatched input or of class probabilities "
+                              "(the engine takes logits [N, C, ...] and class indices [N, ...])")
     keywords = {"ignore_index": int(ignore_index)}
+    if weight is not None:
+        keywords["weight"] = weight
+    if reduction != "mean":
+        keywords["reduction"] = str(reduction)
     if label_smoothing:
         keywords["label_smoothing"] = float(label_smoothing)
     rec.emit("ltorch.cross_entropy", [input, target], out, keywords)
@@ -973,8 +980,8 @@ def _reduction(name):
         if dtype is not None:
             raise rec.unsupported(f"{name} with dtype")
         dims = _dims(dim, a.dim())
-        if name == "amax":
-            rec.emit("ltorch.amax", [a, dims, bool(keepdim)], out)
+        if name in ("amax", "amin"):
+            rec.emit("ltorch." + name, [a, dims, bool(keepdim)], out)
         else:  # as the engine's own ltorch.sum and ltorch.mean: every dim is None, dtype a keyword
             rec.emit("ltorch." + name, [a, dims or None, bool(keepdim)], out, {"dtype": None})
     h.symbols = ("ltorch." + name,)
@@ -1106,9 +1113,9 @@ def _triangle(name):
 @_emits('ltorch.nll_loss')
 def h_nll_loss(rec, out, input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                reduction="mean"):
-    if weight is not None or size_average is not None or reduce is not None:
-        raise rec.unsupported("nll_loss with a weight or the legacy size_average/reduce")
-    rec.emit("ltorch.nll_loss", [input, target, None, None, int(ignore_index), None, reduction], out)
+    if size_average is not None or reduce is not None:
+        raise rec.unsupported("nll_loss with the legacy size_average or reduce (pass reduction=)")
+    rec.emit("ltorch.nll_loss", [input, target, weight, None, int(ignore_index), None, reduction], out)
 
 
 @_emits('ltorch.mse_loss')
@@ -1370,14 +1377,13 @@ def _extreme(name):
         if other is not None:
             rec.emit("ltorch.maximum" if name == "max" else "ltorch.minimum", [input, other], out)
         elif dim is None:
-            if name == "min":
-                raise rec.unsupported("torch.min of a whole tensor", key=name)
-            rec.emit("ltorch.amax", [input, [], False], out)
+            rec.emit("ltorch.amax" if name == "max" else "ltorch.amin", [input, [], False], out)
         elif input.dim() == 0:
             raise rec.unsupported(f"torch.{name} of a 0-d tensor along a dim", key=name)
         else:
             rec.emit(f"ltorch.torch_{name}", [input, _dim(dim, input.dim()), bool(keepdim)], list(out))
-    h.symbols = (f"ltorch.torch_{name}", "ltorch.amax", "ltorch.maximum" if name == "max" else "ltorch.minimum")
+    h.symbols = (f"ltorch.torch_{name}", "ltorch.amax" if name == "max" else "ltorch.amin",
+                 "ltorch.maximum" if name == "max" else "ltorch.minimum")
     return h
 
 
@@ -1449,7 +1455,7 @@ HANDLERS = {
     "bfloat16": _cast(torch.bfloat16), "long": _cast(torch.int64), "int": _cast(torch.int32), "bool": _cast(torch.bool),
     "type_as": h_type_as,
     "split": h_split, "chunk": h_chunk, "cat": h_cat, "concat": h_cat,
-    "sum": _reduction("sum"), "mean": _reduction("mean"), "amax": _reduction("amax"),
+    "sum": _reduction("sum"), "mean": _reduction("mean"), "amax": _reduction("amax"), "amin": _reduction("amin"),
     "where": h_where, "masked_fill": h_masked_fill,
     "var": _variance("var"), "std": _variance("std"), "cumsum": h_cumsum, "roll": h_roll, "repeat": h_repeat,
     "addmm": _scaled_product("addmm"), "baddbmm": _scaled_product("baddbmm"), "einsum": h_einsum,
