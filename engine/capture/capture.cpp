@@ -62,7 +62,7 @@ Capture capture_from_json(std::string text, const std::string& source_name) {
   auto document = parse_document(text, source_name);
   std::string().swap(text);  // the document holds it all now: a large capture's peak is one copy
   try {
-    return capture_detail::decode_capture(document, source_name);
+    return capture_detail::decode_capture(std::move(document), source_name);
   } catch (const CaptureError&) {
     throw;
   } catch (const std::bad_alloc&) {

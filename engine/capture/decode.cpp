@@ -171,7 +171,7 @@ void apply_sources(Trace& t, const Indexed& overrides) {
 // everywhere; the trace is this stage's alone, so the links are set on it.
 StageTrace stored_trace(const Cursor& text, StageExtras extras) {
   return StageTrace::stored(
-      text.string(), [file = text.file(), path = text.path(), extras = std::move(extras)](const std::string& source) {
+      text.take_string(), [file = text.file(), path = text.path(), extras = std::move(extras)](const std::string& source) {
         auto r = parse_trace(source);
         if (!r.trace) {
           int line = r.error ? r.error->line : 0, column = r.error ? r.error->column : 0;
@@ -518,7 +518,7 @@ int document_version(const Cursor& root) {
 
 }  // namespace
 
-Capture decode_capture(const Json& document, const std::string& file) {
+Capture decode_capture(Json document, const std::string& file) {
   Cursor root(document, "", file);
   if (!document.is_object()) root.fail_expected("an object (a thunder-viz capture)");
   Context ctx;

@@ -2,7 +2,8 @@
 // Contract: reads the current version and every older one back to kOldestCaptureVersion,
 // upgrading in memory (version 0 kept the stages as one flat list with a "kind" member and had no
 // "structure"); a newer version is refused before anything else is read. Stored trace texts are
-// parsed with parse_trace; a parse error names the text's JSON path and its line:column.
+// parsed with parse_trace; a parse error names the text's JSON path and its line:column. The stored
+// texts are moved out of the document, which the decoder takes.
 #pragma once
 #include <string>
 
@@ -11,6 +12,6 @@
 
 namespace tv::capture_detail {
 
-Capture decode_capture(const Json& document, const std::string& file);
+Capture decode_capture(Json document, const std::string& file);
 
 }  // namespace tv::capture_detail

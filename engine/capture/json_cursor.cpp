@@ -79,6 +79,11 @@ std::string Cursor::string() const {
   return value_->get<std::string>();
 }
 
+std::string Cursor::take_string() const {
+  if (!value_->is_string()) fail_expected("a string");
+  return std::move(const_cast<Json&>(*value_).get_ref<std::string&>());
+}
+
 bool Cursor::boolean() const {
   if (!value_->is_boolean()) fail_expected("a boolean");
   return value_->get<bool>();

@@ -40,6 +40,9 @@ class Cursor {
   void expect_object() const;
   void expect_array() const;
   std::string string() const;
+  // The string, moved out of the document: for the long stored texts, which a copy would double.
+  // Only for a document its reader owns and drops afterwards (decode_capture's).
+  std::string take_string() const;
   bool boolean() const;
   int64_t integer() const;                                   // a JSON integer, no fraction
   int integer32() const;                                     // an integer that fits in an int
