@@ -103,6 +103,11 @@ class Init {
     if (meta()) return on_meta(shape, at::kLong);
     return place(at::randint(high, shape, gen_, at::TensorOptions().dtype(at::kLong)));
   }
+  // Refuses at once `count` repeated blocks of `each` tensors that would pass the limit: counting
+  // them as they are made would first make a quarter of a million.
+  void expect_blocks(int64_t count, int64_t each) const {
+    if (count > kMaxTensors / each) refuse_size();
+  }
 
  private:
   bool meta() const { return device_.is_meta(); }
@@ -115,9 +120,11 @@ class Init {
   // even on the meta device, where each tensor still costs its header.
   static constexpr int64_t kMaxTensors = 250000;
   void count_one() const {
-    if (++made_ > kMaxTensors)
-      throw std::invalid_argument("the model would hold more than " + std::to_string(kMaxTensors) +
-                                  " tensors (parameters, buffers and inputs): lower its layers or other size parameters");
+    if (++made_ > kMaxTensors) refuse_size();
+  }
+  [[noreturn]] static void refuse_size() {
+    throw std::invalid_argument("the model would hold more than " + std::to_string(kMaxTensors) +
+                                " tensors (parameters, buffers and inputs): lower its layers or other size parameters");
   }
 
   at::Tensor place(const at::Tensor& t) const {
@@ -223,6 +230,7 @@ Module make_gpt(const Params& p) {
   if (d % heads != 0)
     p.bad("heads", "a divisor of d_model (" + std::to_string(d) + ")");
   Init init(p.seed(), p.device());
+  init.expect_blocks(layers, 12);  // a block: two layer norms and four linears, a weight and a bias each
   Module m;
   m.name = "gpt";
   m.add_parameter("transformer.wte.weight", init.normal({vocab, d}, 0.02));

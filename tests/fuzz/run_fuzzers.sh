@@ -66,7 +66,8 @@ for t in "${targets[@]}"; do
   exe="$root/build-fuzz/bin/${t}_fuzzer"
   work="$root/build-fuzz/fuzz/$t"
   rm -rf "$work/corpus" && mkdir -p "$work/corpus" "$work/artifacts"
-  common=(-dict="$here/dict/$t.dict" -max_len="$(max_len "$t")" -timeout=20 -rss_limit_mb=4096
+  # A unit that runs for a minute is a hang; 20 s was reached by a niced run starved by builds beside it.
+  common=(-dict="$here/dict/$t.dict" -max_len="$(max_len "$t")" -timeout=60 -rss_limit_mb=4096
           -artifact_prefix="$work/artifacts/" -print_final_stats=1)
   regressions=("$here"/regressions/"$t"/*)
   if [ -e "${regressions[0]}" ]; then
