@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 
 #include "ops/ltorch.h"
@@ -90,16 +91,25 @@ class Init {
   at::Tensor param(at::Tensor cpu) const { return place(cpu).set_requires_grad(true); }
   // nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
   at::Tensor uniform(at::IntArrayRef shape, int64_t fan_in) {
+    check_size(shape);
     if (meta()) return param(on_meta(shape));
     double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
     return param((at::rand(shape, gen_) * 2 - 1) * bound);
   }
   at::Tensor normal(at::IntArrayRef shape, double std) {
+    check_size(shape);
     return param(meta() ? on_meta(shape) : at::randn(shape, gen_) * std);
   }
-  at::Tensor filled(at::IntArrayRef shape, double v) { return param(meta() ? on_meta(shape) : at::full(shape, v)); }
-  at::Tensor input(at::IntArrayRef shape) { return meta() ? on_meta(shape) : place(at::randn(shape, gen_)); }
+  at::Tensor filled(at::IntArrayRef shape, double v) {
+    check_size(shape);
+    return param(meta() ? on_meta(shape) : at::full(shape, v));
+  }
+  at::Tensor input(at::IntArrayRef shape) {
+    check_size(shape);
+    return meta() ? on_meta(shape) : place(at::randn(shape, gen_));
+  }
   at::Tensor indices(at::IntArrayRef shape, int64_t high) {
+    check_size(shape);
     if (meta()) return on_meta(shape, at::kLong);
     return place(at::randint(high, shape, gen_, at::TensorOptions().dtype(at::kLong)));
   }
@@ -121,6 +131,21 @@ class Init {
   static constexpr int64_t kMaxTensors = 250000;
   void count_one() const {
     if (++made_ > kMaxTensors) refuse_size();
+  }
+  // A tensor whose bytes do not fit in an int64 (d_model=99000000000000000) is refused with its
+  // shape, before LibTorch's own overflow error (a failed run, not bad input) can be raised.
+  static void check_size(at::IntArrayRef shape) {
+    int64_t bytes = 8;
+    for (int64_t n : shape) {
+      if (n <= 0 || bytes <= std::numeric_limits<int64_t>::max() / n) {
+        bytes *= std::max<int64_t>(n, 0);
+        continue;
+      }
+      std::string text;
+      for (int64_t m : shape) text += (text.empty() ? "" : ", ") + std::to_string(m);
+      throw std::invalid_argument("the model would hold a tensor of shape [" + text +
+                                  "], larger than any memory: lower its d_model, vocab or other size parameters");
+    }
   }
   [[noreturn]] static void refuse_size() {
     throw std::invalid_argument("the model would hold more than " + std::to_string(kMaxTensors) +

@@ -146,6 +146,13 @@ TEST(Jit, CheckingAModelRequestNeedsNoMemory) {
   EXPECT_THROW(check_model("gpt", {{"layers", "0"}}), std::invalid_argument);
   // Billions of layers are refused by their count of tensors, before memory runs out on meta headers.
   EXPECT_THROW(check_model("gpt", {{"layers", "42949672981"}}), std::invalid_argument);
+  // A width whose tensors' bytes overflow is bad input naming the shape, not LibTorch's overflow error.
+  try {
+    check_model("gpt", {{"layers", "8"}, {"d_model", "99000000000000000"}, {"heads", "1"}});
+    ADD_FAILURE() << "a d_model of 9.9e16 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[128, 99000000000000000]"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(check_model("mlp", {{"depth", "2"}}), std::invalid_argument);
   EXPECT_THROW(check_model("resnet", {}), std::invalid_argument);
   EXPECT_THROW(check_model("linear", {{"device", "tpu"}}), std::invalid_argument);
