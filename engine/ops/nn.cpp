@@ -147,6 +147,27 @@ std::pair<T, T> kept_rows(TraceBuilder& b, const T& target, int64_t ignore_index
   return {convert_element_type(b, valid, dtype), safe};
 }
 
+// The class weight of cross_entropy and nll_loss (position 2 or weight=): a tensor [C], null when absent.
+T class_weight(Args args, Kw kwargs, int64_t classes, const char* op) {
+  const Value* w = given(args, kwargs, 2, "weight");
+  if (!w) return nullptr;
+  if (!w->is_proxy() || rank(w->proxy) != 1 || w->proxy->shape[0] != classes)
+    throw OpError(std::string(op) + "'s weight must be a tensor of one weight per class [" + std::to_string(classes) +
+                  "], got " + python_text(*w));
+  return w->proxy;
+}
+
+// Each row's weight: weight[target] where the row is kept (kept_rows), 0 where it is ignored; `kept`
+// itself without a class weight.
+T row_weights(TraceBuilder& b, const T& weight, const T& safe, const T& kept) {
+  if (!weight) return kept;
+  int64_t count = 1;
+  for (int64_t n : safe->shape) count *= n;
+  T flat = rank(safe) == 1 ? safe : reshape(b, safe, {count});
+  T per_row = call1(b, "ltorch.index_select", {V(weight), Value::integer(0), V(flat)});
+  return mul(b, V(rank(safe) == 1 ? per_row : reshape(b, per_row, safe->shape)), V(kept));
+}
+
 // label_smoothing (position 7 or keyword) in [0, 1]; 0 when absent.
 double cross_entropy_label_smoothing(Args args, Kw kwargs) {
   const Value* s = given(args, kwargs, 7, "label_smoothing");
@@ -189,9 +210,7 @@ T general_cross_entropy(TraceBuilder& b, const T& logits, const T& target, const
   flat = reshape(b, flat, {rows, classes});
   T logp = log_softmax(b, flat, 1);
   auto [kept, safe] = kept_rows(b, reshape(b, target, {rows}), ignore_index, logits->dtype);
-  T row_weight = kept;
-  if (weight)
-    row_weight = mul(b, V(call1(b, "ltorch.index_select", {V(weight), Value::integer(0), V(safe)})), V(kept));
+  T row_weight = row_weights(b, weight, safe, kept);
   T picked = reshape(b, take_along_dim(b, logp, unsqueeze(b, safe, 1), 1), {rows});
   T losses = neg(b, mul(b, V(picked), V(row_weight)));
   if (smoothing != 0) {
@@ -219,13 +238,7 @@ Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
   std::optional<int64_t> ignore_index = cross_entropy_ignore_index(args, kwargs);
   double smoothing = cross_entropy_label_smoothing(args, kwargs);
   std::string reduction = loss_reduction(args, kwargs, 6, 3, 5, "cross_entropy");
-  T weight = nullptr;
-  if (const Value* w = given(args, kwargs, 2, "weight")) {
-    if (!w->is_proxy() || rank(w->proxy) != 1 || w->proxy->shape[0] != logits->shape[1])
-      throw OpError("cross_entropy's weight must be a tensor of one weight per class [" +
-                    std::to_string(logits->shape[1]) + "], got " + python_text(*w));
-    weight = w->proxy;
-  }
+  T weight = class_weight(args, kwargs, logits->shape[1], "cross_entropy");
   if (weight || reduction != "mean" || rank(logits) != 2)
     return Value::of(general_cross_entropy(b, logits, target, weight, ignore_index.value_or(-100), smoothing, reduction));
   // [N, C] logits, the mean, no class weight: Thunder's decomposition.
@@ -266,16 +279,7 @@ Value nll_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
   const Value* ignore = given(args, kwargs, 4, "ignore_index");
   int64_t ignore_index = ignore ? ignore->i : -100;
   auto [kept, safe] = kept_rows(b, target, ignore_index, a->dtype);
-  T row_weight = kept;
-  if (const Value* w = given(args, kwargs, 2, "weight")) {
-    if (!w->is_proxy() || rank(w->proxy) != 1 || w->proxy->shape[0] != a->shape[1])
-      throw OpError("nll_loss's weight must be a tensor of one weight per class [" + std::to_string(a->shape[1]) +
-                    "], got " + python_text(*w));
-    int64_t count = 1;
-    for (int64_t n : rows) count *= n;
-    T per_row = call1(b, "ltorch.index_select", {V(w->proxy), Value::integer(0), V(reshape(b, safe, {count}))});
-    row_weight = mul(b, V(reshape(b, per_row, rows)), V(kept));
-  }
+  T row_weight = row_weights(b, class_weight(args, kwargs, a->shape[1], "nll_loss"), safe, kept);
   T picked = reshape(b, take_along_dim(b, a, unsqueeze(b, safe, 1), 1), rows);
   T losses = neg(b, mul(b, V(picked), V(row_weight)));
   if (reduction != "mean") return Value::of(reduced(b, losses, reduction));
