@@ -148,32 +148,32 @@ json trace_json(const App& app) {
   int depth = std::clamp(app.trace.depth, 0, max_subsymbol_depth(*trace));
   TraceText text = build_trace_text(*trace, depth);
   json lines = json::array(), visible = json::array();
-  for (size_t i = 0; i < text.lines.size() && i < 40; ++i) lines.push_back(text.lines[i].text);
-  for (size_t i = app.trace.first_visible; i < text.lines.size() && visible.size() < 20; ++i)
-    visible.push_back(text.lines[i].text);
+  for (size_t i = 0; i < text.line_count() && i < 40; ++i) lines.push_back(std::string(text.line(i)));
+  for (size_t i = app.trace.first_visible; i < text.line_count() && visible.size() < 20; ++i)
+    visible.push_back(std::string(text.line(i)));
   const int marked = app.trace.marked_line;
   json j{{"depth", depth},
-         {"line_count", text.lines.size()},
+         {"line_count", text.line_count()},
          {"first_lines", lines},
          {"first_visible_line", app.trace.first_visible},
          {"last_visible_line", app.trace.first_visible + app.trace.visible_rows - 1},
          {"visible_lines", visible},
          {"marked_line", marked},
-         {"marked_text", marked >= 0 && marked < static_cast<int>(text.lines.size()) ? json(text.lines[marked].text)
+         {"marked_text", marked >= 0 && marked < static_cast<int>(text.line_count()) ? json(std::string(text.line(marked)))
                                                                                     : json(nullptr)},
          {"hover", s.panel == Panel::trace && app.trace.hovered ? hover_json(*app.trace.hovered) : json(nullptr)},
          {"search", {{"open", app.trace.search_open}, {"query", app.trace.query}, {"matches", app.trace.matches.size()},
                      {"current", app.trace.match}}}};
   const int failed = app.trace.failed_line;
   j["failed_line"] = failed;
-  j["failed_text"] = failed >= 0 && failed < static_cast<int>(text.lines.size()) ? json(text.lines[failed].text) : json(nullptr);
+  j["failed_text"] = failed >= 0 && failed < static_cast<int>(text.line_count()) ? json(std::string(text.line(failed))) : json(nullptr);
   if (const TraceText* shown = app.trace.text(); shown && app.trace.selected_proxy >= 0 &&
                                                  app.trace.selected_proxy < static_cast<int>(shown->proxies.size()))
     j["selected_proxy"] = shown->proxies[app.trace.selected_proxy]->name;
   // The followed gradient as the view marks it (lines 0-based, their text, the saved values boxed).
   json linked = json::array(), saved = json::array();
   for (int l : app.trace.gradient_lines)
-    if (l < static_cast<int>(text.lines.size())) linked.push_back({{"line", l}, {"text", text.lines[l].text}});
+    if (l < static_cast<int>(text.line_count())) linked.push_back({{"line", l}, {"text", std::string(text.line(l))}});
   if (const TraceText* shown = app.trace.text())
     for (int p : app.trace.saved_proxies)
       if (p < static_cast<int>(shown->proxies.size())) saved.push_back(shown->proxies[p]->name);
@@ -181,7 +181,7 @@ json trace_json(const App& app) {
   j["saved_marked"] = saved;
   json from_source = json::array();
   for (int l : app.trace.source_lines)
-    if (l < static_cast<int>(text.lines.size())) from_source.push_back({{"line", l}, {"text", text.lines[l].text}});
+    if (l < static_cast<int>(text.line_count())) from_source.push_back({{"line", l}, {"text", std::string(text.line(l))}});
   j["source_lines"] = from_source;
   return j;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <stdexcept>
 #include <string_view>
 
 #include "format/printer.h"
@@ -39,6 +41,7 @@ void add_proxies_of(const Value& v, TraceText& out) {
 }
 
 void collect_proxies(const Trace& trace, TraceText& out) {
+  out.proxy_index.reserve(trace.params.size() + 2 * trace.body.size());
   for (const auto& param : trace.params) add_proxies_of(Value::of(param.proxy), out);
   walk(trace.body, [&](const BoundSymbol& b, int) {
     for (const auto& o : b.outputs) add_proxies_of(Value::of(o), out);
@@ -59,7 +62,7 @@ std::string expand_tabs(const std::string& line) {
   return out;
 }
 
-std::vector<Span> highlight_line(const std::string& line, const std::unordered_map<std::string, int>& proxy_index) {
+std::vector<Span> highlight_line(std::string_view line, const std::unordered_map<std::string, int>& proxy_index) {
   std::vector<Span> spans;
   bool in_comment = false;
   size_t i = 0, n = line.size();
@@ -70,7 +73,7 @@ std::vector<Span> highlight_line(const std::string& line, const std::unordered_m
     char c = line[i];
     if (c == ' ') { ++i; continue; }
     if (c == '#') {
-      std::string_view body(line.data() + i + 1, n - i - 1);
+      std::string_view body = line.substr(i + 1);
       if (!comment_is_code(body)) { push(i, n, Token::comment); break; }
       in_comment = true;
       push(i, i + 1, Token::comment);
@@ -129,6 +132,48 @@ int max_subsymbol_depth(const Trace& trace) {
   return deepest;
 }
 
+std::string_view TraceText::line(size_t l) const {
+  size_t begin = line_start[l];
+  size_t end = l + 1 < line_start.size() ? line_start[l + 1] - 1 : text.size();
+  return std::string_view(text).substr(begin, end - begin);
+}
+
+const std::vector<Span>& TraceText::spans(size_t l) const {
+  if (spans_.size() != line_start.size()) spans_.resize(line_start.size());
+  if (spans_[l].empty()) spans_[l] = highlight_line(line(l), proxy_index);
+  return spans_[l];
+}
+
+// Finds the name's occurrences in the whole text, then lexes only the lines holding one: a line
+// counts when one of its tokens is the proxy (not a longer name, an attribute or a plain comment).
+const std::vector<int>& TraceText::use_lines(int proxy) const {
+  auto [it, fresh] = use_lines_.try_emplace(proxy);
+  std::vector<int>& lines = it->second;
+  if (!fresh) return lines;
+  const std::string& name = proxies[proxy]->name;
+  size_t at = 0;
+  while (!name.empty() && (at = text.find(name, at)) != std::string::npos) {
+    const size_t end = at + name.size();
+    const bool bounded = (at == 0 || !(is_ident_char(text[at - 1]) || text[at - 1] == '.')) &&
+                         (end == text.size() || !is_ident_char(text[end]));
+    if (!bounded) {
+      at = end;
+      continue;
+    }
+    const size_t l = std::upper_bound(line_start.begin(), line_start.end(), static_cast<uint32_t>(at)) - line_start.begin() - 1;
+    const auto& line_spans = spans(l);
+    if (std::any_of(line_spans.begin(), line_spans.end(), [&](const Span& s) { return s.proxy == proxy; }))
+      lines.push_back(static_cast<int>(l));
+    at = l + 1 < line_start.size() ? line_start[l + 1] : text.size();
+  }
+  return lines;
+}
+
+int TraceText::definition_line(int proxy) const {
+  const auto& lines = use_lines(proxy);
+  return lines.empty() ? -1 : lines.front();
+}
+
 TraceText build_trace_text(const Trace& trace, int depth) {
   TraceText out;
   out.depth = depth;
@@ -136,38 +181,44 @@ TraceText build_trace_text(const Trace& trace, int depth) {
   PrintOptions options;
   options.depth = depth;
   options.line_owners = &out.line_owner;
-  std::string text = print_trace(trace, options);
+  std::string printed = print_trace(trace, options);
 
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    TextLine line;
-    line.text = expand_tabs(text.substr(start, end - start));
-    line.spans = highlight_line(line.text, out.proxy_index);
-    out.max_columns = std::max(out.max_columns, line.text.size());
-    out.lines.push_back(std::move(line));
-    start = end + 1;
-  }
-
-  out.definition_line.assign(out.proxies.size(), -1);
-  out.use_lines.assign(out.proxies.size(), {});
-  for (size_t l = 0; l < out.lines.size(); ++l) {
-    for (const auto& s : out.lines[l].spans) {
-      if (s.proxy < 0) continue;
-      auto& uses = out.use_lines[s.proxy];
-      if (uses.empty() || uses.back() != static_cast<int>(l)) uses.push_back(static_cast<int>(l));
-      if (out.definition_line[s.proxy] < 0) out.definition_line[s.proxy] = static_cast<int>(l);
+  // Lines indexed, tabs expanded per line (to the next multiple of 4 columns; printed traces have
+  // them only in source comments).
+  if (printed.size() > UINT32_MAX / 4) throw std::length_error("a printed trace of over 1 GiB cannot be shown");
+  if (printed.find('\t') == std::string::npos) {
+    out.text = std::move(printed);
+  } else {
+    out.text.reserve(printed.size() + printed.size() / 8);
+    for (size_t begin = 0;;) {
+      const size_t tab = printed.find('\t', begin);
+      out.text.append(printed, begin, tab == std::string::npos ? std::string::npos : tab - begin);
+      if (tab == std::string::npos) break;
+      const size_t line_begin = out.text.rfind('\n') + 1;  // npos + 1 == 0 on the first line
+      out.text.append(4 - (out.text.size() - line_begin) % 4, ' ');
+      begin = tab + 1;
     }
   }
+  for (size_t begin = 0; begin <= out.text.size();) {
+    size_t end = std::min(out.text.find('\n', begin), out.text.size());
+    out.line_start.push_back(static_cast<uint32_t>(begin));
+    out.max_columns = std::max(out.max_columns, end - begin);
+    begin = end + 1;
+  }
 
-  out.line_owner.resize(out.lines.size(), nullptr);
-  std::unordered_map<const BoundSymbol*, int> top_level;
-  for (size_t b = 0; b < trace.body.size(); ++b) top_level.emplace(&trace.body[b], static_cast<int>(b));
+  // A top-level statement's first line; the body is one vector, so its members' addresses are ordered.
+  out.line_owner.resize(out.line_count(), nullptr);
   out.statement_line.assign(trace.body.size(), -1);
-  for (size_t l = 0; l < out.lines.size(); ++l)
-    if (auto it = top_level.find(out.line_owner[l]); it != top_level.end() && out.statement_line[it->second] < 0)
-      out.statement_line[it->second] = static_cast<int>(l);
+  if (!trace.body.empty()) {
+    const BoundSymbol* first = trace.body.data();
+    const BoundSymbol* last = first + trace.body.size();
+    std::less<const BoundSymbol*> before;
+    for (size_t l = 0; l < out.line_count(); ++l) {
+      const BoundSymbol* owner = out.line_owner[l];
+      if (owner && !before(owner, first) && before(owner, last) && out.statement_line[owner - first] < 0)
+        out.statement_line[owner - first] = static_cast<int>(l);
+    }
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
-// Trace text: a printed trace split into lines and highlighted tokens, computed once per (trace, depth).
-// Contract: pure data, no ImGui. Each line keeps its text (tabs expanded) and the spans of its
+// Trace text: a printed trace split into lines and highlighted tokens, per (trace, depth).
+// Contract: pure data, no ImGui. Each line has its text (tabs expanded) and the spans of its
 // tokens with a class for colouring; proxy tokens carry the index of the proxy they name, so the
 // view can show metadata on hover and highlight a proxy's definition and uses without re-lexing.
 // `statement_line[i]` is the line of top-level bound symbol i (what replay timings point at), and
@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,28 +24,37 @@ struct Span {
   int proxy = -1;           // index into TraceText::proxies when token == proxy
 };
 
-struct TextLine {
-  std::string text;
-  std::vector<Span> spans;
-};
-
+// The text is built once (printed, tabs expanded); a line's spans are lexed when first asked for
+// and a proxy's lines when first asked for, so a trace of any length costs one print before its
+// first frame. The accessors fill caches (mutable, not thread-safe): use one TraceText per thread.
 struct TraceText {
-  std::vector<TextLine> lines;
+  std::string text;                                  // every line, joined by '\n', tabs expanded
+  std::vector<uint32_t> line_start;                  // per line: its offset in `text`
   std::vector<ProxyPtr> proxies;                     // every proxy named in the trace
   std::unordered_map<std::string, int> proxy_index;  // name -> index in proxies
-  std::vector<int> definition_line;                  // per proxy: first line naming it
-  std::vector<std::vector<int>> use_lines;           // per proxy: every line naming it, ascending
   std::vector<int> statement_line;                   // per top-level bound symbol, -1 if not found
   // Per line: the bound symbol (at any level) it states, null for other lines; points into the
   // trace the text was built from, which the caller keeps alive.
   std::vector<const BoundSymbol*> line_owner;
   size_t max_columns = 0;
   int depth = 0;
+
+  size_t line_count() const { return line_start.size(); }
+  std::string_view line(size_t l) const;
+  // The highlighted tokens of line l.
+  const std::vector<Span>& spans(size_t l) const;
+  // Every line naming proxy p as a token, ascending; the first is its definition (-1 when none).
+  const std::vector<int>& use_lines(int proxy) const;
+  int definition_line(int proxy) const;
+
+ private:
+  mutable std::vector<std::vector<Span>> spans_;  // per line; empty: not lexed yet (or no tokens)
+  mutable std::unordered_map<int, std::vector<int>> use_lines_;
 };
 
 TraceText build_trace_text(const Trace& trace, int depth);
 // Splits one line into highlighted spans; `proxy_index` tells identifiers that name proxies.
-std::vector<Span> highlight_line(const std::string& line, const std::unordered_map<std::string, int>& proxy_index);
+std::vector<Span> highlight_line(std::string_view line, const std::unordered_map<std::string, int>& proxy_index);
 // Deepest subsymbol level of a trace (0 when no statement has subsymbols).
 int max_subsymbol_depth(const Trace& trace);
 std::string expand_tabs(const std::string& line);

@@ -45,8 +45,8 @@ ProxyInfo describe_proxy(const Session& s, const TraceText& text, int index) {
     if (proxy.distribution != Distribution::none)
       info.distribution = std::string(distribution_name(proxy.distribution));
   }
-  info.definition_line = text.definition_line[index];
-  info.lines_naming = text.use_lines[index].size();
+  info.definition_line = text.definition_line(index);
+  info.lines_naming = text.use_lines(index).size();
   const auto* p = s.pipeline(s.selected.pipeline);
   if (!p || !p->replay) return info;
   info.replayed = true;
@@ -143,8 +143,8 @@ void TraceView::update_matches() {
   match = -1;
   if (query.empty()) return;
   std::string q = lower(query);
-  for (int l = 0; l < static_cast<int>(text_.lines.size()); ++l)
-    if (lower(text_.lines[l].text).find(q) != std::string::npos) matches.push_back(l);
+  for (int l = 0; l < static_cast<int>(text_.line_count()); ++l)
+    if (lower(std::string(text_.line(l))).find(q) != std::string::npos) matches.push_back(l);
 }
 
 void TraceView::find(int direction) {
@@ -277,7 +277,7 @@ void TraceView::draw_toolbar(Session& s, int max_depth) {
   ImGui::Text("P%d %s  %s #%d  %s", s.selected.pipeline, p->spec.label().c_str(),
               std::string(trace_kind_name(s.selected.kind)).c_str(), s.selected.stage, stage->pass.c_str());
   ImGui::SameLine();
-  ImGui::TextColored(t.muted, "(%zu lines, %zu statements)", text_.lines.size(), depth_of_->body.size());
+  ImGui::TextColored(t.muted, "(%zu lines, %zu statements)", text_.line_count(), depth_of_->body.size());
   int shown = std::clamp(depth, 0, max_depth);
   ImGui::SetNextItemWidth(160);
   if (ImGui::SliderInt("subsymbol depth", &shown, 0, std::max(max_depth, 0))) depth = shown;
@@ -287,12 +287,12 @@ void TraceView::draw_toolbar(Session& s, int max_depth) {
     focus_search = search_open;
   }
   if (selected_proxy >= 0 && selected_proxy < static_cast<int>(text_.proxies.size())) {
-    const auto& uses = text_.use_lines[selected_proxy];
+    const auto& uses = text_.use_lines(selected_proxy);
     ImGui::SameLine();
     ImGui::Text("| %s: defined line %d, on %zu lines", text_.proxies[selected_proxy]->name.c_str(),
-                text_.definition_line[selected_proxy] + 1, uses.size());
+                text_.definition_line(selected_proxy) + 1, uses.size());
     ImGui::SameLine();
-    if (ImGui::SmallButton("go to definition")) scroll_to = marked_line = text_.definition_line[selected_proxy];
+    if (ImGui::SmallButton("go to definition")) scroll_to = marked_line = text_.definition_line(selected_proxy);
     ImGui::SameLine();
     if (ImGui::SmallButton("clear")) selected_proxy = -1;
   }
@@ -325,7 +325,7 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
   const float size = ImGui::GetFontSize();
   const float char_w = font->GetCharAdvance('M');  // CalcTextSize rounds up: columns would drift
   const float line_h = ImGui::GetTextLineHeight() + 1.0f;
-  const int digits = static_cast<int>(std::to_string(text_.lines.size()).size());
+  const int digits = static_cast<int>(std::to_string(text_.line_count()).size());
   const float gutter = (digits + 1) * char_w;
   const float width = gutter + (text_.max_columns + 2) * char_w;
   ImDrawList* draw = ImGui::GetWindowDrawList();
@@ -345,10 +345,11 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
 
   ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(0, 0));
   ImGuiListClipper clipper;
-  clipper.Begin(static_cast<int>(text_.lines.size()), line_h);
+  const int selected_definition = selected_proxy >= 0 ? text_.definition_line(selected_proxy) : -1;
+  clipper.Begin(static_cast<int>(text_.line_count()), line_h);
   while (clipper.Step()) {
     for (int l = clipper.DisplayStart; l < clipper.DisplayEnd; ++l) {
-      const TextLine& line = text_.lines[l];
+      const std::string_view line = text_.line(l);
       ImVec2 pos = ImGui::GetCursorScreenPos();
       ImVec2 text_pos(pos.x + gutter, pos.y);
       bool mouse_on_line = hovered_window && mouse.y >= pos.y && mouse.y < pos.y + line_h;
@@ -357,7 +358,7 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.search_highlight);
       else if (!matches.empty() && std::binary_search(matches.begin(), matches.end(), l))
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.current_line);
-      if (selected_proxy >= 0 && text_.definition_line[selected_proxy] == l)
+      if (l == selected_definition)
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.definition_highlight);
       if (std::binary_search(gradient_lines.begin(), gradient_lines.end(), l))
         draw->AddRectFilled(pos, ImVec2(pos.x + width, pos.y + line_h), t.gradient_link);
@@ -369,8 +370,8 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
       char number[16];
       std::snprintf(number, sizeof number, "%*d", digits, l + 1);
       draw->AddText(font, size, pos, t.line_number, number);
-      const char* base = line.text.c_str();
-      for (const Span& span : line.spans) {
+      const char* base = line.data();
+      for (const Span& span : text_.spans(l)) {
         ImVec2 p(text_pos.x + span.begin * char_w, text_pos.y);
         ImVec2 q(p.x + span.length * char_w, p.y + line_h);
         if (span.proxy >= 0 && span.proxy == selected_proxy) draw->AddRectFilled(p, q, t.use_highlight);
@@ -407,7 +408,7 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
     draw_statement_tooltip(s, *hovered_statement);
     if (ImGui::IsMouseClicked(0)) s.click_statement(*hovered_statement);
   } else if (hovered_comment >= 0) {
-    const std::string& text = text_.lines[hovered_comment].text;
+    const std::string text(text_.line(hovered_comment));
     const size_t hash = text.find_first_not_of(' ');
     std::optional<SourceLine> line;
     if (hash != std::string::npos && text[hash] == '#') line = source_line(text.substr(text.find_first_not_of(' ', hash + 1)));
@@ -421,12 +422,12 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
 }
 
 // The failing bound symbol's line: a red band, its None argument boxed, the error's first line beside it.
-void TraceView::draw_failed_line(Session& s, const TextLine& line, ImVec2 text_pos, float char_w, float line_h) const {
+void TraceView::draw_failed_line(Session& s, std::string_view line, ImVec2 text_pos, float char_w, float line_h) const {
   const ImU32 red = ImGui::ColorConvertFloat4ToU32(theme().error);
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  const float end = text_pos.x + line.text.size() * char_w;
+  const float end = text_pos.x + line.size() * char_w;
   draw->AddRectFilled(ImVec2(text_pos.x, text_pos.y), ImVec2(end, text_pos.y + line_h), (red & 0x00FFFFFF) | (60u << IM_COL32_A_SHIFT));
-  if (auto at = line.text.find("None"); at != std::string::npos) {
+  if (auto at = line.find("None"); at != std::string_view::npos) {
     ImVec2 p(text_pos.x + at * char_w, text_pos.y), q(p.x + 4 * char_w, p.y + line_h);
     draw->AddRect(p, q, red, 0.0f, 0, 2.0f);
     if (s.targets.enabled) s.targets.mark("trace/failed-argument", {p.x, p.y, q.x, q.y});

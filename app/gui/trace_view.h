@@ -2,8 +2,9 @@
 // depth slider, Ctrl+F search, proxy hover metadata (and replay statistics when the capture has
 // them) and click-to-highlight a proxy's definition and uses. A failed stage (a pass that stopped)
 // shows its failing line marked, its None argument boxed, and the pipeline's error beside it.
-// Contract: lines and token spans are computed once per (trace, depth) by build_trace_text;
-// drawing goes through ImGuiListClipper, so only visible lines cost anything per frame. What the
+// Contract: the text is built once per (trace, depth) by build_trace_text, and a line's tokens when
+// it is first drawn; drawing goes through ImGuiListClipper, so only visible lines cost anything per
+// frame. What the
 // tooltip shows is computed as data first (describe_proxy) and kept as `hovered` for the state dump.
 // Forward <-> backward: a click on a statement's symbol calls Session::click_statement; the lines of
 // the followed gradient (Session::gradient) and its saved values are marked, computed once per
@@ -78,7 +79,7 @@ struct TraceView {
   void draw_toolbar(Session& s, int max_depth);
   void draw_failure(Session& s, const Stage& stage);
   void draw_lines(Session& s, const Stage& stage, float width);
-  void draw_failed_line(Session& s, const TextLine& line, ImVec2 text_pos, float char_w, float line_h) const;
+  void draw_failed_line(Session& s, std::string_view line, ImVec2 text_pos, float char_w, float line_h) const;
   void draw_proxy_tooltip(const ProxyInfo& info) const;
   void update_matches();
   void update_gradient_lines(const Session& s);

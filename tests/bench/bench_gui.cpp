@@ -177,7 +177,7 @@ void trace_view_bench(Window& window, const WindowOptions& size, int n) {
   c.model.name = "generated";
   c.pipelines.push_back(pipeline_of("jit", generate_trace(44'440, true, false)));  // 2.25 lines a statement
   double first = b.show(std::move(c), Panel::trace, [&] { return b.app.trace.text() != nullptr; });
-  size_t lines = b.app.trace.text()->lines.size();
+  size_t lines = b.app.trace.text()->line_count();
   std::string content = std::to_string(lines) + " lines (generated)";
   Series still{"still, mouse on a line", {}, {}}, wheel{"wheel scrolling", {}, {}},
       jump{"jump to a random line every frame", {}, {}};
@@ -232,7 +232,7 @@ void capture_bench(Window& window, const WindowOptions& size, const std::string&
   loading.total.pop_back();
   loading.ui.pop_back();
   const Capture& c = *b.app.session.capture;
-  const size_t lines = b.app.trace.text() ? b.app.trace.text()->lines.size() : 0;
+  const size_t lines = b.app.trace.text() ? b.app.trace.text()->line_count() : 0;
   b.trace_to_top();
   Series still{"still", {}, {}}, wheel{"wheel scrolling", {}, {}};
   b.frames(&still, n);
