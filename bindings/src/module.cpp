@@ -239,9 +239,40 @@ RankContext current_rank() { return tl_rank.comm ? tl_rank : process_rank().rank
 
 // ---------------------------------------------------------------- jit core and cache entries
 
+// What a forward keeps for its backward. The Python bridge hands its tensors to autograd
+// (ctx.save_for_backward) and keeps only the structure: a tensor held here would keep the call's
+// outputs alive through their own grad_fn, a cycle that nothing frees when no backward runs.
 struct Saved {
   exec::RValue value;
   bool used = false;
+
+  // Moves every tensor out (depth first), leaving undefined tensors in their places.
+  std::vector<at::Tensor> take_tensors() {
+    std::vector<at::Tensor> out;
+    visit_tensors(value, [&](at::Tensor& t) { out.push_back(std::move(t)); t = at::Tensor(); });
+    return out;
+  }
+  // Puts back what take_tensors moved out, in the same order.
+  void put_tensors(const std::vector<std::optional<at::Tensor>>& tensors) {
+    size_t next = 0;
+    visit_tensors(value, [&](at::Tensor& t) {
+      if (next >= tensors.size()) throw std::runtime_error("SavedForBackward.put_tensors: fewer tensors than were taken");
+      t = tensors[next] ? *tensors[next] : at::Tensor();
+      ++next;
+    });
+    if (next != tensors.size()) throw std::runtime_error("SavedForBackward.put_tensors: more tensors than were taken");
+  }
+
+ private:
+  template <typename Fn>
+  static void visit_tensors(exec::RValue& v, Fn&& fn) {
+    if (v.kind == exec::RValue::Kind::tensor) fn(v.t);
+    for (auto& item : v.items) visit_tensors(item, fn);
+    for (auto& [key, entry] : v.entries) {
+      visit_tensors(key, fn);
+      visit_tensors(entry, fn);
+    }
+  }
 };
 
 class Entry {
@@ -408,7 +439,9 @@ PYBIND11_MODULE(_thunder_viz, m) {
   py::register_local_exception<dist::DistError>(m, "DistError", base.ptr());
   py::register_local_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError);
 
-  py::class_<Saved, std::shared_ptr<Saved>>(m, "SavedForBackward");
+  py::class_<Saved, std::shared_ptr<Saved>>(m, "SavedForBackward")
+      .def("take_tensors", &Saved::take_tensors, "moves the saved tensors out (for ctx.save_for_backward)")
+      .def("put_tensors", &Saved::put_tensors, "puts back the tensors take_tensors gave, in order");
 
   py::class_<Entry, std::shared_ptr<Entry>>(m, "Entry", "One cache entry: the pipeline built for one input metadata.")
       .def("forward", &Entry::forward, "inputs -> ([output tensors], SavedForBackward)")

@@ -331,6 +331,31 @@ def test_call_history_is_bounded():
         tv.jit(torch.nn.Linear(4, 4), history_limit=0)
 
 
+def test_a_call_whose_output_gets_no_backward_frees_what_it_saved():
+    """Evaluation with grad enabled: each call's graph (and the values it saved for a backward)
+    goes when its output goes, as in eager."""
+    import weakref
+    tm = tv.jit(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh()))
+    x = torch.randn(2, 4)
+    tm(x)
+    y = tm(x)
+    assert y.requires_grad
+    node, out = weakref.ref(y.grad_fn), weakref.ref(y)
+    del y
+    assert out() is None and node() is None
+
+
+def test_a_parameter_changed_in_place_before_the_backward_is_refused_as_in_eager():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    x = torch.randn(2, 4)
+    for m in (model, tv.jit(model)):
+        loss = m(x).sum()
+        with torch.no_grad():
+            model[2].weight.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+
+
 def test_every_recorded_symbol_is_in_the_engines_registry():
     from thunder_viz import _thunder_viz as C
     from thunder_viz.recorder import recorded_symbols

@@ -107,6 +107,9 @@ class _Bridge(torch.autograd.Function):
     def forward(ctx, entry, fixup, *tensors):
         n = len(fixup["inputs"])
         outs, saved = entry.forward(list(tensors[:n]))
+        # autograd holds the tensors (outputs among them without a reference cycle, and with its
+        # check that nothing saved was modified in place before the backward); saved keeps the rest
+        ctx.save_for_backward(*saved.take_tensors())
         ctx.entry, ctx.saved, ctx.fixup = entry, saved, fixup
         ctx.shapes = [t.shape for t in tensors]
         ctx.out_meta = [(o.shape, o.dtype) for o in outs]
@@ -118,6 +121,7 @@ class _Bridge(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grads):
         cot = [g if g is not None else torch.zeros(s, dtype=d) for g, (s, d) in zip(grads, ctx.out_meta)]
+        ctx.saved.put_tensors(list(ctx.saved_tensors))
         gs = ctx.entry.backward(ctx.saved, cot)
         rec = ctx.fixup["record"]
         rec.timings = rec.timings + ctx.entry.backward_timings()
