@@ -224,17 +224,47 @@ T general_cross_entropy(TraceBuilder& b, const T& logits, const T& target, const
   return true_divide(b, V(sum(b, losses, {}, false)), V(sum(b, row_weight, {}, false)));
 }
 
+// Class probabilities as the target ([N, C, d...], the logits' shape and dtype), as torch computes
+// them: row i's loss is -sum_c w[c] * t[i, c] * logp[i, c] with t = (1 - s) * target + s / C; 'mean'
+// divides by the number of rows (N * d...), whatever the weights.
+Value probability_cross_entropy(TraceBuilder& b, const T& logits, const T& target, Args args, Kw kwargs) {
+  if (target->shape != logits->shape || target->dtype != logits->dtype)
+    throw OpError("cross_entropy of class probabilities needs a target of the logits' shape and dtype " +
+                  shape_text(logits->shape) + " " + std::string(short_name(logits->dtype)) + ", got " +
+                  shape_text(target->shape) + " " + std::string(short_name(target->dtype)));
+  if (auto ignore = cross_entropy_ignore_index(args, kwargs); ignore && *ignore != -100)
+    throw OpError("cross_entropy: ignore_index is not supported for class probabilities (as in torch); leave it out");
+  const int64_t classes = logits->shape[1];
+  double smoothing = cross_entropy_label_smoothing(args, kwargs);
+  std::string reduction = loss_reduction(args, kwargs, 6, 3, 5, "cross_entropy");
+  T weight = class_weight(args, kwargs, classes, "cross_entropy");
+  T logp = log_softmax(b, logits, 1);
+  T t = target;
+  if (smoothing != 0)
+    t = add(b, V(mul(b, V(target), Value::floating(1.0 - smoothing))), Value::floating(smoothing / static_cast<double>(classes)));
+  T terms = mul(b, V(logp), V(t));
+  if (weight) {
+    Shape along_classes(rank(logits), 1);
+    along_classes[1] = classes;
+    terms = mul(b, V(terms), V(reshape(b, weight, along_classes)));
+  }
+  T losses = neg(b, sum(b, terms, {1}, false));
+  return Value::of(reduced(b, losses, reduction));
+}
+
 Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
   T logits = tensor_arg(args, 0, "logits"), target = tensor_arg(args, 1, "target");
   require_floating(logits, "cross_entropy");
+  if (rank(logits) >= 2 && is_floating(target->dtype)) return probability_cross_entropy(b, logits, target, args, kwargs);
   Shape rows = logits->shape;
   if (rank(logits) >= 2) rows.erase(rows.begin() + 1);
   if (rank(logits) < 2 || target->shape != rows)
-    throw OpError("cross_entropy needs logits [N, C, ...] and target [N, ...] (class indices), got " +
+    throw OpError("cross_entropy needs logits [N, C, ...] and target [N, ...] (class indices) or [N, C, ...] "
+                  "(class probabilities), got " +
                   shape_text(logits->shape) + " and " + shape_text(target->shape));
   if (!is_integral(target->dtype) || target->dtype == DType::b8)
-    throw OpError("cross_entropy target must hold class indices (an integer tensor), got " +
-                  std::string(short_name(target->dtype)) + "; class probabilities are not supported");
+    throw OpError("cross_entropy target must hold class indices (an integer tensor) or class probabilities (floating), got " +
+                  std::string(short_name(target->dtype)));
   std::optional<int64_t> ignore_index = cross_entropy_ignore_index(args, kwargs);
   double smoothing = cross_entropy_label_smoothing(args, kwargs);
   std::string reduction = loss_reduction(args, kwargs, 6, 3, 5, "cross_entropy");
@@ -1091,12 +1121,13 @@ std::optional<int64_t> given_int(const BoundSymbol& f, size_t i, const char* nam
   return v.is_none() ? std::nullopt : std::optional<int64_t>(v.i);
 }
 
-// cross_entropy_backward is the plain case's: [N, C] logits, the mean, no class weight, no label
-// smoothing. Any other loss is differentiated through its decomposition.
+// cross_entropy_backward is the plain case's: [N, C] logits, class indices, the mean, no class weight,
+// no label smoothing. Any other loss is differentiated through its decomposition.
 bool cross_entropy_rule_applies(const BoundSymbol& f) {
   Value smoothing = given(f, 7, "label_smoothing"), weight = given(f, 2, "weight"), reduction = given(f, 6, "reduction");
   return (smoothing.is_none() || smoothing.as_double() == 0.0) && weight.is_none() &&
-         (reduction.is_none() || reduction.s == "mean") && f.args.at(0).is_proxy() && f.args[0].proxy->shape.size() == 2;
+         (reduction.is_none() || reduction.s == "mean") && f.args.at(0).is_proxy() && f.args[0].proxy->shape.size() == 2 &&
+         f.args.at(1).is_proxy() && !is_floating(f.args[1].proxy->dtype);
 }
 
 Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {

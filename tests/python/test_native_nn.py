@@ -194,6 +194,32 @@ class SoftTargets(torch.nn.Module):
         return F.cross_entropy(self.lin(x), p)
 
 
-def test_cross_entropy_of_class_probabilities_falls_back_to_aten():
+class SoftTargetsSpatial(torch.nn.Module):
+    def __init__(self, **loss):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 5)
+        self.register_buffer("weight", loss.pop("weight", None))
+        self.loss = loss
+
+    def forward(self, x, p):  # logits [N, C, H, W] from x [N, H, W, 3]
+        return F.cross_entropy(self.lin(x).permute(0, 3, 1, 2), p, weight=self.weight, **self.loss)
+
+
+def test_cross_entropy_of_class_probabilities_is_native():
     tm = check_against_eager(SoftTargets(), torch.randn(6, 4), torch.softmax(torch.randn(6, 5), 1))
-    assert "ltorch.cross_entropy(" not in str(tv.last_traces(tm)[0])
+    assert "ltorch.cross_entropy(" in str(tv.last_traces(tm)[0])
+
+
+@pytest.mark.parametrize("loss", [
+    {},
+    {"reduction": "sum"},
+    {"reduction": "none"},
+    {"label_smoothing": 0.2},
+    {"weight": torch.rand(5) + 0.1, "label_smoothing": 0.1},
+    {"weight": torch.rand(5) + 0.1, "reduction": "none"},
+], ids=["mean", "sum", "none", "smoothing", "weight_smoothing", "weight_none"])
+def test_cross_entropy_of_class_probabilities_per_position_matches_eager(loss):
+    torch.manual_seed(0)
+    p = torch.softmax(torch.randn(2, 5, 3, 3), 1)
+    tm = check_against_eager(SoftTargetsSpatial(**dict(loss)), torch.randn(2, 3, 3, 3), p)
+    assert "ltorch.cross_entropy(" in str(tv.last_traces(tm)[0])

@@ -453,6 +453,16 @@ std::vector<Case> cases() {
                             ce(x[0], x[1], V(w), 4, "none", 0.3), ce(x[0], x[1], Value::none(), 1, "none", 0.0),
                             ce(x[3], x[4], Value::none(), -100, "mean", 0.0), ce(x[3], x[4], V(w), 0, "mean", 0.2)};
        }},
+      {"cross_entropy_class_probabilities", {f({4, 5}), f({4, 5}), f({2, 5, 3}), stat({2, 5, 3}), stat({5})},
+       [](B b, P x) {  // the targets: softmax of an input, so the gradient reaches them too (as in torch)
+         auto ce = [&](const ProxyPtr& logits, const ProxyPtr& raw, Value weight, const char* reduction, double smoothing) {
+           ProxyPtr target = call(b, "ltorch.softmax", {V(raw), Value::integer(1)}).proxy;
+           return call(b, "ltorch.cross_entropy", {V(logits), V(target), std::move(weight), Value::none(), Value::integer(-100),
+                                                   Value::none(), Value::string(reduction), Value::floating(smoothing)}).proxy;
+         };
+         return std::vector{ce(x[0], x[1], Value::none(), "mean", 0.0), ce(x[0], x[1], V(x[4]), "sum", 0.2),
+                            ce(x[2], x[3], V(x[4]), "none", 0.0), ce(x[2], x[3], Value::none(), "mean", 0.4)};
+       }},
       {"binary_losses", {f({4, 5}), stat({4, 5}), f({4, 5}), stat({5}), stat({5})}, [](B b, P x) {
          ProxyPtr p = lt::sigmoid(b, x[0]), t = lt::sigmoid(b, x[1]);
          return std::vector{

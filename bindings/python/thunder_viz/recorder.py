@@ -758,9 +758,9 @@ def h_cross_entropy(rec, out, input, target, weight=None, size_average=None, ign
                     reduction="mean", label_smoothing=0.0):
     if size_average is not None or reduce is not None:
         raise rec.unsupported("cross_entropy with the legacy size_average or reduce (pass reduction=)")
-    if input.dim() < 2 or target.is_floating_point():
-        raise rec.unsupported("cross_entropy of an unbatched input or of class probabilities "
-                              "(the engine takes logits [N, C, ...] and class indices [N, ...])")
+    if input.dim() < 2:
+        raise rec.unsupported("cross_entropy of an unbatched input (the engine takes logits [N, C, ...] and "
+                              "class indices [N, ...] or class probabilities [N, C, ...])")
     keywords = {"ignore_index": int(ignore_index)}
     if weight is not None:
         keywords["weight"] = weight
