@@ -19,6 +19,7 @@
 #include <torch/version.h>
 
 #include <cstdlib>
+#include <mutex>
 #endif
 
 #include <system_error>
@@ -187,9 +188,14 @@ class GlooComm : public CommBase {
     if (!t.device().is_cpu()) usage(name, "the gloo backend takes CPU tensors, got one on " + t.device().str());
     if (t.layout() != at::kStrided) usage(name, "only dense (strided) tensors are supported");
   }
+  // Collectives are launched one at a time in the process: ranks in threads of one process each
+  // hold a ProcessGroupGloo, and LibTorch 2.11's enqueue crashed (a tree insert inside it) when two
+  // of them launched at once. Only the launch is serialised; the collectives run concurrently.
   template <class F>
   c10::intrusive_ptr<c10d::Work> launch(const Op& op, F&& f) {
+    static std::mutex launching;
     try {
+      std::lock_guard<std::mutex> one_at_a_time(launching);
       return f();
     } catch (const std::exception& e) {
       fail(op, first_line(e.what()));

@@ -229,9 +229,10 @@ T general_cross_entropy(TraceBuilder& b, const T& logits, const T& target, const
 // divides by the number of rows (N * d...), whatever the weights.
 Value probability_cross_entropy(TraceBuilder& b, const T& logits, const T& target, Args args, Kw kwargs) {
   if (target->shape != logits->shape || target->dtype != logits->dtype)
-    throw OpError("cross_entropy of class probabilities needs a target of the logits' shape and dtype " +
-                  shape_text(logits->shape) + " " + std::string(short_name(logits->dtype)) + ", got " +
-                  shape_text(target->shape) + " " + std::string(short_name(target->dtype)));
+    throw OpError("cross_entropy's target holds class indices (an integer tensor [N, ...]) or class probabilities "
+                  "of the logits' shape and dtype (" + shape_text(logits->shape) + " " +
+                  std::string(short_name(logits->dtype)) + "), got " + shape_text(target->shape) + " " +
+                  std::string(short_name(target->dtype)));
   if (auto ignore = cross_entropy_ignore_index(args, kwargs); ignore && *ignore != -100)
     throw OpError("cross_entropy: ignore_index is not supported for class probabilities (as in torch); leave it out");
   const int64_t classes = logits->shape[1];
