@@ -78,6 +78,11 @@ class GlooComm : public CommBase {
       opts->threads = 2;
       const auto& native = *static_cast<const c10::intrusive_ptr<c10d::Store>*>(store_->native());
       pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(native, rank, size, opts);
+      // No rank leaves init (and may close its connections, as a rank with no collective to run
+      // does at once) before every rank has connected: a peer still connecting would see
+      // "Connection closed by peer".
+      store_->set("connected/" + std::to_string(rank), "1");
+      for (int k = 0; k < size; ++k) store_->get("connected/" + std::to_string(k));
     } catch (const DistError&) {
       throw;
     } catch (const std::bad_alloc&) {

@@ -304,6 +304,17 @@ TEST(DistErrors, RunAllCollectsOutcomes) {
   EXPECT_TRUE(results[1].ok);
 }
 
+// A rank with no collective to run ends (and closes its connections) at once: its peer, still
+// connecting, must not see its connection closed.
+TEST(DistErrors, RanksWithNothingToRunNeverBreakAPeersInit) {
+  for (int i = 0; i < 100; ++i) {
+    World world(2, Backend::gloo, with_timeout(10s));
+    auto results = world.run_all([](int, Communicator&) {});
+    ASSERT_EQ(results.size(), 2u);
+    for (const auto& r : results) ASSERT_TRUE(r.ok) << "world " << i << ", rank " << r.rank << ": " << r.error;
+  }
+}
+
 TEST(DistStore, PortInUseIsAClearError) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
