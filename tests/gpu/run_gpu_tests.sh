@@ -50,6 +50,13 @@ expect_exit() {  # expect_exit CODE NAME COMMAND...: the command must exit with 
   fi
 }
 
+# libdtl is header-only (Debian's libdtl-dev); a machine without the package takes a copy of its
+# dtl/ folder in .deps/include/ (engine/CMakeLists.txt looks there).
+if [ ! -f /usr/include/dtl/dtl.hpp ] && [ ! -f .deps/include/dtl/dtl.hpp ]; then
+  echo "run_gpu_tests.sh: libdtl's headers are missing: apt-get install libdtl-dev, or copy a dtl/ folder" \
+       "(from /usr/include/dtl of a machine that has the package) into .deps/include/" >&2
+  exit 2
+fi
 prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 nvidia-smi -L > "$log_dir/gpus.txt" 2>&1
 python3 -c 'import torch;print(torch.__version__, torch.version.cuda, torch.cuda.device_count())' >> "$log_dir/gpus.txt" 2>&1
