@@ -52,14 +52,18 @@ void collect_proxies(const Trace& trace, TraceText& out) {
 
 }  // namespace
 
-std::string expand_tabs(const std::string& line) {
-  if (line.find('\t') == std::string::npos) return line;
+std::string expand_tabs(std::string text) {
+  if (text.find('\t') == std::string::npos) return text;
   std::string out;
-  for (char c : line) {
-    if (c == '\t') out.append(4 - out.size() % 4, ' ');
-    else out += c;
+  out.reserve(text.size() + text.size() / 8);
+  for (size_t begin = 0;;) {
+    const size_t tab = text.find('\t', begin);
+    out.append(text, begin, tab == std::string::npos ? std::string::npos : tab - begin);
+    if (tab == std::string::npos) return out;
+    const size_t line_begin = out.rfind('\n') + 1;  // npos + 1 == 0 on the first line
+    out.append(4 - (out.size() - line_begin) % 4, ' ');
+    begin = tab + 1;
   }
-  return out;
 }
 
 std::vector<Span> highlight_line(std::string_view line, const std::unordered_map<std::string, int>& proxy_index) {
@@ -183,22 +187,9 @@ TraceText build_trace_text(const Trace& trace, int depth) {
   options.line_owners = &out.line_owner;
   std::string printed = print_trace(trace, options);
 
-  // Lines indexed, tabs expanded per line (to the next multiple of 4 columns; printed traces have
-  // them only in source comments).
+  // Lines indexed, tabs expanded (printed traces have them only in source comments).
   if (printed.size() > UINT32_MAX / 4) throw std::length_error("a printed trace of over 1 GiB cannot be shown");
-  if (printed.find('\t') == std::string::npos) {
-    out.text = std::move(printed);
-  } else {
-    out.text.reserve(printed.size() + printed.size() / 8);
-    for (size_t begin = 0;;) {
-      const size_t tab = printed.find('\t', begin);
-      out.text.append(printed, begin, tab == std::string::npos ? std::string::npos : tab - begin);
-      if (tab == std::string::npos) break;
-      const size_t line_begin = out.text.rfind('\n') + 1;  // npos + 1 == 0 on the first line
-      out.text.append(4 - (out.text.size() - line_begin) % 4, ' ');
-      begin = tab + 1;
-    }
-  }
+  out.text = expand_tabs(std::move(printed));
   for (size_t begin = 0; begin <= out.text.size();) {
     size_t end = std::min(out.text.find('\n', begin), out.text.size());
     out.line_start.push_back(static_cast<uint32_t>(begin));

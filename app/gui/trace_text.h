@@ -57,6 +57,7 @@ TraceText build_trace_text(const Trace& trace, int depth);
 std::vector<Span> highlight_line(std::string_view line, const std::unordered_map<std::string, int>& proxy_index);
 // Deepest subsymbol level of a trace (0 when no statement has subsymbols).
 int max_subsymbol_depth(const Trace& trace);
-std::string expand_tabs(const std::string& line);
+// Tabs to spaces, to the next multiple of 4 columns of each line (the text may hold several lines).
+std::string expand_tabs(std::string text);
 
 }  // namespace tv::gui

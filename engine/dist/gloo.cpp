@@ -73,16 +73,14 @@ class GlooComm : public CommBase {
       // Every rank holds its device (gloo's loop thread) before any rank connects. A rank that
       // cannot start it fails here, where the others' waits end at once (the store's abort), and not
       // inside gloo's full-mesh connect, which waits the whole timeout for each missing peer in turn.
-      store_->set("device/" + std::to_string(rank), "1");
-      for (int k = 0; k < size; ++k) store_->get("device/" + std::to_string(k));
+      every_rank_reached("device", rank, size);
       opts->threads = 2;
       const auto& native = *static_cast<const c10::intrusive_ptr<c10d::Store>*>(store_->native());
       pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(native, rank, size, opts);
       // No rank leaves init (and may close its connections, as a rank with no collective to run
       // does at once) before every rank has connected: a peer still connecting would see
       // "Connection closed by peer".
-      store_->set("connected/" + std::to_string(rank), "1");
-      for (int k = 0; k < size; ++k) store_->get("connected/" + std::to_string(k));
+      every_rank_reached("connected", rank, size);
     } catch (const DistError&) {
       throw;
     } catch (const std::bad_alloc&) {
@@ -179,6 +177,12 @@ class GlooComm : public CommBase {
   }
 
  private:
+  // Marks this rank at `point` in the store and waits for every rank to be there (the store's abort
+  // ends the wait when another rank failed first).
+  void every_rank_reached(const std::string& point, int rank, int size) {
+    store_->set(point + "/" + std::to_string(rank), "1");
+    for (int k = 0; k < size; ++k) store_->get(point + "/" + std::to_string(k));
+  }
   static std::string first_line(const std::string& s) {
     auto nl = s.find('\n');
     return nl == std::string::npos ? s : s.substr(0, nl);

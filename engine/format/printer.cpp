@@ -188,21 +188,9 @@ std::string print_bound_symbol(const BoundSymbol& b, int depth) {
   return out.substr(1);  // drop the leading newline
 }
 
-namespace {
-
-// Statements printed at levels up to max_depth: what the output's size is estimated from.
-size_t printed_statements(const std::vector<BoundSymbol>& body, int depth, int max_depth) {
-  size_t n = body.size();
-  if (depth < max_depth)
-    for (const auto& b : body) n += printed_statements(b.subsymbols, depth + 1, max_depth);
-  return n;
-}
-
-}  // namespace
-
 std::string print_trace(const Trace& t, const PrintOptions& options) {
   std::string out;
-  out.reserve(128 * printed_statements(t.body, 0, options.depth));  // about a line and a half each: no regrowth
+  out.reserve(128 * t.body.size());  // about a statement's lines each: few regrowths, however long
   if (options.provenance && t.provenance) {
     out += "# Constructed by " + t.provenance->pass;
     if (t.provenance->milliseconds) out += " (took " + std::to_string(*t.provenance->milliseconds) + " milliseconds)";
