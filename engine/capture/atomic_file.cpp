@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "capture/capture.h"
 
@@ -181,6 +183,34 @@ std::string read_whole_file(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+WholeFile WholeFile::open(const std::string& path) {
+  WholeFile file;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, "cannot open", errno);
+  struct stat st {};
+  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  if (regular && static_cast<uint64_t>(st.st_size) <= kMaxInputBytes) {
+    void* at = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    ::close(fd);
+    if (at != MAP_FAILED) {
+      file.mapped_ = static_cast<const char*>(at);
+      file.size_ = static_cast<size_t>(st.st_size);
+      return file;
+    }
+  } else {
+    ::close(fd);
+  }
+  file.read_ = read_whole_file(path);  // not mappable: read it, with read_whole_file's checks and messages
+  return file;
+}
+
+WholeFile::WholeFile(WholeFile&& other) noexcept
+    : mapped_(std::exchange(other.mapped_, nullptr)), size_(std::exchange(other.size_, 0)), read_(std::move(other.read_)) {}
+
+WholeFile::~WholeFile() {
+  if (mapped_) ::munmap(const_cast<char*>(mapped_), size_);
 }
 
 }  // namespace tv::capture_detail

@@ -25,7 +25,7 @@ std::string printable(std::string_view s) {
   return out;
 }
 
-Json parse_document(const std::string& text, const std::string& file) {
+Json parse_document(std::string_view text, const std::string& file) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw CaptureError(file, "", "the file is empty (expected a thunder-viz capture, a JSON object)");
   try {
@@ -37,6 +37,19 @@ Json parse_document(const std::string& text, const std::string& file) {
     auto pos = what.find("] ");
     if (pos != std::string::npos) what = what.substr(pos + 2);
     throw CaptureError(file, "", "not valid JSON (truncated or damaged?): " + printable(what));
+  }
+}
+
+Capture decode_document(Json document, const std::string& source_name) {
+  try {
+    return capture_detail::decode_capture(std::move(document), source_name);
+  } catch (const CaptureError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw CaptureError(source_name, "", "out of memory while reading the capture");
+  } catch (const std::exception& e) {
+    // Every check is explicit; this is a last line of defence, never a crash.
+    throw CaptureError(source_name, "", std::string("unexpected content: ") + printable(e.what()));
   }
 }
 
@@ -61,16 +74,7 @@ std::string capture_to_json(const Capture& c) {
 Capture capture_from_json(std::string text, const std::string& source_name) {
   auto document = parse_document(text, source_name);
   std::string().swap(text);  // the document holds it all now: a large capture's peak is one copy
-  try {
-    return capture_detail::decode_capture(std::move(document), source_name);
-  } catch (const CaptureError&) {
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw CaptureError(source_name, "", "out of memory while reading the capture");
-  } catch (const std::exception& e) {
-    // Every check is explicit; this is a last line of defence, never a crash.
-    throw CaptureError(source_name, "", std::string("unexpected content: ") + printable(e.what()));
-  }
+  return decode_document(std::move(document), source_name);
 }
 
 void save_capture(const Capture& c, const std::string& path) {
@@ -86,15 +90,22 @@ void save_capture(const Capture& c, const std::string& path) {
 }
 
 Capture load_capture(const std::string& path) {
-  std::string data = capture_detail::read_whole_file(path);
-  if (capture_detail::compressed(data)) {
-    try {
-      data = capture_detail::gunzip(data, capture_detail::kMaxInputBytes);
-    } catch (const std::runtime_error& e) {
-      throw CaptureError(path, "", e.what());
+  Json document;
+  {
+    auto file = capture_detail::WholeFile::open(path);
+    if (capture_detail::compressed(file.bytes())) {
+      std::string text;
+      try {
+        text = capture_detail::gunzip(file.bytes(), capture_detail::kMaxInputBytes);
+      } catch (const std::runtime_error& e) {
+        throw CaptureError(path, "", e.what());
+      }
+      document = parse_document(text, path);
+    } else {
+      document = parse_document(file.bytes(), path);
     }
-  }
-  return capture_from_json(std::move(data), path);
+  }  // the file's bytes go before the document is decoded: a large capture's peak is one copy
+  return decode_document(std::move(document), path);
 }
 
 void parse_stored_traces(const Capture& c) {

@@ -5,8 +5,9 @@
 #                                                   then a fixed number of mutations per target
 #     tests/fuzz/run_fuzzers.sh --long SECONDS      fuzz each target for SECONDS; report inputs per
 #                                                   second and the total (the goal: >= 10 million each)
-#     tests/fuzz/run_fuzzers.sh --runs N            fuzz each target for N inputs (one job), however long
-#                                                   it takes: `nice -n 19` lets it use only idle cores
+#     tests/fuzz/run_fuzzers.sh --runs N            fuzz each target for N inputs, however long it takes:
+#                                                   `nice -n 19` lets it use only idle cores; with --jobs J,
+#                                                   J processes of N/J inputs each share one corpus
 #     tests/fuzz/run_fuzzers.sh ... [--jobs N] [TARGET...]   (trace_parser capture_decoder batch_config)
 # Exit 0 when no target crashed, leaked, hung or broke its law; 1 otherwise, with the input kept under
 # build-fuzz/fuzz/TARGET/ (minimise it with `-minimize_crash=1`, then add it to regressions/TARGET/).
@@ -80,16 +81,21 @@ for t in "${targets[@]}"; do
     echo "== $t: $(short_runs "$t") inputs, seed 1"
     args=(-seed=1 -runs="$(short_runs "$t")")
   elif [ "$mode" = runs ]; then
-    echo "== $t: $runs inputs on one job"
-    args=(-runs="$runs")
+    echo "== $t: $runs inputs on $jobs job(s)"
+    args=(-runs="$(( runs / jobs ))")
+    # Each job writes its own log, fuzz-K.log in the working folder: the totals below add them up.
+    ((jobs > 1)) && args+=(-jobs="$jobs" -workers="$jobs")
   else
     echo "== $t: $seconds s on $jobs job(s)"
     args=(-max_total_time="$seconds")
     ((jobs > 1)) && args+=(-fork="$jobs" -ignore_crashes=0)
   fi
   start=$(date +%s)
-  if "$exe" "${common[@]}" "${args[@]}" "$work/corpus" $(seeds "$t") >"$work/run.log" 2>&1; then
-    execs=$( { grep -ho 'stat::number_of_executed_units: *[0-9]*' "$work/run.log" || true; } | awk '{s += $2} END {print s + 0}')
+  rm -f "$work"/fuzz-*.log
+  if (cd "$work" && "$exe" "${common[@]}" "${args[@]}" "$work/corpus" $(seeds "$t") >"$work/run.log" 2>&1); then
+    logs=("$work"/fuzz-*.log)  # jobs' own logs (run.log repeats them), or the one job's run.log
+    [ -e "${logs[0]}" ] || logs=("$work/run.log")
+    execs=$( { grep -ho 'stat::number_of_executed_units: *[0-9]*' "${logs[@]}" || true; } | awk '{s += $2} END {print s + 0}')
     if [ "$execs" -eq 0 ]; then  # fork mode (--jobs N) prints no unit counts: its last progress line has the total
       execs=$( { grep -o '^#[0-9]*' "$work/run.log" || true; } | tail -1 | tr -d '#')
       execs=${execs:-0}
