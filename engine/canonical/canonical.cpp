@@ -142,7 +142,7 @@ bool same_statements(const std::vector<BoundSymbol>& a, const std::vector<BoundS
   for (size_t i = 0; i < a.size(); ++i) {
     const BoundSymbol &x = a[i], &y = b[i];
     if (x.symbol != y.symbol || x.outputs != y.outputs || x.tags != y.tags ||
-        x.output_target.has_value() != y.output_target.has_value() || !same_arguments(x, y, Match::objects))
+        bool(x.output_target) != bool(y.output_target) || !same_arguments(x, y, Match::objects))
       return false;
     if (x.output_target && !same_value(*x.output_target, *y.output_target, Match::objects)) return false;
     if (!x.subsymbols.shares_with(y.subsymbols) && !same_statements(x.subsymbols, y.subsymbols)) return false;

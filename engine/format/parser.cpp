@@ -702,7 +702,7 @@ class TraceParser {
     }
     if (!default_target(target)) {
       size_t next = 0;
-      b.output_target = bind_target(target, b.outputs, next);
+      b.output_target = std::make_shared<const Value>(bind_target(target, b.outputs, next));
     }
     return b;
   }

@@ -24,7 +24,8 @@ struct BoundSymbol {
   // How the outputs were written when that is not `t0` or `(t0, t1)`: `[q, k, v]`, `(t0,)`,
   // `(_, _)`. Its proxies are placeholders, the k-th standing for outputs[k] (so renaming the
   // outputs needs no change here); `_` is a name. Ignored when its proxy count differs from outputs.
-  std::optional<Value> output_target;
+  // Rarely set, never changed once made: shared, so that a statement costs a pointer for it.
+  std::shared_ptr<const Value> output_target;
   CowVector<BoundSymbol> subsymbols;      // its decomposition, one level down (shared by copies until changed)
   std::string header;                     // source location printed as a comment above it
   // The source line it came from (ir/source_location.h), at every level; null for none (a subsymbol
