@@ -31,25 +31,6 @@ bool comment_is_code(std::string_view body) {
   return true;
 }
 
-void add_proxies_of(const Value& v, TraceText& out) {
-  for_each_proxy(v, [&](const ProxyPtr& p) {
-    if (p && !out.proxy_index.count(p->name)) {
-      out.proxy_index.emplace(p->name, static_cast<int>(out.proxies.size()));
-      out.proxies.push_back(p);
-    }
-  });
-}
-
-void collect_proxies(const Trace& trace, TraceText& out) {
-  out.proxy_index.reserve(trace.params.size() + 2 * trace.body.size());
-  for (const auto& param : trace.params) add_proxies_of(Value::of(param.proxy), out);
-  walk(trace.body, [&](const BoundSymbol& b, int) {
-    for (const auto& o : b.outputs) add_proxies_of(Value::of(o), out);
-    for (const auto& a : b.args) add_proxies_of(a, out);
-    for (const auto& [k, v] : b.kwargs) add_proxies_of(v, out);
-  });
-}
-
 }  // namespace
 
 std::string expand_tabs(std::string text) {
@@ -66,7 +47,7 @@ std::string expand_tabs(std::string text) {
   }
 }
 
-std::vector<Span> highlight_line(std::string_view line, const std::unordered_map<std::string, int>& proxy_index) {
+std::vector<Span> highlight_line(std::string_view line, const std::unordered_map<std::string_view, int>& proxy_index) {
   std::vector<Span> spans;
   bool in_comment = false;
   size_t i = 0, n = line.size();
@@ -113,7 +94,7 @@ std::vector<Span> highlight_line(std::string_view line, const std::unordered_map
       bool call = after < n && line[after] == '(';
       if (is_keyword(word)) {
         push(i, e, Token::keyword);
-      } else if (auto it = proxy_index.find(std::string(word)); it != proxy_index.end()) {
+      } else if (auto it = proxy_index.find(word); it != proxy_index.end()) {
         push(i, e, Token::proxy, it->second);
       } else if (call) {
         push(i, e, Token::symbol);
@@ -142,9 +123,56 @@ std::string_view TraceText::line(size_t l) const {
   return std::string_view(text).substr(begin, end - begin);
 }
 
+void TraceText::meet(const ProxyPtr& p) const {
+  if (p && proxy_index_.try_emplace(p->name, static_cast<int>(proxies.size())).second) proxies.push_back(p);
+}
+
+void TraceText::meet_proxies_of(const Value& v) const {
+  switch (v.kind) {
+    case Value::Kind::proxy: meet(v.proxy); break;
+    case Value::Kind::tuple:
+    case Value::Kind::list:
+      for (const auto& item : v.items) meet_proxies_of(item);
+      break;
+    case Value::Kind::dict:
+      for (const auto& [key, value] : v.entries) {
+        meet_proxies_of(key);
+        meet_proxies_of(value);
+      }
+      break;
+    default: break;
+  }
+}
+
+void TraceText::meet_proxies_of(const BoundSymbol& b) const {
+  for (const auto& o : b.outputs) meet(o);
+  for (const auto& a : b.args) meet_proxies_of(a);
+  for (const auto& [k, v] : b.kwargs) meet_proxies_of(v);
+}
+
+int TraceText::proxy_named(std::string_view name) const {
+  if (!every_proxy_met_ && !proxy_index_.count(name)) {
+    every_proxy_met_ = true;
+    if (trace_) walk(trace_->body, [&](const BoundSymbol& b, int level) {
+        if (level <= depth) meet_proxies_of(b);
+      });
+  }
+  auto it = proxy_index_.find(name);
+  return it == proxy_index_.end() ? -1 : it->second;
+}
+
+// A statement's line names its own proxies (outputs, arguments); a line of no statement (the
+// signature, imports, source comments) only parameters.
 const std::vector<Span>& TraceText::spans(size_t l) const {
   if (spans_.size() != line_start.size()) spans_.resize(line_start.size());
-  if (spans_[l].empty()) spans_[l] = highlight_line(line(l), proxy_index);
+  if (spans_[l].empty()) {
+    if (const BoundSymbol* owner = l < line_owner.size() ? line_owner[l] : nullptr) {
+      meet_proxies_of(*owner);
+      spans_[l] = highlight_line(line(l), proxy_index_);
+    } else {
+      spans_[l] = highlight_line(line(l), parameter_index_);
+    }
+  }
   return spans_[l];
 }
 
@@ -181,7 +209,9 @@ int TraceText::definition_line(int proxy) const {
 TraceText build_trace_text(const Trace& trace, int depth) {
   TraceText out;
   out.depth = depth;
-  collect_proxies(trace, out);
+  out.trace_ = &trace;
+  for (const auto& param : trace.params) out.meet(param.proxy);
+  out.parameter_index_ = out.proxy_index_;
   PrintOptions options;
   options.depth = depth;
   options.line_owners = &out.line_owner;

@@ -67,16 +67,16 @@ ProxyInfo describe_proxy(const Session& s, const TraceText& text, int index) {
 void TraceView::refresh(const TracePtr& trace, int effective_depth) {
   if (trace == trace_ && effective_depth == text_depth_) return;
   bool same_trace = trace == trace_;
+  // Another depth of the same trace keeps the selected proxy, by name (indices are per text).
+  std::string selected_name;
+  if (same_trace && selected_proxy >= 0 && selected_proxy < static_cast<int>(text_.proxies.size()))
+    selected_name = text_.proxies[selected_proxy]->name;
   trace_ = trace;
   text_depth_ = effective_depth;
   text_ = build_trace_text(*trace, effective_depth);
   ++text_version_;
-  if (!same_trace) {
-    selected_proxy = -1;
-    marked_line = -1;
-  } else if (selected_proxy >= static_cast<int>(text_.proxies.size())) {
-    selected_proxy = -1;
-  }
+  if (!same_trace) marked_line = -1;
+  selected_proxy = selected_name.empty() ? -1 : text_.proxy_named(selected_name);
   matched_query_.assign(1, '\x01');  // force a new search (not operator=: GCC 12 warns falsely)
   update_matches();
 }
@@ -106,7 +106,7 @@ void TraceView::update_gradient_lines(const Session& s) {
   }
   gradient_lines = lines_stating(linked);
   for (const auto& name : s.gradient->saved)
-    if (auto it = text_.proxy_index.find(name); it != text_.proxy_index.end()) saved_proxies.push_back(it->second);
+    if (int p = text_.proxy_named(name); p >= 0) saved_proxies.push_back(p);
 }
 
 std::vector<int> TraceView::lines_stating(const std::vector<const BoundSymbol*>& statements) const {

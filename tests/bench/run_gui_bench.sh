@@ -17,9 +17,16 @@ if [ ! -s "$CAPTURE" ]; then
   "$TV" compare --model gpt --param layers=32 --order jit,ddp --order ddp,jit --world 1 --out "$CAPTURE" >"$WORK/capture.log"
 fi
 
+# As `thunder-viz gui` starts the engine: glibc's malloc on transparent huge pages (app/reader/main.cpp).
+case "${GLIBC_TUNABLES:-}" in
+  *glibc.malloc.hugetlb*) ;;
+  "") export GLIBC_TUNABLES=glibc.malloc.hugetlb=1 ;;
+  *) export GLIBC_TUNABLES="$GLIBC_TUNABLES:glibc.malloc.hugetlb=1" ;;
+esac
 . "$(dirname "$0")/../gui/private_xvfb.sh"
 start_private_xvfb "$WORK/xvfb.log" || exit 1
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(. /etc/os-release && echo "$PRETTY_NAME")"
 echo "capture: $(du -h "$CAPTURE" | cut -f1) $CAPTURE"
+echo "GLIBC_TUNABLES=$GLIBC_TUNABLES"
 "$BENCH" --frames "$FRAMES" --size 1600x1000 --capture "$CAPTURE"
