@@ -21,7 +21,7 @@ while (($#)); do
     --long) mode=long; seconds="${2:?--long needs SECONDS}"; shift ;;
     --runs) mode=runs; runs="${2:?--runs needs N}"; shift ;;
     --jobs) jobs="${2:?--jobs needs N}"; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     trace_parser|capture_decoder|batch_config) targets+=("$1") ;;
     *) echo "run_fuzzers.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
