@@ -26,7 +26,8 @@ struct Span {
 
 // The text is built once (printed, tabs expanded); a line's spans are lexed when first asked for
 // and a proxy's lines when first asked for, so a trace of any length costs one print before its
-// first frame, and no walk over its statements. The accessors fill caches (mutable, not thread-safe): use one TraceText per thread.
+// first frame, and no walk over its statements. The accessors fill caches (mutable, not
+// thread-safe): use one TraceText per thread.
 struct TraceText {
   std::string text;                                  // every line, joined by '\n', tabs expanded
   std::vector<uint32_t> line_start;                  // per line: its offset in `text`

@@ -152,14 +152,22 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   }
 }
 
-std::string read_whole_file(const std::string& path) {
+namespace {
+
+// Opens `path` for reading and fills `st`; a folder is refused. The caller closes the descriptor.
+int open_for_reading(const std::string& path, struct stat& st) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, "cannot open", errno);
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) st = {};
+  if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     throw CaptureError(path, "", "cannot read: it is a folder");
   }
+  return fd;
+}
+
+// Reads `fd` to its end, at most kMaxInputBytes, and closes it.
+std::string read_to_end(int fd, const struct stat& st, const std::string& path) {
   std::string out;
   // A regular file's size is known: one allocation, not a doubling string's copies.
   if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<uint64_t>(st.st_size) <= kMaxInputBytes)
@@ -185,24 +193,28 @@ std::string read_whole_file(const std::string& path) {
   return out;
 }
 
+}  // namespace
+
+std::string read_whole_file(const std::string& path) {
+  struct stat st {};
+  int fd = open_for_reading(path, st);
+  return read_to_end(fd, st, path);
+}
+
 WholeFile WholeFile::open(const std::string& path) {
   WholeFile file;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, "cannot open", errno);
   struct stat st {};
-  bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
-  if (regular && static_cast<uint64_t>(st.st_size) <= kMaxInputBytes) {
+  int fd = open_for_reading(path, st);
+  if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<uint64_t>(st.st_size) <= kMaxInputBytes) {
     void* at = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    ::close(fd);
     if (at != MAP_FAILED) {
+      ::close(fd);
       file.mapped_ = static_cast<const char*>(at);
       file.size_ = static_cast<size_t>(st.st_size);
       return file;
     }
-  } else {
-    ::close(fd);
   }
-  file.read_ = read_whole_file(path);  // not mappable: read it, with read_whole_file's checks and messages
+  file.read_ = read_to_end(fd, st, path);  // a pipe, a device, or a mapping refused: the same descriptor, read
   return file;
 }
 

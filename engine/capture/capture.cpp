@@ -93,17 +93,17 @@ Capture load_capture(const std::string& path) {
   Json document;
   {
     auto file = capture_detail::WholeFile::open(path);
-    if (capture_detail::compressed(file.bytes())) {
-      std::string text;
+    std::string_view text = file.bytes();
+    std::string inflated;
+    if (capture_detail::compressed(text)) {
       try {
-        text = capture_detail::gunzip(file.bytes(), capture_detail::kMaxInputBytes);
+        inflated = capture_detail::gunzip(text, capture_detail::kMaxInputBytes);
       } catch (const std::runtime_error& e) {
         throw CaptureError(path, "", e.what());
       }
-      document = parse_document(text, path);
-    } else {
-      document = parse_document(file.bytes(), path);
+      text = inflated;
     }
+    document = parse_document(text, path);
   }  // the file's bytes go before the document is decoded: a large capture's peak is one copy
   return decode_document(std::move(document), path);
 }
