@@ -12,7 +12,7 @@ namespace tv::cli {
 
 void add_no_generated_kernels_flag(CLI::App& cmd, bool& off) {
   cmd.add_flag("--no-generated-kernels", off,
-               "run every member of a fusion region on its own on CUDA instead of one generated kernel per run of "
+               "run every member of a fusion region on its own instead of one generated kernel per run of "
                "pointwise ops (to tell a kernel's numbers from the members')");
 }
 

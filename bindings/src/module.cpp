@@ -242,28 +242,67 @@ RankContext current_rank() { return tl_rank.comm ? tl_rank : process_rank().rank
 // What a forward keeps for its backward. The Python bridge hands its tensors to autograd
 // (ctx.save_for_backward) and keeps only the structure: a tensor held here would keep the call's
 // outputs alive through their own grad_fn, a cycle that nothing frees when no backward runs.
+// What a call's forward saved for its backward. The tensors that are also the call's outputs go to
+// autograd (ctx.save_for_backward): held here, they would keep their own graph alive through a
+// cycle between C++ and Python. The others stay here and move into the backward's run, which frees
+// each one after its last use (held to the end, a step's saved values are all freed at once, and
+// the allocator hands the memory back to the system only to fault it in again on the next step).
+// Autograd's check that nothing it saved was modified in place before the backward is kept for
+// those too: their versions are noted at the forward and compared at the backward.
 struct Saved {
   exec::RValue value;
   bool used = false;
 
-  // Moves every tensor out (depth first), leaving undefined tensors in their places.
-  std::vector<at::Tensor> take_tensors() {
+  // Moves out the tensors that are one of `outputs` (depth first), leaving undefined tensors in
+  // their places, and notes the version of every other one.
+  std::vector<at::Tensor> take_outputs(const std::vector<at::Tensor>& outputs) {
     std::vector<at::Tensor> out;
-    visit_tensors(value, [&](at::Tensor& t) { out.push_back(std::move(t)); t = at::Tensor(); });
+    taken_.clear();
+    versions_.clear();
+    visit_tensors(value, [&](at::Tensor& t) {
+      bool is_output = t.defined() && std::any_of(outputs.begin(), outputs.end(), [&](const at::Tensor& o) {
+                         return o.defined() && o.unsafeGetTensorImpl() == t.unsafeGetTensorImpl();
+                       });
+      taken_.push_back(is_output);
+      if (is_output) {
+        out.push_back(std::move(t));
+        t = at::Tensor();
+      } else if (t.defined()) {
+        versions_.emplace_back(t, t._version());
+      }
+    });
     return out;
   }
-  // Puts back what take_tensors moved out, in the same order.
+  // Puts back what take_outputs moved out, in the same order.
   void put_tensors(const std::vector<std::optional<at::Tensor>>& tensors) {
-    size_t next = 0;
+    size_t next = 0, position = 0;
     visit_tensors(value, [&](at::Tensor& t) {
+      if (position >= taken_.size() || !taken_[position++]) return;
       if (next >= tensors.size()) throw std::runtime_error("SavedForBackward.put_tensors: fewer tensors than were taken");
       t = tensors[next] ? *tensors[next] : at::Tensor();
       ++next;
     });
     if (next != tensors.size()) throw std::runtime_error("SavedForBackward.put_tensors: more tensors than were taken");
   }
+  // std::runtime_error when a tensor kept here was modified in place since the forward (as
+  // autograd's own check says it); its references are dropped with the versions.
+  void check_versions() {
+    for (const auto& [t, version] : versions_)
+      if (t._version() != version)
+        throw std::runtime_error(
+            "one of the tensors the backward needs (" + describe_tensor(t) + ", saved by the forward at version " +
+            std::to_string(version) + ") has been modified by an inplace operation (now version " +
+            std::to_string(t._version()) + "): clone it before modifying it, or run the backward before the in-place change");
+    versions_.clear();
+  }
 
  private:
+  static std::string describe_tensor(const at::Tensor& t) { return exec::describe(exec::RValue::of(t)); }
+
+  std::vector<bool> taken_;                            // per tensor visited, whether take_outputs moved it out
+  std::vector<std::pair<at::Tensor, uint32_t>> versions_;  // the others, as the forward left them
+
+
   template <typename Fn>
   static void visit_tensors(exec::RValue& v, Fn&& fn) {
     if (v.kind == exec::RValue::Kind::tensor) fn(v.t);
@@ -298,15 +337,15 @@ class Entry {
   // One gradient per bridge tensor (inputs then parameters); None where the engine gives none.
   std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents) {
     if (saved.used) throw std::runtime_error("backward through the same call twice (saved values are freed after the first)");
+    saved.check_versions();
     std::vector<std::optional<at::Tensor>> out(bridge_names_.size());
     py::gil_scoped_release release;
     std::vector<at::Tensor> cot;
     for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
     backward_timings_.clear();
-    auto grads = step_backward(executor(backward_executor_, backward_timings_), module_, built_.stages, saved.value, cot,
-                               [this](TraceKind k) { running_ = trace_kind_name(k); });
     saved.used = true;
-    saved.value = {};
+    auto grads = step_backward(executor(backward_executor_, backward_timings_), module_, built_.stages,
+                               std::exchange(saved.value, {}), cot, [this](TraceKind k) { running_ = trace_kind_name(k); });
     for (const auto& [name, g] : grads) {
       auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
       if (g.defined() && it != bridge_names_.end()) out[it - bridge_names_.begin()] = g;
@@ -440,8 +479,8 @@ PYBIND11_MODULE(_thunder_viz, m) {
   py::register_local_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError);
 
   py::class_<Saved, std::shared_ptr<Saved>>(m, "SavedForBackward")
-      .def("take_tensors", &Saved::take_tensors, "moves the saved tensors out (for ctx.save_for_backward)")
-      .def("put_tensors", &Saved::put_tensors, "puts back the tensors take_tensors gave, in order");
+      .def("take_outputs", &Saved::take_outputs, "moves out the saved tensors that are among the outputs (for ctx.save_for_backward)")
+      .def("put_tensors", &Saved::put_tensors, "puts back the tensors take_outputs gave, in order");
 
   py::class_<Entry, std::shared_ptr<Entry>>(m, "Entry", "One cache entry: the pipeline built for one input metadata.")
       .def("forward", &Entry::forward, "inputs -> ([output tensors], SavedForBackward)")

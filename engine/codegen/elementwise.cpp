@@ -133,6 +133,49 @@ std::string expression(const BoundSymbol& m, const std::vector<std::string>& x) 
   return {};
 }
 
+double number_of(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::boolean: return v.b ? 1.0 : 0.0;
+    case Value::Kind::integer: return double(v.i);
+    default: return v.f;
+  }
+}
+
+// The instruction computing member `m` from its operands: expression() as data.
+PointwiseInstruction instruction(const BoundSymbol& m, std::vector<PointwiseOperand> x) {
+  PointwiseInstruction in;
+  in.operands = std::move(x);
+  switch (*op_kind(m.name())) {
+    case OpKind::add: in.op = PointwiseOp::add; break;
+    case OpKind::sub: in.op = PointwiseOp::sub; break;
+    case OpKind::mul: in.op = PointwiseOp::mul; break;
+    case OpKind::div: in.op = PointwiseOp::div; break;
+    case OpKind::neg: in.op = PointwiseOp::neg; break;
+    case OpKind::exp: in.op = PointwiseOp::exp; break;
+    case OpKind::log: in.op = PointwiseOp::log; break;
+    case OpKind::erf: in.op = PointwiseOp::erf; break;
+    case OpKind::tanh: in.op = PointwiseOp::tanh; break;
+    case OpKind::sqrt: in.op = PointwiseOp::sqrt; break;
+    case OpKind::rsqrt: in.op = PointwiseOp::rsqrt; break;
+    case OpKind::sigmoid: in.op = PointwiseOp::sigmoid; break;
+    case OpKind::where: in.op = PointwiseOp::where; break;
+    case OpKind::pow: {
+      in.op = PointwiseOp::pow;
+      const Value& e = m.args[1];
+      if (e.kind != Value::Kind::integer && e.kind != Value::Kind::floating) break;
+      double v = number_of(e);
+      if (v == 2.0) in.op = PointwiseOp::square;
+      if (v == 0.5) in.op = PointwiseOp::sqrt;
+      if (v == 1.0) in.op = PointwiseOp::copy;
+      if (v == -1.0) in.op = PointwiseOp::reciprocal;
+      if (in.op != PointwiseOp::pow) in.operands.resize(1);
+      break;
+    }
+  }
+  if (const Value* alpha = kwarg(m, "alpha")) in.alpha = number_of(*alpha);
+  return in;
+}
+
 bool reads(const BoundSymbol& m, const std::string& name) {
   for (const auto& p : m.inputs())
     if (p->name == name) return true;
@@ -148,26 +191,33 @@ std::optional<ElementwiseKernel> make_kernel(const BoundSymbol& region, size_t f
   k.members = last - first + 1;
   k.dtype = members[first].outputs[0]->dtype;
   std::map<std::string, std::string> var;  // proxy name -> expression variable
+  std::map<std::string, PointwiseOperand> operand_of;  // proxy name -> program operand
   std::string body;
   for (size_t i = first; i <= last; ++i) {
     const BoundSymbol& m = members[i];
     std::vector<std::string> operands;
+    std::vector<PointwiseOperand> program_operands;
     for (const auto& a : m.args) {
       if (a.kind != Value::Kind::proxy) {
         operands.push_back(*literal(a));
+        program_operands.push_back({PointwiseOperand::Kind::number, 0, number_of(a)});
         continue;
       }
       const std::string& name = a.proxy->name;
       if (!var.count(name)) {
         var[name] = "in" + std::to_string(k.inputs.size());
+        operand_of[name] = {PointwiseOperand::Kind::input, k.inputs.size(), 0};
         k.inputs.push_back(name);
         k.bool_inputs.push_back(a.proxy->dtype == DType::b8);
       }
       operands.push_back(var[name]);
+      program_operands.push_back(operand_of[name]);
     }
     std::string v = "v" + std::to_string(i - first);
     body += "  T " + v + " = " + expression(m, operands) + ";\n";
     var[m.outputs[0]->name] = v;
+    operand_of[m.outputs[0]->name] = {PointwiseOperand::Kind::value, i - first, 0};
+    k.program.push_back(instruction(m, std::move(program_operands)));
   }
   std::set<std::string> returned;
   for (const auto& o : region.outputs) returned.insert(o->name);
@@ -179,6 +229,7 @@ std::optional<ElementwiseKernel> make_kernel(const BoundSymbol& region, size_t f
     if (!used && !(i == last && k.outputs.empty())) continue;  // a kernel stores at least its last value
     stores += "  out" + std::to_string(k.outputs.size()) + " = " + var[name] + ";\n";
     k.outputs.push_back(name);
+    k.output_values.push_back(i - first);
   }
   if (k.inputs.size() > kMaxTensors || k.outputs.size() > kMaxTensors) return std::nullopt;
   std::string params;

@@ -13,7 +13,10 @@
 // reference): `template <typename T> void <name>(T in0, ..., T& out0, ...)`, computed in T, the
 // opmath type the jiterator instantiates it with (float for f32, bf16 and f16). The same members
 // give the same source and name, whatever the shapes, so one compiled kernel serves every layer.
-// Pure text: no CUDA here (exec/ runs the plan).
+// `program` is the same computation as data, one instruction per member, for an evaluator that
+// runs it element by element (the CPU's: exec/pointwise_cpu.h); it follows ATen's CPU kernels where
+// they special-case (pow by 2, 0.5, 1 or -1; a number operand rounded to the dtype first).
+// Pure text and data: no CUDA here (exec/ runs the plan).
 #pragma once
 #include <string>
 #include <vector>
@@ -21,6 +24,23 @@
 #include "ir/trace.h"
 
 namespace tv::codegen {
+
+enum class PointwiseOp { add, sub, mul, div, neg, exp, log, erf, tanh, sqrt, rsqrt, sigmoid, pow, square, reciprocal, copy, where };
+
+// An operand: kernel input `index`, the value of instruction `index`, or a number.
+struct PointwiseOperand {
+  enum class Kind { input, value, number };
+  Kind kind = Kind::number;
+  size_t index = 0;
+  double number = 0;
+};
+
+// value = op(operands) (add and sub: operands[0] op alpha * operands[1]).
+struct PointwiseInstruction {
+  PointwiseOp op = PointwiseOp::copy;
+  std::vector<PointwiseOperand> operands;
+  double alpha = 1;
+};
 
 struct ElementwiseKernel {
   std::string name;                 // "tv_pointwise_<hash>", the function's name in `source`
@@ -31,6 +51,8 @@ struct ElementwiseKernel {
   DType dtype = DType::f32;         // of the outputs and of every non-bool input
   size_t first_member = 0;          // the members it replaces: [first_member, first_member + members)
   size_t members = 0;
+  std::vector<PointwiseInstruction> program;  // instruction i computes member first_member + i
+  std::vector<size_t> output_values;          // per output, the instruction whose value it stores
 };
 
 struct RegionStep {

@@ -215,21 +215,15 @@ class Run {
   Run(const ExecOptions& options, Executor::RegionPlans* plans, NameIds& ids)
       : options_(options),
         ids_(ids),
-        plans_(options.generated_kernels && options.device.kind == Device::Kind::cuda && generated_kernels_available()
-                   ? plans
-                   : nullptr) {}
+        plans_(options.generated_kernels && generated_kernels_available(options.device) ? plans : nullptr) {}
 
-  RValue map_input(const RValue& v) const {
+  RValue map_input(RValue v) const {
     if (v.kind == RValue::Kind::tensor && options_.move_inputs && v.t.defined()) {
       c10::Device d = to_device(options_.device);
       return v.t.device() == d ? v : RValue::of(v.t.to(d));
     }
-    if (v.is_sequence() || v.kind == RValue::Kind::dict) {
-      RValue out = v;
-      for (auto& i : out.items) i = map_input(i);
-      for (auto& [k, e] : out.entries) e = map_input(e);
-      return out;
-    }
+    for (auto& i : v.items) i = map_input(std::move(i));
+    for (auto& [k, e] : v.entries) e = map_input(std::move(e));
     return v;
   }
 
@@ -587,14 +581,14 @@ std::vector<RValue> tensor_values(const std::vector<at::Tensor>& tensors) {
 }
 
 RValue Executor::run(const Trace& trace, const std::vector<at::Tensor>& inputs) {
-  return run(trace, tensor_values(inputs));
+  return run(trace, tensor_values(inputs), {});
 }
 
 namespace {
 
 }  // namespace
 
-RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, const RKwargs& kwargs) {
+RValue Executor::run(const Trace& trace, std::vector<RValue> inputs, const RKwargs& kwargs) {
   first_non_finite_.reset();
   if (!options_.on_timing)
     timer_.reset();
@@ -648,12 +642,12 @@ RValue Executor::run(const Trace& trace, const std::vector<RValue>& inputs, cons
           throw ExecError(trace.function_name + "(" + names + ") expects " + std::to_string(positional.size()) +
                           " inputs, got " + std::to_string(inputs.size()));
         }
-        scope.set(ids.of(p.proxy), run.map_input(inputs[next++]));
+        scope.set(ids.of(p.proxy), run.map_input(std::move(inputs[next++])));
         break;
       case ParamKind::varargs: {
         has_varargs = true;
         std::vector<RValue> rest;
-        while (next < inputs.size()) rest.push_back(run.map_input(inputs[next++]));
+        while (next < inputs.size()) rest.push_back(run.map_input(std::move(inputs[next++])));
         scope.set(ids.of(p.proxy), RValue::tuple(std::move(rest)));
         break;
       }

@@ -12,9 +12,11 @@
 // clock elsewhere: exec/symbol_timer.h), reported once the run has finished so that timing does not
 // synchronise the device mid-run; a per output tensor observer; and first_non_finite() after a run
 // with `detect_non_finite`. Runs under no-grad by default, and then below LibTorch's autograd
-// dispatch keys (the traces are already differentiated). On a CUDA device a fusion region's runs of
-// pointwise members execute as generated kernels (codegen/elementwise.h, exec/generated_kernels.h;
-// `generated_kernels` turns it off), each planned once per region and reused by later runs.
+// dispatch keys (the traces are already differentiated). A fusion region's runs of pointwise
+// members execute as generated kernels (codegen/elementwise.h, exec/generated_kernels.h: compiled
+// for CUDA, evaluated block by block on the CPU; `generated_kernels` turns it off), each planned
+// once per region and reused by later runs; members whose inputs the kernel cannot take (another
+// device or dtype, a broadcast the CPU evaluator does not read) run one by one.
 // For a trace owned by a shared pointer, each statement's constant arguments are evaluated once,
 // an output that a later batched matmul reads is made contiguous once when its batch dims do not
 // flatten (the same values; the matmuls then copy nothing). What runs is what the trace says:
@@ -42,7 +44,7 @@ struct ExecOptions {
   bool move_inputs = true;        // move input tensors and module parameters to `device`
   bool no_grad = true;            // run under c10::NoGradGuard, as Thunder's traces do (and below autograd)
   bool decompose = false;         // prefer subsymbols over a composite's rule (tests decompositions)
-  bool generated_kernels = true;  // CUDA: fusion regions' pointwise runs as one generated kernel each
+  bool generated_kernels = true;  // fusion regions' pointwise runs as one generated kernel each
   const ModuleView* module = nullptr;  // what globals()['__function_obj'] resolves to
   // Entries of thunder._get_cache_info() that differ from the defaults (default_dtype float32,
   // default_device cpu, is_autocast_enabled False, alias_tensor_indices '', is_grad_enabled True,
@@ -79,7 +81,9 @@ class Executor {
  public:
   explicit Executor(ExecOptions options = {});
 
-  RValue run(const Trace& trace, const std::vector<RValue>& inputs, const RKwargs& kwargs = {});
+  // The inputs are moved into the run: a value the caller does not keep is freed at the trace's
+  // `del` of it, not when the run ends (a backward frees its saved values as it goes).
+  RValue run(const Trace& trace, std::vector<RValue> inputs, const RKwargs& kwargs = {});
   // Convenience: tensors as the positional inputs.
   RValue run(const Trace& trace, const std::vector<at::Tensor>& inputs);
 

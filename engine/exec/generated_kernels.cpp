@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "exec/pointwise_cpu.h"
 #include "runtime/aten_util.h"
 
 #ifdef TV_HAVE_CUDA
@@ -10,9 +11,10 @@
 
 namespace tv::exec {
 
-bool generated_kernels_available() {
+bool generated_kernels_available(const Device& device) {
+  if (device.kind == Device::Kind::cpu) return true;
 #ifdef TV_HAVE_CUDA
-  return true;
+  return device.kind == Device::Kind::cuda;
 #else
   return false;
 #endif
@@ -20,6 +22,7 @@ bool generated_kernels_available() {
 
 bool inputs_match(const codegen::ElementwiseKernel& kernel, const std::vector<at::Tensor>& inputs) {
   if (inputs.size() != kernel.inputs.size()) return false;
+  if (!inputs.empty() && inputs[0].defined() && inputs[0].device().is_cpu()) return pointwise_cpu_applies(kernel, inputs);
   at::ScalarType want = to_scalar_type(kernel.dtype);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
@@ -30,6 +33,7 @@ bool inputs_match(const codegen::ElementwiseKernel& kernel, const std::vector<at
 }
 
 std::vector<at::Tensor> launch_generated(const codegen::ElementwiseKernel& kernel, const std::vector<at::Tensor>& inputs) {
+  if (!inputs.empty() && inputs[0].device().is_cpu()) return run_pointwise_cpu(kernel, inputs);
 #ifdef TV_HAVE_CUDA
   c10::SmallVector<at::Tensor> args(inputs.begin(), inputs.end());
   auto outs = at::cuda::CompileAndLaunchKernel(kernel.source, kernel.name, static_cast<int>(kernel.outputs.size()), args,

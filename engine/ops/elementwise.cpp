@@ -421,7 +421,7 @@ void register_elementwise_execution() {
   });
   exec_rule("ltorch.mul", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::mul(x, y); }); });
   exec_rule("ltorch.true_divide", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::true_divide(x, y); }); });
-  exec_rule("ltorch.pow", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::pow(x, y); }); });
+  exec_rule("ltorch.pow", [](Args a, Kw) { return power(a); });
   for (const char* n : {"eq", "ne", "lt", "le", "gt", "ge", "maximum"})
     same_exec_rule(std::string("ltorch.") + n, std::string("prims.") + n);
   for (const char* n : {"neg", "exp", "log", "tanh", "erf", "rsqrt", "sqrt", "abs", "sign", "sin", "cos", "reciprocal",

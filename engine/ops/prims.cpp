@@ -355,7 +355,7 @@ void register_prim_execution() {
   exec_rule("prims.sub", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::sub(x, y); }); });
   exec_rule("prims.mul", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::mul(x, y); }); });
   exec_rule("prims.div", [](Args a, Kw) { return binary(a, prim_div); });
-  exec_rule("prims.pow", [](Args a, Kw) { return binary(a, [](TT x, TT y) { return at::pow(x, y); }); });
+  exec_rule("prims.pow", [](Args a, Kw) { return power(a); });
   // at::maximum and at::minimum take tensors only: a number operand becomes one of the result's type.
   for (bool is_max : {true, false}) {
     exec_rule(is_max ? "prims.maximum" : "prims.minimum", [is_max](Args a, Kw) {

@@ -61,7 +61,7 @@ struct ReplayOptions {
   // replayed (replay/cuda_graph.h); RankResult::cuda_graph holds both times per step, the mean of
   // this many calls, and how far the graph's numbers are from the step's.
   int cuda_graph_steps = 0;
-  // CUDA: the executor runs fusion regions' pointwise runs as generated kernels (exec/executor.h);
+  // The executor runs fusion regions' pointwise runs as generated kernels (exec/executor.h);
   // false runs every member on its own, to tell a kernel's numbers from the members'.
   bool generated_kernels = true;
 };

@@ -74,7 +74,7 @@ StepForward step_forward(exec::Executor& executor, const StageHistory& stages, c
 }
 
 std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
-                                                              const StageHistory& stages, const exec::RValue& saved,
+                                                              const StageHistory& stages, exec::RValue saved,
                                                               const std::vector<at::Tensor>& cotangents,
                                                               const TraceHook& before, Settle when) {
   auto backward = stages.last(TraceKind::backward);
@@ -83,7 +83,10 @@ std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& ex
   for (const auto& c : cotangents) cot.push_back(c.defined() ? exec::RValue::of(c) : exec::RValue::none());
   if (before) before(TraceKind::backward);
   align_ranks(executor);
-  auto grads = executor.run(*backward, {saved, exec::RValue::tuple(cot)});
+  std::vector<exec::RValue> inputs;
+  inputs.push_back(std::move(saved));
+  inputs.push_back(exec::RValue::tuple(std::move(cot)));
+  auto grads = executor.run(*backward, std::move(inputs));
   if (when == Settle::now) settle(executor);
   std::vector<std::pair<std::string, at::Tensor>> out;
   auto names = argument_names(module, *stages.forward.front().trace);

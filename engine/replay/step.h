@@ -6,7 +6,8 @@
 // the outputs are the tensors of 'output' and `saved` the saved values (ExecError when 'output' is
 // missing); otherwise the outputs are the tensors of the forward's return and `saved` is none,
 // and the step ends there: its collectives are settled as step_backward's are (below).
-// `step_backward` runs the final backward on `saved` and one cotangent per output (an undefined
+// `step_backward` runs the final backward on `saved` (moved into the run, so that a caller that
+// moves it in lets the backward free each saved value after its last use) and one cotangent per output (an undefined
 // tensor is None) and returns one gradient per argument of the computation trace (stage 0 of the
 // forward), named by the parameter's qualified name ("fc1.weight") or else the argument's own name
 // (an input, "x"); the tensor is undefined where the backward returns no tensor. It throws
@@ -54,7 +55,7 @@ enum class Settle { now, later };
 
 // (name, gradient) per computation argument, in argument order.
 std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
-                                                              const StageHistory& stages, const exec::RValue& saved,
+                                                              const StageHistory& stages, exec::RValue saved,
                                                               const std::vector<at::Tensor>& cotangents,
                                                               const TraceHook& before = {},
                                                               Settle settle = Settle::now);

@@ -50,6 +50,13 @@ RValue binary(Args a, const std::function<at::Tensor(const at::Tensor&, const at
   return result(op(operand(x), operand(y)), !x.is_tensor() && !y.is_tensor());
 }
 
+RValue power(Args a) {
+  const RValue& x = rarg(a, 0, "a");
+  const RValue& y = rarg(a, 1, "b");
+  if (x.is_tensor() && y.is_number()) return RValue::of(at::pow(x.t, scalar_of(y)));
+  return binary(a, [](const at::Tensor& b, const at::Tensor& e) { return at::pow(b, e); });
+}
+
 RValue unary(Args a, const std::function<at::Tensor(const at::Tensor&)>& op) {
   const RValue& x = rarg(a, 0, "a");
   return result(op(operand(x)), !x.is_tensor());

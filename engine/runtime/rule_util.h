@@ -54,6 +54,9 @@ RValue result(const at::Tensor& t, bool all_numbers);
 // Applies a binary at:: op to tensors or numbers.
 RValue binary(Args a, const std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>& op);
 RValue unary(Args a, const std::function<at::Tensor(const at::Tensor&)>& op);
+// a ** b. A number exponent takes ATen's Scalar overload, as eager's `x ** 2` does: it
+// special-cases 2, 3, 0.5, -0.5, -1 and -2 where the tensor overload computes powf everywhere.
+RValue power(Args a);
 at::TensorOptions options_of(DType dtype, const Device& device);
 // Dims of a reduction: None or () mean every dim.
 std::vector<int64_t> reduction_dims(const RValue& dims, int64_t rank);

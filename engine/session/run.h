@@ -35,7 +35,7 @@ struct RunRequest {
   std::vector<PipelineSpec> pipelines;  // empty: one pipeline {"jit"}
   bool replay = true;                   // execute and compare against eager
   int cuda_graph_steps = 0;             // > 0: then replay the step as a CUDA graph (replay/cuda_graph.h)
-  bool generated_kernels = true;        // CUDA: fusion regions' pointwise runs as generated kernels
+  bool generated_kernels = true;        // fusion regions' pointwise runs as generated kernels
   dist::Launch* launch = nullptr;       // one rank per process (see above)
   std::function<void(Capture&)> gather_ranks;
 };

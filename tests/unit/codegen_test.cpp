@@ -1,6 +1,7 @@
 // Generated elementwise kernels (codegen/elementwise.h): which members of the fusion regions of
-// real pipelines become one kernel, what the kernel reads, stores and computes (everywhere), and,
-// on a GPU, that the executor's generated kernels give the members' numbers in f32 and bf16.
+// real pipelines become one kernel, what the kernel reads, stores and computes (everywhere), that
+// the CPU's evaluator (exec/pointwise_cpu.h) gives the members' numbers op by op and on a gpt step,
+// and, on a GPU, that the executor's generated kernels give the members' numbers in f32 and bf16.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -10,6 +11,8 @@
 #include "codegen/elementwise.h"
 #include "exec/device_check.h"
 #include "exec/executor.h"
+#include "format/parser.h"
+#include "format/printer.h"
 #include "jit/zoo.h"
 #include "ops/ltorch.h"
 #include "passes/fusion.h"
@@ -147,6 +150,121 @@ TEST(Codegen, WhereReadsItsBoolCondition) {
   ASSERT_FALSE(k.bool_inputs.empty());
   EXPECT_TRUE(k.bool_inputs[0]);
   EXPECT_TRUE(contains(k.source, "in0 != T(0) ?")) << k.source;
+}
+
+// Every op the generator knows, in one region whose inputs the CPU evaluator reads (full-shape,
+// one element, a bool condition; 2 100 elements: several blocks and a short last one), then a
+// region reading a broadcast vector, which runs member by member.
+constexpr const char* kEveryPointwiseOp = R"(import torch
+import thunder.torch as ltorch
+from thunder.executors.torchex import no_autocast
+
+@torch.no_grad()
+@no_autocast
+def computation(a, b, c, s, v):
+  # a: "cpu f32[3, 700]"
+  # b: "cpu f32[3, 700]"
+  # c: "cpu b8[3, 700]"
+  # s: "cpu f32[]"
+  # v: "cpu f32[700]"
+  t0 = ltorch.add(a, b, alpha=2)  # t0: "cpu f32[3, 700]"
+  t1 = ltorch.sub(t0, s, alpha=0.5)  # t1: "cpu f32[3, 700]"
+  t2 = ltorch.mul(0.3, t1)  # t2: "cpu f32[3, 700]"
+  t3 = ltorch.true_divide(t2, 1.4142135623730951)  # t3: "cpu f32[3, 700]"
+  t4 = ltorch.neg(t3)  # t4: "cpu f32[3, 700]"
+  t5 = ltorch.exp(t4)  # t5: "cpu f32[3, 700]"
+  t6 = ltorch.log(t5)  # t6: "cpu f32[3, 700]"
+  t7 = ltorch.erf(t6)  # t7: "cpu f32[3, 700]"
+  t8 = ltorch.tanh(t7)  # t8: "cpu f32[3, 700]"
+  t9 = ltorch.sqrt(t5)  # t9: "cpu f32[3, 700]"
+  t10 = ltorch.rsqrt(t5)  # t10: "cpu f32[3, 700]"
+  t11 = ltorch.sigmoid(t6)  # t11: "cpu f32[3, 700]"
+  t12 = ltorch.pow(t9, 2.0)  # t12: "cpu f32[3, 700]"
+  t13 = ltorch.pow(t9, 0.5)  # t13: "cpu f32[3, 700]"
+  t14 = ltorch.pow(t9, 3.0)  # t14: "cpu f32[3, 700]"
+  t15 = ltorch.pow(t10, -1)  # t15: "cpu f32[3, 700]"
+  t16 = ltorch.pow(t5, t11)  # t16: "cpu f32[3, 700]"
+  t17 = ltorch.where(c, t16, 0.0)  # t17: "cpu f32[3, 700]"
+  t18 = ltorch.add(t17, t8)  # t18: "cpu f32[3, 700]"
+  t19 = ltorch.add(t18, t12)  # t19: "cpu f32[3, 700]"
+  t20 = ltorch.add(t19, t13)  # t20: "cpu f32[3, 700]"
+  t21 = ltorch.add(t20, t14)  # t21: "cpu f32[3, 700]"
+  t22 = ltorch.add(t21, t15)  # t22: "cpu f32[3, 700]"
+  t23 = ltorch.sum(t22, None)  # t23: "cpu f32[]"
+  t24 = ltorch.mul(t22, v)  # t24: "cpu f32[3, 700]"
+  t25 = ltorch.exp(t24)  # t25: "cpu f32[3, 700]"
+  return (t1, t22, t23, t25)
+)";
+
+TEST(CpuCodegen, EveryPointwiseOpGivesTheMembersNumbers) {
+  auto parsed = parse_trace(kEveryPointwiseOp);
+  ASSERT_TRUE(parsed) << (parsed.error ? parsed.error->message : "");
+  auto fused = passes::fusion_grouping(*parsed.trace);
+  auto plans = plans_of(*fused);
+  ASSERT_EQ(plans.size(), 2u) << print_trace(*fused);
+  ASSERT_EQ(plans[0].second.kernels(), 1u);
+  ASSERT_EQ(plans[0].second.steps.front().kernel.members, 23u);
+  at::manual_seed(3);
+  std::vector<at::Tensor> inputs{at::randn({3, 700}), at::randn({3, 700}), at::rand({3, 700}) > 0.3,
+                                 at::randn({}), at::randn({700})};
+  auto run = [&](bool generated, size_t* launches) {
+    exec::ExecOptions o;
+    o.generated_kernels = generated;
+    exec::Executor e(o);
+    auto out = exec::tensors_of(e.run(*fused, inputs));
+    *launches = e.generated_kernel_launches();
+    return out;
+  };
+  size_t with = 0, without = 0;
+  auto generated = run(true, &with);
+  auto members = run(false, &without);
+  EXPECT_EQ(with, 1u);  // the second region reads a broadcast vector: its members run one by one
+  EXPECT_EQ(without, 0u);
+  ASSERT_EQ(generated.size(), 4u);
+  ASSERT_EQ(members.size(), 4u);
+  for (size_t i = 0; i < generated.size(); ++i) {
+    SCOPED_TRACE("output " + std::to_string(i));
+    EXPECT_EQ(generated[i].sizes(), members[i].sizes());
+    EXPECT_EQ(generated[i].scalar_type(), at::kFloat);
+    EXPECT_TRUE(generated[i].is_contiguous());
+    EXPECT_TRUE(at::allclose(generated[i], members[i], 1e-5, 1e-6)) << (generated[i] - members[i]).abs().max();
+  }
+  // Arithmetic that rounds like ATen's is exact; the C library's transcendental functions are
+  // within an ulp or two of ATen's.
+  EXPECT_TRUE(at::equal(generated[0], members[0]));
+}
+
+// On the CPU: one gpt step with the evaluator against the same step member by member.
+TEST(CpuCodegen, GeneratedKernelsGiveTheMembersNumbersOnAGptStep) {
+  auto b = build_gpt({{"layers", "2"}});
+  JitModuleView view(b.module);
+  std::vector<at::Tensor> inputs;
+  for (const auto& i : b.module.inputs) inputs.push_back(*i.value);
+  auto step = [&](bool generated, size_t* launches) {
+    exec::ExecOptions o;
+    o.module = &view;
+    o.generated_kernels = generated;
+    exec::Executor e(o);
+    auto f = step_forward(e, b.pipeline.stages, inputs);
+    auto cot = make_cotangents(f.outputs, 7);
+    auto grads = step_backward(e, b.module, b.pipeline.stages, f.saved, cot);
+    *launches = e.generated_kernel_launches();
+    std::vector<at::Tensor> all = f.outputs;
+    for (const auto& [name, g] : grads)
+      if (g.defined()) all.push_back(g);
+    return all;
+  };
+  size_t with = 0, without = 0;
+  auto generated = step(true, &with);
+  auto members = step(false, &without);
+  EXPECT_GT(with, 0u);
+  EXPECT_EQ(without, 0u);
+  ASSERT_EQ(generated.size(), members.size());
+  for (size_t i = 0; i < generated.size(); ++i) {
+    auto a = generated[i].to(at::kDouble), m = members[i].to(at::kDouble);
+    double scale = std::max(1.0, m.abs().max().item<double>());
+    EXPECT_LE((a - m).abs().max().item<double>(), 1e-5 * scale) << "tensor " << i;
+  }
 }
 
 // On a GPU: one step with generated kernels against the same step member by member, f32 and bf16.

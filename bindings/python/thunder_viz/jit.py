@@ -107,9 +107,9 @@ class _Bridge(torch.autograd.Function):
     def forward(ctx, entry, fixup, *tensors):
         n = len(fixup["inputs"])
         outs, saved = entry.forward(list(tensors[:n]))
-        # autograd holds the tensors (outputs among them without a reference cycle, and with its
-        # check that nothing saved was modified in place before the backward); saved keeps the rest
-        ctx.save_for_backward(*saved.take_tensors())
+        # autograd holds the saved outputs (without a reference cycle through saved); saved keeps
+        # the rest, and the backward frees each after its last use (module.cpp, Saved)
+        ctx.save_for_backward(*saved.take_outputs(outs))
         ctx.entry, ctx.saved, ctx.fixup = entry, saved, fixup
         ctx.shapes = [t.shape for t in tensors]
         ctx.out_meta = [(o.shape, o.dtype) for o in outs]

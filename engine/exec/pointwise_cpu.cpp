@@ -1,0 +1,208 @@
+#include "exec/pointwise_cpu.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/Functions.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "runtime/aten_util.h"
+
+namespace tv::exec {
+namespace {
+
+using codegen::PointwiseInstruction;
+using codegen::PointwiseOp;
+using codegen::PointwiseOperand;
+
+// Elements per block: every value of the program for one block stays in the first cache levels.
+constexpr int64_t kBlock = 512;
+
+// An operand over one block: `data[0..n)`, or `scalar` everywhere when data is null.
+template <typename T>
+struct Source {
+  const T* data = nullptr;
+  T scalar{};
+};
+
+template <typename T, typename F>
+void unary(T* d, Source<T> a, int64_t n, F f) {
+  if (!a.data) {
+    std::fill(d, d + n, f(a.scalar));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) d[i] = f(a.data[i]);
+}
+
+// Separate loops for a scalar operand, so that each one is a plain loop the compiler vectorises.
+template <typename T, typename F>
+void binary(T* d, Source<T> a, Source<T> b, int64_t n, F f) {
+  if (a.data && b.data) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(a.data[i], b.data[i]);
+  } else if (a.data) {
+    T y = b.scalar;
+    for (int64_t i = 0; i < n; ++i) d[i] = f(a.data[i], y);
+  } else if (b.data) {
+    T x = a.scalar;
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x, b.data[i]);
+  } else {
+    std::fill(d, d + n, f(a.scalar, b.scalar));
+  }
+}
+
+// The kernel's inputs as one block reads them.
+struct Bound {
+  std::vector<const void*> data;  // each input's first element
+  std::vector<bool> one;          // an input of one element, read as a scalar
+};
+
+template <typename T>
+class Block {
+ public:
+  Block(const codegen::ElementwiseKernel& kernel, const Bound& in, T* scratch, int64_t begin, int64_t n)
+      : kernel_(kernel), in_(in), scratch_(scratch), begin_(begin), n_(n) {}
+
+  void run() {
+    for (size_t v = 0; v < kernel_.program.size(); ++v) step(kernel_.program[v], scratch_ + v * kBlock);
+  }
+  const T* value(size_t v) const { return scratch_ + v * kBlock; }
+
+ private:
+  Source<T> source(const PointwiseOperand& o) const {
+    switch (o.kind) {
+      case PointwiseOperand::Kind::number: return {nullptr, static_cast<T>(o.number)};
+      case PointwiseOperand::Kind::value: return {value(o.index), T{}};
+      case PointwiseOperand::Kind::input: {
+        const T* p = static_cast<const T*>(in_.data[o.index]);
+        return in_.one[o.index] ? Source<T>{nullptr, *p} : Source<T>{p + begin_, T{}};
+      }
+    }
+    return {};
+  }
+
+  void step(const PointwiseInstruction& in, T* d) {
+    const auto& ops = in.operands;
+    auto a = [&] { return source(ops[0]); };
+    auto b = [&] { return source(ops[1]); };
+    T alpha = static_cast<T>(in.alpha);
+    int64_t n = n_;
+    switch (in.op) {
+      case PointwiseOp::add:
+        if (in.alpha == 1) return binary(d, a(), b(), n, [](T x, T y) { return x + y; });
+        return binary(d, a(), b(), n, [alpha](T x, T y) { return x + alpha * y; });
+      case PointwiseOp::sub:
+        if (in.alpha == 1) return binary(d, a(), b(), n, [](T x, T y) { return x - y; });
+        return binary(d, a(), b(), n, [alpha](T x, T y) { return x - alpha * y; });
+      case PointwiseOp::mul: return binary(d, a(), b(), n, [](T x, T y) { return x * y; });
+      case PointwiseOp::div: return binary(d, a(), b(), n, [](T x, T y) { return x / y; });
+      case PointwiseOp::pow: return binary(d, a(), b(), n, [](T x, T y) { return std::pow(x, y); });
+      case PointwiseOp::neg: return unary(d, a(), n, [](T x) { return -x; });
+      case PointwiseOp::exp: return unary(d, a(), n, [](T x) { return std::exp(x); });
+      case PointwiseOp::log: return unary(d, a(), n, [](T x) { return std::log(x); });
+      case PointwiseOp::erf: return unary(d, a(), n, [](T x) { return std::erf(x); });
+      case PointwiseOp::tanh: return unary(d, a(), n, [](T x) { return std::tanh(x); });
+      case PointwiseOp::sqrt: return unary(d, a(), n, [](T x) { return std::sqrt(x); });
+      case PointwiseOp::rsqrt: return unary(d, a(), n, [](T x) { return T(1) / std::sqrt(x); });
+      case PointwiseOp::sigmoid: return unary(d, a(), n, [](T x) { return T(1) / (T(1) + std::exp(-x)); });
+      case PointwiseOp::square: return unary(d, a(), n, [](T x) { return x * x; });
+      case PointwiseOp::reciprocal: return unary(d, a(), n, [](T x) { return T(1) / x; });
+      case PointwiseOp::copy: return unary(d, a(), n, [](T x) { return x; });
+      case PointwiseOp::where: return where(ops, d);
+    }
+  }
+
+  // The condition is a bool input or a number.
+  void where(const std::vector<PointwiseOperand>& ops, T* d) {
+    Source<T> x = source(ops[1]), y = source(ops[2]);
+    auto at = [](const Source<T>& s, int64_t i) { return s.data ? s.data[i] : s.scalar; };
+    const PointwiseOperand& c = ops[0];
+    if (c.kind == PointwiseOperand::Kind::input) {
+      const bool* p = static_cast<const bool*>(in_.data[c.index]);
+      if (!in_.one[c.index]) {
+        p += begin_;
+        for (int64_t i = 0; i < n_; ++i) d[i] = p[i] ? at(x, i) : at(y, i);
+        return;
+      }
+      for (int64_t i = 0; i < n_; ++i) d[i] = *p ? at(x, i) : at(y, i);
+      return;
+    }
+    bool take_x = c.kind == PointwiseOperand::Kind::number ? c.number != 0 : false;
+    for (int64_t i = 0; i < n_; ++i) d[i] = take_x ? at(x, i) : at(y, i);
+  }
+
+  const codegen::ElementwiseKernel& kernel_;
+  const Bound& in_;
+  T* scratch_;
+  int64_t begin_, n_;
+};
+
+template <typename T>
+void run_typed(const codegen::ElementwiseKernel& kernel, const Bound& in, std::vector<at::Tensor>& outs, int64_t numel) {
+  std::vector<T*> out_data;
+  for (auto& o : outs) out_data.push_back(o.data_ptr<T>());
+  at::parallel_for(0, numel, at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+    std::vector<T> scratch(kernel.program.size() * kBlock);
+    for (int64_t start = begin; start < end; start += kBlock) {
+      int64_t n = std::min(kBlock, end - start);
+      Block<T> block(kernel, in, scratch.data(), start, n);
+      block.run();
+      for (size_t o = 0; o < out_data.size(); ++o)
+        std::memcpy(out_data[o] + start, block.value(kernel.output_values[o]), n * sizeof(T));
+    }
+  });
+}
+
+// The broadcast shape of the inputs; nullopt when they do not broadcast.
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<at::Tensor>& inputs) {
+  std::vector<int64_t> shape;
+  try {
+    for (const auto& t : inputs) {
+      auto s = at::infer_size_dimvector(shape, t.sizes());
+      shape.assign(s.begin(), s.end());
+    }
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+  return shape;
+}
+
+}  // namespace
+
+bool pointwise_cpu_applies(const codegen::ElementwiseKernel& kernel, const std::vector<at::Tensor>& inputs) {
+  if (inputs.size() != kernel.inputs.size() || kernel.program.size() != kernel.members) return false;
+  at::ScalarType want = to_scalar_type(kernel.dtype);
+  if (want != at::kFloat && want != at::kDouble) return false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const at::Tensor& t = inputs[i];
+    if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != (kernel.bool_inputs[i] ? at::kBool : want))
+      return false;
+  }
+  auto shape = broadcast_shape(inputs);
+  if (!shape) return false;
+  for (const auto& t : inputs)
+    if (t.numel() != 1 && (t.sizes() != at::IntArrayRef(*shape) || !t.is_contiguous())) return false;
+  return true;
+}
+
+std::vector<at::Tensor> run_pointwise_cpu(const codegen::ElementwiseKernel& kernel, const std::vector<at::Tensor>& inputs) {
+  auto shape = broadcast_shape(inputs);
+  if (!shape) throw std::logic_error("run_pointwise_cpu: the inputs do not broadcast (pointwise_cpu_applies first)");
+  at::ScalarType dtype = to_scalar_type(kernel.dtype);
+  std::vector<at::Tensor> outs;
+  for (size_t o = 0; o < kernel.outputs.size(); ++o) outs.push_back(at::empty(*shape, at::TensorOptions().dtype(dtype)));
+  Bound in;
+  for (const auto& t : inputs) {
+    in.data.push_back(t.data_ptr());
+    in.one.push_back(t.numel() == 1);
+  }
+  int64_t numel = outs.empty() ? 0 : outs[0].numel();
+  if (numel == 0) return outs;
+  if (dtype == at::kFloat)
+    run_typed<float>(kernel, in, outs, numel);
+  else
+    run_typed<double>(kernel, in, outs, numel);
+  return outs;
+}
+
+}  // namespace tv::exec
