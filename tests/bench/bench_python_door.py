@@ -1,7 +1,8 @@
 """The Python door against eager torch on the CPU: a training step (forward, backward, AdamW) of a
 model through thunder_viz.jit and the same step of the module itself, taking turns repeat by repeat;
 the first call (recording and building the pipeline) against one eager step; the process's resident
-memory over many steps (the call history is bounded, so it stays flat).
+memory over many steps (the call history is bounded, so it stays flat); the minor page faults of a
+steady step on each side.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
         [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1]   (models: nanogpt, mlp, tiny, resnet18)
@@ -61,11 +62,16 @@ def step(model, opt, args, loss_of):
     return loss
 
 
-def timed(fn, n):
+def timed(fn, n, faults=None):
+    """Milliseconds per call of fn over n calls; appends the minor page faults per call to `faults`."""
+    flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - start) / n * 1e3
+    ms = (time.perf_counter() - start) / n * 1e3
+    if faults is not None:
+        faults.append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt) / n)
+    return ms
 
 
 def rss_mib():
@@ -100,10 +106,10 @@ def main():
     first = (time.perf_counter() - start) * 1e3
     for _ in range(3):  # warm both
         step(eager, opt_e, args, loss_of), step(tm, opt_o, args, loss_of)
-    engine_ms, eager_ms = [], []
+    engine_ms, eager_ms, engine_faults, eager_faults = [], [], [], []
     for _ in range(a.repeats):
-        engine_ms.append(timed(lambda: step(tm, opt_o, args, loss_of), a.steps))
-        eager_ms.append(timed(lambda: step(eager, opt_e, args, loss_of), a.steps))
+        engine_ms.append(timed(lambda: step(tm, opt_o, args, loss_of), a.steps, engine_faults))
+        eager_ms.append(timed(lambda: step(eager, opt_e, args, loss_of), a.steps, eager_faults))
     ratios = [e / t for e, t in zip(engine_ms, eager_ms)]
 
     rows = [
@@ -111,6 +117,9 @@ def main():
          f"{statistics.median(eager_ms):.2f} ms", f"{statistics.median(ratios):.3f}"),
         ("  repeat by repeat", " ".join(f"{x:.1f}" for x in engine_ms), " ".join(f"{x:.1f}" for x in eager_ms),
          f"{min(ratios):.3f}-{max(ratios):.3f}"),
+        # a page fault is a first touch of memory the allocator had given back to the system
+        ("minor page faults per steady step (median of repeats)", f"{statistics.median(engine_faults):.0f}",
+         f"{statistics.median(eager_faults):.0f}", ""),
         ("first call (record, build, step) vs first eager step", f"{first:.1f} ms", f"{eager_first:.1f} ms",
          f"{first / eager_first:.2f}"),
     ]
