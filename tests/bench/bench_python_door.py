@@ -2,13 +2,15 @@
 model through thunder_viz.jit and the same step of the module itself, taking turns repeat by repeat;
 the first call (recording and building the pipeline) against one eager step; the process's resident
 memory over many steps (the call history is bounded, so it stays flat); the minor page faults of a
-steady step on each side.
+steady step on each side; with --profile, where a step's time goes on each side.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
-        [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1]   (models: nanogpt, mlp, tiny, resnet18)
+        [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1] [--profile STEPS]
+        (models: nanogpt, mlp, tiny, resnet18)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
 import argparse
+import collections
 import copy
 import os
 import resource
@@ -82,6 +84,41 @@ def rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def profile(tm, eager, opt_o, opt_e, args, loss_of, steps, rows=18):
+    """Milliseconds per step by operation: the engine's bound symbols (its own per-symbol timing, by
+    trace and symbol name; the rest of the step is the door, autograd's bridge, the loss and the
+    optimizer) and eager's ATen operators (torch.profiler, self time, whose own cost inflates
+    eager's figures somewhat)."""
+    ours, total = collections.Counter(), 0.0
+    tm.timing = True
+    for _ in range(steps):
+        start = time.perf_counter()
+        step(tm, opt_o, args, loss_of)
+        total += time.perf_counter() - start
+        for trace, _, symbol, _, micros, *_ in tv.history(tm)[-1].timings:
+            ours[f"{trace} {symbol}"] += micros / 1e3
+    tm.timing = False
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+    start = time.perf_counter()
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step(eager, opt_e, args, loss_of)
+    eager_total = time.perf_counter() - start
+    theirs = collections.Counter({e.key: e.self_cpu_time_total / 1e3 for e in prof.key_averages()})
+    print(f"\nwhere a step goes, ms per step over {steps} steps (the engine's per-symbol timing on; "
+          "torch.profiler on eager)\n")
+    print("| thunder_viz.jit: trace, symbol | ms | eager: ATen operator (self) | ms |")
+    print("| --- | --- | --- | --- |")
+    a, b = ours.most_common(rows), theirs.most_common(rows)
+    for i in range(max(len(a), len(b))):
+        left = (a[i][0], f"{a[i][1] / steps:.3f}") if i < len(a) else ("", "")
+        right = (b[i][0], f"{b[i][1] / steps:.3f}") if i < len(b) else ("", "")
+        print(f"| {left[0]} | {left[1]} | {right[0]} | {right[1]} |")
+    inside = sum(ours.values()) / steps
+    print(f"| all bound symbols | {inside:.3f} | all operators | {sum(theirs.values()) / steps:.3f} |")
+    print(f"| the step | {total / steps * 1e3:.3f} | the step (profiled) | {eager_total / steps * 1e3:.3f} |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="nanogpt", choices=sorted(MODELS))
@@ -89,9 +126,11 @@ def main():
     p.add_argument("--repeats", type=int, default=7, help="repeats per side, taking turns")
     p.add_argument("--memory-steps", type=int, default=10000, help="steps of the memory run (0: none)")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--profile", type=int, default=0, metavar="STEPS",
+                   help="after the table, profile STEPS steps of each side: where a step's time goes (0: none)")
     a = p.parse_args()
-    if a.steps < 1 or a.repeats < 1 or a.memory_steps < 0 or a.threads < 1:
-        p.error("--steps, --repeats and --threads must be at least 1, --memory-steps at least 0")
+    if a.steps < 1 or a.repeats < 1 or a.memory_steps < 0 or a.threads < 1 or a.profile < 0:
+        p.error("--steps, --repeats and --threads must be at least 1, --memory-steps and --profile at least 0")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     eager, args, loss_of = MODELS[a.model]()
@@ -139,6 +178,8 @@ def main():
     print("| --- | --- | --- | --- |")
     for r in rows:
         print("| " + " | ".join(r) + " |")
+    if a.profile:
+        profile(tm, eager, opt_o, opt_e, args, loss_of, a.profile)
 
 
 if __name__ == "__main__":

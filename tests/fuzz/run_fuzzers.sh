@@ -8,20 +8,24 @@
 #     tests/fuzz/run_fuzzers.sh --runs N            fuzz each target for N inputs, however long it takes:
 #                                                   `nice -n 19` lets it use only idle cores; with --jobs J,
 #                                                   J processes of N/J inputs each share one corpus
+#     tests/fuzz/run_fuzzers.sh ... --resume        start from the corpus the last run grew (kept under
+#                                                   build-fuzz/fuzz/TARGET/corpus) instead of the seeds alone:
+#                                                   a run cut short goes on where it stopped
 #     tests/fuzz/run_fuzzers.sh ... [--jobs N] [TARGET...]   (trace_parser capture_decoder batch_config)
 # Exit 0 when no target crashed, leaked, hung or broke its law; 1 otherwise, with the input kept under
 # build-fuzz/fuzz/TARGET/ (minimise it with `-minimize_crash=1`, then add it to regressions/TARGET/).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-mode="" seconds=0 runs=0 jobs=1 targets=()
+mode="" seconds=0 runs=0 jobs=1 resume=0 targets=()
 while (($#)); do
   case "$1" in
     --short) mode=short ;;
     --long) mode=long; seconds="${2:?--long needs SECONDS}"; shift ;;
     --runs) mode=runs; runs="${2:?--runs needs N}"; shift ;;
     --jobs) jobs="${2:?--jobs needs N}"; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --resume) resume=1 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     trace_parser|capture_decoder|batch_config) targets+=("$1") ;;
     *) echo "run_fuzzers.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -66,7 +70,12 @@ failed=0
 for t in "${targets[@]}"; do
   exe="$root/build-fuzz/bin/${t}_fuzzer"
   work="$root/build-fuzz/fuzz/$t"
-  rm -rf "$work/corpus" && mkdir -p "$work/corpus" "$work/artifacts"
+  if ((resume)) && [ -d "$work/corpus" ]; then
+    echo "== $t: resuming from the $(ls "$work/corpus" | wc -l) inputs of the last run's corpus"
+  else
+    rm -rf "$work/corpus"
+  fi
+  mkdir -p "$work/corpus" "$work/artifacts"
   # A unit that runs for a minute is a hang; 20 s was reached by a niced run starved by builds beside it.
   common=(-dict="$here/dict/$t.dict" -max_len="$(max_len "$t")" -timeout=60 -rss_limit_mb=4096
           -artifact_prefix="$work/artifacts/" -print_final_stats=1)

@@ -303,6 +303,46 @@ def test_keyword_none_scalar_and_nested_arguments_and_dict_outputs():
     torch.testing.assert_close(tm(x, mode="flat"), model(x, mode="flat"))
 
 
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x, y=None):
+        return self.fc(x) if y is None else self.fc(x) * y
+
+
+class Variadic(torch.nn.Module):
+    def forward(self, *xs):
+        return sum(x * (i + 1) for i, x in enumerate(xs))
+
+
+def test_positional_and_keyword_spellings_of_a_call_share_its_cache_entry():
+    model = TwoInputs()
+    tm = tv.jit(model)
+    x, y = torch.randn(2, 4), torch.randn(2, 4)
+    torch.testing.assert_close(tm(x, y), model(x, y))  # tensors by position: the short way
+    torch.testing.assert_close(tm(x, y=y), model(x, y))
+    torch.testing.assert_close(tm(x=x, y=y), model(x, y))
+    assert (tm.cache_misses, tm.cache_hits) == (1, 2)
+    torch.testing.assert_close(tm(x), model(x))
+    torch.testing.assert_close(tm(x=x), model(x))
+    assert (tm.cache_misses, tm.cache_hits) == (2, 3)
+    with pytest.raises(TypeError, match=r"TwoInputs.forward\(x, y=None\): too many positional arguments"):
+        tm(x, y, x)
+    with pytest.raises(TypeError, match=r"missing a required argument: 'x'"):
+        tm()
+    tm(x, None)  # None by position is a constant, not a tensor
+    assert tm.cache_misses == 3
+
+    var = Variadic()
+    tv_var = tv.jit(var)
+    for n in (1, 3, 3, 2):
+        xs = [torch.randn(3) for _ in range(n)]
+        torch.testing.assert_close(tv_var(*xs), var(*xs))
+    assert (tv_var.cache_misses, tv_var.cache_hits) == (3, 1)
+
+
 def test_jitted_module_is_an_nn_module_with_the_wrapped_names():
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
     tm = tv.jit(model)

@@ -130,7 +130,7 @@ class _Bridge(torch.autograd.Function):
             fn(cot, gs)
         out = []
         for g, shape in zip(gs, ctx.shapes):
-            if g is not None and tuple(g.shape) != tuple(shape):
+            if g is not None and g.shape != shape:
                 g = ctx.fixup["unshard"](g, shape)
             out.append(g)
         return (None, None, *out)
@@ -196,17 +196,40 @@ def _constant_key(value):
                     f"got a {type(value).__name__}")
 
 
+def _autocast_readers():
+    """(device type, is_enabled(), dtype()) per device, in the spelling this torch has: torch >= 2.4
+    takes the device type, torch 1.13 has a function per device. Chosen once, not per call."""
+    try:
+        torch.is_autocast_enabled("cpu")
+        torch.get_autocast_dtype("cpu")
+    except (TypeError, AttributeError):
+        return (("cpu", torch.is_autocast_cpu_enabled, torch.get_autocast_cpu_dtype),
+                ("cuda", torch.is_autocast_enabled, torch.get_autocast_gpu_dtype))
+    return tuple((d, lambda d=d: torch.is_autocast_enabled(d), lambda d=d: torch.get_autocast_dtype(d)) for d in ("cpu", "cuda"))
+
+
+_AUTOCAST_READERS = _autocast_readers()
+
+
 def _autocast_state():
     """(device type, dtype) torch.autocast would run the call in, or None when it is off."""
-    for device in ("cpu", "cuda"):
-        try:  # torch >= 2.4 takes the device type
-            on, dtype = torch.is_autocast_enabled(device), torch.get_autocast_dtype(device)
-        except (TypeError, AttributeError):  # torch 1.13
-            on = torch.is_autocast_cpu_enabled() if device == "cpu" else torch.is_autocast_enabled()
-            dtype = torch.get_autocast_cpu_dtype() if device == "cpu" else torch.get_autocast_gpu_dtype()
-        if on:
-            return device, dtype
+    for device, enabled, dtype in _AUTOCAST_READERS:
+        if enabled():
+            return device, dtype()
     return None
+
+
+def _positional_arity(signature):
+    """(least, most) positional arguments a call of this signature may take with no keyword, when
+    such a call binds them as they are (bound.args == args, bound.kwargs == {}); None when a
+    keyword-only parameter without a default needs a keyword anyway."""
+    params = signature.parameters.values()
+    if any(p.kind == p.KEYWORD_ONLY and p.default is p.empty for p in params):
+        return None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    least = sum(p.default is p.empty for p in positional)
+    most = float("inf") if any(p.kind == p.VAR_POSITIONAL for p in params) else len(positional)
+    return least, most
 
 
 class JittedModule(torch.nn.Module):
@@ -227,7 +250,7 @@ class JittedModule(torch.nn.Module):
         self._lc_cd = CompileData(self, fn if fn is not None else module)
         self._name = name or type(module).__name__
         self._core = None
-        self._core_state = None  # the parameter and buffer objects (and metadata) the core was built on
+        self._core_state = None  # the parameters' and buffers' names, ids and metadata the core was built on
         self._state = None  # _ModuleState of the module, made at the first call
         self._cache = {}
         self._history = collections.deque()
@@ -237,6 +260,8 @@ class JittedModule(torch.nn.Module):
         self.cache_misses = 0
         self.timing = False  # per-bound-symbol times in each CallRecord (on while an Inspector listens)
         self._signature = inspect.signature(module.forward)
+        self._arity = _positional_arity(self._signature)
+        self._positional_specs = {}  # number of tensors -> the argument structure's text, for _bind's key
 
     # -- structure
     @property
@@ -302,19 +327,32 @@ class JittedModule(torch.nn.Module):
         if self._state is None:
             self._state = _ModuleState(self.module)
         attributes, params, buffers = self._state.read()
-        # A Parameter replaced (module.weight = nn.Parameter(...)) or converted (to(), half()) is a new core.
-        tensors = [(n, t, _meta(t)) for n, t in params + buffers]
-        if self._core is None or len(tensors) != len(self._core_state) or any(
-                a[0] != b[0] or a[1] is not b[1] or a[2] != b[2] for a, b in zip(tensors, self._core_state)):
+        # A Parameter replaced (module.weight = nn.Parameter(...)), converted (to(), half()), frozen or
+        # renamed is a new core.
+        named = params + buffers
+        state = ([n for n, _ in named], [id(t) for _, t in named],
+                 [(t.shape, t.dtype, t.device, t.requires_grad) for _, t in named])
+        if self._core is None or state != self._core_state:
             self._core = _C.JitCore(self._name, params, buffers)
-            self._core_state = tensors
+            self._core_state = state
+            self._core_tensors = [t for _, t in named]  # alive, so that no other tensor takes their ids
+            self._core_key = tuple(_meta(t) for _, t in params)
             self._param_list = [p for _, p in params]
+            self._params_need_grad = any(p.requires_grad for _, p in params)
             self._cache.clear()
         self._core.set_attribute("training", bool(self.module.training))
-        return self._core, (tuple(m for _, _, m in tensors[:len(params)]), attributes)
+        return self._core, (self._core_key, attributes)
 
     def _bind(self, args, kwargs):
-        """(tensors, a key of everything else, rebuild(tensors) -> (args, kwargs), the bound arguments)."""
+        """(tensors, a key of everything else, rebuild(tensors) -> (args, kwargs), bound() -> the bound
+        arguments). The usual call, tensors by position only, takes a short way to the same key."""
+        if not kwargs and self._arity and self._arity[0] <= len(args) <= self._arity[1] and \
+                all(isinstance(a, torch.Tensor) for a in args):
+            n = len(args)
+            spec = self._positional_specs.get(n)
+            if spec is None:
+                spec = self._positional_specs[n] = str(pytree.tree_flatten((args, {}))[1])
+            return list(args), ((), spec), lambda new: (tuple(new), {}), lambda: self._signature.bind(*args)
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -330,7 +368,7 @@ class JittedModule(torch.nn.Module):
         def rebuild(new_tensors):
             it = iter(new_tensors)
             return pytree.tree_unflatten([next(it) if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves], spec)
-        return tensors, (tuple(constants), str(spec)), rebuild, bound
+        return tensors, (tuple(constants), str(spec)), rebuild, lambda: bound
 
     @staticmethod
     def _tensor_names(bound):
@@ -346,7 +384,7 @@ class JittedModule(torch.nn.Module):
                 names.extend(f"{pname}_{k}" for k in range(len(ts)))
         return names
 
-    def _entry(self, inputs, bound, constants, call):
+    def _entry(self, inputs, bind, constants, call):
         """(entry, program) for these inputs: a hit reuses them, a miss records and builds anew."""
         process_group.join()  # under torch.distributed (torchrun): once per process, at the first call
         core, module_key = self._get_core()
@@ -357,7 +395,7 @@ class JittedModule(torch.nn.Module):
             self.cache_hits += 1
         else:
             self.cache_misses += 1
-            names = _unique(self._tensor_names(bound), len(inputs))
+            names = _unique(self._tensor_names(bind()), len(inputs))
             program, eager_out = record(self.module, inputs, names, call)
             entry = core.build(program.to_dict(), list(inputs) + _seed(program), self._order, self._semantics,
                                self._workaround(), _module_class(self.module))
@@ -373,8 +411,8 @@ class JittedModule(torch.nn.Module):
 
     def prepare(self, *args, **kwargs):
         """Acquires (or finds in the cache) the traces for these arguments without running them."""
-        inputs, constants, rebuild, bound = self._bind(args, kwargs)
-        (entry, program), rec = self._entry(inputs, bound, constants, lambda: self.module(*args, **kwargs))
+        inputs, constants, rebuild, bind = self._bind(args, kwargs)
+        (entry, program), rec = self._entry(inputs, bind, constants, lambda: self.module(*args, **kwargs))
         return rec
 
     def forward(self, *args, **kwargs):
@@ -385,13 +423,13 @@ class JittedModule(torch.nn.Module):
                 "the engine runs the recorded dtypes and does not follow torch's autocast. Apply the engine's "
                 "autocast transform instead (thunder_viz.jit(model, transforms=['autocast'])), or call it "
                 "outside torch.autocast")
-        inputs, constants, rebuild, bound = self._bind(args, kwargs)
-        (entry, program), rec = self._entry(inputs, bound, constants, lambda: self.module(*args, **kwargs))
+        inputs, constants, rebuild, bind = self._bind(args, kwargs)
+        (entry, program), rec = self._entry(inputs, bind, constants, lambda: self.module(*args, **kwargs))
         engine_inputs = inputs + _seed(program)
         entry.timed = self.timing or bool(self._listeners)
         params = self._param_list
         needs_grad = torch.is_grad_enabled() and entry.has_backward and (
-            any(p.requires_grad for p in params) or any(t.requires_grad for t in inputs))
+            self._params_need_grad or any(t.requires_grad for t in inputs))
         if needs_grad:
             fixup = {"inputs": engine_inputs, "unshard": _unshard(_C.world_info()), "record": rec}
             outs = _Bridge.apply(entry, fixup, *engine_inputs, *params)
