@@ -129,8 +129,9 @@ T where(TraceBuilder&, const T& condition, const Value& a, const Value& b);
 T masked_fill(TraceBuilder&, const T& a, const T& mask, const Value& value);
 
 // Attention: softmax(q k^T * scale [+ mask]) v, decomposed; causal adds the lower-triangular mask.
-// Whether attention on `device` runs LibTorch's fused kernels where its operands allow (CUDA,
-// LibTorch 2.1 or later): the executor then reads q, k and v as they are, not copied.
+// Whether attention on `device` runs LibTorch's fused kernels where its operands allow (CUDA with
+// LibTorch 2.1 or later, the CPU with 2.3 or later): the executor then reads q, k and v as they
+// are, not copied, and the forward keeps the kernel's log-sum-exp for the backward.
 bool fused_attention_on(const Device& device);
 T scaled_dot_product_attention(TraceBuilder&, const T& q, const T& k, const T& v, const T& attn_mask /* may be null */,
                                bool is_causal);

@@ -30,6 +30,13 @@
 #else
 #define TV_FUSED_ATTENTION 0
 #endif
+// LibTorch's flash attention for the CPU (_scaled_dot_product_flash_attention_for_cpu), what eager
+// torch's scaled_dot_product_attention runs there.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define TV_FUSED_ATTENTION_CPU 1
+#else
+#define TV_FUSED_ATTENTION_CPU 0
+#endif
 
 namespace tv::ltorch {
 
@@ -1237,9 +1244,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(Args a) {
 // memory-efficient attention kernels: one call each way (one kernel forward, four backward), where
 // the matmuls, scale, mask, softmax, their backward and the operands' copies took about fifteen
 // kernels. PyTorch documents that backward as not deterministic: two runs can differ in the last
-// bits. scaled_dot_product_attention_forward also returns the kernel's log-sum-exp (its first L
-// entries per query row: the kernel pads its rows to an alignment), which the backward takes when
-// the trace passes it (a saved value), else the backward runs the forward kernel again for it.
+// bits. On the CPU with LibTorch 2.3 or later, the same inputs in f32 or bf16 run LibTorch's CPU
+// flash attention, as eager torch does there (blocks of keys with a running softmax; no L x S
+// scores in memory). scaled_dot_product_attention_forward also returns the kernel's log-sum-exp (on
+// CUDA its first L entries per query row: the kernel pads its rows to an alignment), which the
+// backward takes when the trace passes it (a saved value), else the backward runs the forward
+// kernel again for it.
 // Anything else runs softmax(q k^T / sqrt(E), masked) v as single at:: calls, the backward with the
 // probabilities recomputed, the forward's log-sum-exp from the scores.
 
@@ -1269,10 +1279,12 @@ at::Tensor attention_probabilities(TT q, TT k, TT mask, bool causal) {
 
 #if TV_FUSED_ATTENTION
 bool fused_kernel_applies(TT q, TT k, TT v, TT mask, bool causal) {
-  if (!q.is_cuda() || mask.defined() || q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
+  if (!(q.is_cuda() || (TV_FUSED_ATTENTION_CPU && q.is_cpu())) || mask.defined() || q.dim() != 4 || k.dim() != 4 ||
+      v.dim() != 4 || k.device() != q.device() || v.device() != q.device())
     return false;
   at::ScalarType st = q.scalar_type();
-  if ((st != at::kFloat && st != at::kHalf && st != at::kBFloat16) || k.scalar_type() != st || v.scalar_type() != st)
+  if ((st != at::kFloat && st != at::kBFloat16 && (st != at::kHalf || q.is_cpu())) || k.scalar_type() != st ||
+      v.scalar_type() != st)
     return false;
   for (int64_t d : {0, 1})
     if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) return false;
@@ -1284,6 +1296,12 @@ bool fused_kernel_applies(TT q, TT k, TT v, TT mask, bool causal) {
 // (out, log-sum-exp [..., L] in float) from the fused kernel; its log-sum-exp is a view of the first
 // L entries of the kernel's padded rows.
 std::pair<at::Tensor, at::Tensor> fused_forward(TT q, TT k, TT v, bool causal) {
+#if TV_FUSED_ATTENTION_CPU
+  if (q.is_cpu()) {
+    auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, /*dropout_p=*/0.0, causal);
+    return {out, lse};
+  }
+#endif
   auto [out, lse, seed, offset] = at::_scaled_dot_product_efficient_attention(
       q, k, v, {}, /*compute_log_sumexp=*/true, /*dropout_p=*/0.0, causal);
   return {out, lse.narrow(2, 0, q.size(2))};
@@ -1293,6 +1311,8 @@ std::pair<at::Tensor, at::Tensor> fused_forward(TT q, TT k, TT v, bool causal) {
 // still has in its strides. Undefined for one the kernel may not read: unpadded rows of a length
 // off the kernel's alignment (32), as the unfused forward computes them.
 at::Tensor kernel_log_sumexp(const at::Tensor& lse) {
+  if (lse.defined() && lse.is_cpu() && lse.dim() == 3 && lse.scalar_type() == at::kFloat)
+    return lse;  // the CPU kernel reads it through its strides, as it gave it or contiguous
   if (!lse.defined() || lse.dim() != 3 || lse.stride(2) != 1 || lse.scalar_type() != at::kFloat) return {};
   if (lse.stride(1) > lse.size(2))
     return lse.as_strided({lse.size(0), lse.size(1), lse.stride(1)}, lse.strides(), lse.storage_offset());
@@ -1307,7 +1327,10 @@ std::pair<at::Tensor, at::Tensor> attention_forward(Args a, Kw kw, bool with_log
   bool causal = causal_at(a, 4, kw);
 #if TV_FUSED_ATTENTION
   if (fused_kernel_applies(q, k, v, mask, causal)) {
-    if (with_log_sumexp) return fused_forward(q, k, v, causal);
+    if (with_log_sumexp || q.is_cpu()) {
+      auto [out, lse] = fused_forward(q, k, v, causal);
+      return {out, with_log_sumexp ? lse : at::Tensor()};
+    }
     return {std::get<0>(at::_scaled_dot_product_efficient_attention(q, k, v, {}, false, 0.0, causal)), {}};
   }
 #endif
@@ -1336,6 +1359,12 @@ RValue attention_backward(Args a, Kw kw) {
       lse = kernel_log_sumexp(lse);
     }
     if (g.stride(-1) != 1) g = g.contiguous();
+#if TV_FUSED_ATTENTION_CPU
+    if (q.is_cpu()) {
+      auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(g, q, k, v, out, lse, 0.0, causal);
+      return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
+    }
+#endif
     at::Tensor no_dropout = at::empty({}, at::kLong);  // the random state the kernel reads only with dropout
     auto [gq, gk, gv, unused] = at::_scaled_dot_product_efficient_attention_backward(
         g, q, k, v, at::Tensor(), out, lse, no_dropout, no_dropout, /*dropout_p=*/0.0,
@@ -1537,7 +1566,8 @@ void register_nn_execution() {
 }  // namespace tv::exec
 
 bool tv::ltorch::fused_attention_on(const Device& device) {
-  return TV_FUSED_ATTENTION && device.kind == Device::Kind::cuda;
+  return (TV_FUSED_ATTENTION && device.kind == Device::Kind::cuda) ||
+         (TV_FUSED_ATTENTION_CPU && device.kind == Device::Kind::cpu);
 }
 
 namespace tv::ops {

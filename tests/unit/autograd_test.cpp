@@ -692,8 +692,9 @@ TEST(Autograd, BatchNormStatisticsAreSavedValues) {
   }
 }
 
-// On CUDA, attention that the fused kernel runs saves the kernel's log-sum-exp (f32, one per query
-// row) for its backward; on the CPU nothing is added.
+// Where attention runs a fused kernel (CUDA with LibTorch 2.1 or later, the CPU with 2.3 or later),
+// the forward saves the kernel's log-sum-exp (f32, one per query row) for its backward; elsewhere
+// nothing is added.
 TEST(Autograd, FusedAttentionLogSumExpIsASavedValue) {
   lt::register_ops();
   for (Device device : {Device{}, Device{Device::Kind::cuda, 0}}) {

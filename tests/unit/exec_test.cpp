@@ -311,8 +311,9 @@ TEST_P(ExecOps, ExecNormalisationAndLosses) {
              return V(ltorch::scaled_dot_product_attention(b, p[0], p[1], p[2], p[3], false));
            },
            [&](const Ts& x) { return sdpa_ref(x, false, true); });
-  // 4-d attention runs LibTorch's fused kernels on CUDA (ops/nn.cpp); its backward is
-  // checked against LibTorch autograd in double, 4-d causal and 3-d with a bool mask.
+  // 4-d attention runs LibTorch's fused kernels on CUDA and, with LibTorch 2.3 or later, on the
+  // CPU (ops/nn.cpp); its backward is checked against LibTorch autograd in double, 4-d causal and
+  // 3-d with a bool mask.
   check_op("sdpa causal 4-d", {randn({2, 2, 8, 16}), randn({2, 2, 8, 16}), randn({2, 2, 8, 16})},
            [](TraceBuilder& b, const P& p) {
              return V(ltorch::scaled_dot_product_attention(b, p[0], p[1], p[2], nullptr, true));
