@@ -292,11 +292,20 @@ TEST(DistErrors, WrappedAbortIsAConsequence) {
 
 TEST(DistErrors, RunAllCollectsOutcomes) {
   World world(2, Backend::gloo, with_timeout(5s));
-  // Both ranks meet first: a rank that fails before the other has joined the group makes the
-  // other's join fail too (as a consequence), which is not what this test is about.
-  auto results = world.run_all([](int rank, Communicator& comm) {
+  // Both ranks meet first, and rank 0 fails only once rank 1 has left the barrier: a rank that
+  // fails while the other is still joining the group or inside the barrier (gloo lets one rank
+  // leave it before the other) makes the other fail too, as a consequence, which is not what this
+  // test is about.
+  std::atomic<bool> rank1_done{false};
+  auto results = world.run_all([&rank1_done](int rank, Communicator& comm) {
     comm.barrier();
-    if (rank == 0) throw std::runtime_error("rank zero says no");
+    if (rank == 1) {
+      rank1_done = true;
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    while (!rank1_done && seconds_since(t0) < 10.0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    throw std::runtime_error("rank zero says no");
   });
   ASSERT_EQ(results.size(), 2u);
   EXPECT_FALSE(results[0].ok);
