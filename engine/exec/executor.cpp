@@ -532,6 +532,7 @@ struct Executor::NameTables {
     // change while it lives (ir/trace.h), and `owner` tells whether it still does.
     std::weak_ptr<const Trace> owner;
     std::vector<StatementIds> statements;
+    std::vector<uint32_t> params;  // each parameter's id, in the signature's order (with statements)
   };
   std::unordered_map<const Trace*, Entry> by_trace;
   bool fused_attention = false;  // ltorch::fused_attention_on(the executor's device)
@@ -544,12 +545,15 @@ struct Executor::NameTables {
     std::weak_ptr<const Trace> owner = trace.weak_from_this();
     if (owner.expired()) {
       e.statements.clear();
+      e.params.clear();
     } else if (e.owner.lock().get() != &trace || e.statements.size() != trace.body.size()) {
       e.owner = owner;
       e.statements.clear();
       e.statements.reserve(trace.body.size());
       for (const auto& b : trace.body) e.statements.push_back(statement_ids(b, e.ids));
       mark_matmul_operands(trace, e.statements, fused_attention);
+      e.params.clear();
+      for (const auto& p : trace.params) e.params.push_back(e.ids.of(p.proxy));
     }
     return e;
   }
@@ -628,39 +632,47 @@ RValue Executor::run(const Trace& trace, std::vector<RValue> inputs, const RKwar
   scope.filled = &filled;
 
   // Bind the signature.
+  auto positional = [&trace] {
+    std::vector<std::string> names;
+    for (const auto& p : trace.params)
+      if (p.kind == ParamKind::positional) names.push_back(p.proxy->name);
+    return names;
+  };
+  auto id_of_param = [&](size_t i) {
+    return names.params.size() == trace.params.size() ? names.params[i] : ids.of(trace.params[i].proxy);
+  };
   size_t next = 0;
-  std::vector<std::string> positional;
-  for (const auto& p : trace.params)
-    if (p.kind == ParamKind::positional) positional.push_back(p.proxy->name);
   bool has_varargs = false;
-  for (const auto& p : trace.params) {
+  for (size_t i = 0; i < trace.params.size(); ++i) {
+    const auto& p = trace.params[i];
     switch (p.kind) {
       case ParamKind::positional:
         if (next >= inputs.size()) {
-          std::string names;
-          for (const auto& n : positional) names += (names.empty() ? "" : ", ") + n;
-          throw ExecError(trace.function_name + "(" + names + ") expects " + std::to_string(positional.size()) +
+          std::string list;
+          auto all = positional();
+          for (const auto& n : all) list += (list.empty() ? "" : ", ") + n;
+          throw ExecError(trace.function_name + "(" + list + ") expects " + std::to_string(all.size()) +
                           " inputs, got " + std::to_string(inputs.size()));
         }
-        scope.set(ids.of(p.proxy), run.map_input(std::move(inputs[next++])));
+        scope.set(id_of_param(i), run.map_input(std::move(inputs[next++])));
         break;
       case ParamKind::varargs: {
         has_varargs = true;
         std::vector<RValue> rest;
         while (next < inputs.size()) rest.push_back(run.map_input(std::move(inputs[next++])));
-        scope.set(ids.of(p.proxy), RValue::tuple(std::move(rest)));
+        scope.set(id_of_param(i), RValue::tuple(std::move(rest)));
         break;
       }
       case ParamKind::varkw: {
         std::vector<std::pair<RValue, RValue>> entries;
         for (const auto& [k, v] : kwargs) entries.emplace_back(RValue::string(k), run.map_input(v));
-        scope.set(ids.of(p.proxy), RValue::dict(std::move(entries)));
+        scope.set(id_of_param(i), RValue::dict(std::move(entries)));
         break;
       }
     }
   }
   if (!has_varargs && next < inputs.size())
-    throw ExecError(trace.function_name + " expects " + std::to_string(positional.size()) + " inputs, got " +
+    throw ExecError(trace.function_name + " expects " + std::to_string(positional().size()) + " inputs, got " +
                     std::to_string(inputs.size()));
 
   RValue result;
