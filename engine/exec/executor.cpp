@@ -632,11 +632,11 @@ RValue Executor::run(const Trace& trace, std::vector<RValue> inputs, const RKwar
   scope.filled = &filled;
 
   // Bind the signature.
-  auto positional = [&trace] {
-    std::vector<std::string> names;
+  auto positional = [&trace] {  // the positional parameters' names, for the errors below
+    std::vector<std::string> out;
     for (const auto& p : trace.params)
-      if (p.kind == ParamKind::positional) names.push_back(p.proxy->name);
-    return names;
+      if (p.kind == ParamKind::positional) out.push_back(p.proxy->name);
+    return out;
   };
   auto id_of_param = [&](size_t i) {
     return names.params.size() == trace.params.size() ? names.params[i] : ids.of(trace.params[i].proxy);

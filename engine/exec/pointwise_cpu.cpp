@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 
 #include "runtime/aten_util.h"
 
@@ -175,13 +174,14 @@ void run_range(const codegen::ElementwiseKernel& kernel, const Bound& in, T* con
   }
 }
 
-TV_VECTOR_CLONES void run_range_f32(const codegen::ElementwiseKernel& kernel, const Bound& in, float* const* outs,
-                                    int64_t begin, int64_t end) {
+// run_range for each dtype as a plain function, which target_clones can compile twice.
+TV_VECTOR_CLONES void run_blocks(const codegen::ElementwiseKernel& kernel, const Bound& in, float* const* outs,
+                                 int64_t begin, int64_t end) {
   run_range<float>(kernel, in, outs, begin, end);
 }
 
-TV_VECTOR_CLONES void run_range_f64(const codegen::ElementwiseKernel& kernel, const Bound& in, double* const* outs,
-                                    int64_t begin, int64_t end) {
+TV_VECTOR_CLONES void run_blocks(const codegen::ElementwiseKernel& kernel, const Bound& in, double* const* outs,
+                                 int64_t begin, int64_t end) {
   run_range<double>(kernel, in, outs, begin, end);
 }
 
@@ -189,12 +189,8 @@ template <typename T>
 void run_typed(const codegen::ElementwiseKernel& kernel, const Bound& in, std::vector<at::Tensor>& outs, int64_t numel) {
   std::vector<T*> out_data;
   for (auto& o : outs) out_data.push_back(o.data_ptr<T>());
-  at::parallel_for(0, numel, at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
-    if constexpr (std::is_same_v<T, float>)
-      run_range_f32(kernel, in, out_data.data(), begin, end);
-    else
-      run_range_f64(kernel, in, out_data.data(), begin, end);
-  });
+  at::parallel_for(0, numel, at::internal::GRAIN_SIZE,
+                   [&](int64_t begin, int64_t end) { run_blocks(kernel, in, out_data.data(), begin, end); });
 }
 
 // The broadcast shape of the inputs; nullopt when they do not broadcast.

@@ -1293,8 +1293,8 @@ bool fused_kernel_applies(TT q, TT k, TT v, TT mask, bool causal) {
   return q.stride(-1) == 1 && k.stride(-1) == 1 && v.stride(-1) == 1;
 }
 
-// (out, log-sum-exp [..., L] in float) from the fused kernel; its log-sum-exp is a view of the first
-// L entries of the kernel's padded rows.
+// (out, log-sum-exp [..., L] in float) from the fused kernel; on CUDA its log-sum-exp is a view of
+// the first L entries of the kernel's padded rows.
 std::pair<at::Tensor, at::Tensor> fused_forward(TT q, TT k, TT v, bool causal) {
 #if TV_FUSED_ATTENTION_CPU
   if (q.is_cpu()) {

@@ -293,10 +293,13 @@ TEST(CpuCodegen, TranscendentalFunctionsAtTheEdgesGiveATensNumbers) {
       // equal_nan: NaN where ATen has NaN, the same infinities, and close elsewhere
       at::Tensor close = at::isclose(generated[i], members[i], dtype == at::kFloat ? 4e-6 : 1e-14, 0.0, true);
       at::Tensor bad = close.logical_not().nonzero();
-      EXPECT_EQ(bad.size(0), 0) << "first differing input a=" << (bad.size(0) ? a[bad[0][0]].item<double>() : 0.0)
-                                << " b=" << (bad.size(0) ? b[bad[0][0]].item<double>() : 0.0) << ": "
-                                << (bad.size(0) ? generated[i][bad[0][0]].item<double>() : 0.0) << " vs "
-                                << (bad.size(0) ? members[i][bad[0][0]].item<double>() : 0.0);
+      auto first_difference = [&] {
+        if (bad.size(0) == 0) return std::string();
+        int64_t k = bad[0][0].item<int64_t>();
+        return c10::str("first differing input a=", a[k].item<double>(), " b=", b[k].item<double>(), ": ",
+                        generated[i][k].item<double>(), " vs ", members[i][k].item<double>());
+      };
+      EXPECT_EQ(bad.size(0), 0) << first_difference();
       EXPECT_TRUE(at::equal(at::signbit(generated[i].masked_fill(generated[i].isnan(), 0)),
                             at::signbit(members[i].masked_fill(members[i].isnan(), 0))));
     }
