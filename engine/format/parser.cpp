@@ -712,7 +712,7 @@ class TraceParser {
     std::string callee = p.dotted_name();
     p.expect("(", "after the called symbol's name");
     b.symbol = &SymbolRegistry::global().find_or_opaque(callee, PrintForm::call);
-    p.call_args(b.args, b.kwargs);
+    p.call_args(b.args.mutable_vec(), b.kwargs.mutable_vec());
     p.expect_end("the call");
   }
   // `name: "type" = right-hand side` (prologue unpacks and checks).
@@ -740,7 +740,7 @@ class TraceParser {
       p.next();
       b.symbol = &SymbolRegistry::global().find_or_opaque(callee.substr(dot + 1), PrintForm::method);
       b.args.push_back(Value::of(object));
-      p.call_args(b.args, b.kwargs);
+      p.call_args(b.args.mutable_vec(), b.kwargs.mutable_vec());
     } else if (object_member) {
       b.symbol = &structural::unpack_attr();
       b.args = {Value::of(object), Value::string(callee.substr(dot + 1))};
@@ -752,7 +752,7 @@ class TraceParser {
     } else if (p.at_op("(")) {
       p.next();
       b.symbol = &SymbolRegistry::global().find_or_opaque(callee, PrintForm::annotated_call);
-      p.call_args(b.args, b.kwargs);
+      p.call_args(b.args.mutable_vec(), b.kwargs.mutable_vec());
     } else {
       throw Failure{rhs_column, "unsupported right-hand side '" + callee +
                                     "' (expected name[key], name.attr, name.method(...), f(...) or globals()[...])"};

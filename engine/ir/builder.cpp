@@ -9,14 +9,42 @@ TraceBuilder::TraceBuilder(std::string function_name) : trace_(std::make_shared<
   levels_.push_back(&trace_->body);
 }
 
+namespace {
+
+// The number of a name the builder writes with the default prefix ("t7" -> 7), -1 for any other
+// name ("t07", "t", "x7", a number too large to index a table of taken numbers by).
+int64_t default_name_number(std::string_view name) {
+  constexpr size_t kMaxDigits = 7;
+  if (name.size() < 2 || name.size() > 1 + kMaxDigits || name[0] != 't') return -1;
+  if (name[1] == '0' && name.size() > 2) return -1;
+  int64_t n = 0;
+  for (char c : name.substr(1)) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+}  // namespace
+
 std::string TraceBuilder::fresh_name(const std::string& prefix) {
   while (true) {
-    std::string name = prefix + std::to_string(counter_++);
+    int n = counter_++;
+    if (prefix == "t" && static_cast<size_t>(n) < taken_numbers_.size() && taken_numbers_[n]) continue;
+    std::string name = prefix + std::to_string(n);
     if (!taken_.count(name)) return name;
   }
 }
 
-void TraceBuilder::reserve_name(const std::string& name) { taken_.insert(name); }
+void TraceBuilder::reserve_name(const std::string& name) {
+  int64_t n = default_name_number(name);
+  if (n < 0) {
+    taken_.insert(name);
+    return;
+  }
+  if (static_cast<size_t>(n) >= taken_numbers_.size()) taken_numbers_.resize(std::max<size_t>(n + 1, taken_numbers_.size() * 2));
+  taken_numbers_[n] = true;
+}
 
 ProxyPtr TraceBuilder::tensor(std::vector<int64_t> shape, DType dtype, Device device, bool requires_grad) {
   return make_tensor(fresh_name(), std::move(shape), dtype, device, requires_grad);

@@ -50,6 +50,9 @@ class TraceBuilder {
  private:
   std::shared_ptr<Trace> trace_;
   std::vector<std::vector<BoundSymbol>*> levels_;  // where new bound symbols go
+  // Names reserved: "t<n>" (what fresh_name writes, most of a trace's names) as a table by n, so
+  // that reserving every name of a deep trace allocates nothing per name; the others as strings.
+  std::vector<bool> taken_numbers_;
   std::unordered_set<std::string> taken_;
   int counter_ = 0;
   std::string location_;

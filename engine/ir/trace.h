@@ -16,11 +16,14 @@
 
 namespace tv {
 
+// A copy of a bound symbol shares its lists (arguments, outputs, decomposition, tags) with the
+// original until one side changes one of them (ir/cow_vector.h): a stage copies the previous stage's
+// statements and changes a few, so the unchanged ones cost a stage their fixed size and no more.
 struct BoundSymbol {
   const Symbol* symbol = nullptr;
-  std::vector<Value> args;
-  Kwargs kwargs;
-  std::vector<ProxyPtr> outputs;          // the proxies this statement defines, in order
+  CowVector<Value> args;
+  CowVector<std::pair<std::string, Value>> kwargs;
+  CowVector<ProxyPtr> outputs;            // the proxies this statement defines, in order
   // How the outputs were written when that is not `t0` or `(t0, t1)`: `[q, k, v]`, `(t0,)`,
   // `(_, _)`. Its proxies are placeholders, the k-th standing for outputs[k] (so renaming the
   // outputs needs no change here); `_` is a name. Ignored when its proxy count differs from outputs.
@@ -31,7 +34,7 @@ struct BoundSymbol {
   // The source line it came from (ir/source_location.h), at every level; null for none (a subsymbol
   // then has its parent's). Unlike the header, every statement of a source line carries it.
   SourceRef source;
-  std::vector<std::string> tags;
+  CowVector<std::string> tags;
   // Forward <-> backward: the first output's name of the forward statement autograd differentiated,
   // on that statement itself and on each backward statement its gradient rule made; "" elsewhere.
   // Passes carry it with the statement. Not printed: Thunder's format has no place for it, so

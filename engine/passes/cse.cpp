@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <string>
+#include <unordered_map>
 
 #include "passes/delete_last_used.h"
 #include "passes/pass_util.h"
@@ -11,7 +11,7 @@
 namespace tv::passes {
 namespace {
 
-using Replacements = std::map<std::string, ProxyPtr>;
+using Replacements = std::unordered_map<std::string, ProxyPtr>;
 
 ProxyPtr replace(const Replacements& r, const ProxyPtr& p) {
   auto it = r.find(p->name);
@@ -31,7 +31,7 @@ bool reads_any(const BoundSymbol& b, const Replacements& r) {
 // Rewrites the reads of `b` and of its subsymbols (outputs stay). A statement that reads nothing
 // replaced is left as it is, so its subsymbols stay shared with the trace it was copied from.
 void substitute(BoundSymbol& b, const Replacements& r) {
-  if (!reads_any(b, r)) return;
+  if (r.empty() || !reads_any(b, r)) return;
   auto fn = [&](const ProxyPtr& p) { return replace(r, p); };
   for (auto& a : b.args) a = map_proxies(a, fn);
   for (auto& [k, v] : b.kwargs) v = map_proxies(v, fn);
@@ -58,7 +58,7 @@ TracePtr common_subexpression_elimination(const Trace& t) {
   const bool had_dels = has_deletions(t);
   const bool clears = has_collection_clears(t);
   Replacements redundant;
-  std::map<std::string, std::vector<ProxyPtr>> seen;  // key -> outputs of the representative
+  std::unordered_map<std::string, std::vector<ProxyPtr>> seen;  // key -> outputs of the representative
   std::vector<BoundSymbol> body;
   for (const auto& original : t.body) {
     if (had_dels && is_del(original)) continue;

@@ -1,8 +1,8 @@
 #include "passes/delete_last_used.h"
 
 #include <algorithm>
-#include <deque>
-#include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "passes/pass_util.h"
 
@@ -10,14 +10,17 @@ namespace tv::passes {
 
 std::vector<BoundSymbol> insert_deletions(const std::vector<BoundSymbol>& body, const Value& returned,
                                           bool clear_mutable_collections) {
-  std::set<std::string> handled;
-  for (const auto& p : proxies_of(returned)) handled.insert(p->name);
+  // Names are views of the proxies' own, which `body` and `returned` keep alive.
+  std::unordered_set<std::string_view> handled;
+  auto returned_proxies = proxies_of(returned);
+  for (const auto& p : returned_proxies) handled.insert(p->name);
 
-  std::deque<BoundSymbol> out;
+  std::vector<BoundSymbol> out;  // back to front, reversed at the end
+  out.reserve(body.size() * 2);
   for (auto it = body.rbegin(); it != body.rend(); ++it) {
     const BoundSymbol& b = *it;
     if (b.symbol->form == PrintForm::unpack_trivial) {
-      out.push_front(b);
+      out.push_back(b);
       continue;
     }
     if (is_del(b)) continue;
@@ -34,19 +37,20 @@ std::vector<BoundSymbol> insert_deletions(const std::vector<BoundSymbol>& body, 
       BoundSymbol d;
       d.symbol = &structural::del();
       for (const auto& p : to_del) d.args.push_back(Value::of(p));
-      out.push_front(std::move(d));
+      out.push_back(std::move(d));
       if (clear_mutable_collections)
         for (const auto& p : to_del) {
           if (p->kind != ProxyKind::collection) continue;
           BoundSymbol c;
           c.symbol = &clear_collection_symbol();
           c.args.push_back(Value::of(p));
-          out.push_front(std::move(c));
+          out.push_back(std::move(c));
         }
     }
-    out.push_front(b);
+    out.push_back(b);
   }
-  return {out.begin(), out.end()};
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 std::vector<BoundSymbol> strip_deletions(const std::vector<BoundSymbol>& body, bool clears) {

@@ -1,8 +1,10 @@
 #include "passes/sort_collectives.h"
 
+#include <algorithm>
 #include <functional>
-#include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "passes/pass_util.h"
 #include "ops/collectives.h"
@@ -22,7 +24,7 @@ bool packs(const BoundSymbol& b) {
 
 // movable[i] per the contract; decided back to front (a statement's readers come after it).
 std::vector<bool> movable_statements(const Trace& t) {
-  std::map<std::string, std::vector<size_t>> readers;
+  std::unordered_map<std::string_view, std::vector<size_t>> readers;
   for (size_t i = 0; i < t.body.size(); ++i)
     for (const auto& p : reads(t.body[i])) readers[p->name].push_back(i);
   std::set<std::string> returned = returned_names(t);
@@ -37,7 +39,9 @@ std::vector<bool> movable_statements(const Trace& t) {
     bool all_movable = true, read = false;
     for (const auto& o : b.outputs) {
       all_movable = all_movable && !returned.count(o->name);
-      for (size_t r : readers[o->name]) {
+      auto it = readers.find(o->name);
+      if (it == readers.end()) continue;
+      for (size_t r : it->second) {
         read = true;
         all_movable = all_movable && movable[r];
       }
@@ -55,16 +59,19 @@ TracePtr sort_collectives(const Trace& t) {
   std::vector<bool> movable = movable_statements(t);
 
   // What each statement still waits for: the names it reads that a statement of the body defines.
-  std::map<std::string, size_t> producer;
+  std::unordered_map<std::string_view, size_t> producer;
   for (size_t i = 0; i < body.size(); ++i)
     for (const auto& o : body[i].outputs) producer[o->name] = i;
   std::vector<size_t> missing(body.size(), 0);
-  std::map<std::string, std::vector<size_t>> blocked;  // name -> movable statements waiting for it
+  std::unordered_map<std::string_view, std::vector<size_t>> blocked;  // name -> movable statements waiting for it
+  std::vector<std::string_view> names;
   for (size_t i = 0; i < body.size(); ++i) {
     if (!movable[i]) continue;
-    std::set<std::string> names;
+    names.clear();
     for (const auto& p : reads(body[i]))
-      if (producer.count(p->name)) names.insert(p->name);
+      if (producer.count(p->name)) names.push_back(p->name);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
     missing[i] = names.size();
     for (const auto& n : names) blocked[n].push_back(i);
   }
@@ -75,9 +82,12 @@ TracePtr sort_collectives(const Trace& t) {
   auto emit = [&](size_t i) {
     emitted[i] = true;
     out->body.push_back(body[i]);
-    for (const auto& o : body[i].outputs)
-      for (size_t m : blocked[o->name])
+    for (const auto& o : body[i].outputs) {
+      auto it = blocked.find(o->name);
+      if (it == blocked.end()) continue;
+      for (size_t m : it->second)
         if (--missing[m] == 0) ready.insert(m);
+    }
   };
   auto emit_ready = [&] {
     while (!ready.empty()) {

@@ -5,6 +5,9 @@
 #include <chrono>
 #include <map>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "jit/module.h"
 #include "ops/ltorch.h"
@@ -131,21 +134,20 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
 
 TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
                       const std::string& pass, const Value& group) {
-  auto out = derive(backward, pass);
   size_t ret = return_index(backward);
-  Value returned = backward.body[ret].args.at(0);
-  if (!returned.is_sequence()) return out;
+  const Value& returned = backward.body[ret].args.at(0);
+  if (!returned.is_sequence()) return derive(backward, pass);
 
   // The gradients, in reverse parameter order (as torch DDP fills its buckets).
   std::vector<ProxyPtr> grads;
+  std::unordered_set<std::string_view> seen;
   for (auto it = slots.rbegin(); it != slots.rend(); ++it) {
     if (*it >= returned.items.size() || !returned.items[*it].is_proxy()) continue;
     const ProxyPtr& g = returned.items[*it].proxy;
-    bool seen = false;
-    for (const auto& x : grads) seen = seen || x->name == g->name;
-    if (!seen && g->kind == ProxyKind::tensor) grads.push_back(g);
+    if (g->kind == ProxyKind::tensor && seen.insert(g->name).second) grads.push_back(g);
   }
-  if (grads.empty()) return out;
+  if (grads.empty()) return derive(backward, pass);
+  auto out = derive_without_body(backward, pass);
 
   std::vector<std::vector<ProxyPtr>> buckets;
   int64_t filled = 0;
@@ -163,7 +165,7 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
 
   TraceBuilder b(backward.function_name);
   collectives::reserve_names(b, backward);
-  std::map<std::string, ProxyPtr> reduced;
+  std::unordered_map<std::string_view, ProxyPtr> reduced;
   std::vector<BoundSymbol> body(backward.body.begin(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret));
   try {
     for (const auto& bucket : buckets) {

@@ -77,20 +77,20 @@ void remat_table() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // `--pipeline LAYERS ORDER`: that row of the first table alone, one build (for a profiler, and
-  // for tests/bench/pipeline_instructions.sh).
-  if (argc == 4 && std::string(argv[1]) == "--pipeline") {
+  // `--pipeline LAYERS ORDER [BUILDS]`: that row of the first table alone, one build unless told
+  // (for a profiler, and for tests/bench/pipeline_instructions.sh).
+  if ((argc == 4 || argc == 5) && std::string(argv[1]) == "--pipeline") {
     std::vector<std::string> order;
     for (std::string rest = argv[3]; !rest.empty();) {
       auto comma = rest.find(',');
       order.push_back(rest.substr(0, comma));
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
-    pipeline_table({std::stoi(argv[2])}, {order}, 1);
+    pipeline_table({std::stoi(argv[2])}, {order}, argc == 5 ? std::stoi(argv[4]) : 1);
     return 0;
   }
   if (argc != 1) {
-    std::cerr << "usage: tv_bench_pipeline [--pipeline LAYERS ORDER]   (e.g. --pipeline 32 jit,ddp)\n";
+    std::cerr << "usage: tv_bench_pipeline [--pipeline LAYERS ORDER [BUILDS]]   (e.g. --pipeline 32 jit,ddp)\n";
     return 2;
   }
   pipeline_table({1, 4, 16, 32, 96}, {{"jit"}, {"jit", "ddp"}, {"jit", "fsdp"}});

@@ -1,0 +1,80 @@
+// The IR's own types: copies of a bound symbol that share their lists until changed, and the names a
+// trace builder hands out around reserved ones.
+#include <gtest/gtest.h>
+
+#include "ir/builder.h"
+#include "ir/trace.h"
+#include "ops/ltorch.h"
+#include "passes/dce.h"
+
+using namespace tv;
+
+TEST(CowVector, ChangesCopyOnlyTheChangedSide) {
+  CowVector<int> a{1, 2, 3};
+  CowVector<int> b = a;
+  EXPECT_TRUE(a.shares_with(b));
+  b.insert(b.vec().begin() + 1, 9);
+  EXPECT_FALSE(a.shares_with(b));
+  EXPECT_EQ(a.vec(), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(b.vec(), (std::vector<int>{1, 9, 2, 3}));
+  CowVector<int> c = b;
+  c.erase(c.vec().begin(), c.vec().begin() + 2);
+  EXPECT_EQ(c.vec(), (std::vector<int>{2, 3}));
+  EXPECT_EQ(b.vec(), (std::vector<int>{1, 9, 2, 3}));
+  CowVector<int> d = c;
+  std::vector<int> taken = std::move(d).take();  // shared with c: a copy
+  EXPECT_EQ(taken, (std::vector<int>{2, 3}));
+  EXPECT_EQ(c.vec(), (std::vector<int>{2, 3}));
+  EXPECT_TRUE(d.empty());
+  EXPECT_EQ(c, (CowVector<int>{2, 3}));
+  EXPECT_NE(c, b);
+}
+
+TEST(BoundSymbolCopy, SharesItsListsUntilOneSideChanges) {
+  BoundSymbol original;
+  original.symbol = &structural::ret();
+  original.args = {Value::integer(1), Value::string("x")};
+  original.kwargs = {{"k", Value::integer(2)}};
+  original.outputs = {make_proxy("t0", ProxyKind::any)};
+  original.tags = {"tag"};
+  BoundSymbol copy = original;
+  EXPECT_TRUE(copy.args.shares_with(original.args));
+  EXPECT_TRUE(copy.kwargs.shares_with(original.kwargs));
+  EXPECT_TRUE(copy.outputs.shares_with(original.outputs));
+  EXPECT_TRUE(copy.tags.shares_with(original.tags));
+
+  copy.args[0] = Value::integer(7);
+  copy.kwargs.push_back({"m", Value::none()});
+  EXPECT_EQ(original.args[0].i, 1);
+  EXPECT_EQ(copy.args[0].i, 7);
+  EXPECT_EQ(original.kwargs.size(), 1u);
+  EXPECT_EQ(copy.kwargs.size(), 2u);
+  EXPECT_TRUE(copy.outputs.shares_with(original.outputs));  // untouched lists stay shared
+}
+
+TEST(BoundSymbolCopy, APassSharesTheStatementsItKeeps) {
+  ltorch::register_ops();
+  TraceBuilder b;
+  auto x = b.input(make_tensor("x", {2, 3}, DType::f32, Device{}));
+  ProxyPtr used = ltorch::add(b, Value::of(x), Value::of(x));
+  ltorch::exp(b, used);  // dead
+  auto acquired = b.finish(Value::of(used));
+  auto cleaned = passes::dead_code_elimination(*acquired);
+  ASSERT_EQ(cleaned->body.size(), acquired->body.size() - 1);
+  const BoundSymbol& add_before = acquired->body[1];
+  const BoundSymbol& add_after = cleaned->body[1];
+  ASSERT_EQ(add_after.name(), "ltorch.add");
+  EXPECT_TRUE(add_after.args.shares_with(add_before.args));
+  EXPECT_TRUE(add_after.outputs.shares_with(add_before.outputs));
+  EXPECT_TRUE(add_after.subsymbols.shares_with(add_before.subsymbols));
+}
+
+TEST(TraceBuilderNames, FreshNamesSkipReservedOnes) {
+  TraceBuilder b;
+  for (const char* n : {"t0", "t1", "t3", "t07", "t12345678", "ft0"}) b.reserve_name(n);
+  EXPECT_EQ(b.fresh_name(), "t2");
+  EXPECT_EQ(b.fresh_name(), "t4");
+  EXPECT_EQ(b.fresh_name("ft"), "ft5");  // one counter for every prefix
+  EXPECT_EQ(b.fresh_name(), "t6");
+  EXPECT_EQ(b.fresh_name(), "t7");  // "t07" is another name
+}
