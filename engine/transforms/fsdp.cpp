@@ -2,9 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "jit/module.h"
 #include "ops/ltorch.h"
@@ -16,13 +21,11 @@
 namespace tv {
 namespace {
 
-bool reads_any(const BoundSymbol& b, const std::map<std::string, ProxyPtr>& names) {
-  bool hit = false;
-  auto look = [&](const Value& v) { for_each_proxy(v, [&](const ProxyPtr& p) { hit = hit || names.count(p->name); }); };
-  for (const auto& a : b.args) look(a);
-  for (const auto& [k, v] : b.kwargs) look(v);
-  for (const auto& s : b.subsymbols) hit = hit || reads_any(s, names);
-  return hit;
+// Calls `fn` on each proxy the statement or its subsymbols read.
+void for_each_read(const BoundSymbol& b, const std::function<void(const ProxyPtr&)>& fn) {
+  for (const auto& a : b.args) for_each_proxy(a, fn);
+  for (const auto& [k, v] : b.kwargs) for_each_proxy(v, fn);
+  for (const auto& s : b.subsymbols) for_each_read(s, fn);
 }
 
 struct Gather {
@@ -113,18 +116,27 @@ class Fsdp : public Transform {
       g.full = last;
       gathers_.push_back(std::move(g));
     }
-    auto out = derive(*computation, "fsdp pass");
-    out->body.clear();
+    auto out = derive_without_body(*computation, "fsdp pass");
+    std::unordered_map<std::string_view, size_t> gather_of;  // a gathered parameter's name -> its gather
+    for (size_t k = 0; k < gathers_.size(); ++k) gather_of.emplace(gathers_[k].full->name, k);
     std::vector<bool> placed(gathers_.size(), false);
+    std::vector<size_t> read;  // the gathers a statement reads that are not placed yet
     for (size_t i = 0; i < body.size(); ++i) {
       if (in_chain[i]) continue;
       const auto& s = body[i];
-      if (s.symbol->form != PrintForm::unpack_trivial)
-        for (size_t k = 0; k < gathers_.size(); ++k) {
-          if (placed[k] || !reads_any(s, {{gathers_[k].full->name, gathers_[k].full}})) continue;
-          placed[k] = true;
+      if (s.symbol->form != PrintForm::unpack_trivial) {
+        read.clear();
+        for_each_read(s, [&](const ProxyPtr& p) {
+          auto it = gather_of.find(p->name);
+          if (it != gather_of.end() && !placed[it->second]) {
+            placed[it->second] = true;
+            read.push_back(it->second);
+          }
+        });
+        std::sort(read.begin(), read.end());  // in the order of the gathers, as recorded
+        for (size_t k : read)
           for (const auto& x : gathers_[k].chain) out->body.push_back(x);
-        }
+      }
       if (s.symbol->form == PrintForm::ret)  // gathers nothing reads stay (collectives are kept)
         for (size_t k = 0; k < gathers_.size(); ++k)
           if (!placed[k]) {
@@ -214,33 +226,35 @@ class Fsdp : public Transform {
       }
     }
     if (!unpack_c0 || unpack_c0->outputs.size() != saved.items.size()) return;
-    std::set<std::string> backward_names;
+    std::unordered_set<std::string_view> backward_names;
     walk(bw.body, [&](const BoundSymbol& s, int) {
       for (const auto& o : s.outputs) backward_names.insert(o->name);
     });
+    std::unordered_map<std::string_view, const Gather*> gather_of;  // the last gather of a name wins
+    for (const auto& x : gathers_) gather_of[x.full->name] = &x;
 
     std::vector<Value> items;
     std::vector<ProxyPtr> outputs;
     std::vector<BoundSymbol> regather;
-    auto has = [&](const std::string& n) {
-      for (const auto& v : items) if (v.proxy->name == n) return true;
-      return false;
-    };
+    std::unordered_set<std::string_view> kept;  // names of `items`
     for (size_t i = 0; i < saved.items.size(); ++i) {
       const Value& v = saved.items[i];
       const Gather* g = nullptr;
-      for (const auto& x : gathers_)
-        if (v.is_proxy() && x.full->name == v.proxy->name) g = &x;
+      if (v.is_proxy()) {
+        auto it = gather_of.find(v.proxy->name);
+        if (it != gather_of.end()) g = it->second;
+      }
       bool clash = false;
       if (g)  // a name of the chain already used by the backward: keep the gathered parameter
         for (const auto& s : g->chain)
           for (const auto& o : s.outputs) clash = clash || (o->name != g->full->name && backward_names.count(o->name));
       if (!g || clash) {
         items.push_back(v);
+        if (v.is_proxy()) kept.insert(v.proxy->name);
         outputs.push_back(unpack_c0->outputs[i]);
         continue;
       }
-      if (!has(g->shard->name)) {
+      if (kept.insert(g->shard->name).second) {
         items.push_back(Value::of(g->shard));
         outputs.push_back(g->shard);
       }
