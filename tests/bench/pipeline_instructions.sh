@@ -15,10 +15,19 @@ bench=$build/bin/tv_bench_pipeline
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Debian's LibTorch pulls in Highway (libhwy, through libjxl), whose load-time timer probe executes
+# `rdtscp`, an instruction valgrind 3.19 stops at on some CPUs. The probe is called through the PLT,
+# so a preloaded definition that returns a constant replaces it; nothing the pipeline runs uses it.
+preload=()
+if [[ $(ldd "$bench") == *libhwy* ]]; then
+  printf '#include <cstdint>\nnamespace hwy::platform { uint64_t TimerResolution() { return 1; } }\n' > "$work/hwy_timer.cpp"
+  "${CXX:-c++}" -std=c++17 -O2 -shared -fPIC -o "$work/hwy_timer.so" "$work/hwy_timer.cpp"
+  preload=(env "LD_PRELOAD=$work/hwy_timer.so")
+fi
 echo "| gpt layers | order | bound symbols | instructions (millions) | instructions per bound symbol |"
 echo "| --- | --- | --- | --- | --- |"
 for layers in "${depths[@]}"; do
-  valgrind --tool=callgrind --callgrind-out-file="$work/out" "--toggle-collect=tv::build_pipeline*" \
+  "${preload[@]}" valgrind --tool=callgrind --callgrind-out-file="$work/out" "--toggle-collect=tv::build_pipeline*" \
     "$bench" --pipeline "$layers" "$order" > "$work/row" 2> "$work/log"
   ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/log")
   # the row: | layers | order | forward bsyms | backward bsyms | ms | us |
