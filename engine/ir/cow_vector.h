@@ -58,29 +58,8 @@ class CowVector {
   T& emplace_back(Args&&... args) {
     return mutable_vec().emplace_back(std::forward<Args>(args)...);
   }
-  template <class... Args>
-  iterator insert(const_iterator pos, Args&&... args) {
-    size_t at = pos - vec().begin();  // `pos` may point into a buffer that mutable_vec() replaces
-    auto& v = mutable_vec();
-    return v.insert(v.begin() + at, std::forward<Args>(args)...);
-  }
-  iterator erase(const_iterator first, const_iterator last) {
-    size_t from = first - vec().begin(), to = last - vec().begin();
-    auto& v = mutable_vec();
-    return v.erase(v.begin() + from, v.begin() + to);
-  }
-  iterator erase(const_iterator pos) { return erase(pos, pos + 1); }
-  void pop_back() { mutable_vec().pop_back(); }
-  void resize(size_t n) { mutable_vec().resize(n); }
   void reserve(size_t n) { mutable_vec().reserve(n); }
   void clear() { buffer_.reset(); }
-  // The vector itself, leaving this one empty: no copy when nothing else shares it.
-  std::vector<T> take() && {
-    if (!buffer_) return {};
-    std::vector<T> out = buffer_.use_count() > 1 ? *buffer_ : std::move(*buffer_);
-    buffer_.reset();
-    return out;
-  }
 
   friend bool operator==(const CowVector& a, const CowVector& b) { return a.shares_with(b) || a.vec() == b.vec(); }
   friend bool operator!=(const CowVector& a, const CowVector& b) { return !(a == b); }

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
-#include <map>
 #include <sstream>
 #include <string_view>
 #include <unordered_map>
