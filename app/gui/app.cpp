@@ -19,7 +19,12 @@ void App::frame() {
   ImGui::SetNextWindowSize(viewport->WorkSize);
   const auto flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
                      ImGuiWindowFlags_NoBringToFrontOnFocus;
+  // Window::end_frame clears to the theme's background, the main window's own colour: painting it
+  // again (a blended 1600x1000 rectangle) was most of an idle frame under a software renderer. A
+  // transparent background is skipped; the window's border is still drawn.
+  ImGui::PushStyleColor(ImGuiCol_WindowBg, IM_COL32(0, 0, 0, 0));
   ImGui::Begin("Thunder Viz", nullptr, flags);
+  ImGui::PopStyleColor();
   draw_status_line();
   ImGui::Separator();
   ImGui::BeginChild("left", ImVec2(420, 0), true);

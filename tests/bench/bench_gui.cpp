@@ -80,9 +80,11 @@ PipelineRecord pipeline_of(const std::string& transform, TracePtr trace) {
 struct Series {
   std::string what;
   std::vector<double> total, ui;
+  int vertices = 0;  // what the last frame drew (ImDrawData::TotalVtxCount)
   void add(std::pair<double, double> t) {
     total.push_back(t.first);
     ui.push_back(t.second);
+    vertices = ImGui::GetDrawData() ? ImGui::GetDrawData()->TotalVtxCount : 0;
   }
 };
 
@@ -139,14 +141,14 @@ class Bench {
 };
 
 void header() {
-  std::printf("| view | content | frames | first frame ms | median ms | p95 ms | median UI ms | n |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf("| view | content | frames | first frame ms | median ms | p95 ms | median UI ms | vertices | n |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 }
 
 void row(const std::string& view, const std::string& content, const std::string& first_ms, const Series& s) {
-  std::printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %zu |\n", view.c_str(), content.c_str(), s.what.c_str(),
+  std::printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %d | %zu |\n", view.c_str(), content.c_str(), s.what.c_str(),
               first_ms.c_str(), bench::percentile(s.total, 50), bench::percentile(s.total, 95),
-              bench::percentile(s.ui, 50), s.total.size());
+              bench::percentile(s.ui, 50), s.vertices, s.total.size());
 }
 
 std::string fixed(double v) {
