@@ -80,18 +80,56 @@ struct StatementArguments {
   bool busy = false;  // a rule running this very statement again (a nested run) builds its own
   std::vector<RValue> args;
   RKwargs kwargs;
-  std::vector<size_t> variable_args, variable_kwargs;  // the indexes that hold proxies
+  // The arguments that hold proxies: their indexes, and whether each is one proxy (its value is
+  // then the next read's, found without looking at the statement's argument).
+  struct Variable {
+    size_t index;
+    bool bare;
+  };
+  std::vector<Variable> variable_args, variable_kwargs;
 };
 
-// The ids one statement reads and writes, found once per trace instead of at every run.
+// The ids one statement reads and writes, found once per trace instead of at every run, with
+// what a run asks of its symbol. A host-bound step runs thousands of statements: a statement, its
+// symbol and each of its lists are separate blocks of memory, each a cache miss away, so a run
+// reads these facts here and the statement itself only where a rule or a message needs it.
 struct StatementIds {
   std::vector<uint32_t> reads;     // the proxies of its args, then of its kwargs, in the order eval meets them
   std::vector<uint32_t> writes;    // its outputs
   std::vector<StatementIds> subs;  // its subsymbols'
   std::vector<uint32_t> matmul_operands;  // those of its outputs that a later batched matmul reads
-  bool one_leaf_output = false;  // one output, a tensor, number or string (read here: a proxy is a cache miss away)
+  PrintForm form = PrintForm::call;
+  bool one_leaf_output = false;      // one output, a tensor, number or string
+  bool destructured_output = false;  // `(t0,) = f(...)`: its one output is the item of a one-item sequence
+  bool prim = false;                 // Symbol::is_prim
+  bool fusion = false;               // a fusion region (Symbol::has("fusion"))
+  // The symbol's rule as of `rule_generation` (exec_rules_generation(); 0: not looked up).
+  mutable std::shared_ptr<const ExecRule> rule;
+  mutable uint64_t rule_generation = 0;
+  // A fusion region's plan in `plans` (the executor's; a region's entry stays where it is).
+  mutable Executor::RegionPlans::Entry* region_plan = nullptr;
+  mutable const Executor::RegionPlans* plans = nullptr;
   mutable StatementArguments arguments;
 };
+
+// A kept argument is set and released once per statement and run; a tensor, the usual value, is
+// set and released without touching RValue's other members (a released slot has none).
+void set_kept(RValue& slot, const RValue& v) {
+  if (v.kind == RValue::Kind::tensor && slot.kind == RValue::Kind::none) {
+    slot.kind = RValue::Kind::tensor;
+    slot.t = v.t;
+  } else {
+    slot = v;
+  }
+}
+void release_kept(RValue& slot) {
+  if (slot.kind == RValue::Kind::tensor) {
+    slot.t.reset();
+    slot.kind = RValue::Kind::none;
+  } else if (slot.kind != RValue::Kind::none) {
+    slot = RValue();
+  }
+}
 
 bool has_proxy(const Value& v) {
   bool found = false;
@@ -110,7 +148,11 @@ StatementIds statement_ids(const BoundSymbol& b, NameIds& ids) {
   for (const auto& a : b.args) for_each_proxy(a, read);
   for (const auto& [k, v] : b.kwargs) for_each_proxy(v, read);
   for (const auto& o : b.outputs) out.writes.push_back(ids.of(o));
+  out.form = b.symbol->form;
   out.one_leaf_output = b.outputs.size() == 1 && is_leaf(*b.outputs[0]);
+  out.destructured_output = b.output_target && b.output_target->is_sequence();
+  out.prim = b.symbol->is_prim;
+  out.fusion = b.symbol->has("fusion");
   out.subs.reserve(b.subsymbols.size());
   for (const auto& sub : b.subsymbols) out.subs.push_back(statement_ids(sub, ids));
   return out;
@@ -284,20 +326,21 @@ class Run {
   }
 
   void bind_outputs(const BoundSymbol& b, RValue result, Scope& scope, const StatementIds* known) const {
-    const auto& outs = b.outputs;
-    if (outs.empty()) return;
-    if (outs.size() == 1) {
-      bool leaf = known ? known->one_leaf_output : is_leaf(*outs[0]);
-      bool destructured = b.output_target && b.output_target->is_sequence();  // `(t0,) = f(...)`: its one item
+    const size_t outputs = known ? known->writes.size() : b.outputs.size();
+    if (outputs == 0) return;
+    if (outputs == 1) {
+      bool leaf = known ? known->one_leaf_output : is_leaf(*b.outputs[0]);
+      bool destructured = known ? known->destructured_output : b.output_target && b.output_target->is_sequence();
       if ((leaf || destructured) && result.is_sequence() && result.items.size() == 1) result = RValue(result.items[0]);
       scope.set(written(b, known, 0), std::move(result));
       return;
     }
-    if (result.is_sequence() && result.items.size() == outs.size() &&
+    if (result.is_sequence() && result.items.size() == outputs &&
         std::none_of(result.items.begin(), result.items.end(), [](const RValue& v) { return v.is_sequence(); })) {
-      for (size_t k = 0; k < outs.size(); ++k) scope.set(written(b, known, k), std::move(result.items[k]));
+      for (size_t k = 0; k < outputs; ++k) scope.set(written(b, known, k), std::move(result.items[k]));
       return;
     }
+    const auto& outs = b.outputs;
     std::vector<RValue> leaves;
     std::function<void(const RValue&)> flat = [&](const RValue& v) {
       if (v.is_sequence())
@@ -317,7 +360,11 @@ class Run {
   // usual. A kernel whose inputs are not what it was planned for runs its members instead.
   void run_region(const BoundSymbol& region, Scope& inner, const StatementIds* known) const {
     auto member = [&](size_t m) { exec(region.subsymbols[m], inner, known ? &known->subs[m] : nullptr); };
-    Executor::RegionPlans::Entry& entry = plans_->of(region);
+    if (known && known->plans != plans_) {
+      known->region_plan = &plans_->of(region);
+      known->plans = plans_;
+    }
+    Executor::RegionPlans::Entry& entry = known ? *known->region_plan : plans_->of(region);
     if (entry.ids_of != &ids_) {
       entry.kernel_inputs.clear();
       entry.kernel_outputs.clear();
@@ -367,9 +414,9 @@ class Run {
   // `known`: the statement's ids when the trace has them (null: each proxy's id is looked up).
   void exec(const BoundSymbol& b, Scope& scope, const StatementIds* known) const {
     Reads reads{known ? known->reads.data() : nullptr};
-    switch (b.symbol->form) {
+    switch (known ? known->form : b.symbol->form) {
       case PrintForm::unpack_trivial:
-        for (size_t k = 0; k < b.outputs.size(); ++k)
+        for (size_t k = 0; k < (known ? known->writes.size() : b.outputs.size()); ++k)
           if (!scope.find(written(b, known, k)))
             throw ExecError("input '" + b.outputs[k]->name + "' was not given", b.name());
         return;
@@ -397,23 +444,25 @@ class Run {
       default:
         break;
     }
-    const ExecRule* rule = rule_of(*b.symbol);
-    bool subsymbols = !b.subsymbols.empty() && (!rule || (options_.decompose && !b.symbol->is_prim));
-    if (subsymbols) {
+    const ExecRule* rule = rule_of(b, known);
+    const bool has_subsymbols = known ? !known->subs.empty() : !b.subsymbols.empty();
+    const bool prim = known ? known->prim : b.symbol->is_prim;
+    if (has_subsymbols && (!rule || (options_.decompose && !prim))) {
       Scope inner;
       inner.parent = &scope;
-      inner.locals.reserve(b.subsymbols.size());
-      if (plans_ && b.symbol->has("fusion"))
+      inner.locals.reserve(known ? known->subs.size() : b.subsymbols.size());
+      if (plans_ && (known ? known->fusion : b.symbol->has("fusion")))
         run_region(b, inner, known);
       else
         for (size_t m = 0; m < b.subsymbols.size(); ++m)
           exec(b.subsymbols[m], inner, known ? &known->subs[m] : nullptr);
-      for (size_t k = 0; k < b.outputs.size(); ++k) {
+      const size_t outputs = known ? known->writes.size() : b.outputs.size();
+      for (size_t k = 0; k < outputs; ++k) {
         uint32_t id = written(b, known, k);
         // Moved out of the inner level, unless it is an input passed through or a later output too.
         RValue* local = inner.find_local(id);
         bool again = false;
-        for (size_t later = k + 1; later < b.outputs.size(); ++later) again = again || written(b, known, later) == id;
+        for (size_t later = k + 1; later < outputs; ++later) again = again || written(b, known, later) == id;
         if (local && !again) {
           scope.set(id, std::move(*local));
           continue;
@@ -468,38 +517,53 @@ class Run {
     if (!kept.ready) {
       kept.args.assign(b.args.size(), RValue());
       for (size_t k = 0; k < b.args.size(); ++k) {
-        if (has_proxy(b.args[k]))
-          kept.variable_args.push_back(k);
-        else
+        if (has_proxy(b.args[k])) {
+          kept.variable_args.push_back({k, b.args[k].is_proxy()});
+        } else {
           kept.args[k] = eval(b.args[k], scope, b);
+        }
       }
       for (size_t k = 0; k < b.kwargs.size(); ++k) {
         bool variable = has_proxy(b.kwargs[k].second);
         kept.kwargs.emplace_back(b.kwargs[k].first, variable ? RValue() : eval(b.kwargs[k].second, scope, b));
-        if (variable) kept.variable_kwargs.push_back(k);
+        if (variable) kept.variable_kwargs.push_back({k, b.kwargs[k].second.is_proxy()});
       }
       kept.ready = true;
     }
     struct Release {  // a statement's tensors must not outlive its `del`
       StatementArguments& kept;
       ~Release() {
-        for (size_t k : kept.variable_args) kept.args[k] = RValue();
-        for (size_t k : kept.variable_kwargs) kept.kwargs[k].second = RValue();
+        for (const auto& v : kept.variable_args) release_kept(kept.args[v.index]);
+        for (const auto& v : kept.variable_kwargs) release_kept(kept.kwargs[v.index].second);
         kept.busy = false;
       }
     } release{kept};
     kept.busy = true;
     // In the order eval meets them: args first, then kwargs (the statement's reads are in it).
-    for (size_t k : kept.variable_args) kept.args[k] = eval(b.args[k], scope, b, reads);
-    for (size_t k : kept.variable_kwargs) kept.kwargs[k].second = eval(b.kwargs[k].second, scope, b, reads);
+    // A bare proxy without a value: eval by the proxy's own id names it in its error.
+    for (const auto& [k, bare] : kept.variable_args) {
+      if (!bare) kept.args[k] = eval(b.args[k], scope, b, reads);
+      else if (const RValue* r = scope.find(*reads.next++)) set_kept(kept.args[k], *r);
+      else kept.args[k] = eval(b.args[k], scope, b);
+    }
+    for (const auto& [k, bare] : kept.variable_kwargs) {
+      if (!bare) kept.kwargs[k].second = eval(b.kwargs[k].second, scope, b, reads);
+      else if (const RValue* r = scope.find(*reads.next++)) set_kept(kept.kwargs[k].second, *r);
+      else kept.kwargs[k].second = eval(b.kwargs[k].second, scope, b);
+    }
     return rule(ctx, kept.args, kept.kwargs);
   }
 
-  // The rule of a symbol, looked up in the table once per run (a run does not see rules registered
-  // while it executes).
-  const ExecRule* rule_of(const Symbol& symbol) const {
-    auto it = rules_.find(&symbol);
-    if (it == rules_.end()) it = rules_.emplace(&symbol, find_exec_rule(symbol)).first;
+  // The rule of a statement's symbol: kept with the statement while no rule is set, else looked up
+  // in the table once per run (a run does not see rules registered while it executes).
+  const ExecRule* rule_of(const BoundSymbol& b, const StatementIds* known) const {
+    if (known && known->rule_generation == rules_generation_) return known->rule.get();
+    auto it = rules_.find(b.symbol);
+    if (it == rules_.end()) it = rules_.emplace(b.symbol, find_exec_rule(*b.symbol)).first;
+    if (known) {
+      known->rule = it->second;
+      known->rule_generation = rules_generation_;
+    }
     return it->second.get();
   }
 
@@ -507,6 +571,7 @@ class Run {
   NameIds& ids_;
   Executor::RegionPlans* plans_;  // null: regions run member by member
   mutable std::unordered_map<const Symbol*, std::shared_ptr<const ExecRule>> rules_;
+  const uint64_t rules_generation_ = exec_rules_generation();
 };
 
 int line_of(const Trace& trace, const BoundSymbol& b) {
@@ -679,7 +744,8 @@ RValue Executor::run(const Trace& trace, std::vector<RValue> inputs, const RKwar
   for (size_t index = 0; index < trace.body.size(); ++index) {
     const BoundSymbol& b = trace.body[index];
     const StatementIds* known = names.statements.empty() ? nullptr : &names.statements[index];
-    if (b.symbol->form == PrintForm::ret) {
+    const PrintForm form = known ? known->form : b.symbol->form;
+    if (form == PrintForm::ret) {
       result = b.args.empty() ? RValue::none() : run.result(b, scope, known);
       break;
     }
@@ -691,7 +757,7 @@ RValue Executor::run(const Trace& trace, std::vector<RValue> inputs, const RKwar
         if (rules::batched_matmul_copies(slots[id]->t)) slots[id] = RValue::of(slots[id]->t.contiguous());
       }
     if (timer_) timer_->end(index);
-    if (b.symbol->form == PrintForm::del) continue;
+    if (form == PrintForm::del) continue;
     if (!options_.on_output && !(options_.detect_non_finite && !first_non_finite_)) continue;
     for (const auto& p : b.outputs) {
       const RValue* v = scope.find(ids.of(p));

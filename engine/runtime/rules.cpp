@@ -1,5 +1,6 @@
 #include "runtime/rules.h"
 
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -11,6 +12,7 @@ namespace {
 struct Table {
   std::mutex mutex;
   std::unordered_map<const Symbol*, std::shared_ptr<const ExecRule>> rules;
+  std::atomic<uint64_t> generation{1};
 };
 
 Table& table() {
@@ -24,6 +26,7 @@ void set_exec_rule(const Symbol& symbol, ExecRule rule) {
   auto& t = table();
   std::lock_guard lock(t.mutex);
   t.rules[&symbol] = std::make_shared<const ExecRule>(std::move(rule));
+  ++t.generation;
 }
 
 void set_exec_rule(const Symbol& symbol, SimpleExecRule rule) {
@@ -37,6 +40,7 @@ void share_exec_rule(const Symbol& alias, const Symbol& of) {
   auto& t = table();
   std::lock_guard lock(t.mutex);
   t.rules[&alias] = std::move(rule);
+  ++t.generation;
 }
 
 std::shared_ptr<const ExecRule> exec_rule_of(const Symbol& symbol) {
@@ -45,6 +49,8 @@ std::shared_ptr<const ExecRule> exec_rule_of(const Symbol& symbol) {
   auto it = t.rules.find(&symbol);
   return it == t.rules.end() ? nullptr : it->second;
 }
+
+uint64_t exec_rules_generation() { return table().generation.load(std::memory_order_acquire); }
 
 std::vector<const Symbol*> symbols_with_exec_rules() {
   auto& t = table();

@@ -8,6 +8,7 @@
 // the rule a symbol had. A symbol with a rule executes even when it is opaque (a name the engine
 // has no meta for, e.g. a prologue check of Thunder's printouts).
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string_view>
@@ -35,6 +36,9 @@ void set_exec_rule(const Symbol& symbol, SimpleExecRule rule);
 void share_exec_rule(const Symbol& alias, const Symbol& of);
 // The rule of `symbol`, or null.
 std::shared_ptr<const ExecRule> exec_rule_of(const Symbol& symbol);
+// A number that changes whenever a rule is set or shared: a rule looked up while it had one value
+// is still the symbol's rule while it has that value.
+uint64_t exec_rules_generation();
 // Every symbol that has a rule.
 std::vector<const Symbol*> symbols_with_exec_rules();
 
