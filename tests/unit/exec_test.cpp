@@ -1113,6 +1113,23 @@ TEST_F(ExecTest, ExecOpaqueSymbolIsRefused) {
   expect_close(Executor().run(*r.trace, Ts{x}).tensor(), x * 3, "registered rule");
 }
 
+// An executor keeps each statement's rule between runs of a trace; a rule set in between is the
+// one the next run uses.
+TEST_F(ExecTest, ARuleSetBetweenRunsOfOneTraceIsTheOneTheNextRunUses) {
+  auto r = parse_trace("def computation(x):\n  # x: \"cpu f32[2]\"\n  t0 = mystery.scale(x)  # t0: \"cpu f32[2]\"\n  return t0");
+  ASSERT_TRUE(r.trace) << r.error->message;
+  auto scale_by = [](double k) {
+    return exec::SimpleExecRule([k](const std::vector<RValue>& a, const exec::RKwargs&) { return RValue::of(a[0].tensor() * k); });
+  };
+  exec::register_exec_rule("mystery.scale", scale_by(2));
+  Executor ex;
+  at::Tensor x = randn({2});
+  expect_close(ex.run(*r.trace, Ts{x}).tensor(), x * 2, "first rule");
+  expect_close(ex.run(*r.trace, Ts{x}).tensor(), x * 2, "first rule, kept");
+  exec::register_exec_rule("mystery.scale", scale_by(5));
+  expect_close(ex.run(*r.trace, Ts{x}).tensor(), x * 5, "the rule set after two runs");
+}
+
 // Thunder prints view, permute and expand with their sizes as separate arguments (`*shape`).
 TEST_F(ExecTest, ExecShapesGivenAsSeparateArguments) {
   auto r = parse_trace(
