@@ -56,7 +56,14 @@ TracePtr canonical(const Trace& t) {
 std::string canonical_text(const Trace& t) { return print_trace(*canonical(t)); }
 
 bool canonically_equal(const Trace& a, const Trace& b) {
-  return same_shape(a, b) && (same_objects(a, b) || canonical_text(a) == canonical_text(b));
+  if (!same_shape(a, b)) return false;
+  if (same_objects(a, b)) return true;
+  switch (match_up_to_names(a, b)) {
+    case NameMatch::renamed: return true;
+    case NameMatch::different: return false;
+    case NameMatch::unknown: break;
+  }
+  return canonical_text(a) == canonical_text(b);
 }
 
 uint64_t canonical_hash(const Trace& t) {
@@ -150,7 +157,133 @@ bool same_statements(const std::vector<BoundSymbol>& a, const std::vector<BoundS
   return true;
 }
 
+// Whether two proxies print alike whatever their names: every member but the name is equal. A
+// member added to Proxy must be compared here, or a changed stage could be taken for unchanged.
+bool alike_but_name(const Proxy& a, const Proxy& b) {
+  return a.kind == b.kind && a.shape == b.shape && a.dtype == b.dtype && a.device == b.device &&
+         a.requires_grad == b.requires_grad && a.distribution == b.distribution && a.number_type == b.number_type &&
+         a.number_value == b.number_value && a.other_text == b.other_text;
+}
+
+// Walks two traces side by side in the order canonical() numbers their proxies (parameters, then
+// each statement's arguments, keyword arguments and outputs, then its subsymbols), pairing them: a
+// name met for the first time on both sides gets the next number on both, a name met again must
+// have the same number on both sides. Every occurrence of a paired name must print alike, not the
+// first alone: where a name stands for proxies that print differently, the canonical text shows
+// one of them, and this walk need not know which.
+//
+// It stops at the first difference. Up to there both texts print the same; a name that pairs
+// otherwise where the printer writes it (a call's arguments and outputs, a return's or a del's
+// arguments) makes the texts differ there. Any other difference leaves the texts to decide.
+class NamePairing {
+ public:
+  NameMatch traces(const Trace& a, const Trace& b) {
+    if (a.function_name != b.function_name || a.tags != b.tags || a.params.size() != b.params.size())
+      return NameMatch::unknown;
+    for (size_t i = 0; i < a.params.size(); ++i) {
+      if (a.params[i].kind != b.params[i].kind) return NameMatch::unknown;
+      if (auto m = pair(a.params[i].proxy.get(), b.params[i].proxy.get(), true); m != NameMatch::renamed) return m;
+    }
+    return statements(a.body, b.body);
+  }
+
+ private:
+  NameMatch statements(const std::vector<BoundSymbol>& a, const std::vector<BoundSymbol>& b) {
+    if (a.size() != b.size()) return NameMatch::unknown;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (auto m = statement(a[i], b[i]); m != NameMatch::renamed) return m;
+    return NameMatch::renamed;
+  }
+
+  NameMatch statement(const BoundSymbol& x, const BoundSymbol& y) {
+    if (x.symbol != y.symbol || !x.symbol || x.tags != y.tags || x.args.size() != y.args.size() ||
+        x.kwargs.size() != y.kwargs.size() || x.outputs.size() != y.outputs.size() ||
+        bool(x.output_target) != bool(y.output_target))
+      return NameMatch::unknown;
+    const PrintForm form = x.symbol->form;
+    const bool call = prints_all_arguments(form);
+    const bool printed_args = call || form == PrintForm::ret || form == PrintForm::del;
+    for (size_t k = 0; k < x.args.size(); ++k)
+      if (auto m = value(x.args[k], y.args[k], printed_args); m != NameMatch::renamed) return m;
+    for (size_t k = 0; k < x.kwargs.size(); ++k) {
+      if (x.kwargs[k].first != y.kwargs[k].first) return NameMatch::unknown;
+      if (auto m = value(x.kwargs[k].second, y.kwargs[k].second, printed_args); m != NameMatch::renamed) return m;
+    }
+    for (size_t k = 0; k < x.outputs.size(); ++k)
+      if (auto m = pair(x.outputs[k].get(), y.outputs[k].get(), call); m != NameMatch::renamed) return m;
+    // The printer writes a target's proxies as the outputs, by position; canonical() keeps it as it is.
+    if (x.output_target && !same_value(*x.output_target, *y.output_target, Match::shape)) return NameMatch::unknown;
+    if (x.output_target && !same_literals(*x.output_target, *y.output_target)) return NameMatch::unknown;
+    return statements(x.subsymbols, y.subsymbols);
+  }
+
+  // Literals compare as objects (equal objects print alike), proxies by pairing.
+  NameMatch value(const Value& a, const Value& b, bool printed) {
+    if (a.kind != b.kind) return NameMatch::unknown;
+    switch (a.kind) {
+      case Value::Kind::proxy: return pair(a.proxy.get(), b.proxy.get(), printed);
+      case Value::Kind::tuple:
+      case Value::Kind::list:
+        if (a.items.size() != b.items.size()) return NameMatch::unknown;
+        for (size_t i = 0; i < a.items.size(); ++i)
+          if (auto m = value(a.items[i], b.items[i], printed); m != NameMatch::renamed) return m;
+        return NameMatch::renamed;
+      case Value::Kind::dict:
+        if (a.entries.size() != b.entries.size()) return NameMatch::unknown;
+        for (size_t i = 0; i < a.entries.size(); ++i) {
+          if (auto m = value(a.entries[i].first, b.entries[i].first, printed); m != NameMatch::renamed) return m;
+          if (auto m = value(a.entries[i].second, b.entries[i].second, printed); m != NameMatch::renamed) return m;
+        }
+        return NameMatch::renamed;
+      default: return same_value(a, b, Match::objects) ? NameMatch::renamed : NameMatch::unknown;
+    }
+  }
+
+  // Whether the literals of two values of one shape are equal (their proxies aside).
+  static bool same_literals(const Value& a, const Value& b) {
+    if (a.kind == Value::Kind::proxy) return true;
+    if (a.kind == Value::Kind::tuple || a.kind == Value::Kind::list) {
+      for (size_t i = 0; i < a.items.size(); ++i)
+        if (!same_literals(a.items[i], b.items[i])) return false;
+      return true;
+    }
+    if (a.kind == Value::Kind::dict) {
+      for (size_t i = 0; i < a.entries.size(); ++i)
+        if (!same_literals(a.entries[i].first, b.entries[i].first) ||
+            !same_literals(a.entries[i].second, b.entries[i].second))
+          return false;
+      return true;
+    }
+    return same_value(a, b, Match::objects);
+  }
+
+  // `printed`: the printer writes the name at this place.
+  NameMatch pair(const Proxy* a, const Proxy* b, bool printed) {
+    if (!a || !b) return a == b ? NameMatch::renamed : NameMatch::unknown;
+    auto in_a = number_.try_emplace(Side{0, a->name}, next_);
+    auto in_b = number_.try_emplace(Side{1, b->name}, next_);
+    const bool new_a = in_a.second, new_b = in_b.second;
+    if (new_a && new_b) ++next_;
+    if (new_a != new_b || (!new_a && in_a.first->second != in_b.first->second))
+      return printed ? NameMatch::different : NameMatch::unknown;
+    return a == b || alike_but_name(*a, *b) ? NameMatch::renamed : NameMatch::unknown;
+  }
+
+  struct Side {
+    int side;
+    std::string_view name;  // the traces' own strings
+    bool operator==(const Side& o) const { return side == o.side && name == o.name; }
+  };
+  struct SideHash {
+    size_t operator()(const Side& s) const { return std::hash<std::string_view>()(s.name) * 2 + s.side; }
+  };
+  std::unordered_map<Side, uint32_t, SideHash> number_;
+  uint32_t next_ = 0;
+};
+
 }  // namespace
+
+NameMatch match_up_to_names(const Trace& a, const Trace& b) { return NamePairing().traces(a, b); }
 
 bool same_objects(const Trace& a, const Trace& b) {
   if (a.function_name != b.function_name || a.params.size() != b.params.size()) return false;

@@ -23,6 +23,13 @@ uint64_t canonical_hash(const Trace&);
 // strings. Cheap, and quick to say no: traces of different shapes are never canonically equal;
 // the same shape proves nothing (compare canonical_text).
 bool same_shape(const Trace&, const Trace&);
+// What two traces' canonical texts are, told without printing them where a walk side by side
+// can: `renamed`, `b` is `a` with its proxies renamed one to one (the same symbols, tags, literals
+// and layout at every level, proxies that print alike but for their names): equal texts;
+// `different`, the first difference is a name the printer writes that pairs otherwise: different
+// texts; `unknown`, the texts decide.
+enum class NameMatch { renamed, different, unknown };
+NameMatch match_up_to_names(const Trace& a, const Trace& b);
 // Whether two traces are made of the same objects: the same symbols, the same proxies (by
 // pointer), equal literals and statement layout. What a pass that changed nothing returns; such
 // traces print alike, so they are canonically equal. False proves nothing.

@@ -72,10 +72,12 @@ void StageHistory::record(TraceKind k, std::string pass, TracePtr trace, double 
   if (!list.empty()) {
     const Trace* previous = list.back().trace.get();
     if (last.trace != previous) last = {previous, std::nullopt};
-    // Another shape: another program. The same objects: the same program. Else the texts decide.
+    // Another shape: another program. The same objects: the same program. Else a walk side by
+    // side tells where it can (canonical/canonical.h), and the texts where it cannot.
     if (previous && trace && same_shape(*previous, *trace)) {
-      if (same_objects(*previous, *trace)) {
-        changed = false;
+      const NameMatch match = same_objects(*previous, *trace) ? NameMatch::renamed : match_up_to_names(*previous, *trace);
+      if (match != NameMatch::unknown) {
+        changed = match == NameMatch::different;
       } else {
         if (!last.text) last.text = canonical_text(*previous);
         next.text = canonical_text(*trace);

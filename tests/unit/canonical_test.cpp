@@ -96,3 +96,55 @@ TEST(Canonical, ShapeAndIdentityAgreeWithTheText) {
   EXPECT_FALSE(same_shape(*a, *copy));
   EXPECT_EQ(canonical_text(*a), before);
 }
+
+// A walk side by side tells renamed traces (equal texts) and a name that pairs otherwise where it
+// is printed (different texts) without printing them; what it cannot tell it leaves to the texts.
+TEST(Canonical, MatchUpToNamesAgreesWithTheText) {
+  auto agrees = [](const Trace& x, const Trace& y) {
+    const NameMatch m = match_up_to_names(x, y);
+    if (m == NameMatch::renamed) EXPECT_EQ(canonical_text(x), canonical_text(y));
+    if (m == NameMatch::different) EXPECT_NE(canonical_text(x), canonical_text(y));
+    return m;
+  };
+  const auto files = tv::testing::all_fixture_files();
+  std::vector<TracePtr> traces;
+  size_t renamed = 0;
+  for (const auto& path : files) {
+    if (tv::testing::is_python_print(path)) continue;
+    SCOPED_TRACE(path.filename().string());
+    auto t = parse(tv::testing::read_file(path.string()));
+    ASSERT_TRUE(t);
+    renamed += agrees(*t, *canonical(*t)) == NameMatch::renamed;
+    traces.push_back(t);
+  }
+  EXPECT_GT(renamed, traces.size() / 2);  // the others name one proxy with two types (a subsymbol's)
+  for (size_t i = 0; i + 1 < traces.size(); ++i) agrees(*traces[i], *traces[i + 1]);
+
+  const std::string text = tv::testing::read_file(std::string(TV_FIXTURES_DIR) + "/linear__bwd__00.txt");
+  auto a = parse(text);
+  auto other_names = parse(rename_all(rename_all(text, "t19", "u19"), "t17", "zz"));
+  ASSERT_TRUE(a && other_names);
+  EXPECT_EQ(agrees(*a, *other_names), NameMatch::renamed);
+  EXPECT_EQ(agrees(*other_names, *a), NameMatch::renamed);
+  EXPECT_EQ(agrees(*a, *a), NameMatch::renamed);
+
+  // One proxy of the renamed copy with another type: it prints otherwise, and the walk does not say
+  // renamed.
+  auto retyped = std::make_shared<Trace>(*other_names);
+  for (auto& b : retyped->body)
+    if (!b.outputs.empty() && b.outputs[0]->is_tensor()) {
+      Proxy p = *b.outputs[0];
+      p.shape.push_back(3);
+      b.outputs[0] = std::make_shared<const Proxy>(p);
+      break;
+    }
+  EXPECT_NE(agrees(*a, *retyped), NameMatch::renamed);
+  EXPECT_NE(canonical_text(*a), canonical_text(*retyped));
+
+  // Two names made one (t17 takes t19's name): a printed name pairs otherwise.
+  auto merged = parse(rename_all(text, "t17", "t19"));
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(agrees(*a, *merged), NameMatch::different);
+  EXPECT_EQ(agrees(*merged, *a), NameMatch::different);
+  EXPECT_FALSE(canonically_equal(*a, *merged));
+}
