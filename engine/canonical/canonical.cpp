@@ -209,8 +209,11 @@ class NamePairing {
       if (x.kwargs[k].first != y.kwargs[k].first) return NameMatch::unknown;
       if (auto m = value(x.kwargs[k].second, y.kwargs[k].second, printed_args); m != NameMatch::renamed) return m;
     }
-    for (size_t k = 0; k < x.outputs.size(); ++k)
-      if (auto m = pair(x.outputs[k].get(), y.outputs[k].get(), call); m != NameMatch::renamed) return m;
+    // A call prints every output; an annotated call or a method its first (`t0: "T" = ...`).
+    for (size_t k = 0; k < x.outputs.size(); ++k) {
+      const bool printed = form == PrintForm::call || (call && k == 0);
+      if (auto m = pair(x.outputs[k].get(), y.outputs[k].get(), printed); m != NameMatch::renamed) return m;
+    }
     // The printer writes a target's proxies as the outputs, by position; canonical() keeps it as it is.
     if (x.output_target && !same_value(*x.output_target, *y.output_target, Match::shape)) return NameMatch::unknown;
     if (x.output_target && !same_literals(*x.output_target, *y.output_target)) return NameMatch::unknown;
