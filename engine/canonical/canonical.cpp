@@ -215,8 +215,7 @@ class NamePairing {
       if (auto m = pair(x.outputs[k].get(), y.outputs[k].get(), printed); m != NameMatch::renamed) return m;
     }
     // The printer writes a target's proxies as the outputs, by position; canonical() keeps it as it is.
-    if (x.output_target && !same_value(*x.output_target, *y.output_target, Match::shape)) return NameMatch::unknown;
-    if (x.output_target && !same_literals(*x.output_target, *y.output_target)) return NameMatch::unknown;
+    if (x.output_target && !same_target(*x.output_target, *y.output_target)) return NameMatch::unknown;
     return statements(x.subsymbols, y.subsymbols);
   }
 
@@ -242,18 +241,21 @@ class NamePairing {
     }
   }
 
-  // Whether the literals of two values of one shape are equal (their proxies aside).
-  static bool same_literals(const Value& a, const Value& b) {
+  // Whether two output targets print alike: the same layout and literals, a proxy where the other
+  // has one (the printer writes the outputs there).
+  static bool same_target(const Value& a, const Value& b) {
+    if (a.kind != b.kind) return false;
     if (a.kind == Value::Kind::proxy) return true;
     if (a.kind == Value::Kind::tuple || a.kind == Value::Kind::list) {
+      if (a.items.size() != b.items.size()) return false;
       for (size_t i = 0; i < a.items.size(); ++i)
-        if (!same_literals(a.items[i], b.items[i])) return false;
+        if (!same_target(a.items[i], b.items[i])) return false;
       return true;
     }
     if (a.kind == Value::Kind::dict) {
+      if (a.entries.size() != b.entries.size()) return false;
       for (size_t i = 0; i < a.entries.size(); ++i)
-        if (!same_literals(a.entries[i].first, b.entries[i].first) ||
-            !same_literals(a.entries[i].second, b.entries[i].second))
+        if (!same_target(a.entries[i].first, b.entries[i].first) || !same_target(a.entries[i].second, b.entries[i].second))
           return false;
       return true;
     }
