@@ -1,10 +1,12 @@
 // Shared declarations of the binding files (traces.cpp: traces and captures, module.cpp: jit,
-// executor bridge, world; execute.cpp: running one trace). Plain structs holding engine values, so
+// executor bridge, world; execute.cpp: running one trace; call_guard.cpp: the jitted module's
+// steady-call check). Plain structs holding engine values, so
 // pybind11 needs no custom holders.
 #pragma once
 #include <pybind11/pybind11.h>
 
 #include <string>
+#include <utility>
 
 #include "capture/capture.h"
 #include "ir/trace.h"
@@ -39,5 +41,9 @@ void bind_execute(pybind11::module_& m);
 // The calling thread's communicator (module.cpp): its run_world rank's, else this process's after
 // join_process_group, else nullptr (a single rank).
 dist::Communicator* current_communicator();
+// (rank, world size) of the calling thread, as current_communicator() decides it (module.cpp).
+std::pair<int, int> current_world();
+// CallGuard (call_guard.cpp): the jitted module's check that a call may reuse the previous call's entry.
+void bind_call_guard(pybind11::module_& m);
 
 }  // namespace tv::py_bindings

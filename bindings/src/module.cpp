@@ -457,6 +457,11 @@ class JitCore {
 
 dist::Communicator* current_communicator() { return current_rank().comm; }
 
+std::pair<int, int> current_world() {
+  auto r = current_rank();
+  return {r.rank, r.world};
+}
+
 }  // namespace tv::py_bindings
 
 using namespace tv;
@@ -466,6 +471,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
   m.doc() = "thunder_viz engine bindings (use the package thunder_viz)";
   bind_traces(m);
   bind_execute(m);
+  bind_call_guard(m);
 
   // Module-local: a process-wide translator would also turn other extensions' C++ exceptions
   // (optree's, which Lightning Thunder's pytrees run on) into EngineError.

@@ -418,3 +418,112 @@ def test_a_first_call_that_differs_from_the_recordings_eager_run_is_refused(monk
 
     with pytest.raises(tv.EagerMismatch, match=r"output\[0\]"):
         tv.jit(Tanh())(torch.randn(3))
+
+
+# A steady call (by position, tensors only) reuses the last call's entry without reading the module
+# again, unless something the entry depends on changed since: each of these changes between two
+# calls must give eager's numbers.
+
+def _steady_then(model, change, *args):
+    """Two calls, `change(model)`, then a third call checked against eager, outputs and gradients."""
+    tm = tv.jit(model)
+    tm(*args), tm(*args)
+    change(model)
+    got, got_grads = _run(tm, *args)
+    want, want_grads = _run(model, *args)
+    torch.testing.assert_close(got, want)
+    assert sorted(got_grads) == sorted(want_grads)
+    for name in want_grads:
+        torch.testing.assert_close(got_grads[name], want_grads[name], msg=name)
+    return tm
+
+
+def test_a_steady_call_sees_a_parameter_frozen_in_place():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    _steady_then(model, lambda m: m[0].weight.requires_grad_(False), torch.randn(3, 4))
+    assert model[0].weight.grad is None
+
+
+def test_a_steady_call_sees_a_parameter_given_new_data_of_another_shape():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+
+    def grow(m):
+        m.weight.data = torch.randn(5, 4)  # the same Parameter object, a new shape
+        m.bias.data = torch.randn(5)
+    tm = _steady_then(model, grow, torch.randn(2, 4))
+    assert tm(torch.randn(2, 4)).shape == (2, 5)
+
+
+def test_a_steady_call_sees_a_buffer_registered_later():
+    class MaybeShift(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.fc(x)
+            return y + self.shift if hasattr(self, "shift") else y
+
+    torch.manual_seed(0)
+    _steady_then(MaybeShift(), lambda m: m.register_buffer("shift", torch.full((4,), 2.0)), torch.randn(2, 4))
+
+
+def test_a_steady_call_sees_an_attribute_the_forward_changes_itself():
+    class Counting(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            return self.fc(x) * self.calls
+
+    torch.manual_seed(0)
+    model = Counting()
+    tm = tv.jit(model)
+    x = torch.randn(2, 4)
+    for k in range(1, 5):
+        torch.testing.assert_close(tm(x), model.fc(x) * k)
+        assert model.calls == k
+
+
+def test_a_steady_call_sees_an_input_that_now_requires_grad():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    tm = tv.jit(model)
+    x = torch.randn(2, 4)
+    tm(x), tm(x)
+    x.requires_grad_(True)
+    tm(x).sum().backward()
+    got = x.grad.clone()
+    x.grad = None
+    model(x).sum().backward()
+    torch.testing.assert_close(got, x.grad)
+
+
+def test_a_steady_call_sees_eval_and_train():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+    tm = tv.jit(model)
+    x = torch.randn(64, 4)
+    tm(x), tm(x)
+    tm.eval()
+    torch.testing.assert_close(tm(x), model(x))
+    tm.train()
+    assert (tm(x) == 0).any()  # dropout again
+
+
+def test_a_module_that_refers_to_its_jitted_module_is_collected():
+    import gc
+    import weakref
+    model = torch.nn.Linear(4, 4)
+    tm = tv.jit(model)
+    object.__setattr__(model, "jitted", tm)  # a plain attribute: a cycle through the call's guard
+    tm(torch.randn(2, 4)), tm(torch.randn(2, 4))
+    ref = weakref.ref(tm)
+    del tm, model
+    gc.collect()
+    assert ref() is None
