@@ -13,6 +13,9 @@
 //    backward trace (step_backward) and returns one gradient per bridge tensor (inputs, then the
 //    module's parameters in order; None where there is none). With `timed` set, each keeps the
 //    per-bound-symbol times of its last run (forward_timings: prologue and forward; backward_timings).
+//  - Entry.apply(inputs, parameters) is both under one autograd node in C++ (EngineNode): the
+//    outputs' grad_fn runs the engine's backward and gives each input and parameter its gradient,
+//    with no Python between; jit.py uses it for calls that need nothing of Python in the backward.
 //  - check_against_reference is replay's check (engine/replay/replay.h), so the Inspector's checks of
 //    Python calls against eager torch use the same tolerances as `thunder-viz run`.
 //  - run_world(W, fn) runs fn(rank) on W threads (gloo ranks); jitted modules built on a rank's
@@ -23,6 +26,8 @@
 //    of their own) and one communicator (gloo, or NCCL on LOCAL_RANK's GPU). Jitted modules built
 //    outside run_world's threads then use it. leave_process_group() releases it (atexit).
 #include <torch/extension.h>
+
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
@@ -239,12 +244,9 @@ RankContext current_rank() { return tl_rank.comm ? tl_rank : process_rank().rank
 
 // ---------------------------------------------------------------- jit core and cache entries
 
-// What a forward keeps for its backward. The Python bridge hands its tensors to autograd
-// (ctx.save_for_backward) and keeps only the structure: a tensor held here would keep the call's
-// outputs alive through their own grad_fn, a cycle that nothing frees when no backward runs.
 // What a call's forward saved for its backward. The tensors that are also the call's outputs go to
-// autograd (ctx.save_for_backward): held here, they would keep their own graph alive through a
-// cycle between C++ and Python. The others stay here and move into the backward's run, which frees
+// autograd (save_for_backward of the autograd node, EngineNode's or jit.py's _Bridge): held here,
+// they would keep their own graph alive through a cycle that nothing frees when no backward runs. The others stay here and move into the backward's run, which frees
 // each one after its last use (held to the end, a step's saved values are all freed at once, and
 // the allocator hands the memory back to the system only to fault it in again on the next step).
 // Autograd's check that nothing it saved was modified in place before the backward is kept for
@@ -326,26 +328,43 @@ class Entry {
     std::vector<at::Tensor> outputs;
     {
       py::gil_scoped_release release;
-      forward_timings_.clear();
-      auto step = step_forward(executor(forward_executor_, forward_timings_), built_.stages, inputs, [this](TraceKind k) { running_ = trace_kind_name(k); });
-      outputs = std::move(step.outputs);
-      saved->value = std::move(step.saved);
+      outputs = run_forward(inputs, *saved);
     }
     return py::make_tuple(outputs, saved);
   }
 
   // One gradient per bridge tensor (inputs then parameters); None where the engine gives none.
   std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents) {
-    if (saved.used) throw std::runtime_error("backward through the same call twice (saved values are freed after the first)");
-    saved.check_versions();
-    std::vector<std::optional<at::Tensor>> out(bridge_names_.size());
-    py::gil_scoped_release release;
     std::vector<at::Tensor> cot;
     for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
+    std::vector<at::Tensor> grads;
+    {
+      py::gil_scoped_release release;
+      grads = run_backward(saved, std::move(cot));
+    }
+    std::vector<std::optional<at::Tensor>> out;
+    for (auto& g : grads) out.push_back(g.defined() ? std::optional<at::Tensor>(std::move(g)) : std::nullopt);
+    return out;
+  }
+
+  // The forward's run (prologue, forward), its saved values into `saved`. Needs no GIL.
+  std::vector<at::Tensor> run_forward(const std::vector<at::Tensor>& inputs, Saved& saved) {
+    forward_timings_.clear();
+    auto step = step_forward(executor(forward_executor_, forward_timings_), built_.stages, inputs, [this](TraceKind k) { running_ = trace_kind_name(k); });
+    saved.value = std::move(step.saved);
+    return std::move(step.outputs);
+  }
+
+  // The backward's run: one gradient per bridge tensor (inputs then parameters), undefined where the
+  // engine gives none. Needs no GIL.
+  std::vector<at::Tensor> run_backward(Saved& saved, std::vector<at::Tensor> cotangents) {
+    if (saved.used) throw std::runtime_error("backward through the same call twice (saved values are freed after the first)");
+    saved.check_versions();
     backward_timings_.clear();
     saved.used = true;
     auto grads = step_backward(executor(backward_executor_, backward_timings_), module_, built_.stages,
-                               std::exchange(saved.value, {}), cot, [this](TraceKind k) { running_ = trace_kind_name(k); });
+                               std::exchange(saved.value, {}), cotangents, [this](TraceKind k) { running_ = trace_kind_name(k); });
+    std::vector<at::Tensor> out(bridge_names_.size());
     for (const auto& [name, g] : grads) {
       auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
       if (g.defined() && it != bridge_names_.end()) out[it - bridge_names_.begin()] = g;
@@ -388,6 +407,42 @@ class Entry {
   std::vector<SymbolTiming> forward_timings_, backward_timings_;
   bool timed_ = false;
   CachedExecutor forward_executor_, backward_executor_;
+};
+
+// The engine's forward and backward as one autograd node over (inputs, parameters), all in C++: what
+// jit.py's _Bridge does in Python, for the calls that need nothing of Python between the two (no
+// per-symbol timings, no backward listeners, gradients not sharded). Its backward runs on autograd's
+// thread without the GIL; a cotangent autograd has none for is materialised as zeros, as _Bridge does.
+struct EngineCall : torch::CustomClassHolder {
+  std::shared_ptr<Entry> entry;
+  Saved saved;
+};
+
+struct EngineNode : torch::autograd::Function<EngineNode> {
+  // tensors: the call's inputs, then the module's parameters (one gradient each).
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<EngineCall>& call,
+                                                at::TensorList tensors, int64_t inputs) {
+    auto outputs = call->entry->run_forward(std::vector<at::Tensor>(tensors.begin(), tensors.begin() + inputs), call->saved);
+    ctx->save_for_backward(call->saved.take_outputs(outputs));
+    ctx->saved_data["call"] = c10::IValue::make_capsule(call);
+    std::vector<at::Tensor> nondifferentiable;
+    for (const auto& o : outputs)
+      if (!o.is_floating_point()) nondifferentiable.push_back(o);
+    ctx->mark_non_differentiable(nondifferentiable);
+    return outputs;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list cotangents) {
+    auto call = c10::static_intrusive_pointer_cast<EngineCall>(ctx->saved_data["call"].toCapsule());
+    std::vector<std::optional<at::Tensor>> taken;
+    for (auto& t : ctx->get_saved_variables()) taken.emplace_back(std::move(t));
+    call->saved.put_tensors(taken);
+    auto grads = call->entry->run_backward(call->saved, std::move(cotangents));
+    torch::autograd::variable_list out{at::Tensor()};  // none for `call`
+    out.insert(out.end(), grads.begin(), grads.end());
+    out.emplace_back();  // none for `inputs`
+    return out;
+  }
 };
 
 // (trace, index, symbol, output, microseconds, device_timer, start_microseconds) per timing.
@@ -495,6 +550,16 @@ PYBIND11_MODULE(_thunder_viz, m) {
       })
       .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
       .def_property_readonly("has_backward", [](const Entry& e) { return bool(e.built().stages.last(TraceKind::backward)); })
+      .def("apply", [](const std::shared_ptr<Entry>& e, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& parameters) {
+        auto call = c10::make_intrusive<EngineCall>();
+        call->entry = e;
+        std::vector<at::Tensor> tensors = inputs;
+        tensors.insert(tensors.end(), parameters.begin(), parameters.end());
+        py::gil_scoped_release release;
+        return EngineNode::apply(call, at::TensorList(tensors), static_cast<int64_t>(inputs.size()));
+      }, py::arg("inputs"), py::arg("parameters"),
+           "[output tensors] of the forward, under one autograd node whose backward runs the engine's backward "
+           "(a call with no per-symbol timing, no backward listener and unsharded gradients)")
       .def_property("timed", &Entry::timed, &Entry::set_timed, "time every bound symbol of the next runs (off by default)")
       .def("forward_timings", [](const Entry& e) { return timing_tuples(e.forward_timings()); },
            "per-bound-symbol times of the last forward (prologue and forward traces)")

@@ -108,7 +108,9 @@ class CallRecord:
 
 
 class _Bridge(torch.autograd.Function):
-    """Engine forward and backward as one autograd node over (inputs, parameters)."""
+    """Engine forward and backward as one autograd node over (inputs, parameters), for a call whose
+    backward needs Python: its per-symbol timings, its backward listeners (an Inspector), or an fsdp
+    gradient to unshard. Every other call takes Entry.apply, the same node in C++."""
 
     @staticmethod
     def forward(ctx, entry, fixup, *tensors):
@@ -453,7 +455,9 @@ class JittedModule(torch.nn.Module):
         params = self._param_list
         needs_grad = torch.is_grad_enabled() and entry.has_backward and (
             self._params_need_grad or any(t.requires_grad for t in inputs))
-        if needs_grad:
+        if needs_grad and not (timed or self._distributes or self._listeners):
+            outs = entry.apply(engine_inputs, params)  # one autograd node in C++: nothing to do in Python
+        elif needs_grad:
             unshard = _unshard(_C.world_info()) if self._distributes else None
             fixup = {"inputs": engine_inputs, "unshard": unshard, "record": rec}
             outs = _Bridge.apply(entry, fixup, *engine_inputs, *params)
