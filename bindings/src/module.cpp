@@ -27,6 +27,7 @@
 //    outside run_world's threads then use it. leave_process_group() releases it (atexit).
 #include <torch/extension.h>
 
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <pybind11/functional.h>
@@ -277,6 +278,7 @@ struct Saved {
   }
   // Puts back what take_outputs moved out, in the same order.
   void put_tensors(const std::vector<std::optional<at::Tensor>>& tensors) {
+    check_unused();
     size_t next = 0, position = 0;
     visit_tensors(value, [&](at::Tensor& t) {
       if (position >= taken_.size() || !taken_[position++]) return;
@@ -285,6 +287,10 @@ struct Saved {
       ++next;
     });
     if (next != tensors.size()) throw std::runtime_error("SavedForBackward.put_tensors: more tensors than were taken");
+  }
+  // std::runtime_error when a backward has run on these values already (it freed them).
+  void check_unused() const {
+    if (used) throw std::runtime_error("backward through the same call twice (saved values are freed after the first)");
   }
   // std::runtime_error when a tensor kept here was modified in place since the forward (as
   // autograd's own check says it); its references are dropped with the versions.
@@ -358,7 +364,7 @@ class Entry {
   // The backward's run: one gradient per bridge tensor (inputs then parameters), undefined where the
   // engine gives none. Needs no GIL.
   std::vector<at::Tensor> run_backward(Saved& saved, std::vector<at::Tensor> cotangents) {
-    if (saved.used) throw std::runtime_error("backward through the same call twice (saved values are freed after the first)");
+    saved.check_unused();
     saved.check_versions();
     backward_timings_.clear();
     saved.used = true;
@@ -413,6 +419,53 @@ class Entry {
 // jit.py's _Bridge does in Python, for the calls that need nothing of Python between the two (no
 // per-symbol timings, no backward listeners, gradients not sharded). Its backward runs on autograd's
 // thread without the GIL; a cotangent autograd has none for is materialised as zeros, as _Bridge does.
+
+// The Python types of the engine's exceptions, set when the module is imported: the module-local
+// translators do not reach autograd's thread, where EngineNode's backward runs.
+struct EngineErrorTypes {
+  PyObject *engine = nullptr, *op = nullptr, *exec = nullptr, *capture = nullptr, *pipeline = nullptr,
+           *dist = nullptr, *illegal_order = nullptr;
+};
+EngineErrorTypes& engine_error_types() {
+  static EngineErrorTypes types;
+  return types;
+}
+
+// Called in a catch block: rethrows the exception in flight as the Python exception the module's
+// translators give it (a torch python_error, which autograd raises in the caller as it is), so that
+// an error in EngineNode's backward reaches Python as OpError, ExecError, DistError, ... as one in
+// _Bridge's does. Anything else (torch's own errors) is rethrown unchanged.
+[[noreturn]] void rethrow_as_python_error() {
+  const auto& types = engine_error_types();
+  PyObject* type = nullptr;
+  std::string what;
+  try {
+    throw;
+  } catch (const PipelineFailure& e) {
+    type = types.pipeline, what = e.what();
+  } catch (const OpError& e) {
+    type = types.op, what = e.what();
+  } catch (const exec::ExecError& e) {
+    type = types.exec, what = e.what();
+  } catch (const CaptureError& e) {
+    type = types.capture, what = e.what();
+  } catch (const dist::DistError& e) {
+    type = types.dist, what = e.what();
+  } catch (const IllegalOrder& e) {
+    type = types.illegal_order, what = e.what();
+  } catch (const c10::Error&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    type = types.engine, what = e.what();
+  }
+  if (type == nullptr) throw;
+  py::gil_scoped_acquire gil;
+  PyErr_SetString(type, what.c_str());
+  python_error error;
+  error.persist();
+  throw error;
+}
+
 struct EngineCall : torch::CustomClassHolder {
   std::shared_ptr<Entry> entry;
   Saved saved;
@@ -434,10 +487,14 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list cotangents) {
     auto call = c10::static_intrusive_pointer_cast<EngineCall>(ctx->saved_data["call"].toCapsule());
-    std::vector<std::optional<at::Tensor>> taken;
-    for (auto& t : ctx->get_saved_variables()) taken.emplace_back(std::move(t));
-    call->saved.put_tensors(taken);
-    auto grads = call->entry->run_backward(call->saved, std::move(cotangents));
+    auto saved_outputs = ctx->get_saved_variables();  // autograd's own checks (freed, changed in place)
+    std::vector<at::Tensor> grads;
+    try {
+      call->saved.put_tensors(std::vector<std::optional<at::Tensor>>(saved_outputs.begin(), saved_outputs.end()));
+      grads = call->entry->run_backward(call->saved, std::move(cotangents));
+    } catch (...) {
+      rethrow_as_python_error();
+    }
     torch::autograd::variable_list out{at::Tensor()};  // none for `call`
     out.insert(out.end(), grads.begin(), grads.end());
     out.emplace_back();  // none for `inputs`
@@ -530,14 +587,16 @@ PYBIND11_MODULE(_thunder_viz, m) {
 
   // Module-local: a process-wide translator would also turn other extensions' C++ exceptions
   // (optree's, which Lightning Thunder's pytrees run on) into EngineError.
+  auto& types = engine_error_types();
   auto base = py::register_local_exception<std::runtime_error>(m, "EngineError", PyExc_RuntimeError);
-  py::register_local_exception<OpError>(m, "OpError", base.ptr());
-  py::register_local_exception<exec::ExecError>(m, "ExecError", base.ptr());
-  py::register_local_exception<CaptureError>(m, "CaptureError", base.ptr());
+  types.engine = base.ptr();
+  types.op = py::register_local_exception<OpError>(m, "OpError", base.ptr()).ptr();
+  types.exec = py::register_local_exception<exec::ExecError>(m, "ExecError", base.ptr()).ptr();
+  types.capture = py::register_local_exception<CaptureError>(m, "CaptureError", base.ptr()).ptr();
   // A build that stopped on the state a transform read (pipeline.h): Thunder raised a ValueError.
-  py::register_local_exception<PipelineFailure>(m, "PipelineFailure", PyExc_ValueError);
-  py::register_local_exception<dist::DistError>(m, "DistError", base.ptr());
-  py::register_local_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError);
+  types.pipeline = py::register_local_exception<PipelineFailure>(m, "PipelineFailure", PyExc_ValueError).ptr();
+  types.dist = py::register_local_exception<dist::DistError>(m, "DistError", base.ptr()).ptr();
+  types.illegal_order = py::register_local_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError).ptr();
 
   py::class_<Saved, std::shared_ptr<Saved>>(m, "SavedForBackward")
       .def("take_outputs", &Saved::take_outputs, "moves out the saved tensors that are among the outputs (for ctx.save_for_backward)")

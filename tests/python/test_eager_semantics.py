@@ -543,3 +543,22 @@ def test_a_module_that_refers_to_its_jitted_module_is_collected():
     del tm, model
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize("timing", [False, True], ids=["engine-node", "python-bridge"])
+def test_an_error_in_the_engines_backward_keeps_its_type(timing):
+    """The engine's backward runs on autograd's thread (the C++ node) or in autograd's Python bridge:
+    either way its error reaches the caller as the engine's exception, with its message."""
+    tm = tv.jit(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)))
+    tm.timing = timing
+    x = torch.randn(2, 4)
+    tm(x)
+    loss = tm(x).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(tv.EngineError, match="backward through the same call twice"):
+        loss.backward()
+    loss = tm(x).sum()
+    with torch.no_grad():
+        tm.module[2].weight.mul_(2.0)  # what the backward saved, changed in place
+    with pytest.raises(tv.EngineError, match="modified by an inplace operation"):
+        loss.backward()
