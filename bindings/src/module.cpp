@@ -13,7 +13,7 @@
 //    backward trace (step_backward) and returns one gradient per bridge tensor (inputs, then the
 //    module's parameters in order; None where there is none). With `timed` set, each keeps the
 //    per-bound-symbol times of its last run (forward_timings: prologue and forward; backward_timings).
-//  - Entry.apply(inputs, parameters) is both under one autograd node in C++ (EngineNode): the
+//  - Entry.apply(inputs, parameters) runs both under one autograd node in C++ (EngineNode): the
 //    outputs' grad_fn runs the engine's backward and gives each input and parameter its gradient,
 //    with no Python between; jit.py uses it for calls that need nothing of Python in the backward.
 //  - check_against_reference is replay's check (engine/replay/replay.h), so the Inspector's checks of
@@ -417,7 +417,7 @@ class Entry {
 
 // The engine's forward and backward as one autograd node over (inputs, parameters), all in C++: what
 // jit.py's _Bridge does in Python, for the calls that need nothing of Python between the two (no
-// per-symbol timings, no backward listeners, gradients not sharded). Its backward runs on autograd's
+// per-symbol timings, no backward listeners) and whose order distributes no parameters. Its backward runs on autograd's
 // thread without the GIL; a cotangent autograd has none for is materialised as zeros, as _Bridge does.
 
 // The Python types of the engine's exceptions, set when the module is imported: the module-local

@@ -109,8 +109,9 @@ class CallRecord:
 
 class _Bridge(torch.autograd.Function):
     """Engine forward and backward as one autograd node over (inputs, parameters), for a call whose
-    backward needs Python: its per-symbol timings, its backward listeners (an Inspector), or an fsdp
-    gradient to unshard. Every other call takes Entry.apply, the same node in C++."""
+    backward needs Python (its per-symbol timings, its backward listeners: an Inspector) or whose
+    order distributes parameters (ddp, fsdp; fsdp's gradients come back as this rank's shard and are
+    unsharded here). Every other call takes Entry.apply, the same node in C++."""
 
     @staticmethod
     def forward(ctx, entry, fixup, *tensors):
@@ -273,7 +274,7 @@ class JittedModule(torch.nn.Module):
         # (CallGuard, key, (entry, program)) of the last call by position with tensors only: a next call
         # its guard matches reuses that entry without reading the module again
         self._steady = None
-        self._distributes = _C.order_facts(self._order)[1]  # gradients may come back sharded (fsdp)
+        self._distributes = _C.order_facts(self._order)[1]  # ddp or fsdp: calls keep _Bridge
 
     # -- structure
     @property
