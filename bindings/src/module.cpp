@@ -247,9 +247,10 @@ RankContext current_rank() { return tl_rank.comm ? tl_rank : process_rank().rank
 
 // What a call's forward saved for its backward. The tensors that are also the call's outputs go to
 // autograd (save_for_backward of the autograd node, EngineNode's or jit.py's _Bridge): held here,
-// they would keep their own graph alive through a cycle that nothing frees when no backward runs. The others stay here and move into the backward's run, which frees
-// each one after its last use (held to the end, a step's saved values are all freed at once, and
-// the allocator hands the memory back to the system only to fault it in again on the next step).
+// they would keep their own graph alive through a cycle that nothing frees when no backward runs.
+// The others stay here and move into the backward's run, which frees each one after its last use
+// (held to the end, a step's saved values are all freed at once, and the allocator hands the memory
+// back to the system only to fault it in again on the next step).
 // Autograd's check that nothing it saved was modified in place before the backward is kept for
 // those too: their versions are noted at the forward and compared at the backward.
 struct Saved {
@@ -415,57 +416,24 @@ class Entry {
   CachedExecutor forward_executor_, backward_executor_;
 };
 
-// The engine's forward and backward as one autograd node over (inputs, parameters), all in C++: what
-// jit.py's _Bridge does in Python, for the calls that need nothing of Python between the two (no
-// per-symbol timings, no backward listeners) and whose order distributes no parameters. Its backward runs on autograd's
-// thread without the GIL; a cotangent autograd has none for is materialised as zeros, as _Bridge does.
-
-// The Python types of the engine's exceptions, set when the module is imported: the module-local
-// translators do not reach autograd's thread, where EngineNode's backward runs.
-struct EngineErrorTypes {
-  PyObject *engine = nullptr, *op = nullptr, *exec = nullptr, *capture = nullptr, *pipeline = nullptr,
-           *dist = nullptr, *illegal_order = nullptr;
-};
-EngineErrorTypes& engine_error_types() {
-  static EngineErrorTypes types;
-  return types;
-}
-
-// Called in a catch block: rethrows the exception in flight as the Python exception the module's
+// Called in a catch block: rethrows the exception in flight as the Python exception this module's
 // translators give it (a torch python_error, which autograd raises in the caller as it is), so that
-// an error in EngineNode's backward reaches Python as OpError, ExecError, DistError, ... as one in
-// _Bridge's does. Anything else (torch's own errors) is rethrown unchanged.
+// an error in EngineNode's backward, which runs on autograd's thread outside pybind11's dispatch,
+// reaches Python as OpError, ExecError, DistError, ... as one in _Bridge's does. An exception no
+// translator of this module takes (torch's own) is rethrown unchanged.
 [[noreturn]] void rethrow_as_python_error() {
-  const auto& types = engine_error_types();
-  PyObject* type = nullptr;
-  std::string what;
-  try {
-    throw;
-  } catch (const PipelineFailure& e) {
-    type = types.pipeline, what = e.what();
-  } catch (const OpError& e) {
-    type = types.op, what = e.what();
-  } catch (const exec::ExecError& e) {
-    type = types.exec, what = e.what();
-  } catch (const CaptureError& e) {
-    type = types.capture, what = e.what();
-  } catch (const dist::DistError& e) {
-    type = types.dist, what = e.what();
-  } catch (const IllegalOrder& e) {
-    type = types.illegal_order, what = e.what();
-  } catch (const c10::Error&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    type = types.engine, what = e.what();
-  }
-  if (type == nullptr) throw;
   py::gil_scoped_acquire gil;
-  PyErr_SetString(type, what.c_str());
+  if (!py::detail::apply_exception_translators(py::detail::get_local_internals().registered_exception_translators)) throw;
   python_error error;
   error.persist();
   throw error;
 }
 
+// The engine's forward and backward as one autograd node over (inputs, parameters), all in C++: what
+// jit.py's _Bridge does in Python, for the calls that need nothing of Python between the two (no
+// per-symbol timings, no backward listeners) and whose order distributes no parameters. Its
+// backward runs on autograd's thread without the GIL; a cotangent autograd has none for is
+// materialised as zeros, as _Bridge does.
 struct EngineCall : torch::CustomClassHolder {
   std::shared_ptr<Entry> entry;
   Saved saved;
@@ -587,16 +555,14 @@ PYBIND11_MODULE(_thunder_viz, m) {
 
   // Module-local: a process-wide translator would also turn other extensions' C++ exceptions
   // (optree's, which Lightning Thunder's pytrees run on) into EngineError.
-  auto& types = engine_error_types();
   auto base = py::register_local_exception<std::runtime_error>(m, "EngineError", PyExc_RuntimeError);
-  types.engine = base.ptr();
-  types.op = py::register_local_exception<OpError>(m, "OpError", base.ptr()).ptr();
-  types.exec = py::register_local_exception<exec::ExecError>(m, "ExecError", base.ptr()).ptr();
-  types.capture = py::register_local_exception<CaptureError>(m, "CaptureError", base.ptr()).ptr();
+  py::register_local_exception<OpError>(m, "OpError", base.ptr());
+  py::register_local_exception<exec::ExecError>(m, "ExecError", base.ptr());
+  py::register_local_exception<CaptureError>(m, "CaptureError", base.ptr());
   // A build that stopped on the state a transform read (pipeline.h): Thunder raised a ValueError.
-  types.pipeline = py::register_local_exception<PipelineFailure>(m, "PipelineFailure", PyExc_ValueError).ptr();
-  types.dist = py::register_local_exception<dist::DistError>(m, "DistError", base.ptr()).ptr();
-  types.illegal_order = py::register_local_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError).ptr();
+  py::register_local_exception<PipelineFailure>(m, "PipelineFailure", PyExc_ValueError);
+  py::register_local_exception<dist::DistError>(m, "DistError", base.ptr());
+  py::register_local_exception<IllegalOrder>(m, "IllegalOrder", PyExc_ValueError);
 
   py::class_<Saved, std::shared_ptr<Saved>>(m, "SavedForBackward")
       .def("take_outputs", &Saved::take_outputs, "moves out the saved tensors that are among the outputs (for ctx.save_for_backward)")
@@ -618,7 +584,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
         return EngineNode::apply(call, at::TensorList(tensors), static_cast<int64_t>(inputs.size()));
       }, py::arg("inputs"), py::arg("parameters"),
            "[output tensors] of the forward, under one autograd node whose backward runs the engine's backward "
-           "(a call with no per-symbol timing, no backward listener and unsharded gradients)")
+           "(a call with no per-symbol timing and no backward listener, whose order distributes no parameters)")
       .def_property("timed", &Entry::timed, &Entry::set_timed, "time every bound symbol of the next runs (off by default)")
       .def("forward_timings", [](const Entry& e) { return timing_tuples(e.forward_timings()); },
            "per-bound-symbol times of the last forward (prologue and forward traces)")

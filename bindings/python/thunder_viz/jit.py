@@ -456,7 +456,7 @@ class JittedModule(torch.nn.Module):
         params = self._param_list
         needs_grad = torch.is_grad_enabled() and entry.has_backward and (
             self._params_need_grad or any(t.requires_grad for t in inputs))
-        if needs_grad and not (timed or self._distributes or self._listeners):
+        if needs_grad and not (timed or self._distributes):
             outs = entry.apply(engine_inputs, params)  # one autograd node in C++: nothing to do in Python
         elif needs_grad:
             unshard = _unshard(_C.world_info()) if self._distributes else None
