@@ -2,22 +2,32 @@
 // for, without reading the module again (jit.py's steady path). One pass in C++ over what that
 // call's key was made of, instead of rebuilding the key in Python on every call.
 // Contract:
-//  - CallGuard(dicts, attributes, places, inputs) records: the size of each dict (a module's
+//  - CallGuard(dicts, attributes, places, args, kwargs) records: the size of each dict (a module's
 //    __dict__, _parameters, _buffers, _modules: an attribute, parameter, buffer or submodule gained
 //    or lost changes one), each (dict, name) -> value of the scalar attributes the key read, each
 //    (table, name) -> tensor (or None) of the parameter and buffer places with the tensor's metadata
-//    (shape, dtype, device, requires_grad), the inputs' metadata and the calling thread's
-//    (rank, world size).
-//  - matches(args) is true only when `args` are tensors with the recorded inputs' metadata and all
-//    of the above is as recorded (the same tensor object in every place, with the same metadata; the
-//    same type and an equal value for every attribute); anything else, and any error while reading,
-//    is false, and the caller takes its slow path, which decides as it always did.
+//    (shape, dtype, device, requires_grad), the call's arguments (by position, and by keyword in the
+//    dict's order) and the calling thread's (rank, world size). An argument is a tensor (its
+//    metadata is recorded) or a constant the key spells with its type and repr: None, bool, int,
+//    float, str; anything else is a TypeError.
+//  - matches(args, kwargs) is true only when the call has as many arguments by position and the
+//    same keywords in the same order, each tensor argument a tensor with the recorded metadata, each
+//    constant one of the same type and value (a float bit for bit), the same tensor object where the
+//    recorded call passed one tensor twice and distinct ones elsewhere (a recording reads a tensor
+//    passed twice as one input), and all of the above is as
+//    recorded (the same tensor object in every place, with the same metadata; the same type and an
+//    equal value for every attribute); anything else, and any error while reading, is false, and the
+//    caller takes its slow path, which decides as it always did.
 //  - The guard owns what it watches and tells Python's collector so (tp_traverse, tp_clear): a
 //    module that refers to its jitted module does not leak through it.
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <c10/util/SmallVector.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
+
+#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -49,13 +59,40 @@ std::optional<TensorMeta> meta_of(PyObject* object) {
   return TensorMeta::of(THPVariable_Unpack(object));
 }
 
-bool same_tensor_meta(PyObject* object, const TensorMeta& meta) {
-  return THPVariable_Check(object) && meta.same(THPVariable_Unpack(object));
-}
+// One argument of the recorded call: a tensor's metadata, or a constant of the key.
+struct Argument {
+  std::optional<TensorMeta> tensor;
+  py::object constant;
+  int same_as = -1;  // a tensor: the index among the call's tensors of the same object passed earlier
+
+
+  static Argument of(PyObject* object) {
+    if (auto meta = meta_of(object)) return {std::move(meta), {}, -1};
+    if (object != Py_None && !PyBool_Check(object) && !PyLong_CheckExact(object) && !PyFloat_CheckExact(object) &&
+        !PyUnicode_CheckExact(object))
+      throw py::type_error("CallGuard: an argument is a tensor, None, a bool, an int, a float or a str");
+    return {std::nullopt, py::reinterpret_borrow<py::object>(object), -1};
+  }
+
+  // -1 on an error (the caller clears it: no match).
+  int same(PyObject* object) const {
+    if (tensor) return THPVariable_Check(object) && tensor->same(THPVariable_Unpack(object));
+    PyObject* was = constant.ptr();
+    if (Py_TYPE(object) != Py_TYPE(was)) return 0;
+    if (was == Py_None || PyBool_Check(was)) return object == was;
+    // bit for bit: 0.0 and -0.0 are equal numbers with different keys
+    if (PyFloat_CheckExact(was)) {
+      double a = PyFloat_AS_DOUBLE(object), b = PyFloat_AS_DOUBLE(was);
+      return std::memcmp(&a, &b, sizeof a) == 0;
+    }
+    return PyObject_RichCompareBool(object, was, Py_EQ);
+  }
+};
 
 class CallGuard {
  public:
-  CallGuard(const py::list& dicts, const py::list& attributes, const py::list& places, const py::tuple& inputs)
+  CallGuard(const py::list& dicts, const py::list& attributes, const py::list& places, const py::tuple& args,
+            const py::dict& kwargs)
       : world_(current_world()) {
     for (const auto& d : dicts) dicts_.push_back({py::reinterpret_borrow<py::dict>(d), PyDict_Size(d.ptr())});
     for (const auto& a : attributes) {
@@ -66,17 +103,42 @@ class CallGuard {
       auto t = p.cast<py::tuple>();
       places_.push_back({t[0].cast<py::dict>(), t[1], t[2], meta_of(t[2].ptr())});
     }
-    for (const auto& i : inputs) {
-      auto meta = meta_of(i.ptr());
-      if (!meta) throw py::type_error("CallGuard: the inputs are tensors");
-      inputs_.push_back(std::move(*meta));
-    }
+    std::vector<PyObject*> tensors;
+    auto add = [&](PyObject* value) {
+      Argument a = Argument::of(value);
+      if (a.tensor) {
+        auto same = std::find(tensors.begin(), tensors.end(), value);
+        a.same_as = same == tensors.end() ? -1 : static_cast<int>(same - tensors.begin());
+        tensors.push_back(value);
+      }
+      return a;
+    };
+    for (const auto& a : args) args_.push_back(add(a.ptr()));
+    for (const auto& [name, value] : kwargs) kwargs_.push_back({py::reinterpret_borrow<py::object>(name), add(value.ptr())});
   }
 
-  bool matches(const py::tuple& args) const {
-    if (args.size() != inputs_.size() || current_world() != world_) return false;
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (!same_tensor_meta(PyTuple_GET_ITEM(args.ptr(), i), inputs_[i])) return false;
+  bool matches(const py::tuple& args, const py::dict& kwargs) const {
+    if (args.size() != args_.size() || kwargs.size() != kwargs_.size() || current_world() != world_) return false;
+    c10::SmallVector<PyObject*, 8> tensors;
+    auto same = [&](const Argument& was, PyObject* value) {
+      int same = was.same(value);
+      if (same == 1 && was.tensor) {
+        auto first = std::find(tensors.begin(), tensors.end(), value);
+        if ((first == tensors.end() ? -1 : static_cast<int>(first - tensors.begin())) != was.same_as) same = 0;
+        tensors.push_back(value);
+      }
+      return same;
+    };
+    for (size_t i = 0; i < args_.size(); ++i)
+      if (int s = same(args_[i], PyTuple_GET_ITEM(args.ptr(), i)); s != 1) return s == 0 ? false : clear_error_false();
+    // same size and the same keys in the same order
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(kwargs.ptr(), &pos, &name, &value)) {
+      const auto& [was_name, was] = kwargs_[i++];
+      if (name != was_name.ptr() && PyObject_RichCompareBool(name, was_name.ptr(), Py_EQ) != 1) return clear_error_false();
+      if (int s = same(was, value); s != 1) return s == 0 ? false : clear_error_false();
+    }
     for (const auto& [dict, size] : dicts_)
       if (PyDict_Size(dict.ptr()) != size) return false;
     for (const auto& a : attributes_) {
@@ -103,6 +165,11 @@ class CallGuard {
       Py_VISIT(p.table.ptr());
       Py_VISIT(p.tensor.ptr());
     }
+    for (const auto& a : args_) Py_VISIT(a.constant.ptr());
+    for (const auto& [name, a] : kwargs_) {
+      Py_VISIT(name.ptr());
+      Py_VISIT(a.constant.ptr());
+    }
     return 0;
   }
 
@@ -111,7 +178,8 @@ class CallGuard {
     dicts_.clear();
     attributes_.clear();
     places_.clear();
-    inputs_.clear();
+    args_.clear();
+    kwargs_.clear();
     world_ = {-1, -1};
   }
 
@@ -137,7 +205,8 @@ class CallGuard {
   std::vector<WatchedDict> dicts_;
   std::vector<Attribute> attributes_;
   std::vector<Place> places_;
-  std::vector<TensorMeta> inputs_;
+  std::vector<Argument> args_;
+  std::vector<std::pair<py::object, Argument>> kwargs_;
   std::pair<int, int> world_;
 };
 
@@ -160,10 +229,10 @@ void bind_call_guard(py::module_& m) {
       return 0;
     };
   }), "Whether a call may reuse the cache entry of the call it was made for (jit.py's steady path).")
-      .def(py::init<const py::list&, const py::list&, const py::list&, const py::tuple&>(),
-           py::arg("dicts"), py::arg("attributes"), py::arg("places"), py::arg("inputs"))
-      .def("matches", &CallGuard::matches, py::arg("args"),
-           "whether these positional tensor arguments, the module and the calling thread's rank are as recorded");
+      .def(py::init<const py::list&, const py::list&, const py::list&, const py::tuple&, const py::dict&>(),
+           py::arg("dicts"), py::arg("attributes"), py::arg("places"), py::arg("args"), py::arg("kwargs"))
+      .def("matches", &CallGuard::matches, py::arg("args"), py::arg("kwargs"),
+           "whether these arguments, the module and the calling thread's rank are as recorded");
 }
 
 }  // namespace tv::py_bindings

@@ -304,6 +304,72 @@ def test_keyword_none_scalar_and_nested_arguments_and_dict_outputs():
     torch.testing.assert_close(tm(x, mode="flat"), model(x, mode="flat"))
 
 
+class KeywordTensors(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x, mask=None, scale=1.0, *, bias=None, **more):
+        h = self.fc(x) * scale
+        if mask is not None:
+            h = h * mask
+        if bias is not None:
+            h = h + bias
+        for i, (name, t) in enumerate(sorted(more.items())):
+            h = h + (i + 1) * t if isinstance(t, torch.Tensor) else h + len(name) * float(t)
+        return h
+
+
+def _keyword_calls():
+    """Calls of KeywordTensors in several forms, each form repeated with new tensors: where a steady
+    call could take a wrong tensor (the same tensor passed twice, then two), a constant that prints
+    differently (0.0 and -0.0, 1 and True) and keywords in another order."""
+    def t():
+        return torch.randn(2, 4)
+    x, m = t(), t()
+    return [
+        ((x,), {"mask": x}), ((t(),), {"mask": t()}), ((t(),), {"mask": t()}),
+        ((t(), t()), {}), ((t(), None, 2.0), {}), ((t(), None, 2.0), {}),
+        ((t(),), {"scale": 0.0}), ((t(),), {"scale": -0.0}), ((t(),), {"scale": 1}), ((t(),), {"scale": True}),
+        ((x,), {"bias": m, "mask": m, "scale": 3.0}), ((t(),), {"bias": t(), "mask": t(), "scale": 3.0}),
+        ((t(),), {"mask": t(), "bias": t(), "scale": 3.0}), ((t(),), {"mask": t(), "bias": t(), "scale": 3.0}),
+        ((t(),), {"b": t(), "a": t()}), ((t(),), {"a": t(), "b": t()}), ((t(),), {"b": t(), "a": t()}),
+        ((t(),), {"a": 2, "b": t()}), ((t(),), {"a": 2, "b": t()}), ((t(),), {"a": 3, "b": t()}),
+    ]
+
+
+def test_steady_calls_with_keywords_and_constants_match_eager_and_the_slow_paths_cache(monkeypatch):
+    torch.manual_seed(0)
+    model = KeywordTensors()
+    calls = _keyword_calls()
+    tm, counts, binds = tv.jit(model), [], []
+    jitted_type, real_bind = type(tm), type(tm)._bind
+    monkeypatch.setattr(jitted_type, "_bind", lambda self, a, k: binds.append(1) or real_bind(self, a, k))
+    for args, kwargs in calls:
+        torch.testing.assert_close(tm(*args, **kwargs), model(*args, **kwargs))
+        counts.append((tm.cache_hits, tm.cache_misses))
+    steady_binds = len(binds)
+    assert steady_binds == len(calls) - 4  # calls 2, 5, 13 and 18 repeat the form of the call before them
+
+    monkeypatch.setattr(jitted_type, "_steady_guard", lambda self, a, k, i: None)
+    slow, slow_counts = tv.jit(model), []
+    for args, kwargs in calls:
+        slow(*args, **kwargs)
+        slow_counts.append((slow.cache_hits, slow.cache_misses))
+    assert counts == slow_counts
+    assert len(binds) - steady_binds == len(calls)
+
+    x, mask, bias = torch.randn(2, 4), torch.randn(2, 4), torch.randn(2, 4, requires_grad=True)
+    grads = []
+    for module in (tm, model):
+        model.zero_grad(set_to_none=True)
+        bias.grad = None
+        module(x, mask=mask, bias=bias, scale=3.0).square().sum().backward()
+        grads.append([model.fc.weight.grad, model.fc.bias.grad, bias.grad])
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got, want)
+
+
 class TwoInputs(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -311,6 +377,17 @@ class TwoInputs(torch.nn.Module):
 
     def forward(self, x, y=None):
         return self.fc(x) if y is None else self.fc(x) * y
+
+
+def test_a_tensor_passed_twice_then_two_tensors_match_eager():
+    torch.manual_seed(0)
+    model, x = TwoInputs(), torch.randn(2, 4)
+    tm = tv.jit(model)
+    assert_matches_eager(model, x, x, jitted=tm)  # recorded with one input read twice
+    for _ in range(2):
+        assert_matches_eager(model, torch.randn(2, 4), torch.randn(2, 4), jitted=tm)
+    assert_matches_eager(model, x, x, jitted=tm)
+    assert (tm.cache_misses, tm.cache_hits) == (2, 2)
 
 
 class Variadic(torch.nn.Module):

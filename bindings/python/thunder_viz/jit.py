@@ -66,12 +66,12 @@ class _ModuleState:
         attributes = tuple((prefix, n, getattr(m, n)) for prefix, m, names in self.attributes for n in names)
         return attributes, _first_places(self.param_places), _first_places(self.buffer_places)
 
-    def guard(self, args):
-        """A CallGuard of this state and these inputs (as read() saw them: made right after it)."""
+    def guard(self, args, kwargs):
+        """A CallGuard of this state and this call's arguments (as read() saw them: made right after it)."""
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         attributes = [(vars(m), n, vars(m)[n]) for _, m, names in self.attributes for n in names]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
-        return _C.CallGuard(dicts, attributes, places, args)
+        return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
 
 def _first_places(places):
@@ -271,8 +271,9 @@ class JittedModule(torch.nn.Module):
         self._signature = inspect.signature(module.forward)
         self._arity = _positional_arity(self._signature)
         self._positional_specs = {}  # number of tensors -> the argument structure's text, for _bind's key
-        # (CallGuard, key, (entry, program)) of the last call by position with tensors only: a next call
-        # its guard matches reuses that entry without reading the module again
+        # (CallGuard, key, (entry, program), pick, rebuild) of the last call whose arguments are each a
+        # tensor or a constant: a next call its guard matches reuses that entry without reading the
+        # module again (pick(args, kwargs) -> its tensors in the key's order)
         self._steady = None
         self._distributes = _C.order_facts(self._order)[1]  # ddp or fsdp: calls keep _Bridge
 
@@ -400,22 +401,49 @@ class JittedModule(torch.nn.Module):
                 names.extend(f"{pname}_{k}" for k in range(len(ts)))
         return names
 
+    def _steady_guard(self, args, kwargs, inputs):
+        """(CallGuard, pick) for a call whose arguments are each a tensor or a constant the guard
+        compares exactly (None, bool, int, float, str; nothing nested), where pick(args, kwargs) gives
+        a call of the same form's tensors in the order _bind gives them: the positional arguments',
+        then the keywords' (named parameters in the signature's order, then **kwargs' in the call's).
+        None for any other call (it takes the slow path every time)."""
+        values = list(args) + list(kwargs.values())
+        if not all(v is None or type(v) in _GUARDED_CONSTANTS or isinstance(v, torch.Tensor) for v in values):
+            return None
+        if len(inputs) == len(values) and not kwargs:
+            pick = _positional_inputs
+        else:
+            params = self._signature.parameters
+            named = sorted((k for k in kwargs if k in params and params[k].kind in _NAMED_BY_KEYWORD),
+                           key=list(params).index)
+            order = named + [k for k in kwargs if k not in named]
+            at = [i for i, v in enumerate(args) if isinstance(v, torch.Tensor)]
+            names = [k for k in order if isinstance(kwargs[k], torch.Tensor)]
+
+            def pick(args, kwargs):
+                return [args[i] for i in at] + [kwargs[k] for k in names]
+            picked = pick(args, kwargs)
+            if len(picked) != len(inputs) or any(a is not b for a, b in zip(picked, inputs)):
+                return None  # a form this reading of the signature does not cover: no steady path
+        return self._state.guard(args, kwargs), pick
+
     def _entry(self, args, kwargs):
         """((entry, program), the call's record, its tensors, rebuild(tensors) -> (args, kwargs)) for a
-        call: a hit reuses the entry, a miss records and builds anew. A call by position with tensors
-        only leaves a guard; the next call it matches takes the same entry without reading the module."""
+        call: a hit reuses the entry, a miss records and builds anew. A call whose arguments are each a
+        tensor or a constant leaves a guard; the next call it matches takes the same entry without
+        reading the module."""
         process_group.join()  # under torch.distributed (torchrun): once per process, at the first call
         steady = self._steady
-        if not kwargs and steady is not None and steady[0].matches(args):
-            _, key, cached = steady
-            inputs, rebuild, hit = list(args), _by_position, True
+        if steady is not None and steady[0].matches(args, kwargs):
+            _, key, cached, pick, rebuild = steady
+            inputs, hit = pick(args, kwargs), True
         else:
             inputs, constants, rebuild, bind = self._bind(args, kwargs)
             core, module_key = self._get_core()
-            key = (tuple(_meta(t) for t in inputs), constants, module_key, _C.world_info()[:2])
+            key = (tuple(_meta(t) for t in inputs), constants, module_key, _C.world_info()[:2], _aliases(inputs))
             # the guard holds what the key was made of, read before a recording runs forward (which
             # may change the module: the next call then reads it anew)
-            guard = self._state.guard(args) if rebuild is _by_position else None
+            guard = self._steady_guard(args, kwargs, inputs)
             cached = self._cache.get(key)
             hit = cached is not None
             if not hit:
@@ -424,7 +452,7 @@ class JittedModule(torch.nn.Module):
                 entry = core.build(program.to_dict(), list(inputs) + _seed(program), self._order, self._semantics,
                                    self._workaround(), _module_class(self.module))
                 cached = self._cache[key] = (entry, program)
-            self._steady = (guard, key, cached) if guard is not None else None
+            self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         if hit:
             self.cache_hits += 1
         else:
@@ -492,6 +520,25 @@ def _check_first_call(name, rec):
 def _by_position(tensors):
     """rebuild() of a call by position with tensors only."""
     return tuple(tensors), {}
+
+
+def _aliases(inputs):
+    """Which of a call's tensors are one object passed twice (as the index of its first place), or ()
+    when all are distinct: a recording reads such a tensor as one input, so a call passing two
+    tensors there needs its own entry."""
+    if len({id(t) for t in inputs}) == len(inputs):
+        return ()
+    first = {}
+    return tuple(first.setdefault(id(t), i) for i, t in enumerate(inputs))
+
+
+def _positional_inputs(args, kwargs):
+    """The steady path's pick() of a call by position with tensors only."""
+    return list(args)
+
+
+_GUARDED_CONSTANTS = (bool, int, float, str)
+_NAMED_BY_KEYWORD = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
 def _unique(names, n):
