@@ -1,20 +1,23 @@
 """The Python door against eager torch on the CPU: a training step (forward, backward, AdamW) of a
-model through thunder_viz.jit and the same step of the module itself, taking turns repeat by repeat;
-the first call (recording and building the pipeline) against one eager step; the process's resident
+model through thunder_viz.jit and the same step of the module itself, each side in a process of its
+own (as a user trains one model in a process; `--processes one` runs both here), taking turns repeat
+by repeat; the first call (recording and building the pipeline) against one eager step; the process's resident
 memory over many steps (the call history is bounded, so it stays flat); the minor page faults of a
 steady step on each side; with --profile, where a step's time goes on each side.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
-        [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1] [--profile STEPS]
+        [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1] [--processes two|one]
+        [--profile STEPS]
         (models: nanogpt, mlp, tiny, resnet18)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
 import argparse
 import collections
-import copy
+import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
 
@@ -64,16 +67,14 @@ def step(model, opt, args, loss_of):
     return loss
 
 
-def timed(fn, n, faults=None):
-    """Milliseconds per call of fn over n calls; appends the minor page faults per call to `faults`."""
+def timed(fn, n):
+    """(milliseconds per call, minor page faults per call) of fn over n calls."""
     flt = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     for _ in range(n):
         fn()
     ms = (time.perf_counter() - start) / n * 1e3
-    if faults is not None:
-        faults.append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt) / n)
-    return ms
+    return ms, (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt) / n
 
 
 def rss_mib():
@@ -84,39 +85,114 @@ def rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def profile(tm, eager, opt_o, opt_e, args, loss_of, steps, rows=18):
-    """Milliseconds per step by operation: the engine's bound symbols (its own per-symbol timing, by
-    trace and symbol name; the rest of the step is the door, autograd's bridge, the loss and the
-    optimizer) and eager's ATen operators (torch.profiler, self time, whose own cost inflates
-    eager's figures somewhat)."""
-    ours, total = collections.Counter(), 0.0
-    tm.timing = True
-    for _ in range(steps):
+class Side:
+    """One side of the comparison: the model (seeded, so both sides start from the same weights),
+    its optimizer, and what the table asks of it. `jit` puts the model through thunder_viz.jit."""
+
+    def __init__(self, model_name, jit):
+        torch.manual_seed(0)
+        model, self.args, self.loss_of = MODELS[model_name]()
+        self.jit = jit
+        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         start = time.perf_counter()
-        step(tm, opt_o, args, loss_of)
-        total += time.perf_counter() - start
-        for trace, _, symbol, _, micros, *_ in tv.history(tm)[-1].timings:
-            ours[f"{trace} {symbol}"] += micros / 1e3
-    tm.timing = False
-    from torch.profiler import ProfilerActivity, profile as torch_profile
-    start = time.perf_counter()
-    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(steps):
-            step(eager, opt_e, args, loss_of)
-    eager_total = time.perf_counter() - start
-    theirs = collections.Counter({e.key: e.self_cpu_time_total / 1e3 for e in prof.key_averages()})
+        self.model = tv.jit(model) if jit else model
+        self.step()
+        self.first_ms = (time.perf_counter() - start) * 1e3
+        for _ in range(3):
+            self.step()
+
+    def step(self):
+        return step(self.model, self.opt, self.args, self.loss_of)
+
+    def first(self):
+        return self.first_ms
+
+    def repeat(self, steps):
+        return timed(self.step, steps)
+
+    def memory(self, steps):
+        """Resident MiB before and after each quarter of `steps` steps (a zero-rate SGD keeps the
+        weights), and the jitted module's history length."""
+        sgd = torch.optim.SGD(self.model.parameters(), lr=0.0)
+        before, marks = rss_mib(), []
+        for i in range(steps):
+            step(self.model, sgd, self.args, self.loss_of)
+            if (i + 1) % max(1, steps // 4) == 0:
+                marks.append(rss_mib())
+        return before, marks, len(tv.history(self.model)) if self.jit else 0
+
+    def profile(self, steps):
+        """Milliseconds per step by operation, and the profiled step's milliseconds. The jitted side
+        counts the engine's bound symbols (its own per-symbol timing, by trace and symbol name; the
+        rest of the step is the door, autograd's node, the loss and the optimizer), eager its ATen
+        operators (torch.profiler, self time, whose own cost inflates eager's figures somewhat)."""
+        rows = collections.Counter()
+        start = time.perf_counter()
+        if self.jit:
+            self.model.timing = True
+            for _ in range(steps):
+                self.step()
+                for trace, _, symbol, _, micros, *_ in tv.history(self.model)[-1].timings:
+                    rows[f"{trace} {symbol}"] += micros / 1e3 / steps
+            self.model.timing = False
+        else:
+            from torch.profiler import ProfilerActivity, profile as torch_profile
+            with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+                for _ in range(steps):
+                    self.step()
+            rows.update({e.key: e.self_cpu_time_total / 1e3 / steps for e in prof.key_averages()})
+        return dict(rows), (time.perf_counter() - start) / steps * 1e3
+
+
+class Process:
+    """A Side in a process of its own, driven by JSON lines over its stdin and stdout: each side
+    then has its own allocator, as a user's training process has, and the two still take turns."""
+
+    def __init__(self, model_name, jit, threads):
+        cmd = [sys.executable, os.path.abspath(__file__), "--serve", "jit" if jit else "eager",
+               "--model", model_name, "--threads", str(threads)]
+        self.child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def _ask(self, method, *args):
+        self.child.stdin.write(json.dumps([method, *args]) + "\n")
+        self.child.stdin.flush()
+        line = self.child.stdout.readline()
+        if not line:
+            sys.exit(f"error: the {method} request's process ended (exit {self.child.wait()}); its error is above")
+        return json.loads(line)
+
+    def __getattr__(self, method):
+        return lambda *args: self._ask(method, *args)
+
+    def close(self):
+        self.child.stdin.close()
+        self.child.wait()
+
+
+def serve(side):
+    """The child's loop: one JSON request a line ([method, args...]), one JSON answer a line."""
+    out = sys.stdout
+    sys.stdout = sys.stderr  # anything else the model prints stays out of the answers
+    for line in sys.stdin:
+        method, *args = json.loads(line)
+        out.write(json.dumps(getattr(side, method)(*args)) + "\n")
+        out.flush()
+
+
+def print_profile(ours, theirs, steps, rows=18):
+    (mine, my_total), (other, other_total) = ours, theirs
     print(f"\nwhere a step goes, ms per step over {steps} steps (the engine's per-symbol timing on; "
           "torch.profiler on eager)\n")
     print("| thunder_viz.jit: trace, symbol | ms | eager: ATen operator (self) | ms |")
     print("| --- | --- | --- | --- |")
-    a, b = ours.most_common(rows), theirs.most_common(rows)
+    a = collections.Counter(mine).most_common(rows)
+    b = collections.Counter(other).most_common(rows)
     for i in range(max(len(a), len(b))):
-        left = (a[i][0], f"{a[i][1] / steps:.3f}") if i < len(a) else ("", "")
-        right = (b[i][0], f"{b[i][1] / steps:.3f}") if i < len(b) else ("", "")
+        left = (a[i][0], f"{a[i][1]:.3f}") if i < len(a) else ("", "")
+        right = (b[i][0], f"{b[i][1]:.3f}") if i < len(b) else ("", "")
         print(f"| {left[0]} | {left[1]} | {right[0]} | {right[1]} |")
-    inside = sum(ours.values()) / steps
-    print(f"| all bound symbols | {inside:.3f} | all operators | {sum(theirs.values()) / steps:.3f} |")
-    print(f"| the step | {total / steps * 1e3:.3f} | the step (profiled) | {eager_total / steps * 1e3:.3f} |")
+    print(f"| all bound symbols | {sum(mine.values()):.3f} | all operators | {sum(other.values()):.3f} |")
+    print(f"| the step | {my_total:.3f} | the step (profiled) | {other_total:.3f} |")
 
 
 def main():
@@ -126,30 +202,31 @@ def main():
     p.add_argument("--repeats", type=int, default=7, help="repeats per side, taking turns")
     p.add_argument("--memory-steps", type=int, default=10000, help="steps of the memory run (0: none)")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--processes", default="two", choices=["one", "two"],
+                   help="two: each side in a process of its own (as a user runs one model); "
+                        "one: both sides in this process, sharing its allocator")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="after the table, profile STEPS steps of each side: where a step's time goes (0: none)")
+    p.add_argument("--serve", choices=["jit", "eager"], help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.steps < 1 or a.repeats < 1 or a.memory_steps < 0 or a.threads < 1 or a.profile < 0:
         p.error("--steps, --repeats and --threads must be at least 1, --memory-steps and --profile at least 0")
     torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
-    eager, args, loss_of = MODELS[a.model]()
-    ours = copy.deepcopy(eager)
-    opt_e = torch.optim.AdamW(eager.parameters(), lr=1e-4)
-    opt_o = torch.optim.AdamW(ours.parameters(), lr=1e-4)
+    if a.serve:
+        return serve(Side(a.model, a.serve == "jit"))
 
-    eager_first = timed(lambda: step(eager, opt_e, args, loss_of), 1)
-    start = time.perf_counter()
-    tm = tv.jit(ours)
-    step(tm, opt_o, args, loss_of)
-    first = (time.perf_counter() - start) * 1e3
-    for _ in range(3):  # warm both
-        step(eager, opt_e, args, loss_of), step(tm, opt_o, args, loss_of)
+    if a.processes == "two":
+        eager, ours = Process(a.model, False, a.threads), Process(a.model, True, a.threads)
+    else:
+        eager, ours = Side(a.model, False), Side(a.model, True)
     engine_ms, eager_ms, engine_faults, eager_faults = [], [], [], []
     for _ in range(a.repeats):
-        engine_ms.append(timed(lambda: step(tm, opt_o, args, loss_of), a.steps, engine_faults))
-        eager_ms.append(timed(lambda: step(eager, opt_e, args, loss_of), a.steps, eager_faults))
+        ms, faults = ours.repeat(a.steps)
+        engine_ms.append(ms), engine_faults.append(faults)
+        ms, faults = eager.repeat(a.steps)
+        eager_ms.append(ms), eager_faults.append(faults)
     ratios = [e / t for e, t in zip(engine_ms, eager_ms)]
+    first, eager_first = ours.first(), eager.first()
 
     rows = [
         ("steady step (median of repeats)", f"{statistics.median(engine_ms):.2f} ms",
@@ -163,23 +240,20 @@ def main():
          f"{first / eager_first:.2f}"),
     ]
     if a.memory_steps:
-        small = torch.optim.SGD(ours.parameters(), lr=0.0)
-        before = rss_mib()
-        marks = []
-        for i in range(a.memory_steps):
-            step(tm, small, args, loss_of)
-            if (i + 1) % max(1, a.memory_steps // 4) == 0:
-                marks.append(rss_mib())
+        before, marks, history = ours.memory(a.memory_steps)
         rows.append((f"resident memory over {a.memory_steps} steps (MiB, after each quarter)",
                      f"{before:.0f} -> " + " ".join(f"{m:.0f}" for m in marks), "",
-                     f"{marks[-1] - before:+.0f} MiB; history holds {len(tv.history(tm))} calls"))
-    print(f"model {a.model}, torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps x {a.repeats} repeats\n")
+                     f"{marks[-1] - before:+.0f} MiB; history holds {history} calls"))
+    print(f"model {a.model}, torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps x "
+          f"{a.repeats} repeats, {a.processes} process(es)\n")
     print("| measure | thunder_viz.jit | eager torch | ratio |")
     print("| --- | --- | --- | --- |")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     if a.profile:
-        profile(tm, eager, opt_o, opt_e, args, loss_of, a.profile)
+        print_profile(ours.profile(a.profile), eager.profile(a.profile), a.profile)
+    if a.processes == "two":
+        ours.close(), eager.close()
 
 
 if __name__ == "__main__":
