@@ -124,6 +124,57 @@ def test_in_place_update_of_an_input_already_read_is_refused():
         tv.jit(ReadThenBump())(torch.zeros(2))
 
 
+class SliceAssignments(torch.nn.Module):
+    """Writes into tensors made in forward, as published models do: a mask built by slice
+    assignment (torchvision's Swin), a column copied by select, a row by an integer index."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        y = self.fc(x)
+        mask = x.new_zeros((6, 6))
+        count = 0
+        for h in ((0, 2), (2, 4), (4, 6)):
+            for w in ((0, 3), (3, 6)):
+                mask[h[0]:h[1], w[0]:w[1]] = count
+                count += 1
+        z = torch.zeros_like(y)
+        z[:, 1] = y[:, 2]
+        z[1] = y[0]  # torch 1.13 writes `t[int] = tensor` without asking the recording's mode
+        z[2:4, 2:4] = y[0:2, 0:2] * 3
+        return y * mask.view(36).view(6, 6) + z
+
+
+def test_slice_assignments_into_tensors_made_in_forward_follow_eager():
+    torch.manual_seed(0)
+    model, x = SliceAssignments(), torch.randn(6, 6, requires_grad=True)
+    tm = tv.jit(model)
+    assert_matches_eager(model, x, jitted=tm)
+    assert "slice_scatter" in str(tv.last_traces(tm)[0]) and "select_scatter" in str(tv.last_traces(tm)[0])
+
+
+class WritesIntoOwnedViews(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(4, 3))
+
+    def forward(self, x, into_input=False):
+        if into_input:
+            x[:, 0] = 0
+        else:
+            self.cache[1] = x.sum(0)
+        return x * 2
+
+
+@pytest.mark.parametrize("into_input, owner", [(False, "the buffer 'cache'"), (True, "the input 'x'")])
+def test_a_write_through_a_view_of_a_buffer_or_an_input_is_refused(into_input, owner):
+    # the engine's run would not write the caller's or the module's tensor: refused, not dropped
+    with pytest.raises(tv.UnsupportedOp, match=f"Tensor.__setitem__: an in-place write into a view of {owner}"):
+        tv.jit(WritesIntoOwnedViews())(torch.randn(2, 3), into_input=into_input)
+
+
 def test_batch_norm_running_statistics_follow_eager_over_steps():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())

@@ -14,8 +14,10 @@ What eager torch would compute is what the recording says:
 - in-place calls (`add_`, `x += y`, `relu(inplace=True)`) are recorded out of place and the tensor's
   later reads take the new value; an in-place update of an input, a parameter or a buffer (BatchNorm's
   running statistics) is recorded as the ATen operator itself, which the engine's run applies to the
-  tensor as eager torch does (the recording's own write is undone); a read of a tensor that changed in
-  place through another view of its storage is refused;
+  tensor as eager torch does (the recording's own write is undone); a write into a view of a tensor
+  made in forward (`mask[0:2, 3:6] = 1`, `z[:, 1] = y`) gives the tensor its new value by the view's
+  scatter (slice_scatter, select_scatter), one into a view of an input, parameter or buffer is
+  refused, and a read of a tensor that changed in place through another view of its storage is refused;
 - a call with no handler is recorded as the ATen operators it runs (`torch.ops.aten.*`, through
   TorchDispatchMode): executed through the dispatcher, differentiated by LibTorch's autograd; one
   that reads a tensor's value into Python (`.item()`, `if tensor:`) is refused;
@@ -173,34 +175,48 @@ class Program:
 _active = threading.local()  # the recorder of this thread (World ranks record concurrently)
 
 
-class _GetitemPatch:
-    """Tensor.__getitem__ reaches TorchFunctionMode only as whatever `torch.Tensor.__getitem__` is
-    (torch 1.13), so while any thread records, Tensor.__getitem__ is replaced by one that records it;
-    the last recorder to finish puts back what was there."""
+class _IndexingPatch:
+    """Tensor.__getitem__ reaches TorchFunctionMode only as whatever `torch.Tensor.__getitem__` is,
+    and `t[i] = tensor` with an integer index not at all (torch 1.13); so while any thread records,
+    both are replaced by functions that record them; the last recorder to finish puts back what was
+    there."""
+
+    NAMES = ("__getitem__", "__setitem__")
 
     def __init__(self):
         self._lock = threading.Lock()
         self._users = 0
-        self._saved = None
+        self._saved = {}
 
     def enter(self):
         with self._lock:
             if self._users == 0:
-                self._saved = torch.Tensor.__getitem__
+                self._saved = {name: getattr(torch.Tensor, name) for name in self.NAMES}
                 torch.Tensor.__getitem__ = _getitem
+                torch.Tensor.__setitem__ = _setitem
             self._users += 1
 
     def exit(self):
         with self._lock:
             self._users -= 1
             if self._users == 0:
-                torch.Tensor.__getitem__ = self._saved
+                for name, method in self._saved.items():
+                    setattr(torch.Tensor, name, method)
 
-    def original(self):
-        return self._saved
+    def original(self, name="__getitem__"):
+        return self._saved[name]
 
 
-_getitem_patch = _GetitemPatch()
+_getitem_patch = _IndexingPatch()
+
+
+def _setitem(self, idx, value):
+    rec = getattr(_active, "recorder", None)
+    original = _getitem_patch.original("__setitem__")
+    if rec is None or rec.in_getitem or rec.in_call:
+        return original(self, idx, value)
+    with _pop_mode_temporarily():  # one call, recorded here, whichever way torch would have reached the mode
+        return rec.__torch_function__(original, (type(self),), (self, idx, value), {})
 
 
 def _getitem(self, idx):
@@ -269,6 +285,7 @@ class Recorder(TorchFunctionMode):
         self.in_getitem = False
         self.in_call = 0  # depth of __torch_function__ (torch's own code runs inside, unrecorded)
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
+        self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
 
     def _bind(self, t, ref):
         self.refs[id(t)] = ref
@@ -439,6 +456,7 @@ class Recorder(TorchFunctionMode):
         if in_place and args and isinstance(args[0], torch.Tensor):
             self.versions[id(args[0])] = _storage_version(args[0])  # read once more below, as the call's input
         recorded = len(self.program.ops)
+        chain = self._view_chain(func, key, args[0]) if in_place and args and isinstance(args[0], torch.Tensor) else []
         try:
             handler(self, out, *args, **kwargs)
         except UnsupportedOp:
@@ -447,6 +465,7 @@ class Recorder(TorchFunctionMode):
             # arguments the native rule does not take (softmax's dtype, cross_entropy's weight, add's
             # alpha): the call runs again as ATen fallbacks, whose output is the one returned
             return self._fallback(func, key, args, kwargs)
+        self._scatter_chain(chain)
         return out
 
     def _fallback(self, func, key, args, kwargs):
@@ -509,11 +528,66 @@ class Recorder(TorchFunctionMode):
                                        key=key, detail="update it before it is read, or compute a new tensor")
         if written and not all(id(t) in self.owned for t in written):
             # An intermediate written in place: the trace is functional, so the out-of-place twin is
-            # recorded (add_ -> add) and later reads of other tensors over its memory are refused.
-            op = self._functional_twin(func, key, op)
+            # recorded (add_ -> add, fill_ -> fill), and each base the written tensor is a view of
+            # takes its new value by the view's scatter (x[0:2, 1] = v: select_scatter, then
+            # slice_scatter). Later reads of other tensors over that memory are refused.
+            chains = [self._view_chain(func, key, t) for t in written]
+            at = len(self.program.ops)
+            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, outs, op_kwargs)
+            for chain in chains:
+                self._scatter_chain(chain)
             for t in written:
-                self.rewritten[_memory_span(t)] = (id(t), len(self.program.ops))
+                self.rewritten[_memory_span(t)] = (id(t), at)
+            return
         self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
+        returns = op._schema.returns
+        if len(returns) == 1 and returns[0].alias_info is not None and not returns[0].alias_info.is_write and \
+                op_args and isinstance(op_args[0], torch.Tensor) and isinstance(op_out, torch.Tensor):
+            self.view_of[id(op_out)] = (op_args[0], op, op_args, op_kwargs)
+
+    def _view_chain(self, func, key, t):
+        """[(view, its base, the operator, its arguments)] from the written tensor `t` up to the
+        tensor its views start from, for the views the recorded ATen operators made, as far as each
+        has a scatter (_SCATTERS, _WHOLE_VIEWS). A chain that starts from an input, a parameter or a
+        buffer is refused: the engine does not write into the caller's or the module's tensor
+        through a view."""
+        chain = []
+        while id(t) in self.view_of:
+            base, op, args, kwargs = self.view_of[id(t)]
+            if str(op) not in _SCATTERS and str(op).split(".")[1] not in _WHOLE_VIEWS:
+                return chain  # (detach, unfold, ...): the base keeps its value; a later read of it is refused
+            chain.append((t, base, op, args, kwargs))
+            t = base
+        owner = self.owned.get(id(t))
+        if chain and owner is not None:
+            raise self.unsupported(f"{func_label(func)}: an in-place write into a view of {owner}", key=key,
+                                   detail="the engine does not write through a view into a tensor the caller or "
+                                          "the module owns: compute a new tensor (x = x.clone(); x[...] = v), or "
+                                          "assign the whole buffer")
+        return chain
+
+    def _scatter_chain(self, chain):
+        """Records the new value of each base along a written view's chain (see _view_chain). Each
+        base's ref still holds its value before the write, which the scatter reads."""
+        for view, base, view_op, view_args, view_kwargs in chain:
+            self.versions[id(base)] = _storage_version(base)
+            self._scatter_back(view, base, view_op, view_args, view_kwargs)
+
+    def _scatter_back(self, view, base, op, args, kwargs):
+        """Records `base`'s value after its view `view` (op(base, *args[1:])) took a new one."""
+        name = str(op)
+        if name in _SCATTERS:
+            self.emit("torch.ops." + _SCATTERS[name], [base, view] + list(args[1:]), base, kwargs)
+            return
+        packet = name.split(".")[1]
+        if packet in ("transpose", "t"):
+            dims = [args[1], args[2]] if packet == "transpose" else [0, 1] if base.dim() == 2 else [0, 0]
+            self.emit("torch.ops.aten.transpose.int", [view] + dims, base)
+        elif packet == "permute":
+            order = [d % base.dim() for d in args[1]]
+            self.emit("torch.ops.aten.permute.default", [view, [order.index(d) for d in range(base.dim())]], base)
+        else:  # the same elements in the same order: view, alias, unsqueeze, squeeze
+            self.emit("torch.ops.aten.reshape.default", [view, list(base.shape)], base)
 
     def _functional_twin(self, func, key, op):
         """add_.Tensor -> add.Tensor, transpose_.default -> transpose.int: the out-of-place overload
@@ -572,6 +646,12 @@ class Recorder(TorchFunctionMode):
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return RecordedCallError(func_label(func), f"{shown_path(file)}:{line}", code, described, reason, hint)
 
+
+# A view operator -> the operator that writes a new value of the view into a copy of its base.
+_SCATTERS = {"aten.slice.Tensor": "aten.slice_scatter.default", "aten.select.int": "aten.select_scatter.default",
+             "aten.diagonal.default": "aten.diagonal_scatter.default"}
+# View operators whose view holds every element of its base, undone by a reshape or a transpose.
+_WHOLE_VIEWS = {"view", "_unsafe_view", "alias", "unsqueeze", "squeeze", "transpose", "t", "permute"}
 
 # The largest tensor torch makes from Python values (an index list) that is written into the trace.
 MAX_CONSTANT_ELEMENTS = 64
