@@ -155,6 +155,61 @@ def test_slice_assignments_into_tensors_made_in_forward_follow_eager():
     assert "slice_scatter" in str(tv.last_traces(tm)[0]) and "select_scatter" in str(tv.last_traces(tm)[0])
 
 
+class ThenWrites(torch.nn.Module):
+    def __init__(self, write):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 6)
+        self.write = write
+
+    def forward(self, x):
+        z = self.fc(x) * 1
+        return self.write(z, x)
+
+
+def _iadd_slices(z, x):
+    z[2:, 1:] += x[:4, :5]
+    z[1] += 2
+    z[:, 3] *= x[:, 0]
+    return z
+
+
+def _through_a_view(z, x):
+    w = z.view(3, 12)
+    w[1] = 5.0
+    w[2, ::2] += 1
+    return z + w.sum()
+
+
+def _through_a_permutation(z, x):
+    p = z.reshape(2, 3, 6).permute(2, 0, 1)
+    p[0] = 3.0
+    p[1:3, 1] *= x[0, :3]
+    z.t()[1:3, 2] = 7.0
+    return z
+
+
+def _strided_and_ellipsis(z, x):
+    z[::2, 1::3] = -1.0
+    z[..., None][3, 2:4, 0] += 1
+    z[1:, :3].mul_(2)
+    return z
+
+
+@pytest.mark.parametrize("write", [_iadd_slices, _through_a_view, _through_a_permutation, _strided_and_ellipsis],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_in_place_updates_through_views_of_a_tensor_made_in_forward_follow_eager(write):
+    torch.manual_seed(0)
+    model = ThenWrites(write)
+    tm = tv.jit(model)
+    for _ in range(2):  # the recording, then a run of the cached entry
+        assert_matches_eager(model, torch.randn(6, 6), jitted=tm)
+    x = torch.randn(6, 6, requires_grad=True)
+    x_eager = x.detach().clone().requires_grad_()
+    tm(x).square().sum().backward()
+    model(x_eager).square().sum().backward()
+    torch.testing.assert_close(x.grad, x_eager.grad)
+
+
 class WritesIntoOwnedViews(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -15,15 +15,16 @@ What eager torch would compute is what the recording says:
   later reads take the new value; an in-place update of an input, a parameter or a buffer (BatchNorm's
   running statistics) is recorded as the ATen operator itself, which the engine's run applies to the
   tensor as eager torch does (the recording's own write is undone); a write into a view of a tensor
-  made in forward (`mask[0:2, 3:6] = 1`, `z[:, 1] = y`) gives the tensor its new value by the view's
-  scatter (slice_scatter, select_scatter), one into a view of an input, parameter or buffer is
-  refused, and a read of a tensor that changed in place through another view of its storage is refused;
+  made in forward (`mask[0:2, 3:6] = 1`, `z[:, 1] = y`, `z[1:] += v`, `z.t()[0].mul_(2)`) gives the
+  tensor its new value by the view's scatter (slice_scatter, select_scatter; a reshape or permute for
+  a view of every element), one into a view of an input, parameter or buffer is refused, and a read of a tensor that changed in place through another view of its storage is refused;
 - a call with no handler is recorded as the ATen operators it runs (`torch.ops.aten.*`, through
   TorchDispatchMode): executed through the dispatcher, differentiated by LibTorch's autograd; one
   that reads a tensor's value into Python (`.item()`, `if tensor:`) is refused;
 - dropout's mask comes from a seed drawn from torch's generator at every call (the program's input
   `rng_seed`), each dropout site at its own offset.
 """
+import contextlib
 import linecache
 import os
 import sys
@@ -208,6 +209,12 @@ class _IndexingPatch:
 
 
 _getitem_patch = _IndexingPatch()
+
+
+def _outside_the_mode():
+    """Torch calls made here are the recorder's own: the mode is popped when it is on the stack
+    (inside its own __torch_function__ it is not)."""
+    return _pop_mode_temporarily() if torch._C._len_torch_function_stack() else contextlib.nullcontext()
 
 
 def _setitem(self, idx, value):
@@ -466,6 +473,8 @@ class Recorder(TorchFunctionMode):
             # alpha): the call runs again as ATen fallbacks, whose output is the one returned
             return self._fallback(func, key, args, kwargs)
         self._scatter_chain(chain)
+        if not in_place and args and isinstance(args[0], torch.Tensor):
+            self.note_view(key, out, args[0])
         return out
 
     def _fallback(self, func, key, args, kwargs):
@@ -554,7 +563,7 @@ class Recorder(TorchFunctionMode):
         chain = []
         while id(t) in self.view_of:
             base, op, args, kwargs = self.view_of[id(t)]
-            if str(op) not in _SCATTERS and str(op).split(".")[1] not in _WHOLE_VIEWS:
+            if op not in ("getitem", "whole") and str(op) not in _SCATTERS and str(op).split(".")[1] not in _WHOLE_VIEWS:
                 return chain  # (detach, unfold, ...): the base keeps its value; a later read of it is refused
             chain.append((t, base, op, args, kwargs))
             t = base
@@ -576,6 +585,16 @@ class Recorder(TorchFunctionMode):
     def _scatter_back(self, view, base, op, args, kwargs):
         """Records `base`'s value after its view `view` (op(base, *args[1:])) took a new one."""
         name = str(op)
+        if name == "getitem":
+            self._scatter_getitem(view, base, *args[1:])
+            return
+        if name == "whole":
+            order = args[1]
+            if order is None:
+                self.emit("torch.ops.aten.reshape.default", [view, list(base.shape)], base)
+            else:
+                self.emit("torch.ops.aten.permute.default", [view, [order.index(d) for d in range(base.dim())]], base)
+            return
         if name in _SCATTERS:
             self.emit("torch.ops." + _SCATTERS[name], [base, view] + list(args[1:]), base, kwargs)
             return
@@ -588,6 +607,48 @@ class Recorder(TorchFunctionMode):
             self.emit("torch.ops.aten.permute.default", [view, [order.index(d) for d in range(base.dim())]], base)
         else:  # the same elements in the same order: view, alias, unsqueeze, squeeze
             self.emit("torch.ops.aten.reshape.default", [view, list(base.shape)], base)
+
+    def _scatter_getitem(self, view, base, start, end, strides, sliced_shape):
+        """`base`'s new value after its basic-indexing view took one (see h_getitem: one slice per
+        dim, then a reshape): the old value sliced dim by dim down to the view, then the new value
+        scattered back up, one slice_scatter per sliced dim."""
+        dims = [d for d, (s, e, st) in enumerate(zip(start, end, strides)) if (s, e, st) != (0, base.shape[d], 1)]
+        with _outside_the_mode():
+            sliced = view if list(view.shape) == list(sliced_shape) else view.reshape(sliced_shape)
+            if not dims:
+                self.emit("torch.ops.aten.reshape.default", [view, list(base.shape)], base)
+                return
+            if sliced is not view:
+                self.emit("torch.ops.aten.reshape.default", [view, list(sliced_shape)], sliced)
+            olds = [base]
+            for d in dims[:-1]:
+                olds.append(torch.ops.aten.slice.Tensor(olds[-1], d, start[d], end[d], strides[d]))
+                self.emit("torch.ops.aten.slice.Tensor", [olds[-2], d, start[d], end[d], strides[d]], olds[-1])
+            new = sliced
+            for k in reversed(range(len(dims))):
+                d = dims[k]
+                target = base if k == 0 else olds[k].clone()
+                self.emit("torch.ops.aten.slice_scatter.default", [olds[k], new, d, start[d], end[d], strides[d]], target)
+                new = target
+
+    def note_view(self, key, view, base):
+        """Remembers that a handler's output `view` shares every element of `base` (a reshape,
+        transpose or permute of it): a later in-place write into it gives base its new value."""
+        if key not in _HANDLER_VIEWS or not isinstance(view, torch.Tensor) or view is base or \
+                view.numel() != base.numel() or view.device.type == "meta" or \
+                _memory_span(view) != _memory_span(base) or id(view) in self.view_of:
+            return
+        if view.is_contiguous() and base.is_contiguous():
+            order = None  # the same elements in the same order
+        else:
+            order, free = [], [d for d in range(base.dim())]
+            for size, stride in zip(view.shape, view.stride()):
+                match = [d for d in free if base.shape[d] == size and (base.stride(d) == stride or size == 1)]
+                if not match or view.dim() != base.dim():
+                    return
+                order.append(match[0])
+                free.remove(match[0])
+        self.view_of[id(view)] = (base, "whole", [base, order], {})
 
     def _functional_twin(self, func, key, op):
         """add_.Tensor -> add.Tensor, transpose_.default -> transpose.int: the out-of-place overload
@@ -652,6 +713,8 @@ _SCATTERS = {"aten.slice.Tensor": "aten.slice_scatter.default", "aten.select.int
              "aten.diagonal.default": "aten.diagonal_scatter.default"}
 # View operators whose view holds every element of its base, undone by a reshape or a transpose.
 _WHOLE_VIEWS = {"view", "_unsafe_view", "alias", "unsqueeze", "squeeze", "transpose", "t", "permute"}
+# Handlers whose output, when it shares its input's memory, holds every element of it.
+_HANDLER_VIEWS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "t", "attr:T", "attr:mT", "permute"}
 
 # The largest tensor torch makes from Python values (an index list) that is written into the trace.
 MAX_CONSTANT_ELEMENTS = 64
@@ -1006,6 +1069,9 @@ def h_getitem(rec, out, a, idx):
         rec.alias(out, mid)
     else:
         rec.emit("ltorch.reshape", [mid, list(out.shape)], out)
+    if out is not a and out.device.type != "meta" and out._base is not None and a.is_contiguous() and \
+            _memory_span(out)[0] == _memory_span(a)[0] and id(out) not in rec.view_of:
+        rec.view_of[id(out)] = (a, "getitem", [a, start, end, strides, list(mid.shape)], {})
 
 
 @_emits("ltorch.arange", "prims.iota")
