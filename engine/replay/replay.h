@@ -33,8 +33,8 @@ namespace tv {
 // Shape, dtype, min/max/mean of the finite values and NaN/Inf counts, computed where `t` lives.
 TensorStats tensor_stats(const at::Tensor& t);
 // `got` against the reference `want` with the rule above (tolerance of got's dtype and the number
-// of ranks summed into it, at least `min_tolerance`); an undefined `want` or a shape mismatch
-// fails with infinite errors.
+// of ranks summed into it, at least `min_tolerance`); NaN where `want` has NaN and `want`'s own
+// infinities count as equal; an undefined `want` or a shape mismatch fails with infinite errors.
 TensorCheck check_against_reference(const std::string& name, const at::Tensor& got, const at::Tensor& want,
                                     double min_tolerance = 0, int64_t summed_terms = 1);
 

@@ -43,3 +43,20 @@ TEST(Tolerance, RoundingOfASixtyFourRankSumPassesAndAWrongGradientFails) {
   // Missing the average (a sum instead of a mean) fails too.
   EXPECT_FALSE(check_against_reference("grad[w]", reordered * 64, reference, 0, 64).pass);
 }
+
+TEST(Tolerance, NaNWhereTheReferenceHasNaNIsTheSameResultAndNaNElsewhereFails) {
+  auto reference = at::tensor({1.0, std::nan(""), INFINITY, -INFINITY}, at::kFloat);
+  EXPECT_TRUE(check_against_reference("output[0]", reference.clone(), reference).pass);
+  auto nan_elsewhere = reference.clone();
+  nan_elsewhere[0] = std::nan("");
+  EXPECT_FALSE(check_against_reference("output[0]", nan_elsewhere, reference).pass);
+  auto finite_for_nan = reference.clone();
+  finite_for_nan[1] = 0.0;
+  EXPECT_FALSE(check_against_reference("output[0]", finite_for_nan, reference).pass);
+  auto other_infinity = reference.clone();
+  other_infinity[2] = -INFINITY;
+  EXPECT_FALSE(check_against_reference("output[0]", other_infinity, reference).pass);
+  auto off = reference.clone();
+  off[0] = 1.5;
+  EXPECT_FALSE(check_against_reference("output[0]", off, reference).pass);
+}
