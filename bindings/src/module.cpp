@@ -526,6 +526,9 @@ class JitCore {
       py::gil_scoped_release release;
       entry->build(validated, context);
     }
+    // A Python meta kernel of torch's that failed, and that the build replaced by a run on the CPU
+    // (ops/aten_fallback.cpp), leaves its error set: the build succeeded, so it is dropped.
+    if (PyErr_Occurred()) PyErr_Clear();
     return entry;
   }
 

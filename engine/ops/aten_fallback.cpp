@@ -141,7 +141,9 @@ SymbolImpl fallback_meta(std::string symbol_name) {
       return run(true);
     } catch (const OpError&) {
       throw;
-    } catch (const c10::Error&) {  // no meta kernel: zero-filled CPU tensors instead
+    } catch (const std::exception&) {
+      // No meta kernel, or one that fails where the CPU kernel does not (a Python meta registration
+      // of torch's that cannot take the arguments): zero-filled CPU tensors instead.
     }
     try {
       return run(false);
