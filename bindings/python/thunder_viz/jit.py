@@ -54,6 +54,10 @@ class _ModuleState:
         self.modules = [m for _, m in named]
         self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items() if not n.startswith("_") and _is_scalar(v))))
                            for prefix, m in named]
+        # tensors kept as plain attributes (not parameters or buffers): a recording writes a small one
+        # into the trace as a literal, so a call reads each one's identity and version
+        self.tensor_attributes = [(prefix, m, n) for prefix, m in named for n, v in vars(m).items()
+                                  if not n.startswith("_") and isinstance(v, torch.Tensor)]
         self.param_places = [(f"{prefix}.{n}" if prefix else n, m._parameters, n) for prefix, m in named for n in m._parameters]
         self.buffer_places = [(f"{prefix}.{n}" if prefix else n, m._buffers, n) for prefix, m in named for n in m._buffers]
         self.fingerprint = self._fingerprint()
@@ -64,13 +68,16 @@ class _ModuleState:
         if self._fingerprint() != self.fingerprint:
             self._scan()
         attributes = tuple((prefix, n, getattr(m, n)) for prefix, m, names in self.attributes for n in names)
-        return attributes, _first_places(self.param_places), _first_places(self.buffer_places)
+        tensors = tuple((prefix, n, id(t), t._version) for prefix, m, n in self.tensor_attributes
+                        for t in (vars(m).get(n),) if isinstance(t, torch.Tensor))
+        return attributes + tensors, _first_places(self.param_places), _first_places(self.buffer_places)
 
     def guard(self, args, kwargs):
         """A CallGuard of this state and this call's arguments (as read() saw them: made right after it)."""
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         attributes = [(vars(m), n, vars(m)[n]) for _, m, names in self.attributes for n in names]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
+        places += [(vars(m), n, vars(m)[n], True) for _, m, n in self.tensor_attributes]  # and its version
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
 

@@ -109,6 +109,23 @@ def user_frame():
     return "<unknown>", 0
 
 
+_NN_DIR = os.path.join(_TORCH_DIR, "nn") + os.sep
+
+
+def library_frame():
+    """(file, line) of the innermost frame in torch.nn's own source (a module's forward, a functional),
+    where a refused call is made inside a library layer rather than on the user's line; else None."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if fn.startswith(_NN_DIR):
+            return f.f_code.co_filename, f.f_lineno
+        if not fn.startswith(_SKIP_DIRS):
+            return None  # the user's frame comes first: the call is theirs
+        f = f.f_back
+    return None
+
+
 def shown_path(path):
     p = os.path.abspath(path)
     for root in ("/tests/", "/samples/", "/bindings/", "/engine/", "/app/"):
@@ -405,10 +422,17 @@ class Recorder(TorchFunctionMode):
         self.dropout_sites += 1
         return ("v", self.program.seed_slot), offset
 
-    def unsupported(self, what, detail="", key=None):
+    def unsupported(self, what, detail="", key=None, final=False):
+        """The UnsupportedOp of a call; `final`: a handler's refusal that no ATen fallback may retry."""
         file, line = self.location or user_frame()
         code = linecache.getline(file, line) if line else ""
-        return UnsupportedOp(what, f"{shown_path(file)}:{line}", code, ALTERNATIVES.get(key or "", []), detail)
+        inside = library_frame()
+        if inside is not None and inside != (file, line):
+            code_inside = linecache.getline(*inside).strip()
+            detail = f"inside {shown_path(inside[0])}:{inside[1]} ({code_inside})" + (f"; {detail}" if detail else "")
+        error = UnsupportedOp(what, f"{shown_path(file)}:{line}", code, ALTERNATIVES.get(key or "", []), detail)
+        error.final = final
+        return error
 
     # -- the mode
     def __enter__(self):
@@ -436,6 +460,8 @@ class Recorder(TorchFunctionMode):
             return func(*args, **kwargs)
         self.location = user_frame()
         handler = HANDLERS.get(key)
+        if key in METHOD_HANDLERS and func_label(func).startswith("Tensor."):
+            handler = METHOD_HANDLERS[key]  # the method takes its arguments in another order
         in_place = kwargs.get("inplace") is True
         if handler is None:
             handler = HANDLERS.get(_out_of_place(key)) if _out_of_place(key) else None
@@ -466,8 +492,8 @@ class Recorder(TorchFunctionMode):
         chain = self._view_chain(func, key, args[0]) if in_place and args and isinstance(args[0], torch.Tensor) else []
         try:
             handler(self, out, *args, **kwargs)
-        except UnsupportedOp:
-            if in_place or len(self.program.ops) != recorded:
+        except UnsupportedOp as e:
+            if in_place or len(self.program.ops) != recorded or getattr(e, "final", False):
                 raise
             # arguments the native rule does not take (softmax's dtype, cross_entropy's weight, add's
             # alpha): the call runs again as ATen fallbacks, whose output is the one returned
@@ -516,6 +542,11 @@ class Recorder(TorchFunctionMode):
         return out
 
     def _emit_aten(self, func, key, op, op_args, op_kwargs, op_out):
+        op_args, op_kwargs = _by_schema(op._schema, list(op_args), dict(op_kwargs))
+        for name, value in op_kwargs.items():
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.requires_grad:
+                raise self.unsupported(f"{func_label(func)}: {op} takes a tensor that requires grad by keyword only ({name})",
+                                       key=key, detail="the engine differentiates an ATen operator's positional arguments")
         outs = [o for o in pytree.tree_flatten(op_out)[0] if o is not None]
         masks = [a for a in pytree.tree_flatten(op_args)[0] if isinstance(a, torch.Tensor) and a.dtype in (torch.bool, torch.uint8)]
         if str(op).startswith("aten.index.") and masks:
@@ -724,6 +755,37 @@ DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", 
                   "unique_dim", "masked_select", "bincount", "histc", "repeat_interleave"}
 
 
+_INT_LISTS = {"List[int]", "Optional[List[int]]", "List[SymInt]", "Optional[List[SymInt]]"}
+
+
+def _by_schema(schema, args, kwargs):
+    """An ATen call's arguments as the engine takes them: every argument that may come by position
+    by position (defaults filled in before one given by keyword: the engine's gradient of an ATen
+    operator follows its positional arguments), the keyword-only ones by keyword, and a bare int
+    where the schema takes a list of ints as that list (torch accepts `dim=1` for `int[1]?`)."""
+    positional = [p for p in schema.arguments if not p.kwarg_only]
+    last = max((i for i, p in enumerate(positional) if p.name in kwargs), default=-1)
+    if last >= len(args):
+        filled = list(args)
+        for p in positional[len(args):last + 1]:
+            if p.name in kwargs:
+                filled.append(kwargs[p.name])
+            elif p.has_default_value():
+                filled.append(p.default_value)
+            else:
+                break
+        else:
+            kwargs = {k: v for k, v in kwargs.items() if k not in {p.name for p in positional[len(args):last + 1]}}
+            args = filled
+    types = {p.name: str(p.type) for p in schema.arguments}
+
+    def as_list(value, name):
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        return [value] if is_int and types.get(name) in _INT_LISTS else value
+    args = [as_list(a, p.name) for a, p in zip(args, schema.arguments)] + args[len(schema.arguments):]
+    return args, {k: as_list(v, k) for k, v in kwargs.items()}
+
+
 def _aten_overload(func, key, args, kwargs):
     """The ATen overload a builtin torch function or Tensor method is (torch.gru, Tensor.cumsum), when
     exactly one overload of the operator of its name takes these arguments; else None."""
@@ -918,7 +980,8 @@ def h_cross_entropy(rec, out, input, target, weight=None, size_average=None, ign
 def h_embedding(rec, out, input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                 sparse=False):
     if max_norm is not None or scale_grad_by_freq or sparse:
-        raise rec.unsupported("embedding with max_norm, scale_grad_by_freq or sparse")
+        raise rec.unsupported("embedding with max_norm, scale_grad_by_freq or sparse", final=True,
+                              detail="max_norm renormalises the weight's rows in place during forward")
     if padding_idx is None:
         rec.emit("ltorch.embedding", [input, weight], out)
     else:
@@ -1139,6 +1202,12 @@ def h_where(rec, out, cond, a=None, b=None):
     if a is None:
         raise rec.unsupported("torch.where(cond) (data-dependent shape)")
     rec.emit("ltorch.where", [cond, a, b], out)
+
+
+@_emits('ltorch.where')
+def h_tensor_where(rec, out, a, cond, other):
+    """Tensor.where(cond, other): torch.where(cond, self, other)."""
+    rec.emit("ltorch.where", [cond, a, other], out)
 
 
 @_emits('ltorch.masked_fill')
@@ -1614,6 +1683,9 @@ HANDLERS = {
     "max": _extreme("max"), "min": _extreme("min"), "argmax": _arg_extreme("argmax"), "argmin": _arg_extreme("argmin"),
     "interpolate": h_interpolate,
 }
+
+# Tensor methods whose arguments come in another order than the torch function of the same name.
+METHOD_HANDLERS = {"where": h_tensor_where}
 
 
 def supported_ops():

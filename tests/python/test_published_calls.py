@@ -1,0 +1,98 @@
+"""torch calls as published code makes them, each through thunder_viz.jit against eager torch
+(outputs, parameter gradients and a few SGD steps, by the model suite's check): tensors passed by
+keyword, a method whose arguments come in another order than the function of its name, an int where
+the operator takes a list of ints, an operator whose meta kernel fails, a plain tensor attribute that
+changes, an output that is NaN in eager too; and refusals made inside torch.nn, which name the
+library's line as well as the user's."""
+import os
+import sys
+
+import pytest
+import torch
+
+import thunder_viz as tv
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+from harness import check_against_eager  # noqa: E402
+
+
+class After(torch.nn.Module):
+    """A linear layer, then `f(y, self)`."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.other = torch.nn.Linear(4, 4)
+        self.low = torch.nn.Parameter(torch.full((4,), -0.2))
+        self.f = f
+
+    def forward(self, x):
+        return self.f(self.lin(x), self)
+
+
+CALLS = {
+    # keyword tensors: the engine differentiates an ATen operator's positional arguments
+    "clamp(min=parameter)": lambda y, m: y.clamp(min=m.low),
+    "atan2(other=tensor)": lambda y, m: torch.atan2(y, other=m.other(y)),
+    "lerp(weight=tensor)": lambda y, m: torch.lerp(y, m.other(y), weight=torch.sigmoid(y)),
+    # Tensor.where(cond, other) is torch.where(cond, self, other)
+    "Tensor.where, float": lambda y, m: y.where(y > 0, -y),
+    "Tensor.where, bool": lambda y, m: y * (y > 0).where(y < 0.5, torch.ones_like(y, dtype=torch.bool)),
+    # an int for `int[1]?`
+    "var_mean(dim=1), std_mean(0)": lambda y, m: torch.var_mean(y, dim=1)[0].sum() + torch.std_mean(y, 0)[1],
+    "nansum(dim=1)": lambda y, m: torch.nansum(y, dim=1),
+    "vector_norm(ord 3, dim 1)": lambda y, m: torch.linalg.vector_norm(y, 3, 1),
+    # torch's Python meta kernel of _cdist_forward cannot take compute_mode=None: run on the CPU instead
+    "cdist": lambda y, m: torch.cdist(y, m.other(y)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_published_call_follows_eager(name):
+    torch.manual_seed(0)
+    check_against_eager(After(CALLS[name]), torch.randn(3, 4))
+
+
+class TensorAttributes(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.temperature = torch.tensor(2.0)  # neither a parameter nor a buffer
+        self.columns = torch.tensor([0, 2])
+
+    def forward(self, x):
+        return (self.lin(x) / self.temperature).index_select(1, self.columns)
+
+
+def test_a_plain_tensor_attribute_that_changes_is_read_again():
+    torch.manual_seed(0)
+    model, x = TensorAttributes(), torch.randn(3, 4)
+    tm = tv.jit(model)
+    for change in (lambda: None, lambda: setattr(model, "temperature", torch.tensor(5.0)),
+                   lambda: model.temperature.fill_(3.0), lambda: setattr(model, "columns", torch.tensor([1, 3]))):
+        change()
+        for _ in range(2):  # the call that sees the change, then a steady one
+            torch.testing.assert_close(tm(x), model(x))
+
+
+def test_an_output_that_is_nan_in_eager_too_is_the_same_result():
+    class Root(torch.nn.Module):
+        def forward(self, x):
+            return torch.sqrt(x) + x ** 0.5
+
+    x = torch.tensor([4.0, -1.0, 0.25])
+    torch.testing.assert_close(tv.jit(Root())(x), Root()(x), equal_nan=True)
+
+
+def test_a_refusal_inside_torch_nn_names_the_librarys_line():
+    # BatchNorm with momentum=None reads its batch count into Python inside torch.nn
+    model = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 1), torch.nn.BatchNorm2d(3, momentum=None))
+    with pytest.raises(tv.UnsupportedOp) as refused:
+        tv.jit(model)(torch.randn(2, 2, 3, 3))
+    message = str(refused.value)
+    assert "test_published_calls.py" in message and "batchnorm.py:" in message and "num_batches_tracked" in message
+
+
+def test_embedding_with_max_norm_is_refused_naming_max_norm():
+    with pytest.raises(tv.UnsupportedOp, match="embedding with max_norm.*renormalises the weight's rows"):
+        tv.jit(torch.nn.Embedding(10, 4, max_norm=1.0))(torch.tensor([1, 2]))
