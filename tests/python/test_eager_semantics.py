@@ -248,6 +248,39 @@ def test_batch_norm_running_statistics_follow_eager_over_steps():
     torch.testing.assert_close(tm(x), eager(x))
 
 
+class MovingAverage(torch.nn.Module):
+    """A buffer updated in place twice in one forward, with grad on or off (an EMA)."""
+
+    def __init__(self, grad):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.register_buffer("average", torch.ones(4))
+        self.grad = grad
+
+    def forward(self, x):
+        y = self.fc(x)
+        with torch.set_grad_enabled(self.grad):
+            self.average.mul_(0.9)
+            self.average.add_(0.1 * y.detach().mean(0))
+        return y * self.average
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad on", "grad off"])
+def test_a_buffer_updated_in_place_twice_follows_eager_over_steps(grad):
+    torch.manual_seed(0)
+    model = MovingAverage(grad)
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    for _ in range(3):
+        x = torch.randn(3, 4)
+        got, want = tm(x), eager(x)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(model.average, eager.average)
+        got_grad = torch.autograd.grad(got.sum(), model.fc.weight)[0]
+        torch.testing.assert_close(got_grad, torch.autograd.grad(want.sum(), eager.fc.weight)[0])
+    assert tm.cache_hits == 2
+
+
 def test_reading_a_view_changed_in_place_is_refused():
     class Aliased(torch.nn.Module):
         def __init__(self):

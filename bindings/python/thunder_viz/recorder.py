@@ -302,6 +302,7 @@ class Recorder(TorchFunctionMode):
         for name, b in module.named_buffers():
             self._bind(b, ("p", name))
             self.owned[id(b)] = f"the buffer '{name}'"
+        self.place = {key: self.refs[key] for key in self.owned}  # the ref of each one's own place
         self.detached = set()  # refs that carry no gradient (made while grad was disabled)
         self.detached_of = {}  # ref -> the ref of its ltorch.detach
         self.dropout_sites = 0
@@ -578,6 +579,16 @@ class Recorder(TorchFunctionMode):
                 self._scatter_chain(chain)
             for t in written:
                 self.rewritten[_memory_span(t)] = (id(t), at)
+            return
+        if len(written) == 1 and len(outs) == 1 and outs[0] is written[0] and \
+                (not torch.is_grad_enabled() or self.refs[id(written[0])] != self.place[id(written[0])]):
+            # Written in place again, or with grad off (which reads it through ltorch.detach): the
+            # trace's value of the tensor is a computed one, which the engine does not write into.
+            # The new value is computed out of place and copied into the tensor's own place.
+            t = written[0]
+            new = t.detach().clone()  # stands for the new value in the recording
+            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, new, op_kwargs)
+            self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
             return
         self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
         returns = op._schema.returns
