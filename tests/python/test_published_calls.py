@@ -42,6 +42,8 @@ CALLS = {
     "var_mean(dim=1), std_mean(0)": lambda y, m: torch.var_mean(y, dim=1)[0].sum() + torch.std_mean(y, 0)[1],
     "nansum(dim=1)": lambda y, m: torch.nansum(y, dim=1),
     "vector_norm(ord 3, dim 1)": lambda y, m: torch.linalg.vector_norm(y, 3, 1),
+    # an int count of repeats gives a fixed shape (a tensor of counts does not: refused)
+    "repeat_interleave(2, dim=0)": lambda y, m: y.repeat_interleave(2, dim=0) * 2,
     # torch's Python meta kernel of _cdist_forward cannot take compute_mode=None: run on the CPU instead
     "cdist": lambda y, m: torch.cdist(y, m.other(y)),
 }

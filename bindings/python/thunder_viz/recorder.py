@@ -521,11 +521,11 @@ class Recorder(TorchFunctionMode):
         for t in calls.written():  # changed in place by the operators, which the engine runs in the same order
             if id(t) in self.refs:
                 self.versions[id(t)] = _storage_version(t)
-        for op, _, _, _ in calls.calls:
+        whole = _aten_overload(func, key, args, kwargs)
+        for op, _, _, _ in calls.calls if whole is None or whole.__name__ not in FIXED_SHAPE else []:
             if op.__name__.split(".")[0] in DATA_DEPENDENT:
                 raise self.unsupported(f"{func_label(func)}: {op} gives a shape that depends on the values", key=key,
                                        detail="data-dependent shapes are not traced")
-        whole = _aten_overload(func, key, args, kwargs)
         if whole is not None:  # the builtin is one ATen operator: record it as it was called
             self._emit_aten(func, key, whole, list(args), dict(kwargs), out)
             return out
@@ -764,6 +764,8 @@ MAX_CONSTANT_ELEMENTS = 64
 # ATen operators whose output shape depends on the values: their metadata cannot be traced.
 DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", "_unique2", "unique_consecutive",
                   "unique_dim", "masked_select", "bincount", "histc", "repeat_interleave"}
+# Overloads of those whose shape follows from the arguments: an int count of repeats.
+FIXED_SHAPE = {"repeat_interleave.self_int"}
 
 
 _INT_LISTS = {"List[int]", "Optional[List[int]]", "List[SymInt]", "Optional[List[SymInt]]"}
@@ -803,10 +805,12 @@ def _aten_overload(func, key, args, kwargs):
     if not isinstance(func, (types.BuiltinFunctionType, types.MethodDescriptorType)) or key.startswith("__"):
         return None
     packet = getattr(torch.ops.aten, key, None)
-    if packet is None or key in DATA_DEPENDENT:
+    if packet is None:
         return None
     found = [op for op in (getattr(packet, name) for name in packet.overloads()) if _takes(op._schema, args, kwargs)]
-    return found[0] if len(found) == 1 else None
+    if len(found) != 1 or (key in DATA_DEPENDENT and found[0].__name__ not in FIXED_SHAPE):
+        return None
+    return found[0]
 
 
 def _takes(schema, args, kwargs):
