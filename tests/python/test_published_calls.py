@@ -98,3 +98,40 @@ def test_a_refusal_inside_torch_nn_names_the_librarys_line():
 def test_embedding_with_max_norm_is_refused_naming_max_norm():
     with pytest.raises(tv.UnsupportedOp, match="embedding with max_norm.*renormalises the weight's rows"):
         tv.jit(torch.nn.Embedding(10, 4, max_norm=1.0))(torch.tensor([1, 2]))
+
+
+def test_spectral_norm_in_training_follows_eager_over_steps():
+    # its power iteration writes the module's u and v buffers through `out=` under no_grad, and its
+    # pre-hook sets `weight` as a plain attribute at every call
+    import copy
+    torch.manual_seed(0)
+    model = torch.nn.utils.spectral_norm(torch.nn.Linear(4, 4))
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    for _ in range(3):
+        x = torch.randn(3, 4)
+        got, want = tm(x), eager(x)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(model.weight_u, eager.weight_u)
+        torch.testing.assert_close(torch.autograd.grad(got.square().sum(), model.weight_orig)[0],
+                                   torch.autograd.grad(want.square().sum(), eager.weight_orig)[0])
+    assert tm.cache_hits == 2
+
+
+class OutArguments(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        with torch.no_grad():
+            scale = torch.empty_like(y)
+            torch.mul(y, 2, out=scale)
+            torch.add(scale, 1, out=scale)
+        return y * scale
+
+
+def test_out_arguments_into_a_tensor_made_in_forward_follow_eager():
+    torch.manual_seed(0)
+    check_against_eager(OutArguments(), torch.randn(3, 4))

@@ -55,7 +55,7 @@ class _ModuleState:
         self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items() if not n.startswith("_") and _is_scalar(v))))
                            for prefix, m in named]
         # tensors kept as plain attributes (not parameters or buffers): a recording writes a small one
-        # into the trace as a literal, so a call reads each one's identity and version
+        # into the trace as a literal, so a call reads each such one's identity and version
         self.tensor_attributes = [(prefix, m, n) for prefix, m in named for n, v in vars(m).items()
                                   if not n.startswith("_") and isinstance(v, torch.Tensor)]
         self.param_places = [(f"{prefix}.{n}" if prefix else n, m._parameters, n) for prefix, m in named for n in m._parameters]
@@ -69,7 +69,7 @@ class _ModuleState:
             self._scan()
         attributes = tuple((prefix, n, getattr(m, n)) for prefix, m, names in self.attributes for n in names)
         tensors = tuple((prefix, n, id(t), t._version) for prefix, m, n in self.tensor_attributes
-                        for t in (vars(m).get(n),) if isinstance(t, torch.Tensor))
+                        for t in (vars(m).get(n),) if _literal(t))
         return attributes + tensors, _first_places(self.param_places), _first_places(self.buffer_places)
 
     def guard(self, args, kwargs):
@@ -77,8 +77,14 @@ class _ModuleState:
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         attributes = [(vars(m), n, vars(m)[n]) for _, m, names in self.attributes for n in names]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
-        places += [(vars(m), n, vars(m)[n], True) for _, m, n in self.tensor_attributes]  # and its version
+        places += [(vars(m), n, vars(m)[n], True) for _, m, n in self.tensor_attributes if _literal(vars(m)[n])]
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
+
+
+def _literal(t):
+    """Whether a recording would write tensor `t`, read but not made by a recorded call, into the trace
+    as a literal (recorder.Recorder._constant); a larger one is refused there."""
+    return isinstance(t, torch.Tensor) and (t.dim() == 0 or (not t.is_floating_point() and t.numel() <= 64))
 
 
 def _first_places(places):

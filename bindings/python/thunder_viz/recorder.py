@@ -461,6 +461,8 @@ class Recorder(TorchFunctionMode):
             return func(*args, **kwargs)
         self.location = user_frame()
         handler = HANDLERS.get(key)
+        if kwargs.get("out") is not None:
+            return self._fallback(func, key, args, kwargs)  # its ATen operator writes `out`, as in-place calls do
         if key in METHOD_HANDLERS and func_label(func).startswith("Tensor."):
             handler = METHOD_HANDLERS[key]  # the method takes its arguments in another order
         in_place = kwargs.get("inplace") is True
@@ -574,7 +576,7 @@ class Recorder(TorchFunctionMode):
             # slice_scatter). Later reads of other tensors over that memory are refused.
             chains = [self._view_chain(func, key, t) for t in written]
             at = len(self.program.ops)
-            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, outs, op_kwargs)
+            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, outs, _but_out(op_kwargs))
             for chain in chains:
                 self._scatter_chain(chain)
             for t in written:
@@ -587,7 +589,7 @@ class Recorder(TorchFunctionMode):
             # The new value is computed out of place and copied into the tensor's own place.
             t = written[0]
             new = t.detach().clone()  # stands for the new value in the recording
-            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, new, op_kwargs)
+            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, new, _but_out(op_kwargs))
             self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
             return
         self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
@@ -693,11 +695,14 @@ class Recorder(TorchFunctionMode):
         self.view_of[id(view)] = (base, "whole", [base, order], {})
 
     def _functional_twin(self, func, key, op):
-        """add_.Tensor -> add.Tensor, transpose_.default -> transpose.int: the out-of-place overload
-        that takes the same argument types."""
+        """add_.Tensor -> add.Tensor, transpose_.default -> transpose.int, div.out -> div.Tensor: the
+        out-of-place overload that takes the same argument types (but `out`)."""
         packet_name, overload = str(op).split(".")[1:3]
         packet = getattr(torch.ops.aten, packet_name[:-1], None) if packet_name.endswith("_") else None
         types = [str(a.type) for a in op._schema.arguments]
+        if overload == "out" or overload.endswith("_out"):  # div.out -> div.Tensor: the same arguments but `out`
+            packet, overload = getattr(torch.ops.aten, packet_name), overload[:-len("_out")] if overload != "out" else "default"
+            types = [str(a.type) for a in op._schema.arguments if not (a.alias_info is not None and a.alias_info.is_write)]
         twin = None
         for name in ([overload] + list(packet.overloads())) if packet is not None else []:
             candidate = getattr(packet, name, None)
@@ -766,6 +771,10 @@ DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", 
                   "unique_dim", "masked_select", "bincount", "histc", "repeat_interleave"}
 # Overloads of those whose shape follows from the arguments: an int count of repeats.
 FIXED_SHAPE = {"repeat_interleave.self_int"}
+
+
+def _but_out(kwargs):
+    return {k: v for k, v in kwargs.items() if k != "out"}
 
 
 _INT_LISTS = {"List[int]", "Optional[List[int]]", "List[SymInt]", "Optional[List[SymInt]]"}
