@@ -649,8 +649,28 @@ def test_a_first_call_that_differs_from_the_recordings_eager_run_is_refused(monk
         def forward(self, x):
             return torch.tanh(x) * 2
 
-    with pytest.raises(tv.EagerMismatch, match=r"output\[0\]"):
-        tv.jit(Tanh())(torch.randn(3))
+    tm = tv.jit(Tanh())
+    for _ in range(2):  # the refused entry is not kept: the next call is recorded and checked again
+        with pytest.raises(tv.EagerMismatch, match=r"output\[0\]"):
+            tm(torch.randn(3))
+    assert tm.cache_hits == 0
+
+
+def test_torch_autocast_inside_forward_is_refused_naming_the_engines_transform():
+    class Inside(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(6, 6)
+
+        def forward(self, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                h = self.fc(x)
+            return h.float()
+
+    tm = tv.jit(Inside())
+    for _ in range(2):
+        with pytest.raises(tv.UnsupportedOp, match=r"torch.autocast inside forward.*transforms=\['autocast'\]"):
+            tm(torch.randn(4, 6))
 
 
 # A steady call (by position, tensors only) reuses the last call's entry without reading the module

@@ -135,3 +135,54 @@ class OutArguments(torch.nn.Module):
 def test_out_arguments_into_a_tensor_made_in_forward_follow_eager():
     torch.manual_seed(0)
     check_against_eager(OutArguments(), torch.randn(3, 4))
+
+
+class ConvFrontEnd(torch.nn.Module):
+    """Whisper's: a convolution, GELU, then the time axis moved (the gradient reaching GELU is not
+    contiguous)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(3, 6, 3, padding=1)
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.conv(x)).permute(0, 2, 1)
+
+
+def test_gelu_under_a_permutation_gives_float64_eagers_gradients():
+    # the reference is eager in float64: torch 1.13's own float32 gelu_backward on the CPU is wrong
+    # for a non-contiguous gradient
+    torch.manual_seed(0)
+    model, x, g = ConvFrontEnd(), torch.randn(2, 3, 8), torch.randn(2, 8, 6)
+    tm = tv.jit(model)
+    (tm(x) * g).sum().backward()
+    got = model.conv.weight.grad.double()
+    reference = ConvFrontEnd().double()
+    reference.load_state_dict(model.state_dict())
+    (reference(x.double()) * g.double()).sum().backward()
+    torch.testing.assert_close(got, reference.conv.weight.grad, rtol=1e-4, atol=1e-5)
+
+
+class Checkpointed(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+        self.inner = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU())
+        self.out = torch.nn.Linear(4, 2)
+        self.options = options
+
+    def forward(self, x):
+        import torch.utils.checkpoint
+        return self.out(torch.utils.checkpoint.checkpoint(self.inner, x, **self.options))
+
+
+@pytest.mark.parametrize("options", [{}, {"use_reentrant": False}], ids=["reentrant (the default)", "non-reentrant"])
+def test_a_checkpointed_block_gets_eagers_gradients(options):
+    # the reentrant checkpoint runs its block under no_grad, which is not a no_grad block of the user's
+    torch.manual_seed(0)
+    check_against_eager(Checkpointed(**options), torch.randn(3, 4))  # eager: the block gets no gradient
+    x = torch.randn(3, 4, requires_grad=True)
+    check_against_eager(Checkpointed(**options), x)
+    model = Checkpointed(**options)
+    tm = tv.jit(model)
+    tm(x).sum().backward()
+    assert model.inner[0].weight.grad is not None

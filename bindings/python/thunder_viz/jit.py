@@ -507,7 +507,13 @@ class JittedModule(torch.nn.Module):
             outs, _ = entry.forward(engine_inputs)
         rec.outputs = [o.detach() for o in outs]
         if rec.eager_outputs is not None and not program.random:
-            _check_first_call(self._name, rec)
+            try:
+                _check_first_call(self._name, rec)
+            except EagerMismatch:
+                # a refused entry is not kept: the next call records again and is checked again
+                self._cache.pop(rec.key, None)
+                self._steady = None
+                raise
         if timed:
             rec.timings = entry.forward_timings()
         rec.needs_grad = needs_grad

@@ -193,39 +193,77 @@ class Program:
 _active = threading.local()  # the recorder of this thread (World ranks record concurrently)
 
 
-class _IndexingPatch:
-    """Tensor.__getitem__ reaches TorchFunctionMode only as whatever `torch.Tensor.__getitem__` is,
-    and `t[i] = tensor` with an integer index not at all (torch 1.13); so while any thread records,
-    both are replaced by functions that record them; the last recorder to finish puts back what was
-    there."""
-
-    NAMES = ("__getitem__", "__setitem__")
+class _RecordingPatches:
+    """Replacements in torch while any thread records; the last recorder to finish puts back what
+    was there:
+    - Tensor.__getitem__ reaches TorchFunctionMode only as whatever `torch.Tensor.__getitem__` is, and
+      `t[i] = tensor` with an integer index not at all (torch 1.13): both are recorded by functions
+      of the recorder's;
+    - the reentrant checkpoint (torch.utils.checkpoint's default in torch 1.13) runs its block under
+      no_grad, which a recording would take for the user's own no_grad block (no gradient through the
+      block): its block runs as a plain call, which is what it computes."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._users = 0
         self._saved = {}
 
+    @staticmethod
+    def _targets():
+        import torch.utils.checkpoint as checkpoint
+        return {"__getitem__": (torch.Tensor, _getitem), "__setitem__": (torch.Tensor, _setitem),
+                "apply": (checkpoint.CheckpointFunction, staticmethod(_checkpoint_block))}
+
     def enter(self):
         with self._lock:
             if self._users == 0:
-                self._saved = {name: getattr(torch.Tensor, name) for name in self.NAMES}
-                torch.Tensor.__getitem__ = _getitem
-                torch.Tensor.__setitem__ = _setitem
+                for name, (owner, replacement) in self._targets().items():
+                    self._saved[name] = (owner, owner.__dict__.get(name, _ABSENT), getattr(owner, name))
+                    setattr(owner, name, replacement)
             self._users += 1
 
     def exit(self):
         with self._lock:
             self._users -= 1
             if self._users == 0:
-                for name, method in self._saved.items():
-                    setattr(torch.Tensor, name, method)
+                for name, (owner, own, _) in self._saved.items():
+                    if own is _ABSENT:
+                        delattr(owner, name)  # it was inherited
+                    else:
+                        setattr(owner, name, own)
 
     def original(self, name="__getitem__"):
-        return self._saved[name]
+        return self._saved[name][2]
 
 
-_getitem_patch = _IndexingPatch()
+_ABSENT = object()
+
+
+def _checkpoint_block(function, preserve_rng_state, *args):
+    if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        # as torch's: with no input that requires grad, nothing in the block gets a gradient
+        with torch.no_grad():
+            return function(*args)
+    return function(*args)
+
+
+_getitem_patch = _RecordingPatches()
+
+
+def _autocast_readers():
+    """is_enabled() of torch's autocast per device, in the spelling this torch has."""
+    try:
+        torch.is_autocast_enabled("cpu")
+        return tuple(lambda d=d: torch.is_autocast_enabled(d) for d in ("cpu", "cuda"))
+    except TypeError:
+        return (torch.is_autocast_cpu_enabled, torch.is_autocast_enabled)
+
+
+_AUTOCAST_READERS = _autocast_readers()
+
+
+def _autocast_on():
+    return any(enabled() for enabled in _AUTOCAST_READERS)
 
 
 def _outside_the_mode():
@@ -303,6 +341,7 @@ class Recorder(TorchFunctionMode):
             self._bind(b, ("p", name))
             self.owned[id(b)] = f"the buffer '{name}'"
         self.place = {key: self.refs[key] for key in self.owned}  # the ref of each one's own place
+        self.autocast_at_start = _autocast_on()  # the call's own (jit.py refuses it without the engine's transform)
         self.detached = set()  # refs that carry no gradient (made while grad was disabled)
         self.detached_of = {}  # ref -> the ref of its ltorch.detach
         self.dropout_sites = 0
@@ -460,6 +499,10 @@ class Recorder(TorchFunctionMode):
         if key in PASSTHROUGH or (self.in_getitem and (key == "__getitem__" or func is _getitem)):
             return func(*args, **kwargs)
         self.location = user_frame()
+        if not self.autocast_at_start and _autocast_on():
+            raise self.unsupported("torch.autocast inside forward", detail=(
+                "the engine runs the dtypes the recording saw and does not follow torch's autocast; apply the "
+                "engine's autocast transform (thunder_viz.jit(model, transforms=['autocast'])) or cast explicitly"))
         handler = HANDLERS.get(key)
         if kwargs.get("out") is not None:
             return self._fallback(func, key, args, kwargs)  # its ATen operator writes `out`, as in-place calls do
