@@ -186,3 +186,62 @@ def test_a_checkpointed_block_gets_eagers_gradients(options):
     tm = tv.jit(model)
     tm(x).sum().backward()
     assert model.inner[0].weight.grad is not None
+
+
+class MomentumEncoder(torch.nn.Module):
+    """MoCo's key encoder: its parameters follow the query encoder's by an in-place momentum update
+    under no_grad at every forward."""
+
+    def __init__(self, by_data=False):
+        super().__init__()
+        self.query = torch.nn.Linear(3, 2)
+        self.key = torch.nn.Linear(3, 2)
+        for p in self.key.parameters():
+            p.requires_grad = False
+        self.by_data = by_data
+
+    @torch.no_grad()
+    def momentum_update(self):
+        for q, k in zip(self.query.parameters(), self.key.parameters()):
+            if self.by_data:
+                k.data = k.data * 0.9 + q.data * 0.1
+            else:
+                k.mul_(0.9).add_(q.detach(), alpha=0.1)
+
+    def forward(self, x):
+        self.momentum_update()
+        return self.query(x) * self.key(x)
+
+
+@pytest.mark.parametrize("by_data", [False, True], ids=["in place", "by .data"])
+def test_a_momentum_update_of_parameters_in_forward_follows_eager_over_steps(by_data):
+    import copy
+    torch.manual_seed(0)
+    model = MomentumEncoder(by_data)
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    opt, opt_eager = (torch.optim.SGD(m.query.parameters(), lr=0.1) for m in (model, eager))
+    for _ in range(3):
+        x = torch.randn(4, 3)
+        for module, optimizer in ((tm, opt), (eager, opt_eager)):
+            optimizer.zero_grad()
+            module(x).square().sum().backward()
+            optimizer.step()
+        for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+            torch.testing.assert_close(p, q, msg=name)
+    assert tm.cache_hits == 2
+
+
+class AssignsData(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        self.fc.weight.data = self.fc.weight.data * 0.5  # a parameter that requires grad
+        return self.fc(x)
+
+
+def test_assigning_data_of_a_parameter_that_requires_grad_is_refused():
+    with pytest.raises(tv.UnsupportedOp, match=r"assigning Tensor.data inside forward.*'fc.weight' requires grad"):
+        tv.jit(AssignsData())(torch.randn(2, 3))

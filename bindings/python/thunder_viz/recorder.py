@@ -199,6 +199,8 @@ class _RecordingPatches:
     - Tensor.__getitem__ reaches TorchFunctionMode only as whatever `torch.Tensor.__getitem__` is, and
       `t[i] = tensor` with an integer index not at all (torch 1.13): both are recorded by functions
       of the recorder's;
+    - `p.data = value` is no torch call: for a parameter or buffer it is recorded as the value copied
+      into it (a momentum encoder's update), anything else is refused;
     - the reentrant checkpoint (torch.utils.checkpoint's default in torch 1.13) runs its block under
       no_grad, which a recording would take for the user's own no_grad block (no gradient through the
       block): its block runs as a plain call, which is what it computes."""
@@ -212,6 +214,7 @@ class _RecordingPatches:
     def _targets():
         import torch.utils.checkpoint as checkpoint
         return {"__getitem__": (torch.Tensor, _getitem), "__setitem__": (torch.Tensor, _setitem),
+                "data": (torch.Tensor, property(_data_get, _data_set)),
                 "apply": (checkpoint.CheckpointFunction, staticmethod(_checkpoint_block))}
 
     def enter(self):
@@ -237,6 +240,20 @@ class _RecordingPatches:
 
 
 _ABSENT = object()
+
+
+def _data_get(self):
+    return _getitem_patch.original("data").__get__(self)
+
+
+def _data_set(self, value):
+    rec = getattr(_active, "recorder", None)
+    descriptor = _getitem_patch.original("data")
+    if rec is None or rec.in_getitem or rec.in_call:
+        return descriptor.__set__(self, value)
+    rec.location = user_frame()
+    rec.assign_data(self, value)
+    descriptor.__set__(self, value)
 
 
 def _checkpoint_block(function, preserve_rng_state, *args):
@@ -327,7 +344,7 @@ class Recorder(TorchFunctionMode):
         self.refs = {}
         self.versions = {}  # id(tensor) -> its version counter when its ref was bound
         self.bound_at = {}  # id(tensor) -> the number of ops recorded when its ref was bound
-        self.read_ids = set()  # ids of the tensors recorded ops have read
+        self.read_ids = set()  # ids of the tensors recorded ops have read with grad on
         self.rewritten = {}  # memory span -> (id of the tensor written in place there, the op's index)
         self.keep = []  # tensors whose id() is a key of refs stay alive
         self.owned = {}  # id(tensor) -> what it is, for inputs, parameters and buffers (never updated in place)
@@ -435,9 +452,9 @@ class Recorder(TorchFunctionMode):
         tensors) get fresh slots. The arguments are encoded first: an in-place call's output is its
         input, whose later reads take the new slot."""
         grad_off = not torch.is_grad_enabled()
-        for a in pytree.tree_flatten((list(args), dict(kwargs or {})))[0]:
+        for a in pytree.tree_flatten((list(args), dict(kwargs or {})))[0] if not grad_off else []:
             if isinstance(a, torch.Tensor):
-                self.read_ids.add(id(a))
+                self.read_ids.add(id(a))  # a read that a backward may need (one with grad off reads a detached value)
         enc_args = [self.enc(a, grad_off) for a in args]
         enc_kwargs = {k: self.enc(v, grad_off) for k, v in (kwargs or {}).items()}
         single = isinstance(outs, torch.Tensor)
@@ -632,10 +649,15 @@ class Recorder(TorchFunctionMode):
             # The new value is computed out of place and copied into the tensor's own place.
             t = written[0]
             new = t.detach().clone()  # stands for the new value in the recording
+            unread = id(t) not in self.read_ids
             self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, new, _but_out(op_kwargs))
             self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
+            if unread:  # its own update is not a read that a later update would invalidate
+                self.read_ids.discard(id(t))
             return
+        unread = [id(t) for t in written if id(t) not in self.read_ids]
         self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
+        self.read_ids.difference_update(unread)
         returns = op._schema.returns
         if len(returns) == 1 and returns[0].alias_info is not None and not returns[0].alias_info.is_write and \
                 op_args and isinstance(op_args[0], torch.Tensor) and isinstance(op_out, torch.Tensor):
@@ -717,6 +739,24 @@ class Recorder(TorchFunctionMode):
                 target = base if k == 0 else olds[k].clone()
                 self.emit("torch.ops.aten.slice_scatter.default", [olds[k], new, d, start[d], end[d], strides[d]], target)
                 new = target
+
+    def assign_data(self, t, value):
+        """`t.data = value` while recording: the value copied into the parameter's or buffer's own
+        place, which the engine's run writes as eager's assignment does (the recording's own
+        assignment is undone afterwards)."""
+        owner = self.owned.get(id(t))
+        why = ("it is not a parameter or buffer of the module" if owner is None or owner.startswith("the input")
+               else f"{owner} requires grad" if t.requires_grad
+               else f"a recorded call read {owner} before" if id(t) in self.read_ids
+               else "the value has another shape or dtype" if (value.shape, value.dtype) != (t.shape, t.dtype)
+               else "")
+        if why:
+            raise self.unsupported("assigning Tensor.data inside forward", detail=(
+                f"{why}; update it in place under torch.no_grad() (p.mul_(m).add_(q, alpha=1 - m)) or outside forward"))
+        self.restore_after.setdefault(id(t), (t, t.detach().clone()))
+        with _outside_the_mode():
+            self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), value], t)
+            self.read_ids.discard(id(t))
 
     def note_view(self, key, view, base):
         """Remembers that a handler's output `view` shares every element of `base` (a reshape,
