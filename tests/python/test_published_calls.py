@@ -4,8 +4,11 @@ keyword, a method whose arguments come in another order than the function of its
 the operator takes a list of ints, an operator whose meta kernel fails, a plain tensor attribute that
 changes, an output that is NaN in eager too; and refusals made inside torch.nn, which name the
 library's line as well as the user's."""
+import collections
+import dataclasses
 import os
 import sys
+import typing
 
 import pytest
 import torch
@@ -245,3 +248,106 @@ class AssignsData(torch.nn.Module):
 def test_assigning_data_of_a_parameter_that_requires_grad_is_refused():
     with pytest.raises(tv.UnsupportedOp, match=r"assigning Tensor.data inside forward.*'fc.weight' requires grad"):
         tv.jit(AssignsData())(torch.randn(2, 3))
+
+
+class LayerScaleInPlace(torch.nn.Module):
+    """timm's LayerScale(inplace=True) applied to the forward's own input."""
+
+    def __init__(self):
+        super().__init__()
+        self.gamma = torch.nn.Parameter(torch.full((4,), 0.5))
+
+    def forward(self, x):
+        return x.mul_(self.gamma)
+
+
+def test_an_input_scaled_in_place_and_returned_follows_eager():
+    torch.manual_seed(0)
+    model, x = LayerScaleInPlace(), torch.randn(2, 4)
+    tm = tv.jit(model)
+    for _ in range(2):
+        mine, theirs = x.clone(), x.clone()
+        got, want = tm(mine), model(theirs)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(mine, theirs)  # the caller's tensor is written once, as eager writes it
+
+
+class Noisy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        mean = self.fc(x)
+        return mean + torch.randn_like(mean) * 0.1
+
+
+def test_a_seeded_first_call_draws_as_a_seeded_cached_call_and_eager_do():
+    torch.manual_seed(0)
+    model, x = Noisy(), torch.randn(3, 4)
+    tm = tv.jit(model)
+    outs = []
+    for _ in range(2):  # the recording call, then a cached one
+        torch.manual_seed(1)
+        outs.append(tm(x))
+    torch.manual_seed(1)
+    torch.testing.assert_close(outs[0], outs[1])
+    torch.testing.assert_close(outs[0], model(x))
+
+
+@dataclasses.dataclass
+class CausalLMOutput:
+    """A dataclass output, as Hugging Face's ModelOutput (a dataclass and an OrderedDict) is."""
+    logits: torch.Tensor
+    loss: typing.Optional[torch.Tensor] = None
+    hidden_states: tuple = ()
+
+
+class OrderedOutput(collections.OrderedDict):
+    pass
+
+
+class ReturnsRecords(torch.nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.kind = kind
+
+    def forward(self, x):
+        y = self.fc(x)
+        if self.kind == "dataclass":
+            return CausalLMOutput(logits=y, loss=y.square().mean(), hidden_states=(y * 2,))
+        return OrderedOutput(logits=y, loss=y.square().mean())
+
+
+@pytest.mark.parametrize("kind", ["dataclass", "OrderedDict subclass"])
+def test_a_forward_returning_a_dataclass_or_a_dict_subclass_returns_the_same_type(kind):
+    torch.manual_seed(0)
+    model, x = ReturnsRecords(kind), torch.randn(2, 4)
+    tm = tv.jit(model)
+    for _ in range(2):
+        got, want = tm(x), model(x)
+        assert type(got) is type(want)
+        fields = ["logits", "loss"]
+        for name in fields:
+            torch.testing.assert_close(got[name] if isinstance(got, dict) else getattr(got, name),
+                                       want[name] if isinstance(want, dict) else getattr(want, name))
+    (got["loss"] if isinstance(got, dict) else got.loss).backward()
+    assert model.fc.weight.grad is not None
+
+
+class ComplexRotary(torch.nn.Module):
+    """Meta's llama: rotary frequencies as a complex buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("freqs_cis", torch.polar(torch.ones(4, 2), torch.randn(4, 2)))
+
+    def forward(self, x):
+        rotated = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2)) * self.freqs_cis
+        return torch.view_as_real(rotated).flatten(2)
+
+
+def test_a_complex_buffer_is_refused_naming_it():
+    with pytest.raises(tv.UnsupportedOp, match=r"the buffer 'freqs_cis' of dtype complex64.*no complex dtypes"):
+        tv.jit(ComplexRotary())(torch.randn(3, 4, 4))

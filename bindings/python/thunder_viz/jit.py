@@ -13,6 +13,7 @@ the engine's backward trace through a torch.autograd.Function and fills the orig
 `.grad`. The call history keeps the last `history_limit` calls.
 """
 import collections
+import contextlib
 import inspect
 
 import torch
@@ -20,8 +21,8 @@ import torch.utils._pytree as pytree
 
 from . import _thunder_viz as _C
 from . import process_group
-from .errors import EagerMismatch
-from .recorder import rebuild_output, record
+from .errors import EagerMismatch, UnsupportedOp
+from .recorder import DTYPES, rebuild_output, record
 
 DEFAULT_HISTORY_LIMIT = 100
 
@@ -362,6 +363,7 @@ class JittedModule(torch.nn.Module):
         state = ([n for n, _ in named], [id(t) for _, t in named],
                  [(t.shape, t.dtype, t.device, t.requires_grad) for _, t in named])
         if self._core is None or state != self._core_state:
+            _check_dtypes(self._name, params, buffers)
             self._core = _C.JitCore(self._name, params, buffers)
             self._core_state = state
             self._core_tensors = [t for _, t in named]  # alive, so that no other tensor takes their ids
@@ -461,9 +463,12 @@ class JittedModule(torch.nn.Module):
             hit = cached is not None
             if not hit:
                 names = _unique(self._tensor_names(bind()), len(inputs))
-                program, eager_out = record(self.module, inputs, names, lambda: self.module(*args, **kwargs))
-                entry = core.build(program.to_dict(), list(inputs) + _seed(program), self._order, self._semantics,
-                                   self._workaround(), _module_class(self.module))
+                # the recording's eager run and the build draw from torch's generators; the call then
+                # draws as a cached call does, from where they were (torch.manual_seed reproduces it)
+                with _generators_kept():
+                    program, eager_out = record(self.module, inputs, names, lambda: self.module(*args, **kwargs))
+                    entry = core.build(program.to_dict(), list(inputs) + _seed(program), self._order,
+                                       self._semantics, self._workaround(), _module_class(self.module))
                 cached = self._cache[key] = (entry, program)
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         if hit:
@@ -539,6 +544,29 @@ def _check_first_call(name, rec):
 def _by_position(tensors):
     """rebuild() of a call by position with tensors only."""
     return tuple(tensors), {}
+
+
+@contextlib.contextmanager
+def _generators_kept():
+    """torch's CPU generator, and the CUDA ones once CUDA is initialised, as they were before."""
+    cpu = torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    try:
+        yield
+    finally:
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+
+
+def _check_dtypes(name, params, buffers):
+    """UnsupportedOp naming a parameter or buffer of a dtype the engine has no type for (complex)."""
+    for kind, named in (("parameter", params), ("buffer", buffers)):
+        for n, t in named:
+            if t.dtype not in DTYPES:
+                raise UnsupportedOp(f"the {kind} '{n}' of dtype {str(t.dtype).replace('torch.', '')}", f"{name}'s {kind}s", detail=(
+                    "the engine has no complex dtypes; keep the real and imaginary parts (or cos and sin, for "
+                    "rotary embeddings) as two real tensors"))
 
 
 def _aliases(inputs):

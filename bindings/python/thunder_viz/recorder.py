@@ -25,6 +25,7 @@ What eager torch would compute is what the recording says:
   `rng_seed`), each dropout site at its own offset.
 """
 import contextlib
+import dataclasses
 import linecache
 import os
 import sys
@@ -43,7 +44,7 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 # Directories (with their separator: torch's must not match torchvision's) whose frames are not the caller's.
 _SKIP_DIRS = (_PKG_DIR + os.sep, _TORCH_DIR + os.sep)
 
-_DTYPES = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+DTYPES = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
            torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "ui8",
            torch.bool: "b8"}
 
@@ -409,7 +410,7 @@ class Recorder(TorchFunctionMode):
                 r = self._detached(x, r)
             return r
         if isinstance(x, torch.dtype):
-            return ("d", _DTYPES[x])
+            return ("d", DTYPES[x])
         if isinstance(x, torch.device):
             return ("dev", "cpu" if x.type == "cpu" else f"{x.type}:{x.index or 0}")
         if isinstance(x, (list, tuple)) and any(isinstance(e, torch.Tensor) for e in x):
@@ -1817,8 +1818,14 @@ def record(module, inputs, input_names, call=None):
     finally:
         with torch.no_grad():
             for t, before in rec.restore_after.values():
+                if t.grad_fn is not None and t._base is None:
+                    # written in place from a tensor that requires grad (x.mul_(gamma)), it joined the
+                    # recording's graph: it leaves it, as it came (such a tensor did not require grad)
+                    t.detach_()
                 t.copy_(before)
+                rec.versions[id(t)] = _storage_version(t)  # the recorder's own write: its value is still the one bound
     prog = rec.program
+    _register_containers(out)
     leaves, prog.output_spec = pytree.tree_flatten(out)
     refs = []
     for i, leaf in enumerate(leaves):
@@ -1835,6 +1842,36 @@ def record(module, inputs, input_names, call=None):
                                 detail="return tensors, or tuples, lists and dicts of tensors (None and numbers may sit beside them)")
     prog.outputs = refs
     return prog, out
+
+
+def _register_containers(out):
+    """Makes the output's dataclasses and dict subclasses (Hugging Face's ModelOutput is both) trees
+    torch's pytree flattens and rebuilds as the same type, as their libraries often do themselves."""
+    if isinstance(out, torch.Tensor) or out is None or isinstance(out, (bool, int, float, str)):
+        return
+    kind = type(out)
+    if kind not in pytree.SUPPORTED_NODES:
+        if dataclasses.is_dataclass(out):  # ModelOutput too: rebuilt from its fields, None ones included
+            names = [f.name for f in dataclasses.fields(out) if f.init]
+            _register_node(kind, lambda d, names=names: ([getattr(d, n) for n in names], names),
+                           lambda values, names, kind=kind: kind(**dict(zip(names, values))))
+        elif isinstance(out, dict):
+            _register_node(kind, lambda d: (list(d.values()), list(d.keys())),
+                           lambda values, keys, kind=kind: kind(zip(keys, values)))
+        else:
+            return
+    children = [getattr(out, f.name) for f in dataclasses.fields(out)] if dataclasses.is_dataclass(out) else \
+        out.values() if isinstance(out, dict) else out if isinstance(out, (list, tuple)) else []
+    for child in children:
+        _register_containers(child)
+
+
+def _register_node(kind, flatten, unflatten):
+    register = getattr(pytree, "register_pytree_node", None)
+    if register is not None:
+        register(kind, flatten, unflatten)
+    else:
+        pytree._register_pytree_node(kind, flatten, unflatten)
 
 
 def rebuild_output(prog, tensors):
