@@ -351,3 +351,20 @@ class ComplexRotary(torch.nn.Module):
 def test_a_complex_buffer_is_refused_naming_it():
     with pytest.raises(tv.UnsupportedOp, match=r"the buffer 'freqs_cis' of dtype complex64.*no complex dtypes"):
         tv.jit(ComplexRotary())(torch.randn(3, 4, 4))
+
+
+class ClampsItsWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.fc.weight.clamp_(-0.3, 0.3)
+        return self.fc(x)
+
+
+def test_an_in_place_update_of_a_parameter_that_requires_grad_in_forward_is_refused():
+    # eager differentiates the later reads to the leaf; the trace's reads of the new value would not
+    with pytest.raises(tv.UnsupportedOp, match=r"in-place update of the parameter 'fc.weight', which requires grad"):
+        tv.jit(ClampsItsWeight())(torch.randn(3, 4))

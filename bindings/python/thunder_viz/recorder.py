@@ -630,6 +630,12 @@ class Recorder(TorchFunctionMode):
                 # engine would read the new value where the old one was saved
                 raise self.unsupported(f"{func_label(func)}: an in-place update of {owner} after a recorded call read it",
                                        key=key, detail="update it before it is read, or compute a new tensor")
+            if owner is not None and owner.startswith("the parameter") and t.requires_grad:
+                # under no_grad eager changes the leaf's value and its later reads differentiate to it;
+                # the trace's reads of the new value would not lead back to the parameter
+                raise self.unsupported(f"{func_label(func)}: an in-place update of {owner}, which requires grad, in forward",
+                                       key=key, detail="update it outside forward (after optimizer.step()), or use "
+                                                       "torch.nn.utils.parametrize to compute the weight from it")
         if written and not all(id(t) in self.owned for t in written):
             # An intermediate written in place: the trace is functional, so the out-of-place twin is
             # recorded (add_ -> add, fill_ -> fill), and each base the written tensor is a view of
