@@ -7,12 +7,13 @@ steady step on each side; with --profile, where a step's time goes on each side.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
         [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1] [--processes two|one]
-        [--profile STEPS]
+        [--keywords] [--profile STEPS]
         (models: nanogpt, mlp, tiny, resnet18)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
 import argparse
 import collections
+import inspect
 import json
 import os
 import resource
@@ -59,9 +60,9 @@ def resnet18():
 MODELS = {"nanogpt": nanogpt, "mlp": mlp, "tiny": tiny, "resnet18": resnet18}
 
 
-def step(model, opt, args, loss_of):
+def step(model, opt, args, loss_of, kwargs={}):
     opt.zero_grad(set_to_none=True)
-    loss = loss_of(model(*args))
+    loss = loss_of(model(*args, **kwargs))
     loss.backward()
     opt.step()
     return loss
@@ -89,9 +90,14 @@ class Side:
     """One side of the comparison: the model (seeded, so both sides start from the same weights),
     its optimizer, and what the table asks of it. `jit` puts the model through thunder_viz.jit."""
 
-    def __init__(self, model_name, jit):
+    def __init__(self, model_name, jit, keywords=False):
         torch.manual_seed(0)
         model, self.args, self.loss_of = MODELS[model_name]()
+        if keywords:  # the same call with each argument by its name (forward's own)
+            names = list(inspect.signature(model.forward).parameters)
+            self.args, self.kwargs = (), dict(zip(names, self.args))
+        else:
+            self.kwargs = {}
         self.jit = jit
         self.opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         start = time.perf_counter()
@@ -102,7 +108,7 @@ class Side:
             self.step()
 
     def step(self):
-        return step(self.model, self.opt, self.args, self.loss_of)
+        return step(self.model, self.opt, self.args, self.loss_of, self.kwargs)
 
     def first(self):
         return self.first_ms
@@ -116,7 +122,7 @@ class Side:
         sgd = torch.optim.SGD(self.model.parameters(), lr=0.0)
         before, marks = rss_mib(), []
         for i in range(steps):
-            step(self.model, sgd, self.args, self.loss_of)
+            step(self.model, sgd, self.args, self.loss_of, self.kwargs)
             if (i + 1) % max(1, steps // 4) == 0:
                 marks.append(rss_mib())
         return before, marks, len(tv.history(self.model)) if self.jit else 0
@@ -148,9 +154,9 @@ class Process:
     """A Side in a process of its own, driven by JSON lines over its stdin and stdout: each side
     then has its own allocator, as a user's training process has, and the two still take turns."""
 
-    def __init__(self, model_name, jit, threads):
+    def __init__(self, model_name, jit, threads, keywords):
         cmd = [sys.executable, os.path.abspath(__file__), "--serve", "jit" if jit else "eager",
-               "--model", model_name, "--threads", str(threads)]
+               "--model", model_name, "--threads", str(threads)] + (["--keywords"] if keywords else [])
         self.child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def _ask(self, method, *args):
@@ -207,18 +213,19 @@ def main():
                         "one: both sides in this process, sharing its allocator")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="after the table, profile STEPS steps of each side: where a step's time goes (0: none)")
+    p.add_argument("--keywords", action="store_true", help="call the model with its arguments by name")
     p.add_argument("--serve", choices=["jit", "eager"], help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.steps < 1 or a.repeats < 1 or a.memory_steps < 0 or a.threads < 1 or a.profile < 0:
         p.error("--steps, --repeats and --threads must be at least 1, --memory-steps and --profile at least 0")
     torch.set_num_threads(a.threads)
     if a.serve:
-        return serve(Side(a.model, a.serve == "jit"))
+        return serve(Side(a.model, a.serve == "jit", a.keywords))
 
     if a.processes == "two":
-        eager, ours = Process(a.model, False, a.threads), Process(a.model, True, a.threads)
+        eager, ours = Process(a.model, False, a.threads, a.keywords), Process(a.model, True, a.threads, a.keywords)
     else:
-        eager, ours = Side(a.model, False), Side(a.model, True)
+        eager, ours = Side(a.model, False, a.keywords), Side(a.model, True, a.keywords)
     engine_ms, eager_ms, engine_faults, eager_faults = [], [], [], []
     for _ in range(a.repeats):
         ms, faults = ours.repeat(a.steps)
@@ -245,7 +252,7 @@ def main():
                      f"{before:.0f} -> " + " ".join(f"{m:.0f}" for m in marks), "",
                      f"{marks[-1] - before:+.0f} MiB; history holds {history} calls"))
     print(f"model {a.model}, torch {torch.__version__}, {a.threads} thread(s), {a.steps} steps x "
-          f"{a.repeats} repeats, {a.processes} process(es)\n")
+          f"{a.repeats} repeats, {a.processes} process(es){', arguments by name' if a.keywords else ''}\n")
     print("| measure | thunder_viz.jit | eager torch | ratio |")
     print("| --- | --- | --- | --- |")
     for r in rows:
