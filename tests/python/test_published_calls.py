@@ -369,3 +369,56 @@ def test_an_in_place_update_of_a_parameter_that_requires_grad_in_forward_is_refu
     # eager differentiates the later reads to the leaf; the trace's reads of the new value would not
     with pytest.raises(tv.UnsupportedOp, match=r"in-place update of the parameter 'fc.weight', which requires grad"):
         tv.jit(ClampsItsWeight())(torch.randn(3, 4))
+
+
+class ScalesItsInput(torch.nn.Module):
+    def forward(self, x):
+        x.mul_(2)
+        return x
+
+
+def test_an_input_that_requires_grad_written_in_place_is_written_once():
+    a = torch.randn(2, 3, requires_grad=True)
+    tm = tv.jit(ScalesItsInput())
+    for _ in range(2):  # the recording's own write is undone, the engine's run writes it once
+        got, want = tm(a * 1), ScalesItsInput()(a * 1)
+        torch.testing.assert_close(got, want)
+
+
+class Sine(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.cos()
+
+
+class UsesAFunction(torch.nn.Module):
+    def forward(self, x):
+        return Sine.apply(x) * 2
+
+
+def test_a_custom_autograd_function_is_refused_naming_it():
+    # its forward runs under no_grad: read as the user's own no_grad block, its input would get no gradient
+    with pytest.raises(tv.UnsupportedOp, match=r"a custom torch.autograd.Function \(Sine\)"):
+        tv.jit(UsesAFunction())(torch.randn(3, requires_grad=True))
+
+
+class ScaledByAConstant(torch.nn.Module):
+    """Gemma's embedding scale as LitGPT writes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) * torch.tensor(4 ** 0.5, dtype=x.dtype) + torch.as_tensor(1.0)
+
+
+def test_a_tensor_made_from_a_python_number_in_forward_follows_eager():
+    torch.manual_seed(0)
+    check_against_eager(ScaledByAConstant(), torch.randn(2, 4))

@@ -213,16 +213,20 @@ class _RecordingPatches:
 
     @staticmethod
     def _targets():
+        """(label, owner, attribute, replacement) of each."""
         import torch.utils.checkpoint as checkpoint
-        return {"__getitem__": (torch.Tensor, _getitem), "__setitem__": (torch.Tensor, _setitem),
-                "data": (torch.Tensor, property(_data_get, _data_set)),
-                "apply": (checkpoint.CheckpointFunction, staticmethod(_checkpoint_block))}
+        return [("__getitem__", torch.Tensor, "__getitem__", _getitem),
+                ("__setitem__", torch.Tensor, "__setitem__", _setitem),
+                ("data", torch.Tensor, "data", property(_data_get, _data_set)),
+                ("checkpoint", checkpoint.CheckpointFunction, "apply", staticmethod(_checkpoint_block)),
+                ("Function.apply", torch.autograd.Function, "apply", classmethod(_function_apply))]
 
     def enter(self):
         with self._lock:
             if self._users == 0:
-                for name, (owner, replacement) in self._targets().items():
-                    self._saved[name] = (owner, owner.__dict__.get(name, _ABSENT), getattr(owner, name))
+                for label, owner, name, replacement in self._targets():
+                    raw = next((k.__dict__[name] for k in owner.__mro__ if name in k.__dict__), None)
+                    self._saved[label] = (owner, name, owner.__dict__.get(name, _ABSENT), getattr(owner, name), raw)
                     setattr(owner, name, replacement)
             self._users += 1
 
@@ -230,14 +234,18 @@ class _RecordingPatches:
         with self._lock:
             self._users -= 1
             if self._users == 0:
-                for name, (owner, own, _) in self._saved.items():
+                for owner, name, own, _, _ in self._saved.values():
                     if own is _ABSENT:
                         delattr(owner, name)  # it was inherited
                     else:
                         setattr(owner, name, own)
 
-    def original(self, name="__getitem__"):
-        return self._saved[name][2]
+    def original(self, label="__getitem__"):
+        return self._saved[label][3]
+
+    def raw(self, label):
+        """The attribute as its class defines it (a classmethod's descriptor)."""
+        return self._saved[label][4]
 
 
 _ABSENT = object()
@@ -255,6 +263,17 @@ def _data_set(self, value):
     rec.location = user_frame()
     rec.assign_data(self, value)
     descriptor.__set__(self, value)
+
+
+def _function_apply(cls, *args, **kwargs):
+    rec = getattr(_active, "recorder", None)
+    if rec is not None and not rec.in_getitem and not rec.in_call:
+        rec.location = user_frame()
+        raise rec.unsupported(f"a custom torch.autograd.Function ({cls.__qualname__})", detail=(
+            "its forward runs under no_grad and its backward is code of its own, which the recording cannot "
+            "trace: write the computation with torch calls (the engine differentiates them), or call it outside "
+            "the jitted module"))
+    return _getitem_patch.raw("Function.apply").__get__(None, cls)(*args, **kwargs)
 
 
 def _checkpoint_block(function, preserve_rng_state, *args):
@@ -367,6 +386,7 @@ class Recorder(TorchFunctionMode):
         self.in_getitem = False
         self.in_call = 0  # depth of __torch_function__ (torch's own code runs inside, unrecorded)
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
+        self.had_history = set()  # ids of those of them that had a grad_fn before the recording
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
 
     def _bind(self, t, ref):
@@ -909,7 +929,17 @@ def _aten_overload(func, key, args, kwargs):
     found = [op for op in (getattr(packet, name) for name in packet.overloads()) if _takes(op._schema, args, kwargs)]
     if len(found) != 1 or (key in DATA_DEPENDENT and found[0].__name__ not in FIXED_SHAPE):
         return None
-    return found[0]
+    return found[0] if _in_dispatcher(found[0]) else None
+
+
+def _in_dispatcher(op):
+    """Whether the dispatcher has a kernel of `op` (torch.ops.aten also lists TorchScript's own
+    overloads, as aten.tensor.float, which no LibTorch call can run)."""
+    name, overload = op.__name__.split(".", 1) if "." in op.__name__ else (op.__name__, "default")
+    try:
+        return torch._C._dispatch_has_kernel(f"aten::{name}" + ("" if overload == "default" else f".{overload}"))
+    except (AttributeError, RuntimeError):
+        return True
 
 
 def _takes(schema, args, kwargs):
@@ -965,10 +995,13 @@ class _AtenCalls(TorchDispatchMode):
         kwargs = kwargs or {}
         for t in list(args) + list(kwargs.values()):
             if isinstance(t, torch.Tensor) and id(t) not in self.seen:
-                # The module's and the caller's tensors that do not require grad (buffers, inputs)
-                # may be written into (BatchNorm's running statistics, whatever the schema says).
-                keep = id(t) in self.recorder.owned and not t.requires_grad
+                # The module's and the caller's tensors that may be written into (BatchNorm's running
+                # statistics, whatever the schema says; an input, also one that requires grad as a
+                # result of other calls): not the parameters, which eager refuses to write into.
+                keep = id(t) in self.recorder.owned and (not t.requires_grad or not t.is_leaf)
                 self.seen[id(t)] = (t, t._version, t.detach().clone() if keep else None)
+                if keep and t.grad_fn is not None:
+                    self.recorder.had_history.add(id(t))
         out = func(*args, **kwargs)
         self.calls.append((func, list(args), dict(kwargs), out))
         return out
@@ -1824,9 +1857,9 @@ def record(module, inputs, input_names, call=None):
     finally:
         with torch.no_grad():
             for t, before in rec.restore_after.values():
-                if t.grad_fn is not None and t._base is None:
+                if t.grad_fn is not None and id(t) not in rec.had_history and t._base is None:
                     # written in place from a tensor that requires grad (x.mul_(gamma)), it joined the
-                    # recording's graph: it leaves it, as it came (such a tensor did not require grad)
+                    # recording's graph: it leaves it, as it came
                     t.detach_()
                 t.copy_(before)
                 rec.versions[id(t)] = _storage_version(t)  # the recorder's own write: its value is still the one bound
