@@ -22,7 +22,7 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .recorder import DTYPES, rebuild_output, record
+from .recorder import DTYPES, autocast_state, rebuild_output, record
 
 DEFAULT_HISTORY_LIMIT = 100
 
@@ -217,29 +217,6 @@ def _constant_key(value):
         return (type(value).__name__, repr(value))
     raise TypeError(f"jitted modules take tensors, None, numbers and strings (in tuples, lists and dicts), "
                     f"got a {type(value).__name__}")
-
-
-def _autocast_readers():
-    """(device type, is_enabled(), dtype()) per device, in the spelling this torch has: torch >= 2.4
-    takes the device type, torch 1.13 has a function per device. Chosen once, not per call."""
-    try:
-        torch.is_autocast_enabled("cpu")
-        torch.get_autocast_dtype("cpu")
-    except (TypeError, AttributeError):
-        return (("cpu", torch.is_autocast_cpu_enabled, torch.get_autocast_cpu_dtype),
-                ("cuda", torch.is_autocast_enabled, torch.get_autocast_gpu_dtype))
-    return tuple((d, lambda d=d: torch.is_autocast_enabled(d), lambda d=d: torch.get_autocast_dtype(d)) for d in ("cpu", "cuda"))
-
-
-_AUTOCAST_READERS = _autocast_readers()
-
-
-def _autocast_state():
-    """(device type, dtype) torch.autocast would run the call in, or None when it is off."""
-    for device, enabled, dtype in _AUTOCAST_READERS:
-        if enabled():
-            return device, dtype()
-    return None
 
 
 def _positional_arity(signature):
@@ -489,7 +466,7 @@ class JittedModule(torch.nn.Module):
         return self._entry(args, kwargs)[1]
 
     def forward(self, *args, **kwargs):
-        autocast = _autocast_state()
+        autocast = autocast_state()
         if autocast is not None and "autocast" not in self._order:
             raise RuntimeError(
                 f"thunder_viz: the jitted module was called under torch.autocast({autocast[0]!r}, dtype={autocast[1]}); "

@@ -17,7 +17,8 @@ What eager torch would compute is what the recording says:
   tensor as eager torch does (the recording's own write is undone); a write into a view of a tensor
   made in forward (`mask[0:2, 3:6] = 1`, `z[:, 1] = y`, `z[1:] += v`, `z.t()[0].mul_(2)`) gives the
   tensor its new value by the view's scatter (slice_scatter, select_scatter; a reshape or permute for
-  a view of every element), one into a view of an input, parameter or buffer is refused, and a read of a tensor that changed in place through another view of its storage is refused;
+  a view of every element), one into a view of an input, parameter or buffer is refused, and a read
+  of a tensor that changed in place through another view of its storage is refused;
 - a call with no handler is recorded as the ATen operators it runs (`torch.ops.aten.*`, through
   TorchDispatchMode): executed through the dispatcher, differentiated by LibTorch's autograd; one
   that reads a tensor's value into Python (`.item()`, `if tensor:`) is refused;
@@ -204,7 +205,9 @@ class _RecordingPatches:
       into it (a momentum encoder's update), anything else is refused;
     - the reentrant checkpoint (torch.utils.checkpoint's default in torch 1.13) runs its block under
       no_grad, which a recording would take for the user's own no_grad block (no gradient through the
-      block): its block runs as a plain call, which is what it computes."""
+      block): its block runs as a plain call, which is what it computes;
+    - any other torch.autograd.Function applied in forward is refused: its forward runs under no_grad
+      and its backward is its own code."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -252,12 +255,12 @@ _ABSENT = object()
 
 
 def _data_get(self):
-    return _getitem_patch.original("data").__get__(self)
+    return _patches.original("data").__get__(self)
 
 
 def _data_set(self, value):
     rec = getattr(_active, "recorder", None)
-    descriptor = _getitem_patch.original("data")
+    descriptor = _patches.original("data")
     if rec is None or rec.in_getitem or rec.in_call:
         return descriptor.__set__(self, value)
     rec.location = user_frame()
@@ -273,7 +276,7 @@ def _function_apply(cls, *args, **kwargs):
             "its forward runs under no_grad and its backward is code of its own, which the recording cannot "
             "trace: write the computation with torch calls (the engine differentiates them), or call it outside "
             "the jitted module"))
-    return _getitem_patch.raw("Function.apply").__get__(None, cls)(*args, **kwargs)
+    return _patches.raw("Function.apply").__get__(None, cls)(*args, **kwargs)
 
 
 def _checkpoint_block(function, preserve_rng_state, *args):
@@ -284,23 +287,30 @@ def _checkpoint_block(function, preserve_rng_state, *args):
     return function(*args)
 
 
-_getitem_patch = _RecordingPatches()
+_patches = _RecordingPatches()
 
 
 def _autocast_readers():
-    """is_enabled() of torch's autocast per device, in the spelling this torch has."""
+    """(device type, is_enabled(), dtype()) per device, in the spelling this torch has: torch >= 2.4
+    takes the device type, torch 1.13 has a function per device. Chosen once, not per call."""
     try:
         torch.is_autocast_enabled("cpu")
-        return tuple(lambda d=d: torch.is_autocast_enabled(d) for d in ("cpu", "cuda"))
-    except TypeError:
-        return (torch.is_autocast_cpu_enabled, torch.is_autocast_enabled)
+        torch.get_autocast_dtype("cpu")
+    except (TypeError, AttributeError):
+        return (("cpu", torch.is_autocast_cpu_enabled, torch.get_autocast_cpu_dtype),
+                ("cuda", torch.is_autocast_enabled, torch.get_autocast_gpu_dtype))
+    return tuple((d, lambda d=d: torch.is_autocast_enabled(d), lambda d=d: torch.get_autocast_dtype(d)) for d in ("cpu", "cuda"))
 
 
 _AUTOCAST_READERS = _autocast_readers()
 
 
-def _autocast_on():
-    return any(enabled() for enabled in _AUTOCAST_READERS)
+def autocast_state():
+    """(device type, dtype) torch.autocast would run the call in, or None when it is off."""
+    for device, enabled, dtype in _AUTOCAST_READERS:
+        if enabled():
+            return device, dtype()
+    return None
 
 
 def _outside_the_mode():
@@ -311,7 +321,7 @@ def _outside_the_mode():
 
 def _setitem(self, idx, value):
     rec = getattr(_active, "recorder", None)
-    original = _getitem_patch.original("__setitem__")
+    original = _patches.original("__setitem__")
     if rec is None or rec.in_getitem or rec.in_call:
         return original(self, idx, value)
     with _pop_mode_temporarily():  # one call, recorded here, whichever way torch would have reached the mode
@@ -321,17 +331,17 @@ def _setitem(self, idx, value):
 def _getitem(self, idx):
     rec = getattr(_active, "recorder", None)
     if rec is None or rec.in_getitem or rec.in_call:
-        return _getitem_patch.original()(self, idx)
+        return _patches.original()(self, idx)
     rec.location = user_frame()
     rec.in_getitem = True  # the original reaches the mode too (as this function): record it once, here
     try:
         with _pop_mode_temporarily():  # the recorder's own torch calls are not the user's
             if not _is_basic_index(idx):  # integer tensors or lists: ATen's index operator
-                return rec._fallback(_getitem_patch.original(), "__getitem__", (self, idx), {})
+                return rec._fallback(_patches.original(), "__getitem__", (self, idx), {})
             try:
-                out = _getitem_patch.original()(self, idx)
+                out = _patches.original()(self, idx)
             except (IndexError, RuntimeError) as e:
-                raise rec.failed(_getitem_patch.original(), (self, idx), {}, e) from e
+                raise rec.failed(_patches.original(), (self, idx), {}, e) from e
             h_getitem(rec, out, self, idx)
     finally:
         rec.in_getitem = False
@@ -378,7 +388,7 @@ class Recorder(TorchFunctionMode):
             self._bind(b, ("p", name))
             self.owned[id(b)] = f"the buffer '{name}'"
         self.place = {key: self.refs[key] for key in self.owned}  # the ref of each one's own place
-        self.autocast_at_start = _autocast_on()  # the call's own (jit.py refuses it without the engine's transform)
+        self.autocast_at_start = autocast_state() is not None  # the call's own (jit.py refuses it without the engine's transform)
         self.detached = set()  # refs that carry no gradient (made while grad was disabled)
         self.detached_of = {}  # ref -> the ref of its ltorch.detach
         self.dropout_sites = 0
@@ -515,12 +525,12 @@ class Recorder(TorchFunctionMode):
     # -- the mode
     def __enter__(self):
         _active.recorder = self
-        _getitem_patch.enter()
+        _patches.enter()
         return super().__enter__()
 
     def __exit__(self, *exc):
         _active.recorder = None
-        _getitem_patch.exit()
+        _patches.exit()
         return super().__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -537,7 +547,7 @@ class Recorder(TorchFunctionMode):
         if key in PASSTHROUGH or (self.in_getitem and (key == "__getitem__" or func is _getitem)):
             return func(*args, **kwargs)
         self.location = user_frame()
-        if not self.autocast_at_start and _autocast_on():
+        if not self.autocast_at_start and autocast_state() is not None:
             raise self.unsupported("torch.autocast inside forward", detail=(
                 "the engine runs the dtypes the recording saw and does not follow torch's autocast; apply the "
                 "engine's autocast transform (thunder_viz.jit(model, transforms=['autocast'])) or cast explicitly"))
@@ -1273,7 +1283,7 @@ def h_getitem(rec, out, a, idx):
     if whole:
         mid = a
     else:
-        mid = _getitem_patch.original()(a, tuple(slice(s, e, st) for s, e, st in zip(start, end, strides)))
+        mid = _patches.original()(a, tuple(slice(s, e, st) for s, e, st in zip(start, end, strides)))
         rec.emit("prims.slice", [a, start, end, strides], mid)
     if tuple(mid.shape) == tuple(out.shape):
         rec.alias(out, mid)
