@@ -30,7 +30,9 @@ c10::OperatorName operator_name(std::string_view symbol_name) {
 }
 
 // The tensors of a call, made for a run that only wants the outputs' metadata: on the meta device,
-// or zero-filled on the CPU where ATen has no meta kernel for the operator.
+// or on the CPU where ATen has no meta kernel for the operator, floating ones filled with ones (a
+// valid probability, scale or divisor: multinomial refuses zeros) and the others with zeros (a valid
+// index).
 struct MetaRun {
   bool on_meta = true;
   std::optional<Device> device;  // of the first tensor argument, else of a device argument
@@ -65,7 +67,8 @@ struct MetaRun {
     if (!p.is_tensor()) throw OpError("an ATen operator cannot take " + p.name + " (" + type_text(p) + ")");
     if (!device) device = p.device;
     auto options = at::TensorOptions().dtype(aten::to_scalar_type(p.dtype)).device(on_meta ? c10::kMeta : c10::kCPU);
-    return on_meta ? at::empty(p.shape, options) : at::zeros(p.shape, options);
+    if (on_meta) return at::empty(p.shape, options);
+    return is_floating(p.dtype) ? at::ones(p.shape, options) : at::zeros(p.shape, options);
   }
 
   c10::IValue sequence(const std::vector<Value>& items) {
@@ -143,7 +146,7 @@ SymbolImpl fallback_meta(std::string symbol_name) {
       throw;
     } catch (const std::exception&) {
       // No meta kernel, or one that fails where the CPU kernel does not (a Python meta registration
-      // of torch's that cannot take the arguments): zero-filled CPU tensors instead.
+      // of torch's that cannot take the arguments): CPU tensors instead.
     }
     try {
       return run(false);

@@ -3,7 +3,7 @@
 // unnamed overload), with the trait "fallback".
 // Contract:
 //  - fallback_symbol(name) registers the symbol on first use (an opaque one the parser made is
-//    upgraded): its meta function runs the operator on meta tensors (on zero-filled CPU tensors
+//    upgraded): its meta function runs the operator on meta tensors (on CPU tensors of ones or zeros
 //    where ATen has no meta kernel for it) and gives its outputs the inputs' device; its gradient
 //    rule records one `ltorch.fallback_vjp(name, args, kwargs, cotangents, wants)`, whose execution
 //    recomputes the operator under LibTorch's autograd and returns the gradients of the arguments

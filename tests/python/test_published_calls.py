@@ -47,6 +47,10 @@ CALLS = {
     "vector_norm(ord 3, dim 1)": lambda y, m: torch.linalg.vector_norm(y, 3, 1),
     # an int count of repeats gives a fixed shape (a tensor of counts does not: refused)
     "repeat_interleave(2, dim=0)": lambda y, m: y.repeat_interleave(2, dim=0) * 2,
+    # arguments by the names the native rules do not take: recorded as the ATen operators they run
+    "flip(dims=...)": lambda y, m: torch.flip(y, dims=[0, 1]) + y.flip(dims=[1]),
+    "permute(dims=...), transpose(dim0=, dim1=)": lambda y, m: torch.permute(y, dims=(1, 0)) + torch.transpose(y, dim0=0, dim1=1),
+    "where(condition=, input=, other=), matmul(input=, other=)": lambda y, m: torch.where(condition=y > 0, input=y, other=-y) @ torch.matmul(input=y.t(), other=y),
     # torch's Python meta kernel of _cdist_forward cannot take compute_mode=None: run on the CPU instead
     "cdist": lambda y, m: torch.cdist(y, m.other(y)),
 }
@@ -422,3 +426,37 @@ class ScaledByAConstant(torch.nn.Module):
 def test_a_tensor_made_from_a_python_number_in_forward_follows_eager():
     torch.manual_seed(0)
     check_against_eager(ScaledByAConstant(), torch.randn(2, 4))
+
+
+
+class RandomDraws(torch.nn.Module):
+    def __init__(self, draw):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.draw = draw
+
+    def forward(self, x):
+        return self.draw(self.fc(x))
+
+
+DRAWS = {
+    # dispatch leaves out bernoulli_'s p=0.5 (its default), which the out-of-place bernoulli.p needs
+    "dropout2d(p=0.5, training)": lambda y: torch.nn.functional.dropout2d(y.reshape(2, 3, 2, 2), 0.5, training=True),
+    "alpha_dropout(p=0.5, training)": lambda y: torch.nn.functional.alpha_dropout(y, 0.5, training=True),
+    # no meta kernel: the build's CPU run needs a valid distribution
+    "multinomial": lambda y: y * torch.multinomial(torch.softmax(y, -1), 2, replacement=True).sum(-1, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAWS))
+def test_a_random_draw_is_reproducible_and_differs_between_calls(name):
+    torch.manual_seed(0)
+    model, x = RandomDraws(DRAWS[name]), torch.randn(6, 4) if name.startswith("dropout2d") else torch.randn(3, 4)
+    tm = tv.jit(model)
+    torch.manual_seed(5)
+    first = tm(x)
+    torch.manual_seed(5)
+    again = tm(x)
+    torch.testing.assert_close(first, again)
+    assert first.shape == model(x).shape
+    assert any(not torch.equal(tm(x), first) for _ in range(5))

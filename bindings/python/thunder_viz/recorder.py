@@ -585,7 +585,10 @@ class Recorder(TorchFunctionMode):
         recorded = len(self.program.ops)
         chain = self._view_chain(func, key, args[0]) if in_place and args and isinstance(args[0], torch.Tensor) else []
         try:
-            handler(self, out, *args, **kwargs)
+            try:
+                handler(self, out, *args, **kwargs)
+            except TypeError as e:  # arguments by a name the handler does not take (torch.flip(y, dims=...))
+                raise self.unsupported(func_label(func), key=key, detail=str(e)) from e
         except UnsupportedOp as e:
             if in_place or len(self.program.ops) != recorded or getattr(e, "final", False):
                 raise
@@ -673,7 +676,8 @@ class Recorder(TorchFunctionMode):
             # slice_scatter). Later reads of other tensors over that memory are refused.
             chains = [self._view_chain(func, key, t) for t in written]
             at = len(self.program.ops)
-            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, outs, _but_out(op_kwargs))
+            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), _with_defaults(op._schema, op_args),
+                      outs, _but_out(op_kwargs))
             for chain in chains:
                 self._scatter_chain(chain)
             for t in written:
@@ -687,7 +691,8 @@ class Recorder(TorchFunctionMode):
             t = written[0]
             new = t.detach().clone()  # stands for the new value in the recording
             unread = id(t) not in self.read_ids
-            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), op_args, new, _but_out(op_kwargs))
+            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), _with_defaults(op._schema, op_args),
+                      new, _but_out(op_kwargs))
             self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
             if unread:  # its own update is not a read that a later update would invalidate
                 self.read_ids.discard(id(t))
@@ -891,6 +896,18 @@ DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", 
                   "unique_dim", "masked_select", "bincount", "histc", "repeat_interleave"}
 # Overloads of those whose shape follows from the arguments: an int count of repeats.
 FIXED_SHAPE = {"repeat_interleave.self_int"}
+
+
+def _with_defaults(schema, args):
+    """`args` with the defaults of the positional parameters after them: torch's dispatch leaves out an
+    argument equal to its default (bernoulli_'s p=0.5), which the out-of-place twin may not have."""
+    positional = [p for p in schema.arguments if not p.kwarg_only]
+    tail = []
+    for p in positional[len(args):]:
+        if not p.has_default_value():
+            break
+        tail.append(p.default_value)
+    return list(args) + tail
 
 
 def _but_out(kwargs):
