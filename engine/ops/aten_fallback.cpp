@@ -4,6 +4,7 @@
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "aten/convert.h"
@@ -36,6 +37,9 @@ c10::OperatorName operator_name(std::string_view symbol_name) {
 struct MetaRun {
   bool on_meta = true;
   std::optional<Device> device;  // of the first tensor argument, else of a device argument
+  // The tensors that require grad are made so: LibTorch's autograd then says which outputs do (not
+  // randint_like's, nor empty_like's, whatever their inputs).
+  bool probe = false;
 
   c10::IValue operator()(const Value& v) {
     switch (v.kind) {
@@ -67,8 +71,10 @@ struct MetaRun {
     if (!p.is_tensor()) throw OpError("an ATen operator cannot take " + p.name + " (" + type_text(p) + ")");
     if (!device) device = p.device;
     auto options = at::TensorOptions().dtype(aten::to_scalar_type(p.dtype)).device(on_meta ? c10::kMeta : c10::kCPU);
-    if (on_meta) return at::empty(p.shape, options);
-    return is_floating(p.dtype) ? at::ones(p.shape, options) : at::zeros(p.shape, options);
+    at::Tensor t = on_meta ? at::empty(p.shape, options)
+                   : is_floating(p.dtype) ? at::ones(p.shape, options) : at::zeros(p.shape, options);
+    if (probe && p.requires_grad && is_floating(p.dtype)) t.requires_grad_(true);
+    return t;
   }
 
   c10::IValue sequence(const std::vector<Value>& items) {
@@ -79,21 +85,24 @@ struct MetaRun {
 };
 
 // The value of an operator's output as proxies of `device` (numbers stay numbers).
-Value output_value(TraceBuilder& b, const c10::IValue& v, Device device, bool requires_grad) {
+// `probed`: the run marked its inputs that require grad (MetaRun::probe), so a tensor output
+// requires grad as LibTorch's autograd made it.
+Value output_value(TraceBuilder& b, const c10::IValue& v, Device device, bool requires_grad, bool probed) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
     auto dtype = aten::dtype_of(t.scalar_type());
     if (!dtype) throw OpError(std::string("an output of dtype ") + c10::toString(t.scalar_type()) + " the engine does not know");
-    return Value::of(b.tensor(t.sizes().vec(), *dtype, device, requires_grad && is_floating(*dtype)));
+    bool grad = requires_grad && is_floating(*dtype) && (!probed || t.requires_grad());
+    return Value::of(b.tensor(t.sizes().vec(), *dtype, device, grad));
   }
   if (v.isTensorList() || v.isTuple() || v.isList()) {
     std::vector<Value> items;
     if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorVector()) items.push_back(output_value(b, t, device, requires_grad));
+      for (const at::Tensor& t : v.toTensorVector()) items.push_back(output_value(b, t, device, requires_grad, probed));
     } else if (v.isTuple()) {
-      for (const auto& e : v.toTupleRef().elements()) items.push_back(output_value(b, e, device, requires_grad));
+      for (const auto& e : v.toTupleRef().elements()) items.push_back(output_value(b, e, device, requires_grad, probed));
     } else {
-      for (const auto& e : v.toListRef()) items.push_back(output_value(b, e, device, requires_grad));
+      for (const auto& e : v.toListRef()) items.push_back(output_value(b, e, device, requires_grad, probed));
     }
     return Value::tuple(std::move(items));
   }
@@ -123,13 +132,30 @@ void require_written_inputs(TraceBuilder& b, const c10::FunctionSchema& schema, 
   }
 }
 
+// An operator taking TensorOptions (randint_like, zeros_like): torch's Python functions give its
+// tensors requires_grad=False unless asked, and it has no gradient.
+bool is_factory(const c10::FunctionSchema& schema) {
+  const auto& params = schema.arguments();
+  return std::any_of(params.begin(), params.end(), [](const c10::Argument& a) { return a.name() == "pin_memory"; });
+}
+
+// Whether LibTorch's autograd records here (grad mode on, not below it): only then does a probed
+// run say which outputs require grad.
+bool autograd_records() {
+  at::Tensor t = at::empty({1}, at::TensorOptions().device(c10::kMeta)).requires_grad_(true);
+  return t.mul(2).requires_grad();
+}
+
 // The meta function of a fallback symbol.
 SymbolImpl fallback_meta(std::string symbol_name) {
   return [symbol_name](TraceBuilder& b, Args args, Kw kwargs) -> Value {
     c10::OperatorHandle op = fallback_operator(symbol_name);
     require_written_inputs(b, op.schema(), args);
-    auto run = [&](bool on_meta) {
-      MetaRun convert{on_meta, std::nullopt};
+    // A factory (an operator taking TensorOptions: randint_like, zeros_like) makes tensors that do not
+    // require grad, as torch's Python functions give them (requires_grad=False unless asked).
+    const bool requires_grad = !is_factory(op.schema()) && any_requires_grad(args);
+    auto run = [&](bool on_meta, bool probe) {
+      MetaRun convert{on_meta, std::nullopt, probe};
       std::vector<c10::IValue> positional;
       for (const auto& a : args) positional.push_back(convert(a));
       std::vector<std::pair<std::string, c10::IValue>> keywords;
@@ -137,11 +163,24 @@ SymbolImpl fallback_meta(std::string symbol_name) {
       auto stack = fallback_stack(op.schema(), std::move(positional), std::move(keywords));
       op.callBoxed(stack);
       std::vector<Value> outs;
-      for (const auto& v : stack) outs.push_back(output_value(b, v, convert.device.value_or(Device{}), any_requires_grad(args)));
+      for (const auto& v : stack) outs.push_back(output_value(b, v, convert.device.value_or(Device{}), requires_grad, probe));
       return outs.size() == 1 ? outs[0] : Value::tuple(std::move(outs));
     };
+    const bool probe = requires_grad && autograd_records();
+    auto attempt = [&](bool on_meta) {
+      if (probe) {
+        try {
+          return run(on_meta, true);
+        } catch (const OpError&) {
+          throw;
+        } catch (const std::exception&) {
+          // autograd refused the marked inputs (a leaf written in place): the plain run decides
+        }
+      }
+      return run(on_meta, false);
+    };
     try {
-      return run(true);
+      return attempt(true);
     } catch (const OpError&) {
       throw;
     } catch (const std::exception&) {
@@ -149,7 +188,7 @@ SymbolImpl fallback_meta(std::string symbol_name) {
       // of torch's that cannot take the arguments): CPU tensors instead.
     }
     try {
-      return run(false);
+      return attempt(false);
     } catch (const c10::Error& e) {
       throw OpError(first_line(e.what_without_backtrace()));
     }
@@ -160,6 +199,7 @@ SymbolImpl fallback_meta(std::string symbol_name) {
 // arguments that want one (floating tensors that require grad and that the operator does not write into).
 std::vector<Value> fallback_grad(TraceBuilder& b, const BoundSymbol& f, const std::vector<Value>& cotangents) {
   const c10::FunctionSchema& schema = fallback_operator(f.name()).schema();
+  if (is_factory(schema)) return std::vector<Value>(f.args.size(), Value::none());
   std::vector<std::pair<Value, Value>> keywords;
   for (const auto& [k, v] : f.kwargs) keywords.emplace_back(Value::string(k), v);
   auto wanted = [](const Value& a) {

@@ -47,6 +47,9 @@ CALLS = {
     "vector_norm(ord 3, dim 1)": lambda y, m: torch.linalg.vector_norm(y, 3, 1),
     # an int count of repeats gives a fixed shape (a tensor of counts does not: refused)
     "repeat_interleave(2, dim=0)": lambda y, m: y.repeat_interleave(2, dim=0) * 2,
+    # outputs that do not require grad whatever their inputs: a factory (randint_like), rrelu's noise (empty_like)
+    "y * randint_like(y, 0, 10)": lambda y, m: y * torch.randint_like(y, 0, 10),
+    "rrelu(training=False)": lambda y, m: torch.nn.functional.rrelu(y, training=False),
     # arguments by the names the native rules do not take: recorded as the ATen operators they run
     "flip(dims=...)": lambda y, m: torch.flip(y, dims=[0, 1]) + y.flip(dims=[1]),
     "permute(dims=...), transpose(dim0=, dim1=)": lambda y, m: torch.permute(y, dims=(1, 0)) + torch.transpose(y, dim0=0, dim1=1),
