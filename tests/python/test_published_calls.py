@@ -47,8 +47,7 @@ CALLS = {
     "vector_norm(ord 3, dim 1)": lambda y, m: torch.linalg.vector_norm(y, 3, 1),
     # an int count of repeats gives a fixed shape (a tensor of counts does not: refused)
     "repeat_interleave(2, dim=0)": lambda y, m: y.repeat_interleave(2, dim=0) * 2,
-    # outputs that do not require grad whatever their inputs: a factory (randint_like), rrelu's noise (empty_like)
-    "y * randint_like(y, 0, 10)": lambda y, m: y * torch.randint_like(y, 0, 10),
+    # an output that does not require grad whatever its inputs: rrelu's noise (empty_like)
     "rrelu(training=False)": lambda y, m: torch.nn.functional.rrelu(y, training=False),
     # arguments by the names the native rules do not take: recorded as the ATen operators they run
     "flip(dims=...)": lambda y, m: torch.flip(y, dims=[0, 1]) + y.flip(dims=[1]),
@@ -446,6 +445,8 @@ DRAWS = {
     # dispatch leaves out bernoulli_'s p=0.5 (its default), which the out-of-place bernoulli.p needs
     "dropout2d(p=0.5, training)": lambda y: torch.nn.functional.dropout2d(y.reshape(2, 3, 2, 2), 0.5, training=True),
     "alpha_dropout(p=0.5, training)": lambda y: torch.nn.functional.alpha_dropout(y, 0.5, training=True),
+    # a factory's tensor does not require grad, and the factory has no gradient
+    "y * randint_like(y, 0, 10)": lambda y: y * torch.randint_like(y, 0, 10),
     # no meta kernel: the build's CPU run needs a valid distribution
     "multinomial": lambda y: y * torch.multinomial(torch.softmax(y, -1), 2, replacement=True).sum(-1, keepdim=True),
 }
@@ -463,3 +464,5 @@ def test_a_random_draw_is_reproducible_and_differs_between_calls(name):
     torch.testing.assert_close(first, again)
     assert first.shape == model(x).shape
     assert any(not torch.equal(tm(x), first) for _ in range(5))
+    tm(x).sum().backward()
+    assert model.fc.weight.grad is not None
