@@ -385,28 +385,51 @@ RValue vjp(const std::vector<RValue>& a, const RKwargs&) {
 
   AutogradOn autograd;
   std::vector<at::Tensor> leaves;  // in the order of the arguments (a list's tensors in order), as the meta's grads
-  auto prepare = [&](RValue& arg, const RValue* want, bool writes) {
+  // Arguments LibTorch's autograd says the operator is not differentiable in (soft_margin_loss's
+  // target, detached where the trace still marks it): their grads are zeros.
+  std::vector<std::string> not_differentiable;
+  auto prepare = [&](RValue& arg, const RValue* want, bool writes, bool differentiable) {
     if (!arg.is_tensor()) return;
     if (want && want->kind == RValue::Kind::boolean && want->b) {
       leaves.push_back(arg.t.detach().requires_grad_(true));
       // An in-place op's self: a copy of the leaf, which autograd lets it write into.
-      arg = RValue::of(writes ? leaves.back().clone() : leaves.back());
-    } else {  // a clone: the recomputation may write into it (a running statistic) as the forward did
-      arg = RValue::of(arg.t.clone());
+      if (differentiable) {
+        arg = RValue::of(writes ? leaves.back().clone() : leaves.back());
+        return;
+      }
     }
+    arg = RValue::of(arg.t.clone());  // the recomputation may write into it (a running statistic) as the forward did
   };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const RValue* want = i < wants.size() ? &wants[i] : nullptr;
-    bool writes = fallback_writes(op.schema(), i);
-    if (args[i].kind == RValue::Kind::list || args[i].kind == RValue::Kind::tuple) {
-      for (size_t k = 0; k < args[i].items.size(); ++k)
-        prepare(args[i].items[k], want && k < want->items.size() ? &want->items[k] : nullptr, writes);
-    } else {
-      prepare(args[i], want, writes);
+  std::vector<RValue> outs;
+  for (;;) {
+    leaves.clear();
+    std::vector<RValue> prepared = args;
+    const auto& params = op.schema().arguments();
+    for (size_t i = 0; i < prepared.size(); ++i) {
+      const RValue* want = i < wants.size() ? &wants[i] : nullptr;
+      bool writes = fallback_writes(op.schema(), i);
+      bool differentiable = i >= params.size() || std::find(not_differentiable.begin(), not_differentiable.end(),
+                                                            params[i].name()) == not_differentiable.end();
+      if (prepared[i].kind == RValue::Kind::list || prepared[i].kind == RValue::Kind::tuple) {
+        for (size_t k = 0; k < prepared[i].items.size(); ++k)
+          prepare(prepared[i].items[k], want && k < want->items.size() ? &want->items[k] : nullptr, writes, differentiable);
+      } else {
+        prepare(prepared[i], want, writes, differentiable);
+      }
+    }
+    try {
+      for (const auto& v : call(op, prepared, kwargs)) tensors_of(v, outs);
+      break;
+    } catch (const c10::Error& e) {
+      static const std::string marker = "is not differentiable with respect to argument '";
+      std::string what = e.what_without_backtrace();
+      auto at = what.find(marker);
+      if (at == std::string::npos) throw;
+      std::string argument = what.substr(at + marker.size(), what.find('\'', at + marker.size()) - at - marker.size());
+      if (std::find(not_differentiable.begin(), not_differentiable.end(), argument) != not_differentiable.end()) throw;
+      not_differentiable.push_back(argument);
     }
   }
-  std::vector<RValue> outs;
-  for (const auto& v : call(op, args, kwargs)) tensors_of(v, outs);
   at::Tensor objective;
   for (size_t i = 0; i < outs.size() && i < cotangents.size(); ++i) {
     if (!cotangents[i].is_tensor() || !outs[i].t.requires_grad()) continue;

@@ -47,6 +47,8 @@ CALLS = {
     "vector_norm(ord 3, dim 1)": lambda y, m: torch.linalg.vector_norm(y, 3, 1),
     # an int count of repeats gives a fixed shape (a tensor of counts does not: refused)
     "repeat_interleave(2, dim=0)": lambda y, m: y.repeat_interleave(2, dim=0) * 2,
+    # a detached target: LibTorch's autograd refuses a grad for it, which the trace still asks for
+    "soft_margin_loss(y, sign(z.detach()))": lambda y, m: torch.nn.functional.soft_margin_loss(y, torch.sign(m.other(y).detach())),
     # an output that does not require grad whatever its inputs: rrelu's noise (empty_like)
     "rrelu(training=False)": lambda y, m: torch.nn.functional.rrelu(y, training=False),
     # arguments by the names the native rules do not take: recorded as the ATen operators they run
