@@ -132,11 +132,18 @@ void require_written_inputs(TraceBuilder& b, const c10::FunctionSchema& schema, 
   }
 }
 
-// An operator taking TensorOptions (randint_like, zeros_like): torch's Python functions give its
-// tensors requires_grad=False unless asked, and it has no gradient.
+// A factory: an operator taking TensorOptions that reads no tensor's values (randint_like, zeros_like,
+// arange; not _to_copy, which converts one): torch's Python functions give its tensors
+// requires_grad=False unless asked, and it has no gradient.
 bool is_factory(const c10::FunctionSchema& schema) {
   const auto& params = schema.arguments();
-  return std::any_of(params.begin(), params.end(), [](const c10::Argument& a) { return a.name() == "pin_memory"; });
+  if (std::none_of(params.begin(), params.end(), [](const c10::Argument& a) { return a.name() == "pin_memory"; }))
+    return false;
+  const std::string& name = schema.name();
+  bool like = name.size() > 5 && name.compare(name.size() - 5, 5, "_like") == 0;
+  return like || std::none_of(params.begin(), params.end(), [](const c10::Argument& a) {
+           return a.type()->kind() == c10::TypeKind::TensorType;
+         });
 }
 
 // Whether LibTorch's autograd records here (grad mode on, not below it): only then does a probed

@@ -49,6 +49,8 @@ CALLS = {
     "repeat_interleave(2, dim=0)": lambda y, m: y.repeat_interleave(2, dim=0) * 2,
     # a detached target: LibTorch's autograd refuses a grad for it, which the trace still asks for
     "soft_margin_loss(y, sign(z.detach()))": lambda y, m: torch.nn.functional.soft_margin_loss(y, torch.sign(m.other(y).detach())),
+    # a conversion takes TensorOptions too (_to_copy), yet is no factory: its output requires grad
+    "log_softmax(dtype=float64)": lambda y, m: torch.nn.functional.log_softmax(y, -1, dtype=torch.float64).float(),
     # an output that does not require grad whatever its inputs: rrelu's noise (empty_like)
     "rrelu(training=False)": lambda y, m: torch.nn.functional.rrelu(y, training=False),
     # arguments by the names the native rules do not take: recorded as the ATen operators they run
