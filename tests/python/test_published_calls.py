@@ -470,3 +470,22 @@ def test_a_random_draw_is_reproducible_and_differs_between_calls(name):
     assert any(not torch.equal(tm(x), first) for _ in range(5))
     tm(x).sum().backward()
     assert model.fc.weight.grad is not None
+
+
+class ShapeFromAParameter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.template = torch.nn.Parameter(torch.randn(2, 6))
+
+    def forward(self, x):
+        return self.fc(x).view_as(self.template) + self.fc(x).reshape_as(self.template) + x.sum().expand_as(self.template)
+
+
+def test_a_parameter_used_only_for_its_shape_gets_no_gradient_as_in_eager():
+    # an optimizer skips a parameter whose grad is None; a zero grad would be decayed
+    torch.manual_seed(0)
+    check_against_eager(ShapeFromAParameter(), torch.randn(3, 4))
+    model = ShapeFromAParameter()
+    tv.jit(model)(torch.randn(3, 4)).sum().backward()
+    assert model.template.grad is None and model.fc.weight.grad is not None

@@ -886,7 +886,8 @@ _SCATTERS = {"aten.slice.Tensor": "aten.slice_scatter.default", "aten.select.int
 # View operators whose view holds every element of its base, undone by a reshape or a transpose.
 _WHOLE_VIEWS = {"view", "_unsafe_view", "alias", "unsqueeze", "squeeze", "transpose", "t", "permute"}
 # Handlers whose output, when it shares its input's memory, holds every element of it.
-_HANDLER_VIEWS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "t", "attr:T", "attr:mT", "permute"}
+_HANDLER_VIEWS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "t", "attr:T", "attr:mT", "permute",
+                  "view_as", "reshape_as"}
 
 # The largest tensor torch makes from Python values (an index list) that is written into the trace.
 MAX_CONSTANT_ELEMENTS = 64
@@ -1837,6 +1838,8 @@ HANDLERS = {
     "cross_entropy": h_cross_entropy, "embedding": h_embedding, "dropout": h_dropout,
     "reshape": _reshape("reshape"), "view": _reshape("view"), "flatten": _reshape("reshape"),
     "squeeze": _reshape("reshape"), "expand": _reshape("expand"),
+    # `other` gives only its shape: not an input of the trace, so no gradient (eager's is None)
+    "view_as": _reshape("view"), "reshape_as": _reshape("reshape"), "expand_as": _reshape("expand"),
     "transpose": h_transpose, "t": h_t, "attr:T": h_T, "attr:mT": h_mT,
     "permute": h_permute, "unsqueeze": h_unsqueeze,
     "contiguous": h_alias, "clone": h_alias, "detach": h_detach,
