@@ -7,18 +7,18 @@
 //    or lost changes one), each (dict, name) -> value of the scalar attributes the key read, each
 //    (table, name) -> tensor (or None) of the parameter and buffer places with the tensor's metadata
 //    (shape, dtype, device, requires_grad), and of the plain tensor attributes (a place given as
-//    (table, name, tensor, True)) also the tensor's version counter, the call's arguments (by position, and by keyword in the
-//    dict's order) and the calling thread's (rank, world size). An argument is a tensor (its
-//    metadata is recorded) or a constant the key spells with its type and repr: None, bool, int,
-//    float, str; anything else is a TypeError.
+//    (table, name, tensor, True)) also the tensor's version counter, the call's arguments (by
+//    position, and by keyword in the dict's order) and the calling thread's (rank, world size). An
+//    argument is a tensor (its metadata is recorded) or a constant the key spells with its type and
+//    repr: None, bool, int, float, str; anything else is a TypeError.
 //  - matches(args, kwargs) is true only when the call has as many arguments by position and the
 //    same keywords in the same order, each tensor argument a tensor with the recorded metadata, each
 //    constant one of the same type and value (a float bit for bit), the same tensor object where the
 //    recorded call passed one tensor twice and distinct ones elsewhere (a recording reads a tensor
-//    passed twice as one input), and all of the above is as
-//    recorded (the same tensor object in every place, with the same metadata; the same type and an
-//    equal value for every attribute); anything else, and any error while reading, is false, and the
-//    caller takes its slow path, which decides as it always did.
+//    passed twice as one input), and all of the above is as recorded (the same tensor object in
+//    every place, with the same metadata; the same type and an equal value for every attribute);
+//    anything else, and any error while reading, is false, and the caller takes its slow path,
+//    which decides as it always did.
 //  - The guard owns what it watches and tells Python's collector so (tp_traverse, tp_clear): a
 //    module that refers to its jitted module does not leak through it.
 #include <torch/csrc/autograd/python_variable.h>
@@ -27,7 +27,6 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
-
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -66,7 +65,6 @@ struct Argument {
   py::object constant;
   int same_as = -1;  // a tensor: the index among the call's tensors of the same object passed earlier
 
-
   static Argument of(PyObject* object) {
     if (auto meta = meta_of(object)) return {std::move(meta), {}, -1};
     if (object != Py_None && !PyBool_Check(object) && !PyLong_CheckExact(object) && !PyFloat_CheckExact(object) &&
@@ -90,6 +88,15 @@ struct Argument {
   }
 };
 
+// The index in `seen` of `tensor` (the same object, passed earlier in the call), or -1; then adds it.
+template <class Seen>
+int place_among(Seen& seen, PyObject* tensor) {
+  auto first = std::find(seen.begin(), seen.end(), tensor);
+  int at = first == seen.end() ? -1 : static_cast<int>(first - seen.begin());
+  seen.push_back(tensor);
+  return at;
+}
+
 class CallGuard {
  public:
   CallGuard(const py::list& dicts, const py::list& attributes, const py::list& places, const py::tuple& args,
@@ -109,11 +116,7 @@ class CallGuard {
     std::vector<PyObject*> tensors;
     auto add = [&](PyObject* value) {
       Argument a = Argument::of(value);
-      if (a.tensor) {
-        auto same = std::find(tensors.begin(), tensors.end(), value);
-        a.same_as = same == tensors.end() ? -1 : static_cast<int>(same - tensors.begin());
-        tensors.push_back(value);
-      }
+      if (a.tensor) a.same_as = place_among(tensors, value);
       return a;
     };
     for (const auto& a : args) args_.push_back(add(a.ptr()));
@@ -125,11 +128,7 @@ class CallGuard {
     c10::SmallVector<PyObject*, 8> tensors;
     auto same = [&](const Argument& was, PyObject* value) {
       int same = was.same(value);
-      if (same == 1 && was.tensor) {
-        auto first = std::find(tensors.begin(), tensors.end(), value);
-        if ((first == tensors.end() ? -1 : static_cast<int>(first - tensors.begin())) != was.same_as) same = 0;
-        tensors.push_back(value);
-      }
+      if (same == 1 && was.tensor && place_among(tensors, value) != was.same_as) same = 0;
       return same;
     };
     for (size_t i = 0; i < args_.size(); ++i)

@@ -158,8 +158,6 @@ SymbolImpl fallback_meta(std::string symbol_name) {
   return [symbol_name](TraceBuilder& b, Args args, Kw kwargs) -> Value {
     c10::OperatorHandle op = fallback_operator(symbol_name);
     require_written_inputs(b, op.schema(), args);
-    // A factory (an operator taking TensorOptions: randint_like, zeros_like) makes tensors that do not
-    // require grad, as torch's Python functions give them (requires_grad=False unless asked).
     const bool requires_grad = !is_factory(op.schema()) && any_requires_grad(args);
     auto run = [&](bool on_meta, bool probe) {
       MetaRun convert{on_meta, std::nullopt, probe};

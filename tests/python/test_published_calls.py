@@ -435,31 +435,21 @@ def test_a_tensor_made_from_a_python_number_in_forward_follows_eager():
 
 
 
-class RandomDraws(torch.nn.Module):
-    def __init__(self, draw):
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 4)
-        self.draw = draw
-
-    def forward(self, x):
-        return self.draw(self.fc(x))
-
-
 DRAWS = {
     # dispatch leaves out bernoulli_'s p=0.5 (its default), which the out-of-place bernoulli.p needs
-    "dropout2d(p=0.5, training)": lambda y: torch.nn.functional.dropout2d(y.reshape(2, 3, 2, 2), 0.5, training=True),
-    "alpha_dropout(p=0.5, training)": lambda y: torch.nn.functional.alpha_dropout(y, 0.5, training=True),
+    "dropout2d(p=0.5, training)": lambda y, m: torch.nn.functional.dropout2d(y.reshape(2, 3, 2, 2), 0.5, training=True),
+    "alpha_dropout(p=0.5, training)": lambda y, m: torch.nn.functional.alpha_dropout(y, 0.5, training=True),
     # a factory's tensor does not require grad, and the factory has no gradient
-    "y * randint_like(y, 0, 10)": lambda y: y * torch.randint_like(y, 0, 10),
+    "y * randint_like(y, 0, 10)": lambda y, m: y * torch.randint_like(y, 0, 10),
     # no meta kernel: the build's CPU run needs a valid distribution
-    "multinomial": lambda y: y * torch.multinomial(torch.softmax(y, -1), 2, replacement=True).sum(-1, keepdim=True),
+    "multinomial": lambda y, m: y * torch.multinomial(torch.softmax(y, -1), 2, replacement=True).sum(-1, keepdim=True),
 }
 
 
 @pytest.mark.parametrize("name", sorted(DRAWS))
 def test_a_random_draw_is_reproducible_and_differs_between_calls(name):
     torch.manual_seed(0)
-    model, x = RandomDraws(DRAWS[name]), torch.randn(6, 4) if name.startswith("dropout2d") else torch.randn(3, 4)
+    model, x = After(DRAWS[name]), torch.randn(6, 4) if name.startswith("dropout2d") else torch.randn(3, 4)
     tm = tv.jit(model)
     torch.manual_seed(5)
     first = tm(x)
@@ -469,7 +459,7 @@ def test_a_random_draw_is_reproducible_and_differs_between_calls(name):
     assert first.shape == model(x).shape
     assert any(not torch.equal(tm(x), first) for _ in range(5))
     tm(x).sum().backward()
-    assert model.fc.weight.grad is not None
+    assert model.lin.weight.grad is not None
 
 
 class ShapeFromAParameter(torch.nn.Module):

@@ -22,7 +22,7 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .recorder import DTYPES, autocast_state, rebuild_output, record
+from .recorder import DTYPES, autocast_state, rebuild_output, record, writes_as_literal
 
 DEFAULT_HISTORY_LIMIT = 100
 
@@ -70,7 +70,7 @@ class _ModuleState:
             self._scan()
         attributes = tuple((prefix, n, getattr(m, n)) for prefix, m, names in self.attributes for n in names)
         tensors = tuple((prefix, n, id(t), t._version) for prefix, m, n in self.tensor_attributes
-                        for t in (vars(m).get(n),) if _literal(t))
+                        for t in (vars(m).get(n),) if writes_as_literal(t))
         return attributes + tensors, _first_places(self.param_places), _first_places(self.buffer_places)
 
     def guard(self, args, kwargs):
@@ -78,14 +78,8 @@ class _ModuleState:
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         attributes = [(vars(m), n, vars(m)[n]) for _, m, names in self.attributes for n in names]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
-        places += [(vars(m), n, vars(m)[n], True) for _, m, n in self.tensor_attributes if _literal(vars(m)[n])]
+        places += [(vars(m), n, vars(m)[n], True) for _, m, n in self.tensor_attributes if writes_as_literal(vars(m)[n])]
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
-
-
-def _literal(t):
-    """Whether a recording would write tensor `t`, read but not made by a recorded call, into the trace
-    as a literal (recorder.Recorder._constant); a larger one is refused there."""
-    return isinstance(t, torch.Tensor) and (t.dim() == 0 or (not t.is_floating_point() and t.numel() <= 64))
 
 
 def _first_places(places):
@@ -541,7 +535,8 @@ def _check_dtypes(name, params, buffers):
     for kind, named in (("parameter", params), ("buffer", buffers)):
         for n, t in named:
             if t.dtype not in DTYPES:
-                raise UnsupportedOp(f"the {kind} '{n}' of dtype {str(t.dtype).replace('torch.', '')}", f"{name}'s {kind}s", detail=(
+                dtype = str(t.dtype).replace("torch.", "")
+                raise UnsupportedOp(f"the {kind} '{n}' of dtype {dtype}", f"{name}'s {kind}s", detail=(
                     "the engine has no complex dtypes; keep the real and imaginary parts (or cos and sin, for "
                     "rotary embeddings) as two real tensors"))
 

@@ -228,8 +228,8 @@ class _RecordingPatches:
         with self._lock:
             if self._users == 0:
                 for label, owner, name, replacement in self._targets():
-                    raw = next((k.__dict__[name] for k in owner.__mro__ if name in k.__dict__), None)
-                    self._saved[label] = (owner, name, owner.__dict__.get(name, _ABSENT), getattr(owner, name), raw)
+                    defined = next(k.__dict__[name] for k in owner.__mro__ if name in k.__dict__)
+                    self._saved[label] = (owner, name, owner.__dict__.get(name, _ABSENT), defined)
                     setattr(owner, name, replacement)
             self._users += 1
 
@@ -237,18 +237,16 @@ class _RecordingPatches:
         with self._lock:
             self._users -= 1
             if self._users == 0:
-                for owner, name, own, _, _ in self._saved.values():
+                for owner, name, own, _ in self._saved.values():
                     if own is _ABSENT:
                         delattr(owner, name)  # it was inherited
                     else:
                         setattr(owner, name, own)
 
     def original(self, label="__getitem__"):
+        """The attribute as its class defines it: the method, the data descriptor, a classmethod's
+        descriptor (bound with __get__)."""
         return self._saved[label][3]
-
-    def raw(self, label):
-        """The attribute as its class defines it (a classmethod's descriptor)."""
-        return self._saved[label][4]
 
 
 _ABSENT = object()
@@ -276,7 +274,7 @@ def _function_apply(cls, *args, **kwargs):
             "its forward runs under no_grad and its backward is code of its own, which the recording cannot "
             "trace: write the computation with torch calls (the engine differentiates them), or call it outside "
             "the jitted module"))
-    return _patches.raw("Function.apply").__get__(None, cls)(*args, **kwargs)
+    return _patches.original("Function.apply").__get__(None, cls)(*args, **kwargs)
 
 
 def _checkpoint_block(function, preserve_rng_state, *args):
@@ -676,8 +674,7 @@ class Recorder(TorchFunctionMode):
             # slice_scatter). Later reads of other tensors over that memory are refused.
             chains = [self._view_chain(func, key, t) for t in written]
             at = len(self.program.ops)
-            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), _with_defaults(op._schema, op_args),
-                      outs, _but_out(op_kwargs))
+            self._emit_functional_twin(func, key, op, op_args, op_kwargs, outs)
             for chain in chains:
                 self._scatter_chain(chain)
             for t in written:
@@ -691,8 +688,7 @@ class Recorder(TorchFunctionMode):
             t = written[0]
             new = t.detach().clone()  # stands for the new value in the recording
             unread = id(t) not in self.read_ids
-            self.emit("torch.ops." + str(self._functional_twin(func, key, op)), _with_defaults(op._schema, op_args),
-                      new, _but_out(op_kwargs))
+            self._emit_functional_twin(func, key, op, op_args, op_kwargs, new)
             self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
             if unread:  # its own update is not a read that a later update would invalidate
                 self.read_ids.discard(id(t))
@@ -739,25 +735,15 @@ class Recorder(TorchFunctionMode):
         if name == "getitem":
             self._scatter_getitem(view, base, *args[1:])
             return
-        if name == "whole":
-            order = args[1]
-            if order is None:
-                self.emit("torch.ops.aten.reshape.default", [view, list(base.shape)], base)
-            else:
-                self.emit("torch.ops.aten.permute.default", [view, [order.index(d) for d in range(base.dim())]], base)
-            return
         if name in _SCATTERS:
             self.emit("torch.ops." + _SCATTERS[name], [base, view] + list(args[1:]), base, kwargs)
             return
-        packet = name.split(".")[1]
-        if packet in ("transpose", "t"):
-            dims = [args[1], args[2]] if packet == "transpose" else [0, 1] if base.dim() == 2 else [0, 0]
-            self.emit("torch.ops.aten.transpose.int", [view] + dims, base)
-        elif packet == "permute":
-            order = [d % base.dim() for d in args[1]]
-            self.emit("torch.ops.aten.permute.default", [view, [order.index(d) for d in range(base.dim())]], base)
-        else:  # the same elements in the same order: view, alias, unsqueeze, squeeze
+        # A view of every element: base's dims in the view's order, or None for the same order
+        order = args[1] if name == "whole" else _whole_view_order(name.split(".")[1], base.dim(), args)
+        if order is None:
             self.emit("torch.ops.aten.reshape.default", [view, list(base.shape)], base)
+        else:
+            self.emit("torch.ops.aten.permute.default", [view, [order.index(d) for d in range(base.dim())]], base)
 
     def _scatter_getitem(self, view, base, start, end, strides, sliced_shape):
         """`base`'s new value after its basic-indexing view took one (see h_getitem: one slice per
@@ -819,6 +805,11 @@ class Recorder(TorchFunctionMode):
                 free.remove(match[0])
         self.view_of[id(view)] = (base, "whole", [base, order], {})
 
+    def _emit_functional_twin(self, func, key, op, op_args, op_kwargs, outs):
+        """Records in-place operator `op`'s call out of place, its new value bound to `outs`."""
+        self.emit("torch.ops." + str(self._functional_twin(func, key, op)), _with_defaults(op._schema, op_args),
+                  outs, _but_out(op_kwargs))
+
     def _functional_twin(self, func, key, op):
         """add_.Tensor -> add.Tensor, transpose_.default -> transpose.int, div.out -> div.Tensor: the
         out-of-place overload that takes the same argument types (but `out`)."""
@@ -846,10 +837,8 @@ class Recorder(TorchFunctionMode):
         joined by ltorch.cat. Larger unknown tensors stay refused (ref names them)."""
         if isinstance(x, (list, tuple)):
             return type(x)(self._constant(e) for e in x)
-        if not isinstance(x, torch.Tensor) or id(x) in self.refs or x.numel() > MAX_CONSTANT_ELEMENTS:
-            return x
-        if x.is_floating_point() and x.dim() > 0:
-            return x  # a floating tensor made in forward is data, not a literal: refused by ref
+        if not writes_as_literal(x) or id(x) in self.refs:
+            return x  # (a floating tensor made in forward is data, not a literal: refused by ref)
         if x.dim() == 0:
             self.emit("ltorch.full", [[], x.item(), x.dtype, x.device], x)
             return x
@@ -883,7 +872,23 @@ class Recorder(TorchFunctionMode):
 # A view operator -> the operator that writes a new value of the view into a copy of its base.
 _SCATTERS = {"aten.slice.Tensor": "aten.slice_scatter.default", "aten.select.int": "aten.select_scatter.default",
              "aten.diagonal.default": "aten.diagonal_scatter.default"}
-# View operators whose view holds every element of its base, undone by a reshape or a transpose.
+def _whole_view_order(packet, ndim, args):
+    """The order of base's dims in the view of ATen view operator `packet` (_WHOLE_VIEWS) called with
+    `args`; None where the view keeps the elements in base's order (view, alias, (un)squeeze)."""
+    order = list(range(ndim))
+    if packet == "transpose":
+        d0, d1 = args[1] % ndim, args[2] % ndim
+        order[d0], order[d1] = order[d1], order[d0]
+    elif packet == "t":
+        order.reverse()  # a matrix's two dims; nothing to do for a vector
+    elif packet == "permute":
+        order = [d % ndim for d in args[1]]
+    else:
+        return None
+    return order
+
+
+# View operators whose view holds every element of its base, undone by a reshape or a permute.
 _WHOLE_VIEWS = {"view", "_unsafe_view", "alias", "unsqueeze", "squeeze", "transpose", "t", "permute"}
 # Handlers whose output, when it shares its input's memory, holds every element of it.
 _HANDLER_VIEWS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "t", "attr:T", "attr:mT", "permute",
@@ -891,6 +896,12 @@ _HANDLER_VIEWS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "transpo
 
 # The largest tensor torch makes from Python values (an index list) that is written into the trace.
 MAX_CONSTANT_ELEMENTS = 64
+
+
+def writes_as_literal(t):
+    """Whether a tensor no recorded call made is written into the trace as a literal when read (a
+    number, or a short list of integers); any other is refused."""
+    return isinstance(t, torch.Tensor) and t.numel() <= MAX_CONSTANT_ELEMENTS and (t.dim() == 0 or not t.is_floating_point())
 
 # ATen operators whose output shape depends on the values: their metadata cannot be traced.
 DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", "_unique2", "unique_consecutive",
