@@ -5,12 +5,12 @@
 //  - CallGuard(dicts, attributes, places, args, kwargs) records: the size of each dict (a module's
 //    __dict__, _parameters, _buffers, _modules: an attribute, parameter, buffer or submodule gained
 //    or lost changes one), each (dict, name) -> value of the scalar attributes the key read, each
-//    (table, name) -> tensor (or None) of the parameter and buffer places with the tensor's metadata
-//    (shape, dtype, device, requires_grad), and of the plain tensor attributes (a place given as
-//    (table, name, tensor, True)) also the tensor's version counter, the call's arguments (by
-//    position, and by keyword in the dict's order) and the calling thread's (rank, world size). An
-//    argument is a tensor (its metadata is recorded) or a constant the key spells with its type and
-//    repr: None, bool, int, float, str; anything else is a TypeError.
+//    (table, name) -> tensor (or None) of the parameter and buffer places and of the captured
+//    tensors' (a module's plain tensor attribute, a global) with the tensor's metadata (shape,
+//    dtype, device, requires_grad), the call's arguments (by position, and by keyword in the dict's
+//    order) and the calling thread's (rank, world size). An argument is a tensor (its metadata is
+//    recorded) or a constant the key spells with its type and repr: None, bool, int, float, str;
+//    anything else is a TypeError.
 //  - matches(args, kwargs) is true only when the call has as many arguments by position and the
 //    same keywords in the same order, each tensor argument a tensor with the recorded metadata, each
 //    constant one of the same type and value (a float bit for bit), the same tensor object where the
@@ -110,8 +110,7 @@ class CallGuard {
     for (const auto& p : places) {
       auto t = p.cast<py::tuple>();
       auto meta = meta_of(t[2].ptr());
-      int64_t version = meta && t.size() > 3 && t[3].cast<bool>() ? THPVariable_Unpack(t[2].ptr())._version() : -1;
-      places_.push_back({t[0].cast<py::dict>(), t[1], t[2], std::move(meta), version});
+      places_.push_back({t[0].cast<py::dict>(), t[1], t[2], std::move(meta)});
     }
     std::vector<PyObject*> tensors;
     auto add = [&](PyObject* value) {
@@ -153,7 +152,6 @@ class CallGuard {
       PyObject* now = PyDict_GetItemWithError(p.table.ptr(), p.name.ptr());  // borrowed
       if (now != p.tensor.ptr()) return clear_error_false();
       if (p.meta && !p.meta->same(THPVariable_Unpack(now))) return false;
-      if (p.version >= 0 && THPVariable_Unpack(now)._version() != p.version) return false;
     }
     return true;
   }
@@ -204,7 +202,6 @@ class CallGuard {
     py::dict table;
     py::object name, tensor;           // the tensor, or None
     std::optional<TensorMeta> meta;    // the tensor's metadata when it is one
-    int64_t version;                   // its version counter, where watched (a plain tensor attribute); else -1
   };
   std::vector<WatchedDict> dicts_;
   std::vector<Attribute> attributes_;

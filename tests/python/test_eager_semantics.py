@@ -490,7 +490,7 @@ def test_steady_calls_with_keywords_and_constants_match_eager_and_the_slow_paths
     steady_binds = len(binds)
     assert steady_binds == len(calls) - 4  # calls 2, 5, 13 and 18 repeat the form of the call before them
 
-    monkeypatch.setattr(jitted_type, "_steady_guard", lambda self, a, k, i: None)
+    monkeypatch.setattr(jitted_type, "_steady_guard", lambda self, a, k, i, c: None)
     slow, slow_counts = tv.jit(model), []
     for args, kwargs in calls:
         slow(*args, **kwargs)

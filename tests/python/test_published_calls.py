@@ -1,8 +1,8 @@
 """torch calls as published code makes them, each through thunder_viz.jit against eager torch
 (outputs, parameter gradients and a few SGD steps, by the model suite's check): tensors passed by
 keyword, a method whose arguments come in another order than the function of its name, an int where
-the operator takes a list of ints, an operator whose meta kernel fails, a plain tensor attribute that
-changes, an output that is NaN in eager too; and refusals made inside torch.nn, which name the
+the operator takes a list of ints, an operator whose meta kernel fails, a plain tensor attribute or a
+global tensor that changes (a trace input, its gradient included), an output that is NaN in eager too; and refusals made inside torch.nn, which name the
 library's line as well as the user's."""
 import collections
 import dataclasses
@@ -88,6 +88,92 @@ def test_a_plain_tensor_attribute_that_changes_is_read_again():
         change()
         for _ in range(2):  # the call that sees the change, then a steady one
             torch.testing.assert_close(tm(x), model(x))
+
+
+SHIFT = torch.tensor([0.5, -1.0, 2.0, 0.25])  # a global the forward reads
+SCALE = torch.tensor(1.5, requires_grad=True)  # a global leaf that learns beside the parameters
+
+
+class ReadsGlobals(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        # torchvision's normalisation as often written: plain attributes, not buffers
+        self.mean = torch.tensor([0.485, 0.456, 0.406, 0.5])
+        self.std = torch.tensor([0.229, 0.224, 0.225, 0.25])
+
+    def forward(self, x):
+        y = self.lin((x - self.mean) / self.std) + SHIFT
+        return y * SCALE + torch.tensor([1.5, -0.5, 0.0, 3.0])  # a constant made in forward
+
+
+def test_globals_and_float_tensor_attributes_are_inputs_read_at_every_call():
+    global SHIFT
+    torch.manual_seed(0)
+    model, x = ReadsGlobals(), torch.randn(3, 4)
+    tm = tv.jit(model)
+    changes = (lambda: None, lambda: SHIFT.mul_(3.0), lambda: model.std.fill_(0.5),
+               lambda: globals().__setitem__("SHIFT", torch.tensor([1.0, 2.0, 3.0, 4.0])),
+               lambda: setattr(model, "mean", torch.zeros(4)))
+    try:
+        for change in changes:
+            change()
+            for _ in range(2):  # the call that sees the change, then a steady one
+                SCALE.grad = None
+                got = tm(x)
+                got.sum().backward()
+                got_grad = SCALE.grad
+                SCALE.grad = None
+                want = model(x)
+                want.sum().backward()
+                torch.testing.assert_close(got, want)
+                torch.testing.assert_close(got_grad, SCALE.grad)
+        assert tm.cache_misses == 3  # the first call, and after each of the two tensors replaced
+        text = str(tv.last_traces(tm)[-1])
+        for name in ("mean", "std", "SHIFT", "SCALE"):
+            assert name in text, f"{name} is no input of the trace:\n{text}"
+    finally:
+        SHIFT = torch.tensor([0.5, -1.0, 2.0, 0.25])
+
+
+STEPS = torch.zeros(())
+
+
+def test_counters_a_forward_updates_in_place_count_every_call():
+    class Counts(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.calls = torch.zeros(())  # a plain attribute, as a counter often is
+
+        def forward(self, x):
+            STEPS.add_(1.0)
+            self.calls += 1
+            return self.lin(x) * STEPS + self.calls
+
+    torch.manual_seed(0)
+    model, x = Counts(), torch.randn(2, 4)
+    tm = tv.jit(model)
+    got = [tm(x) for _ in range(3)]
+    assert STEPS.item() == 3.0 and model.calls.item() == 3.0
+    STEPS.zero_()
+    model.calls.zero_()
+    for g in got:
+        torch.testing.assert_close(g, model(x))
+
+
+def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():
+    class InAList(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.gains = [torch.tensor(2.0, requires_grad=True)]
+
+        def forward(self, x):
+            return self.lin(x) * self.gains[0]
+
+    with pytest.raises(tv.UnsupportedOp, match="requires grad and is no parameter.*nn.Parameter"):
+        tv.jit(InAList())(torch.randn(2, 4))
 
 
 def test_an_output_that_is_nan_in_eager_too_is_the_same_result():

@@ -296,10 +296,11 @@ def _check_against_eager(tm, rec, inputs, call):
         return
     names = rec.input_names + [n for n, _ in params]
     refs = xs + leaves
-    seeds = 1 if rec.program.uses_seed else 0  # the dropout seed's place among the bridge's inputs
+    # the captured tensors' and the dropout seed's places among the bridge's inputs (not checked)
+    between = len(rec.program.captured) + (1 if rec.program.uses_seed else 0)
 
     def on_backward(cotangents, grads):
-        grads = list(grads[:len(xs)]) + list(grads[len(xs) + seeds:])
+        grads = list(grads[:len(xs)]) + list(grads[len(xs) + between:])
         pairs = [(o, c) for o, c in zip(eager, cotangents) if o.requires_grad and c is not None]
         wanted = [r for r in refs if r.requires_grad]
         failed = None

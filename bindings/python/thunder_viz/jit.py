@@ -22,7 +22,7 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .recorder import DTYPES, autocast_state, rebuild_output, record, writes_as_literal
+from .recorder import DTYPES, autocast_state, rebuild_output, record
 
 DEFAULT_HISTORY_LIMIT = 100
 
@@ -55,10 +55,6 @@ class _ModuleState:
         self.modules = [m for _, m in named]
         self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items() if not n.startswith("_") and _is_scalar(v))))
                            for prefix, m in named]
-        # tensors kept as plain attributes (not parameters or buffers): a recording writes a small one
-        # into the trace as a literal, so a call reads each such one's identity and version
-        self.tensor_attributes = [(prefix, m, n) for prefix, m in named for n, v in vars(m).items()
-                                  if not n.startswith("_") and isinstance(v, torch.Tensor)]
         self.param_places = [(f"{prefix}.{n}" if prefix else n, m._parameters, n) for prefix, m in named for n in m._parameters]
         self.buffer_places = [(f"{prefix}.{n}" if prefix else n, m._buffers, n) for prefix, m in named for n in m._buffers]
         self.fingerprint = self._fingerprint()
@@ -69,16 +65,15 @@ class _ModuleState:
         if self._fingerprint() != self.fingerprint:
             self._scan()
         attributes = tuple((prefix, n, getattr(m, n)) for prefix, m, names in self.attributes for n in names)
-        tensors = tuple((prefix, n, id(t), t._version) for prefix, m, n in self.tensor_attributes
-                        for t in (vars(m).get(n),) if writes_as_literal(t))
-        return attributes + tensors, _first_places(self.param_places), _first_places(self.buffer_places)
+        return attributes, _first_places(self.param_places), _first_places(self.buffer_places)
 
-    def guard(self, args, kwargs):
-        """A CallGuard of this state and this call's arguments (as read() saw them: made right after it)."""
+    def guard(self, args, kwargs, captured):
+        """A CallGuard of this state, this call's arguments (as read() saw them: made right after it)
+        and the places of the entry's captured tensors (recorder.Captured)."""
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         attributes = [(vars(m), n, vars(m)[n]) for _, m, names in self.attributes for n in names]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
-        places += [(vars(m), n, vars(m)[n], True) for _, m, n in self.tensor_attributes if writes_as_literal(vars(m)[n])]
+        places += [(c.table, c.key, c.tensor) for c in captured]
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
 
@@ -387,7 +382,7 @@ class JittedModule(torch.nn.Module):
                 names.extend(f"{pname}_{k}" for k in range(len(ts)))
         return names
 
-    def _steady_guard(self, args, kwargs, inputs):
+    def _steady_guard(self, args, kwargs, inputs, captured):
         """(CallGuard, pick) for a call whose arguments are each a tensor or a constant the guard
         compares exactly (None, bool, int, float, str; nothing nested), where pick(args, kwargs) gives
         a call of the same form's tensors in the order _bind gives them: the positional arguments',
@@ -411,7 +406,7 @@ class JittedModule(torch.nn.Module):
             picked = pick(args, kwargs)
             if len(picked) != len(inputs) or any(a is not b for a, b in zip(picked, inputs)):
                 return None  # a form this reading of the signature does not cover: no steady path
-        return self._state.guard(args, kwargs), pick
+        return self._state.guard(args, kwargs, captured), pick
 
     def _entry(self, args, kwargs):
         """((entry, program), the call's record, its tensors, rebuild(tensors) -> (args, kwargs)) for a
@@ -427,20 +422,24 @@ class JittedModule(torch.nn.Module):
             inputs, constants, rebuild, bind = self._bind(args, kwargs)
             core, module_key = self._get_core()
             key = (tuple(_meta(t) for t in inputs), constants, module_key, _C.world_info()[:2], _aliases(inputs))
+            cached = self._cache.get(key)
+            if cached is not None and not all(c.current() for c in cached[1].captured):
+                cached = None  # a place of a captured tensor holds another one now: record anew
+            hit = cached is not None
             # the guard holds what the key was made of, read before a recording runs forward (which
             # may change the module: the next call then reads it anew)
-            guard = self._steady_guard(args, kwargs, inputs)
-            cached = self._cache.get(key)
-            hit = cached is not None
+            guard = self._steady_guard(args, kwargs, inputs, cached[1].captured if hit else [])
             if not hit:
                 names = _unique(self._tensor_names(bind()), len(inputs))
                 # the recording's eager run and the build draw from torch's generators; the call then
                 # draws as a cached call does, from where they were (torch.manual_seed reproduces it)
                 with _generators_kept():
                     program, eager_out = record(self.module, inputs, names, lambda: self.module(*args, **kwargs))
-                    entry = core.build(program.to_dict(), list(inputs) + _seed(program), self._order,
+                    entry = core.build(program.to_dict(), _engine_inputs(inputs, program), self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
                 cached = self._cache[key] = (entry, program)
+                if program.captured:
+                    guard = None  # the next call, a hit, makes one that watches the captured tensors' places
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         if hit:
             self.cache_hits += 1
@@ -468,11 +467,11 @@ class JittedModule(torch.nn.Module):
                 "autocast transform instead (thunder_viz.jit(model, transforms=['autocast'])), or call it "
                 "outside torch.autocast")
         (entry, program), rec, inputs, rebuild = self._entry(args, kwargs)
-        engine_inputs = inputs + _seed(program)
+        engine_inputs = _engine_inputs(inputs, program)
         timed = entry.timed = self.timing or bool(self._listeners)
         params = self._param_list
         needs_grad = torch.is_grad_enabled() and entry.has_backward and (
-            self._params_need_grad or any(t.requires_grad for t in inputs))
+            self._params_need_grad or any(t.requires_grad for t in engine_inputs))
         if needs_grad and not (timed or self._distributes):
             outs = entry.apply(engine_inputs, params)  # one autograd node in C++: nothing to do in Python
         elif needs_grad:
@@ -569,6 +568,11 @@ def _unique(names, n):
         seen.add(name)
         out.append(name)
     return out
+
+
+def _engine_inputs(inputs, program):
+    """The tensors a call of `program` passes the engine: the call's own, the captured ones, the seed."""
+    return list(inputs) + program.captured_tensors() + _seed(program)
 
 
 def _seed(program):

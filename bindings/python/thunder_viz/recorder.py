@@ -156,15 +156,33 @@ RANDOM_WORDS = ("rand", "bernoulli", "dropout", "normal", "multinomial", "unifor
                 "geometric", "cauchy", "log_normal")
 
 
+class Captured:
+    """A tensor the forward read that existed before the call and is none of its arguments,
+    parameters or buffers: a module's plain tensor attribute or a global of the code that read it.
+    It is an input of the trace, passed at every call of the entry as the object found at
+    `table[key]` (a module's __dict__, a module's globals); `meta` is what the trace was made for."""
+
+    def __init__(self, name, slot, tensor, table, key):
+        self.name, self.slot, self.tensor, self.table, self.key = name, slot, tensor, table, key
+        self.meta = (tensor.shape, tensor.dtype, tensor.device, tensor.requires_grad)
+
+    def current(self):
+        """Whether its place still holds the tensor the trace was made for."""
+        t = self.table.get(self.key)
+        return t is self.tensor and (t.shape, t.dtype, t.device, t.requires_grad) == self.meta
+
+
 class Program:
     """The recorded calls: ops (symbol, args, kwargs, output slots, header), inputs and outputs.
-    Slot len(input_names) is kept for the dropout seed; `uses_seed` says whether an op reads it (the
-    seed is then the program's last input)."""
+    Slot len(input_names) is kept for the dropout seed; `uses_seed` says whether an op reads it.
+    The trace's inputs are the call's tensors, then the captured ones, then the seed if an op reads
+    it; to_dict() numbers the slots so that they come first, in that order."""
 
     def __init__(self, input_names):
         self.input_names = list(input_names)
         self.seed_slot = len(self.input_names)
         self.uses_seed = False
+        self.captured = []            # Captured, in the order the recording met them
         self.ops = []
         self.outputs = []
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
@@ -178,18 +196,46 @@ class Program:
         return self.uses_seed or any(any(w in op[0] for w in RANDOM_WORDS) for op in self.ops)
 
     def all_input_names(self):
+        names = self.input_names + [c.name for c in self.captured]
         if not self.uses_seed:
-            return list(self.input_names)
+            return names
         seed = SEED_INPUT
-        while seed in self.input_names:
+        while seed in names:
             seed += "_"
-        return self.input_names + [seed]
+        return names + [seed]
+
+    def captured_tensors(self):
+        return [c.tensor for c in self.captured]
 
     def to_dict(self):
-        return {"inputs": self.all_input_names(), "ops": self.ops, "outputs": self.outputs, "num_slots": self.num_slots}
+        slot = self._renumbering()
+        return {"inputs": self.all_input_names(),
+                "ops": [(symbol, _renumbered(args, slot), _renumbered(kwargs, slot), [slot(s) for s in outs], header)
+                        for symbol, args, kwargs, outs, header in self.ops],
+                "outputs": _renumbered(self.outputs, slot), "num_slots": self.num_slots + len(self.captured)}
+
+    def _renumbering(self):
+        """slot -> its number in to_dict(): the captured tensors' slots follow the call's inputs."""
+        if not self.captured:
+            return lambda s: s
+        n, moved = len(self.input_names), {c.slot: len(self.input_names) + k for k, c in enumerate(self.captured)}
+        return lambda s: s if s < n else moved.get(s, s + len(moved))
 
     def describe(self):
         return "\n".join(f"{o[3]} = {o[0]}{tuple(o[1])}{o[2] or ''}    # {o[4]}" for o in self.ops)
+
+
+def _renumbered(x, slot):
+    """The recorder's encoding `x` with each ("v", slot) reference renumbered."""
+    if isinstance(x, tuple) and len(x) == 2 and x[0] == "v" and isinstance(x[1], int):
+        return ("v", slot(x[1]))
+    if isinstance(x, tuple) and len(x) == 2 and x[0] in ("l", "t"):
+        return (x[0], _renumbered(x[1], slot))
+    if isinstance(x, list):
+        return [_renumbered(e, slot) for e in x]
+    if isinstance(x, dict):
+        return {k: _renumbered(v, slot) for k, v in x.items()}
+    return x
 
 
 _active = threading.local()  # the recorder of this thread (World ranks record concurrently)
@@ -368,6 +414,7 @@ def _memory_span(t):
 class Recorder(TorchFunctionMode):
     def __init__(self, module, inputs, input_names):
         super().__init__()
+        self.module = module
         self.program = Program(input_names)
         self.refs = {}
         self.versions = {}  # id(tensor) -> its version counter when its ref was bound
@@ -407,9 +454,14 @@ class Recorder(TorchFunctionMode):
     def ref(self, t):
         r = self.refs.get(id(t))
         if r is None:
-            raise self.unsupported("a tensor constant", detail=(
-                "the tensor was not produced by a recorded call nor is it an input, parameter or buffer "
-                f"(shape {list(t.shape)}); register it as a buffer or pass it as an input"))
+            self._adopt(t)
+            r = self.refs.get(id(t))
+        if r is None:
+            raise self.unsupported("a tensor made outside the recorded calls", detail=(
+                f"a {str(t.dtype).replace('torch.', '')} tensor of shape {list(t.shape)} that no recorded torch call "
+                "produced and that is none of the call's arguments, the module's parameters, buffers or tensor "
+                "attributes, nor a global of the code that reads it; register it as a buffer (self.register_buffer) "
+                "or pass it as an argument"))
         if _storage_version(t) != self.versions[id(t)] or self._rewritten_since_bound(t):
             raise self.unsupported("a read of a tensor changed in place through another view of its memory", detail=(
                 "an in-place call wrote into this tensor's storage through a view or alias of it; the recording "
@@ -832,27 +884,80 @@ class Recorder(TorchFunctionMode):
         return twin
 
     def _constant(self, x):
-        """A small tensor the recording does not know, one torch made from Python values (a number it
-        wrapped, the list of `x[[0, 2]]`): written into the trace as ltorch.full of each element,
-        joined by ltorch.cat. Larger unknown tensors stay refused (ref names them)."""
+        """`x` with each tensor in it that the recording does not know adopted (_adopt)."""
         if isinstance(x, (list, tuple)):
             return type(x)(self._constant(e) for e in x)
-        if not writes_as_literal(x) or id(x) in self.refs:
-            return x  # (a floating tensor made in forward is data, not a literal: refused by ref)
-        if x.dim() == 0:
-            self.emit("ltorch.full", [[], x.item(), x.dtype, x.device], x)
-            return x
-        pieces = [x.reshape(-1)[k:k + 1].clone() for k in range(x.numel())]
+        if isinstance(x, torch.Tensor) and id(x) not in self.refs:
+            self._adopt(x)
+        return x
+
+    def _adopt(self, t):
+        """Gives a tensor no recorded call made a reference, if it may have one: a tensor that
+        existed before the call (a module's tensor attribute, a global of the code reading it) is
+        captured as an input of the trace; a small one found in no such place, which torch made from
+        Python values (a number it wrapped, torch.tensor([0.5, 2.0]), the list of x[[0, 2]]), is
+        written into the trace as ltorch.full of each element, joined by ltorch.cat. Any other stays
+        unknown, and ref() refuses it."""
+        if self._capture(t) is not None or not writes_as_literal(t):
+            return
+        if t.requires_grad:
+            raise self.unsupported("a tensor that requires grad and is no parameter", detail=(
+                f"a tensor of shape {list(t.shape)} found in no module attribute nor global: its gradient would be "
+                "lost; make it an nn.Parameter of the module or pass it as an argument"))
+        if t.dim() == 0:
+            self.emit("ltorch.full", [[], t.item(), t.dtype, t.device], t)
+            return
+        pieces = [t.reshape(-1)[k:k + 1].clone() for k in range(t.numel())]
         for piece in pieces:
-            self.emit("ltorch.full", [[1], piece.item(), x.dtype, x.device], piece)
+            self.emit("ltorch.full", [[1], piece.item(), t.dtype, t.device], piece)
         flat = torch.cat(pieces) if len(pieces) > 1 else pieces[0]
         if len(pieces) > 1:
             self.emit("ltorch.cat", [pieces, 0], flat)
-        if flat.shape != x.shape:
-            self.emit("ltorch.reshape", [flat, list(x.shape)], x)
+        if flat.shape != t.shape:
+            self.emit("ltorch.reshape", [flat, list(t.shape)], t)
         else:
-            self.alias(x, flat)
-        return x
+            self.alias(t, flat)
+
+    def _capture(self, t):
+        """The reference of `t` as a captured input of the trace (Captured), if it is a plain tensor
+        attribute of one of the module's submodules or a global of a frame of the user's code on the
+        stack; else None."""
+        place = self._place_of(t)
+        if place is None:
+            return None
+        table, key, name = place
+        if t.dtype not in DTYPES:
+            raise self.unsupported(f"the tensor '{name}' of dtype {str(t.dtype).replace('torch.', '')}", detail=(
+                "the engine has no complex dtypes; keep the real and imaginary parts (or cos and sin, for rotary "
+                "embeddings) as two real tensors"))
+        taken = set(self.program.input_names) | {c.name for c in self.program.captured}
+        while name in taken:
+            name += "_"
+        slot = self._new_slot()
+        self.program.captured.append(Captured(name, slot, t, table, key))
+        self._bind(t, ("v", slot))
+        self.owned[id(t)] = f"the captured tensor '{name}'"
+        self.place[id(t)] = ("v", slot)
+        return ("v", slot)
+
+    def _place_of(self, t):
+        """(dict, key, a name for the trace) of where `t` lives before the call: a submodule's
+        __dict__ (a plain attribute), else the globals of the innermost frame of the user's code
+        that holds it; None if neither does."""
+        for prefix, m in self.module.named_modules():
+            for n, v in vars(m).items():
+                if v is t:
+                    return vars(m), n, (f"{prefix}_{n}" if prefix else n).replace(".", "_")
+        seen = set()
+        f = sys._getframe(1)
+        while f is not None:
+            if id(f.f_globals) not in seen and not os.path.abspath(f.f_code.co_filename).startswith(_SKIP_DIRS):
+                seen.add(id(f.f_globals))
+                for n, v in f.f_globals.items():
+                    if v is t:
+                        return f.f_globals, n, n
+            f = f.f_back
+        return None
 
     def failed(self, func, args, kwargs, error):
         """torch's error of a recorded call, with where it was made and what it was given."""
@@ -899,9 +1004,9 @@ MAX_CONSTANT_ELEMENTS = 64
 
 
 def writes_as_literal(t):
-    """Whether a tensor no recorded call made is written into the trace as a literal when read (a
-    number, or a short list of integers); any other is refused."""
-    return isinstance(t, torch.Tensor) and t.numel() <= MAX_CONSTANT_ELEMENTS and (t.dim() == 0 or not t.is_floating_point())
+    """Whether a tensor torch made from Python values during the call is written into the trace as a
+    literal when read: a short one of a real dtype."""
+    return isinstance(t, torch.Tensor) and t.numel() <= MAX_CONSTANT_ELEMENTS and t.dtype in DTYPES
 
 # ATen operators whose output shape depends on the values: their metadata cannot be traced.
 DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", "_unique2", "unique_consecutive",
