@@ -2,7 +2,7 @@
 (outputs, parameter gradients and a few SGD steps, by the model suite's check): tensors passed by
 keyword, a method whose arguments come in another order than the function of its name, an int where
 the operator takes a list of ints, an operator whose meta kernel fails, a plain tensor attribute or a
-global tensor that changes (a trace input, its gradient included), an output that is NaN in eager too; and refusals made inside torch.nn, which name the
+global tensor that changes (a trace input, its gradient included), a global number that changes, an output that is NaN in eager too; and refusals made inside torch.nn, which name the
 library's line as well as the user's."""
 import collections
 import dataclasses
@@ -160,6 +160,33 @@ def test_counters_a_forward_updates_in_place_count_every_call():
     model.calls.zero_()
     for g in got:
         torch.testing.assert_close(g, model(x))
+
+
+TEMPERATURE = 2.0  # a global number the forward divides by (an annealed temperature)
+
+
+def test_a_global_number_that_changes_is_a_new_recording():
+    global TEMPERATURE
+
+    class Tempered(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.softmax(self.lin(x) / TEMPERATURE, -1)
+
+    torch.manual_seed(0)
+    model, x = Tempered(), torch.randn(2, 4)
+    tm = tv.jit(model)
+    try:
+        for value in (2.0, 0.5, 0.5, 1):
+            TEMPERATURE = value
+            for _ in range(2):  # the call that sees the change, then a steady one
+                torch.testing.assert_close(tm(x), model(x))
+        assert tm.cache_misses == 3  # 2.0, 0.5, then 1 (an int: another type, another constant)
+    finally:
+        TEMPERATURE = 2.0
 
 
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():

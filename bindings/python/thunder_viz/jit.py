@@ -67,13 +67,16 @@ class _ModuleState:
         attributes = tuple((prefix, n, getattr(m, n)) for prefix, m, names in self.attributes for n in names)
         return attributes, _first_places(self.param_places), _first_places(self.buffer_places)
 
-    def guard(self, args, kwargs, captured):
+    def guard(self, args, kwargs, program):
         """A CallGuard of this state, this call's arguments (as read() saw them: made right after it)
-        and the places of the entry's captured tensors (recorder.Captured)."""
+        and what the entry's program read besides (None: nothing): its captured tensors' places and
+        the globals its constants may come from."""
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         attributes = [(vars(m), n, vars(m)[n]) for _, m, names in self.attributes for n in names]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
-        places += [(c.table, c.key, c.tensor) for c in captured]
+        if program is not None:
+            attributes += program.global_values
+            places += [(c.table, c.key, c.tensor) for c in program.captured]
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
 
@@ -382,7 +385,7 @@ class JittedModule(torch.nn.Module):
                 names.extend(f"{pname}_{k}" for k in range(len(ts)))
         return names
 
-    def _steady_guard(self, args, kwargs, inputs, captured):
+    def _steady_guard(self, args, kwargs, inputs, program):
         """(CallGuard, pick) for a call whose arguments are each a tensor or a constant the guard
         compares exactly (None, bool, int, float, str; nothing nested), where pick(args, kwargs) gives
         a call of the same form's tensors in the order _bind gives them: the positional arguments',
@@ -406,7 +409,7 @@ class JittedModule(torch.nn.Module):
             picked = pick(args, kwargs)
             if len(picked) != len(inputs) or any(a is not b for a, b in zip(picked, inputs)):
                 return None  # a form this reading of the signature does not cover: no steady path
-        return self._state.guard(args, kwargs, captured), pick
+        return self._state.guard(args, kwargs, program), pick
 
     def _entry(self, args, kwargs):
         """((entry, program), the call's record, its tensors, rebuild(tensors) -> (args, kwargs)) for a
@@ -423,12 +426,12 @@ class JittedModule(torch.nn.Module):
             core, module_key = self._get_core()
             key = (tuple(_meta(t) for t in inputs), constants, module_key, _C.world_info()[:2], _aliases(inputs))
             cached = self._cache.get(key)
-            if cached is not None and not all(c.current() for c in cached[1].captured):
-                cached = None  # a place of a captured tensor holds another one now: record anew
+            if cached is not None and not cached[1].current():
+                cached = None  # a captured tensor replaced, a global number changed: record anew
             hit = cached is not None
             # the guard holds what the key was made of, read before a recording runs forward (which
             # may change the module: the next call then reads it anew)
-            guard = self._steady_guard(args, kwargs, inputs, cached[1].captured if hit else [])
+            guard = self._steady_guard(args, kwargs, inputs, cached[1] if hit else None)
             if not hit:
                 names = _unique(self._tensor_names(bind()), len(inputs))
                 # the recording's eager run and the build draw from torch's generators; the call then
@@ -438,8 +441,8 @@ class JittedModule(torch.nn.Module):
                     entry = core.build(program.to_dict(), _engine_inputs(inputs, program), self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
                 cached = self._cache[key] = (entry, program)
-                if program.captured:
-                    guard = None  # the next call, a hit, makes one that watches the captured tensors' places
+                if program.captured or program.global_values:
+                    guard = None  # the next call, a hit, makes one that watches what the program read
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         if hit:
             self.cache_hits += 1

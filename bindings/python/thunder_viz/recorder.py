@@ -183,6 +183,7 @@ class Program:
         self.seed_slot = len(self.input_names)
         self.uses_seed = False
         self.captured = []            # Captured, in the order the recording met them
+        self.global_values = []       # (globals, name, value) the trace's constants may come from
         self.ops = []
         self.outputs = []
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
@@ -206,6 +207,11 @@ class Program:
 
     def captured_tensors(self):
         return [c.tensor for c in self.captured]
+
+    def current(self):
+        """Whether every captured tensor's place and every watched global are as recorded."""
+        return all(c.current() for c in self.captured) and all(
+            type(g.get(n, _MISSING)) is type(v) and g[n] == v for g, n, v in self.global_values)
 
     def to_dict(self):
         slot = self._renumbering()
@@ -443,6 +449,17 @@ class Recorder(TorchFunctionMode):
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
+        self.outer_frame = None  # record()'s frame: the user's frames of the forward are below it
+        self.user_code = {}  # code object of a user's frame the forward ran -> its globals
+
+    def _note_user_code(self):
+        """Adds the code objects of the user's frames between this call and record() to `user_code`
+        (code -> its globals), whose number, bool and string globals the entry is watched on."""
+        f = sys._getframe(2)
+        while f is not None and f is not self.outer_frame:
+            if f.f_code not in self.user_code and not os.path.abspath(f.f_code.co_filename).startswith(_SKIP_DIRS):
+                self.user_code[f.f_code] = f.f_globals
+            f = f.f_back
 
     def _bind(self, t, ref):
         self.refs[id(t)] = ref
@@ -597,6 +614,7 @@ class Recorder(TorchFunctionMode):
         if key in PASSTHROUGH or (self.in_getitem and (key == "__getitem__" or func is _getitem)):
             return func(*args, **kwargs)
         self.location = user_frame()
+        self._note_user_code()
         if not self.autocast_at_start and autocast_state() is not None:
             raise self.unsupported("torch.autocast inside forward", detail=(
                 "the engine runs the dtypes the recording saw and does not follow torch's autocast; apply the "
@@ -1996,11 +2014,13 @@ def record(module, inputs, input_names, call=None):
     real output). `inputs` are the call's tensors, in the order of `input_names`. Grad is enabled
     while recording, so that a `torch.no_grad()` block inside forward is seen as one."""
     rec = Recorder(module, inputs, input_names)
+    rec.outer_frame = sys._getframe()
     try:
         with torch.enable_grad():
             with rec:
                 out = call() if call is not None else module(*inputs)
     finally:
+        rec.outer_frame = None  # the frame holds the recorder: no cycle keeps its tensors' graphs alive
         with torch.no_grad():
             for t, before in rec.restore_after.values():
                 if t.grad_fn is not None and id(t) not in rec.had_history and t._base is None:
@@ -2010,6 +2030,7 @@ def record(module, inputs, input_names, call=None):
                 t.copy_(before)
                 rec.versions[id(t)] = _storage_version(t)  # the recorder's own write: its value is still the one bound
     prog = rec.program
+    prog.global_values = _global_values(rec.user_code)
     _register_containers(out)
     leaves, prog.output_spec = pytree.tree_flatten(out)
     refs = []
@@ -2027,6 +2048,22 @@ def record(module, inputs, input_names, call=None):
                                 detail="return tensors, or tuples, lists and dicts of tensors (None and numbers may sit beside them)")
     prog.outputs = refs
     return prog, out
+
+
+def _global_values(user_code):
+    """(globals, name, value) of each number, bool or string global a name of the given code
+    objects may read (co_names: the globals and attributes they load): a forward that reads `SCALE`
+    bakes its value into the trace, so the entry holds while each one is unchanged."""
+    found = {}
+    for code, g in user_code.items():
+        for name in code.co_names:
+            value = g.get(name, _MISSING)
+            if type(value) in (bool, int, float, str):
+                found[(id(g), name)] = (g, name, value)
+    return list(found.values())
+
+
+_MISSING = object()
 
 
 def _register_containers(out):
