@@ -2,7 +2,7 @@
 (outputs, parameter gradients and a few SGD steps, by the model suite's check): tensors passed by
 keyword, a method whose arguments come in another order than the function of its name, an int where
 the operator takes a list of ints, an operator whose meta kernel fails, a plain tensor attribute or a
-global tensor that changes (a trace input, its gradient included), a global number that changes, an output that is NaN in eager too; and refusals made inside torch.nn, which name the
+global tensor that changes (a trace input, its gradient included), a global number, a list attribute or the default dtype that changes, an output that is NaN in eager too; and refusals made inside torch.nn, which name the
 library's line as well as the user's."""
 import collections
 import dataclasses
@@ -187,6 +187,33 @@ def test_a_global_number_that_changes_is_a_new_recording():
         assert tm.cache_misses == 3  # 2.0, 0.5, then 1 (an int: another type, another constant)
     finally:
         TEMPERATURE = 2.0
+
+
+def test_a_list_attribute_and_the_default_dtype_that_change_are_new_recordings():
+    class Sums(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.dims = [0]  # what the forward reduces over, kept as a list
+
+        def forward(self, x):
+            return self.lin(x).sum(self.dims) + torch.zeros(())  # the zeros take the default dtype
+
+    torch.manual_seed(0)
+    model, x = Sums(), torch.randn(2, 4)
+    tm = tv.jit(model)
+    changes = (lambda: None, lambda: setattr(model, "dims", [1]), lambda: model.dims.append(0),
+               lambda: torch.set_default_dtype(torch.float64))
+    try:
+        for change in changes:
+            change()
+            for _ in range(2):  # the call that sees the change, then a steady one
+                got, want = tm(x), model(x)
+                assert got.dtype == want.dtype
+                torch.testing.assert_close(got, want)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert tm.cache_misses == 4
 
 
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():

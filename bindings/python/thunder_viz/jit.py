@@ -5,8 +5,9 @@ hooks, and the wrapped module's parameters, buffers and state_dict under their o
 takes what the forward takes: tensors, None, Python numbers and strings, by position or keyword,
 nested in tuples, lists and dicts; its tensors are the program's inputs, everything else is a
 constant of the recording. The call looks the tensors' metadata, the constants, the parameters
-(which tensor objects, and their metadata) and the modules' scalar attributes (training, a `scale`
-the forward reads) up in the cache: a miss records the forward again (so control flow that depends
+(which tensor objects, and their metadata), the modules' constant attributes (training, a `scale`
+or the `dims` the forward reads), torch's default dtype, and, for an entry, the tensors it captured
+and the global numbers its code names, up in the cache: a miss records the forward again (so control flow that depends
 on them is followed) and builds the pipeline (transforms, autograd, passes); a hit reuses it.
 Outputs come from the engine's executor, in the structure forward returned; `loss.backward()` runs
 the engine's backward trace through a torch.autograd.Function and fills the original parameters'
@@ -35,9 +36,31 @@ def _is_scalar(value):
     return isinstance(value, (bool, int, float, str))
 
 
+def _is_attribute_constant(value, depth=0):
+    """Whether a module attribute is one a forward may bake into the trace and the key holds: None, a
+    number, bool or string, or a short list or tuple of those (a kernel size, the dims of a sum)."""
+    if value is None or _is_scalar(value):
+        return True
+    return isinstance(value, (list, tuple)) and len(value) <= 64 and depth < 3 and \
+        all(_is_attribute_constant(v, depth + 1) for v in value)
+
+
+def _snapshot(value):
+    """A copy of an attribute constant that a later change in place of the original does not reach;
+    lists stay lists (the guard compares types), tuples tuples."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(_snapshot(v) for v in value)
+    return value
+
+
+def _hashable(value):
+    return ("list", tuple(_hashable(v) for v in value)) if isinstance(value, list) else \
+        tuple(_hashable(v) for v in value) if isinstance(value, tuple) else value
+
+
 class _ModuleState:
     """What a call reads of the wrapped module, cheaply: the structure (its modules, the names of
-    their number, bool and string attributes, where each parameter and buffer lives) is scanned
+    their constant attributes (_is_attribute_constant), where each parameter and buffer lives) is scanned
     once and again only when a module gains or loses an attribute, parameter, buffer or submodule;
     a call reads values only: the attributes' (a forward that reads `self.scale` bakes it into the
     trace, so a change is a new acquisition) and the tensors in their places (a Parameter replaced
@@ -53,26 +76,27 @@ class _ModuleState:
     def _scan(self):
         named = list(self.module.named_modules())
         self.modules = [m for _, m in named]
-        self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items() if not n.startswith("_") and _is_scalar(v))))
+        self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items()
+                                                    if not n.startswith("_") and _is_attribute_constant(v))))
                            for prefix, m in named]
         self.param_places = [(f"{prefix}.{n}" if prefix else n, m._parameters, n) for prefix, m in named for n in m._parameters]
         self.buffer_places = [(f"{prefix}.{n}" if prefix else n, m._buffers, n) for prefix, m in named for n in m._buffers]
         self.fingerprint = self._fingerprint()
 
     def read(self):
-        """(scalar attributes, [(name, parameter)], [(name, buffer)]), as named_parameters and
+        """((default dtype, constant attributes...), [(name, parameter)], [(name, buffer)]), as named_parameters and
         named_buffers give them (a tensor in two places, tied weights, under its first name)."""
         if self._fingerprint() != self.fingerprint:
             self._scan()
-        attributes = tuple((prefix, n, getattr(m, n)) for prefix, m, names in self.attributes for n in names)
-        return attributes, _first_places(self.param_places), _first_places(self.buffer_places)
+        attributes = tuple((prefix, n, _hashable(getattr(m, n))) for prefix, m, names in self.attributes for n in names)
+        return (torch.get_default_dtype(),) + attributes, _first_places(self.param_places), _first_places(self.buffer_places)
 
     def guard(self, args, kwargs, program):
         """A CallGuard of this state, this call's arguments (as read() saw them: made right after it)
         and what the entry's program read besides (None: nothing): its captured tensors' places and
         the globals its constants may come from."""
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
-        attributes = [(vars(m), n, vars(m)[n]) for _, m, names in self.attributes for n in names]
+        attributes = [(vars(m), n, _snapshot(vars(m)[n])) for _, m, names in self.attributes for n in names]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
         if program is not None:
             attributes += program.global_values
