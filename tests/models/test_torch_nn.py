@@ -21,6 +21,21 @@ def test_transformer_encoder_layer_in_eval_takes_the_fast_path_or_not():
         torch.testing.assert_close(tv.jit(layer)(x), layer(x))
 
 
+def test_an_encoder_given_a_padding_mask_in_eval_names_the_way_out():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, dropout=0.0)
+    x, padding = torch.randn(2, 5, 16), torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    # whether the nested-tensor fast path may run is decided on the mask's values
+    nested = torch.nn.TransformerEncoder(layer, 2).eval()
+    with pytest.raises(tv.UnsupportedOp, match="enable_nested_tensor=False"):
+        tv.jit(nested)(x, src_key_padding_mask=padding)
+    plain = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    tm = tv.jit(plain)
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            torch.testing.assert_close(tm(x, src_key_padding_mask=padding), plain(x, src_key_padding_mask=padding))
+
+
 def test_transformer_with_a_causal_mask():
     model = torch.nn.Transformer(16, 2, 1, 1, 32, dropout=0.0, batch_first=True)
     mask = torch.nn.Transformer.generate_square_subsequent_mask(4)

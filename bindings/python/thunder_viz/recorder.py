@@ -74,6 +74,9 @@ ALTERNATIVES = {
     "leaky_relu": ["torch.nn.functional.relu", "torch.nn.functional.gelu", "torch.nn.functional.silu"],
     "elu": ["torch.nn.functional.relu", "torch.nn.functional.gelu", "torch.nn.functional.silu"],
     "softplus": ["torch.nn.functional.silu", "torch.sigmoid"],
+    # nn.TransformerEncoder's check whether its nested-tensor fast path may run (eval with a padding mask)
+    "_nested_tensor_from_mask_left_aligned": ["nn.TransformerEncoder(..., enable_nested_tensor=False), whose "
+                                              "layers then run as one call of each does"],
 }
 
 
