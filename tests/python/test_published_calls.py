@@ -2,11 +2,14 @@
 (outputs, parameter gradients and a few SGD steps, by the model suite's check): tensors passed by
 keyword, a method whose arguments come in another order than the function of its name, an int where
 the operator takes a list of ints, an operator whose meta kernel fails, a plain tensor attribute or a
-global tensor that changes (a trace input, its gradient included), a global number, a list attribute or the default dtype that changes, an output that is NaN in eager too; and refusals made inside torch.nn, which name the
+global tensor that changes (a trace input, its gradient included), a global number, a list
+attribute or the default dtype that changes, a draw from Python's random (every call recorded
+anew), an output that is NaN in eager too; and refusals made inside torch.nn, which name the
 library's line as well as the user's."""
 import collections
 import dataclasses
 import os
+import random
 import sys
 import typing
 
@@ -214,6 +217,32 @@ def test_a_list_attribute_and_the_default_dtype_that_change_are_new_recordings()
     finally:
         torch.set_default_dtype(torch.float32)
     assert tm.cache_misses == 4
+
+
+def test_layerdrop_drawn_from_pythons_random_decides_at_every_call_as_in_eager():
+    class LayerDrop(torch.nn.Module):  # as Hugging Face's encoders were written: random.uniform(0, 1)
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(4)])
+            self.layerdrop = 0.5
+
+        def forward(self, x):
+            for layer in self.layers:
+                if self.training and random.uniform(0, 1) < self.layerdrop:
+                    continue
+                x = torch.tanh(layer(x))
+            return x
+
+    torch.manual_seed(0)
+    model, x = LayerDrop(), torch.randn(2, 4)
+    tm = tv.jit(model)
+    random.seed(0)
+    with pytest.warns(UserWarning, match="random.uniform at .*every call records the forward anew"):
+        got = [tm(x) for _ in range(6)]
+    random.seed(0)
+    for g in got:
+        torch.testing.assert_close(g, model(x))
+    assert tm.cache_misses == 6
 
 
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():

@@ -16,6 +16,7 @@ the engine's backward trace through a torch.autograd.Function and fills the orig
 import collections
 import contextlib
 import inspect
+import warnings
 
 import torch
 import torch.utils._pytree as pytree
@@ -23,7 +24,7 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .recorder import DTYPES, autocast_state, rebuild_output, record
+from .recorder import DTYPES, autocast_state, rebuild_output, record, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
 
@@ -272,6 +273,7 @@ class JittedModule(torch.nn.Module):
         self._history = collections.deque()
         self.history_limit = history_limit
         self._listeners = []  # fn(jitted module, CallRecord, inputs) after every call (Inspector)
+        self._warned_python_draws = False
         self.cache_hits = 0
         self.cache_misses = 0
         self.timing = False  # per-bound-symbol times in each CallRecord (on while an Inspector listens)
@@ -464,8 +466,12 @@ class JittedModule(torch.nn.Module):
                     program, eager_out = record(self.module, inputs, names, lambda: self.module(*args, **kwargs))
                     entry = core.build(program.to_dict(), _engine_inputs(inputs, program), self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
-                cached = self._cache[key] = (entry, program)
-                if program.captured or program.global_values:
+                cached = (entry, program)
+                if program.python_draws:
+                    self._warn_python_draws(program)  # not kept: the next call records anew
+                else:
+                    self._cache[key] = cached
+                if program.captured or program.global_values or program.python_draws:
                     guard = None  # the next call, a hit, makes one that watches what the program read
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         if hit:
@@ -480,6 +486,16 @@ class JittedModule(torch.nn.Module):
         rec.input_names = list(rec.program.input_names)
         self._history.append(rec)
         return cached, rec, inputs, rebuild
+
+    def _warn_python_draws(self, program):
+        if not self._warned_python_draws:
+            self._warned_python_draws = True
+            file, line = user_frame()  # the user's call of the module
+            warnings.warn_explicit(
+                f"thunder_viz: {self._name}.forward draws from Python's random module ({program.python_draws[0]}); "
+                "the trace holds what the draw decided, so every call records the forward anew (as slow as a first "
+                "call). Draw with torch instead (torch.rand, torch.bernoulli) where the result stays a tensor.",
+                UserWarning, file, line)
 
     def prepare(self, *args, **kwargs):
         """Acquires (or finds in the cache) the traces for these arguments without running them."""

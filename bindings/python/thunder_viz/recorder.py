@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import linecache
 import os
+import random
 import sys
 import threading
 import types
@@ -187,6 +188,7 @@ class Program:
         self.uses_seed = False
         self.captured = []            # Captured, in the order the recording met them
         self.global_values = []       # (globals, name, value) the trace's constants may come from
+        self.python_draws = []        # "random.uniform at file:line" of each draw from Python's random
         self.ops = []
         self.outputs = []
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
@@ -251,8 +253,8 @@ _active = threading.local()  # the recorder of this thread (World ranks record c
 
 
 class _RecordingPatches:
-    """Replacements in torch while any thread records; the last recorder to finish puts back what
-    was there:
+    """Replacements in torch and Python's random while any thread records; the last recorder to
+    finish puts back what was there:
     - Tensor.__getitem__ reaches TorchFunctionMode only as whatever `torch.Tensor.__getitem__` is, and
       `t[i] = tensor` with an integer index not at all (torch 1.13): both are recorded by functions
       of the recorder's;
@@ -262,7 +264,10 @@ class _RecordingPatches:
       no_grad, which a recording would take for the user's own no_grad block (no gradient through the
       block): its block runs as a plain call, which is what it computes;
     - any other torch.autograd.Function applied in forward is refused: its forward runs under no_grad
-      and its backward is its own code."""
+      and its backward is its own code;
+    - a draw from Python's `random` module (or numpy's, when numpy is loaded) made by the forward is
+      noted (Program.python_draws): the trace holds what the draw decided, so such a program is not
+      reused (jit.py records every call of it anew, as LayerDrop's `random.uniform(0, 1)` needs)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -273,17 +278,22 @@ class _RecordingPatches:
     def _targets():
         """(label, owner, attribute, replacement) of each."""
         import torch.utils.checkpoint as checkpoint
+        draws = [(f"random.{n}", random, n, _python_draw(f"random.{n}")) for n in _PYTHON_DRAWS]
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and hasattr(numpy, "random"):
+            draws += [(f"numpy.random.{n}", numpy.random, n, _python_draw(f"numpy.random.{n}"))
+                      for n in _NUMPY_DRAWS if hasattr(numpy.random, n)]
         return [("__getitem__", torch.Tensor, "__getitem__", _getitem),
                 ("__setitem__", torch.Tensor, "__setitem__", _setitem),
                 ("data", torch.Tensor, "data", property(_data_get, _data_set)),
                 ("checkpoint", checkpoint.CheckpointFunction, "apply", staticmethod(_checkpoint_block)),
-                ("Function.apply", torch.autograd.Function, "apply", classmethod(_function_apply))]
+                ("Function.apply", torch.autograd.Function, "apply", classmethod(_function_apply))] + draws
 
     def enter(self):
         with self._lock:
             if self._users == 0:
                 for label, owner, name, replacement in self._targets():
-                    defined = next(k.__dict__[name] for k in owner.__mro__ if name in k.__dict__)
+                    defined = next(k.__dict__[name] for k in getattr(owner, "__mro__", (owner,)) if name in k.__dict__)
                     self._saved[label] = (owner, name, owner.__dict__.get(name, _ABSENT), defined)
                     setattr(owner, name, replacement)
             self._users += 1
@@ -305,6 +315,21 @@ class _RecordingPatches:
 
 
 _ABSENT = object()
+# Python's and numpy's module-level draws (what a forward calls as random.uniform(0, 1)).
+_PYTHON_DRAWS = ("random", "uniform", "randint", "randrange", "choice", "choices", "shuffle", "sample", "gauss",
+                 "normalvariate", "betavariate", "expovariate", "triangular", "getrandbits")
+_NUMPY_DRAWS = ("rand", "randn", "random", "random_sample", "uniform", "randint", "normal", "choice", "permutation",
+                "shuffle", "binomial", "poisson")
+
+
+def _python_draw(label):
+    def draw(*args, **kwargs):
+        rec = getattr(_active, "recorder", None)
+        if rec is not None and not rec.in_call:
+            file, line = user_frame()
+            rec.program.python_draws.append(f"{label} at {shown_path(file)}:{line}")
+        return _patches.original(label)(*args, **kwargs)
+    return draw
 
 
 def _data_get(self):
