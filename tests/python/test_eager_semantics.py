@@ -1,7 +1,9 @@
 """What eager torch computes, a jitted module computes, or it says why it cannot: detach, no_grad
 blocks, in-place calls, dropout's randomness, embedding's padding row, cross_entropy's ignored
-targets, replaced parameters and autocast. Every number is checked against eager autograd."""
+targets, replaced parameters, hooks added later and autocast. Every number is checked against eager
+autograd."""
 import copy
+import warnings
 
 import pytest
 import torch
@@ -794,3 +796,46 @@ def test_an_error_in_the_engines_backward_keeps_its_type(timing):
         tm.module[2].weight.mul_(2.0)  # what the backward saved, changed in place
     with pytest.raises(tv.EngineError, match="modified by an inplace operation"):
         loss.backward()
+
+
+def test_a_steady_call_sees_forward_hooks_added_and_removed_later():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    x = torch.randn(3, 4)
+    tm = tv.jit(model)
+    tm(x), tm(x)
+    after = model[0].register_forward_hook(lambda m, inputs, out: out * 2)
+    before = model[2].register_forward_pre_hook(lambda m, inputs: (inputs[0] + 1,))
+    everywhere = torch.nn.modules.module.register_module_forward_hook(lambda m, inputs, out: out)
+    try:
+        for _ in range(2):
+            assert_matches_eager(model, x, jitted=tm)
+        after.remove()
+        for _ in range(2):
+            assert_matches_eager(model, x, jitted=tm)
+    finally:
+        before.remove()
+        everywhere.remove()
+    for _ in range(2):
+        assert_matches_eager(model, x, jitted=tm)
+
+
+@pytest.mark.parametrize("kind", ["full", "old", "tensor"])
+def test_backward_hooks_the_engine_would_not_run_are_refused(kind):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    x = torch.randn(3, 4)
+    tm = tv.jit(model)
+    tm(x)  # a hook registered after the first call is seen too
+    if kind == "full":
+        model[0].register_full_backward_hook(lambda m, grad_in, grad_out: (grad_in[0] * 3,))
+        match = "module backward hook"
+    elif kind == "old":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model[2].register_backward_hook(lambda m, grad_in, grad_out: grad_in)
+        match = "module backward hook"
+    else:
+        model[1].register_forward_hook(lambda m, inputs, out: out.register_hook(lambda g: g * 3) and out)
+        match = "Tensor.register_hook inside forward"
+    with pytest.raises(tv.UnsupportedOp, match=match):
+        tm(x)

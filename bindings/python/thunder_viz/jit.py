@@ -19,6 +19,7 @@ import inspect
 import warnings
 
 import torch
+import torch.nn.modules.module as _nn_module
 import torch.utils._pytree as pytree
 
 from . import _thunder_viz as _C
@@ -35,6 +36,12 @@ def _meta(t):
 
 def _is_scalar(value):
     return isinstance(value, (bool, int, float, str))
+
+
+# A module's hook tables, and torch.nn's global ones (those of the running torch version that exist).
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks")
 
 
 def _is_attribute_constant(value, depth=0):
@@ -80,6 +87,10 @@ class _ModuleState:
         self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items()
                                                     if not n.startswith("_") and _is_attribute_constant(v))))
                            for prefix, m in named]
+        # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
+        # removed later is a new recording (a backward hook is refused there)
+        self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]
+        self.hooks += [(vars(_nn_module), n) for n in _GLOBAL_HOOK_DICTS if isinstance(vars(_nn_module).get(n), dict)]
         self.param_places = [(f"{prefix}.{n}" if prefix else n, m._parameters, n) for prefix, m in named for n in m._parameters]
         self.buffer_places = [(f"{prefix}.{n}" if prefix else n, m._buffers, n) for prefix, m in named for n in m._buffers]
         self.fingerprint = self._fingerprint()
@@ -90,7 +101,8 @@ class _ModuleState:
         if self._fingerprint() != self.fingerprint:
             self._scan()
         attributes = tuple((prefix, n, _hashable(getattr(m, n))) for prefix, m, names in self.attributes for n in names)
-        return (torch.get_default_dtype(),) + attributes, _first_places(self.param_places), _first_places(self.buffer_places)
+        hooks = tuple(tuple(table[n]) for table, n in self.hooks)
+        return (torch.get_default_dtype(), hooks) + attributes, _first_places(self.param_places), _first_places(self.buffer_places)
 
     def guard(self, args, kwargs, program):
         """A CallGuard of this state, this call's arguments (as read() saw them: made right after it)
@@ -98,6 +110,7 @@ class _ModuleState:
         the globals its constants may come from."""
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         attributes = [(vars(m), n, _snapshot(vars(m)[n])) for _, m, names in self.attributes for n in names]
+        attributes += [(table, n, type(table[n])(table[n])) for table, n in self.hooks]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
         if program is not None:
             attributes += program.global_values

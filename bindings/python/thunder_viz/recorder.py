@@ -62,6 +62,14 @@ PASSTHROUGH = {
 
 # Calls that read a tensor's memory without running an ATen operator: refused, never recorded.
 READS_DATA = {"tolist", "numpy", "__array__", "data_ptr", "storage", "untyped_storage", "__dlpack__"}
+# Calls that act on autograd's graph, which the engine's backward does not run: (what, the way out).
+ACTS_ON_AUTOGRAD = {
+    "register_hook": ("Tensor.register_hook inside forward", "the engine's backward runs no Python hook on a "
+                      "tensor of the forward; register the hook on a parameter (p.register_hook) outside forward, "
+                      "or on the jitted module's output"),
+    "retain_grad": ("Tensor.retain_grad inside forward", "the engine's backward keeps no gradient of a tensor of "
+                    "the forward; call retain_grad on the jitted module's output"),
+}
 
 ALTERNATIVES = {
     "__getitem__": ["Tensor.split", "Tensor.chunk", "torch.split"],
@@ -647,6 +655,9 @@ class Recorder(TorchFunctionMode):
             raise self.unsupported("torch.autocast inside forward", detail=(
                 "the engine runs the dtypes the recording saw and does not follow torch's autocast; apply the "
                 "engine's autocast transform (thunder_viz.jit(model, transforms=['autocast'])) or cast explicitly"))
+        if key in ACTS_ON_AUTOGRAD:
+            what, why = ACTS_ON_AUTOGRAD[key]
+            raise self.unsupported(what, detail=why)
         handler = HANDLERS.get(key)
         if kwargs.get("out") is not None:
             return self._fallback(func, key, args, kwargs)  # its ATen operator writes `out`, as in-place calls do
@@ -2041,6 +2052,7 @@ def record(module, inputs, input_names, call=None):
     """Runs the forward under the recorder (`call()`, by default module(*inputs)); returns (Program,
     real output). `inputs` are the call's tensors, in the order of `input_names`. Grad is enabled
     while recording, so that a `torch.no_grad()` block inside forward is seen as one."""
+    _refuse_backward_hooks(module)
     rec = Recorder(module, inputs, input_names)
     rec.outer_frame = sys._getframe()
     try:
@@ -2076,6 +2088,21 @@ def record(module, inputs, input_names, call=None):
                                 detail="return tensors, or tuples, lists and dicts of tensors (None and numbers may sit beside them)")
     prog.outputs = refs
     return prog, out
+
+
+def _refuse_backward_hooks(module):
+    """UnsupportedOp naming a module backward hook (register_full_backward_hook, the older
+    register_backward_hook, torch.nn's global ones): it runs in autograd's backward of the forward's
+    tensors, which the engine's backward replaces."""
+    import torch.nn.modules.module as nn_module
+    found = [f"the module '{name or type(module).__name__}'" for name, m in module.named_modules()
+             if getattr(m, "_backward_hooks", None) or getattr(m, "_backward_pre_hooks", None)]
+    found += [f"torch.nn.modules.module.{n}" for n in ("_global_backward_hooks", "_global_backward_pre_hooks")
+              if getattr(nn_module, n, None)]
+    if found:
+        raise UnsupportedOp("a module backward hook", found[0], detail=(
+            "the engine's backward runs no module backward hook (register_full_backward_hook, register_backward_hook); "
+            "register a hook on the parameters (p.register_hook) or on the jitted module's output instead"))
 
 
 def _global_values(user_code):
