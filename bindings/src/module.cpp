@@ -434,6 +434,11 @@ class Entry {
 // per-symbol timings, no backward listeners) and whose order distributes no parameters. Its
 // backward runs on autograd's thread without the GIL; a cotangent autograd has none for is
 // materialised as zeros, as _Bridge does.
+constexpr const char* kNoDoubleBackward =
+    "thunder_viz: a backward with create_graph=True (a gradient penalty, a double backward) through a jitted "
+    "module is not supported: the engine's backward is not itself differentiable. Compute that loss through the "
+    "module itself, or differentiate without create_graph";
+
 struct EngineCall : torch::CustomClassHolder {
   std::shared_ptr<Entry> entry;
   Saved saved;
@@ -454,6 +459,8 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list cotangents) {
+    // autograd enables grad mode in a backward exactly when create_graph is set
+    if (at::GradMode::is_enabled()) throw std::runtime_error(kNoDoubleBackward);
     auto call = c10::static_intrusive_pointer_cast<EngineCall>(ctx->saved_data["call"].toCapsule());
     auto saved_outputs = ctx->get_saved_variables();  // autograd's own checks (freed, changed in place)
     std::vector<at::Tensor> grads;
@@ -631,6 +638,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
   }, py::arg("name"), py::arg("got"), py::arg("want"), py::arg("min_tolerance") = 0.0,
      "A TensorCheck of `got` against the reference `want` (None: no reference, a failure), as replay checks.");
 
+  m.attr("NO_DOUBLE_BACKWARD") = kNoDoubleBackward;
   m.def("make_cotangents", [](const std::vector<at::Tensor>& outputs, uint64_t seed) {
     std::vector<std::optional<at::Tensor>> out;
     for (const auto& c : make_cotangents(outputs, seed)) out.push_back(c.defined() ? std::optional<at::Tensor>(c) : std::nullopt);

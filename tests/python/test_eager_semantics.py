@@ -1,7 +1,7 @@
 """What eager torch computes, a jitted module computes, or it says why it cannot: detach, no_grad
 blocks, in-place calls, dropout's randomness, embedding's padding row, cross_entropy's ignored
-targets, replaced parameters, hooks added later and autocast. Every number is checked against eager
-autograd."""
+targets, replaced parameters, hooks added later, double backward and autocast. Every number is
+checked against eager autograd."""
 import copy
 import warnings
 
@@ -839,3 +839,17 @@ def test_backward_hooks_the_engine_would_not_run_are_refused(kind):
         match = "Tensor.register_hook inside forward"
     with pytest.raises(tv.UnsupportedOp, match=match):
         tm(x)
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["engine node", "python bridge"])
+def test_a_double_backward_says_the_engines_backward_is_not_differentiable(timed):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    tm = tv.jit(model)
+    tm.timing = timed
+    x = torch.randn(3, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="create_graph=True .* not supported"):
+        torch.autograd.grad(tm(x).sum(), x, create_graph=True)
+    gx, = torch.autograd.grad(tm(x).sum(), x)  # without create_graph, as eager
+    want, = torch.autograd.grad(model(x).sum(), x)
+    torch.testing.assert_close(gx, want)

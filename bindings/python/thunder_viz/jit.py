@@ -175,6 +175,8 @@ class _Bridge(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        if torch.is_grad_enabled():  # autograd enables it in a backward exactly when create_graph is set
+            raise RuntimeError(_C.NO_DOUBLE_BACKWARD)
         cot = [g if g is not None else torch.zeros(s, dtype=d) for g, (s, d) in zip(grads, ctx.out_meta)]
         ctx.saved.put_tensors(list(ctx.saved_tensors))
         gs = ctx.entry.backward(ctx.saved, cot)
