@@ -1,5 +1,7 @@
 #include "aten/convert.h"
 
+#include <c10/core/DefaultDtype.h>
+
 namespace tv::aten {
 
 at::ScalarType to_scalar_type(DType d) {
@@ -46,6 +48,10 @@ Device from_device(const c10::Device& d) {
     out.index = d.has_index() ? d.index() : 0;
   }
   return out;
+}
+
+DType default_dtype() {
+  return dtype_of(c10::typeMetaToScalarType(c10::get_default_dtype())).value_or(DType::f32);
 }
 
 }  // namespace tv::aten

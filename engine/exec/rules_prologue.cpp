@@ -2,6 +2,7 @@
 // get_thunder_module, get_submodule), its parameters and attributes, thunder._get_cache_info(),
 // and the checks (prims.check_*; Thunder's short spellings check_len, check_tensor_metadata, ...).
 // A failed check throws ExecError "input 'x': expected shape (2, 5), got (3, 5)".
+#include "aten/convert.h"
 #include "exec/exec_rules.h"
 #include "exec/executor.h"
 #include "runtime/rule_util.h"
@@ -213,7 +214,7 @@ void register_prologue_rules() {
   def("get_buffer", PrintForm::method, get_parameter);
   def("thunder._get_cache_info", PrintForm::annotated_call, [](const ExecContext& ctx, Args, Kw) -> RValue {
     std::vector<std::pair<std::string, RValue>> info = {
-        {"default_dtype", RValue::of(DType::f32)},
+        {"default_dtype", RValue::of(aten::default_dtype())},
         {"default_device", RValue::of(ctx.options.map_devices ? ctx.options.device : Device{})},
         {"is_autocast_enabled", RValue::boolean(false)},
         {"alias_tensor_indices", RValue::string("")},

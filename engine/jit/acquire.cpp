@@ -4,6 +4,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "aten/convert.h"
 #include "ops/ltorch.h"
 
 namespace tv::jit {
@@ -96,7 +97,7 @@ void emit_attribute(TraceBuilder& b, const ProxyPtr& owner, const std::string& n
   b.emit(stmt(sym(check), {Value::of(p), expected}));
 }
 
-// Thunder's cache_info block: default dtype/device, autocast, aliases, grad mode, grad sync.
+// Thunder's cache_info block: default dtype (torch's, now), device, autocast, aliases, grad mode, grad sync.
 void emit_cache_info(TraceBuilder& b) {
   auto info = make_proxy("cache_info", ProxyKind::any);
   b.emit(stmt(sym("thunder._get_cache_info", PrintForm::annotated_call), {}, {info}));
@@ -105,7 +106,7 @@ void emit_cache_info(TraceBuilder& b) {
     b.emit(stmt(sym(check), {Value::of(p), std::move(expected)}));
   };
   key("default_dtype", other_proxy("cache_info_default_dtype", "<class 'torch.dtype'>"), "prims.check_literal_like",
-      Value::of(DType::f32));
+      Value::of(aten::default_dtype()));
   key("default_device", other_proxy("cache_info_default_device", "<class 'torch.device'>"),
       "prims.check_literal_like", Value::of(Device{}));
   key("is_autocast_enabled", make_number("cache_info_is_autocast_enabled", NumberType::boolean, 0.0),

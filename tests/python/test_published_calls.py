@@ -214,6 +214,8 @@ def test_a_list_attribute_and_the_default_dtype_that_change_are_new_recordings()
                 got, want = tm(x), model(x)
                 assert got.dtype == want.dtype
                 torch.testing.assert_close(got, want)
+        # the prologue states the default dtype its entry was made under
+        assert "check_literal_like(cache_info_default_dtype, torch.float64)" in str(tv.last_prologue_traces(tm)[-1])
     finally:
         torch.set_default_dtype(torch.float32)
     assert tm.cache_misses == 4
