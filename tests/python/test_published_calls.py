@@ -192,21 +192,22 @@ def test_a_global_number_that_changes_is_a_new_recording():
         TEMPERATURE = 2.0
 
 
-def test_a_list_attribute_and_the_default_dtype_that_change_are_new_recordings():
+def test_list_and_private_attributes_and_the_default_dtype_that_change_are_new_recordings():
     class Sums(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.lin = torch.nn.Linear(4, 4)
             self.dims = [0]  # what the forward reduces over, kept as a list
+            self._offset = 0.0  # a private number
 
         def forward(self, x):
-            return self.lin(x).sum(self.dims) + torch.zeros(())  # the zeros take the default dtype
+            return self.lin(x).sum(self.dims) + torch.zeros(()) + self._offset  # the zeros take the default dtype
 
     torch.manual_seed(0)
     model, x = Sums(), torch.randn(2, 4)
     tm = tv.jit(model)
     changes = (lambda: None, lambda: setattr(model, "dims", [1]), lambda: model.dims.append(0),
-               lambda: torch.set_default_dtype(torch.float64))
+               lambda: setattr(model, "_offset", 1.5), lambda: torch.set_default_dtype(torch.float64))
     try:
         for change in changes:
             change()
@@ -218,7 +219,7 @@ def test_a_list_attribute_and_the_default_dtype_that_change_are_new_recordings()
         assert "check_literal_like(cache_info_default_dtype, torch.float64)" in str(tv.last_prologue_traces(tm)[-1])
     finally:
         torch.set_default_dtype(torch.float32)
-    assert tm.cache_misses == 4
+    assert tm.cache_misses == 5
 
 
 def test_layerdrop_drawn_from_pythons_random_decides_at_every_call_as_in_eager():

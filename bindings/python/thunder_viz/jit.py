@@ -84,8 +84,8 @@ class _ModuleState:
     def _scan(self):
         named = list(self.module.named_modules())
         self.modules = [m for _, m in named]
-        self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items()
-                                                    if not n.startswith("_") and _is_attribute_constant(v))))
+        # private ones too (self._scale): torch's own (_reversed_padding_repeated_twice) do not change in forward
+        self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items() if _is_attribute_constant(v))))
                            for prefix, m in named]
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
         # removed later is a new recording (a backward hook is refused there)
