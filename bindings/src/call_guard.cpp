@@ -4,8 +4,8 @@
 // Contract:
 //  - CallGuard(dicts, attributes, places, args, kwargs) records: the size of each dict (a module's
 //    __dict__, _parameters, _buffers, _modules: an attribute, parameter, buffer or submodule gained
-//    or lost changes one), each (dict, name) -> value of the constant attributes the key read and
-//    of the global numbers the entry watches (a value is a copy the caller made), each
+//    or lost changes one), each (mapping, name) -> value of the constants the key read and of the
+//    globals the entry watches (a value is a copy the caller made; a float compared bit for bit), each
 //    (table, name) -> tensor (or None) of the parameter and buffer places and of the captured
 //    tensors' (a module's plain tensor attribute, a global) with the tensor's metadata (shape,
 //    dtype, device, requires_grad), the call's arguments (by position, and by keyword in the
@@ -107,7 +107,7 @@ class CallGuard {
     for (const auto& d : dicts) dicts_.push_back({py::reinterpret_borrow<py::dict>(d), PyDict_Size(d.ptr())});
     for (const auto& a : attributes) {
       auto t = a.cast<py::tuple>();
-      attributes_.push_back({t[0].cast<py::dict>(), t[1], t[2]});
+      attributes_.push_back({py::reinterpret_borrow<py::object>(t[0]), t[1], t[2]});
     }
     for (const auto& p : places) {
       auto t = p.cast<py::tuple>();
@@ -147,8 +147,16 @@ class CallGuard {
     for (const auto& [dict, size] : dicts_)
       if (PyDict_Size(dict.ptr()) != size) return false;
     for (const auto& a : attributes_) {
-      PyObject* now = PyDict_GetItemWithError(a.dict.ptr(), a.name.ptr());  // borrowed
+      py::object held;  // a mapping's item is a new reference
+      PyObject* now = PyDict_Check(a.table.ptr()) ? PyDict_GetItemWithError(a.table.ptr(), a.name.ptr())  // borrowed
+                                                  : (held = py::reinterpret_steal<py::object>(
+                                                         PyObject_GetItem(a.table.ptr(), a.name.ptr()))).ptr();
       if (now == nullptr || Py_TYPE(now) != Py_TYPE(a.value.ptr())) return clear_error_false();
+      if (PyFloat_CheckExact(now)) {  // bit for bit: 0.0 and -0.0 are two constants
+        double x = PyFloat_AS_DOUBLE(now), y = PyFloat_AS_DOUBLE(a.value.ptr());
+        if (std::memcmp(&x, &y, sizeof x) != 0) return false;
+        continue;
+      }
       int equal = PyObject_RichCompareBool(now, a.value.ptr(), Py_EQ);
       if (equal != 1) return clear_error_false();
     }
@@ -163,7 +171,7 @@ class CallGuard {
   int traverse(visitproc visit, void* arg) const {
     for (const auto& d : dicts_) Py_VISIT(d.dict.ptr());
     for (const auto& a : attributes_) {
-      Py_VISIT(a.dict.ptr());
+      Py_VISIT(a.table.ptr());
       Py_VISIT(a.value.ptr());
     }
     for (const auto& p : places_) {
@@ -199,7 +207,7 @@ class CallGuard {
     Py_ssize_t size;
   };
   struct Attribute {
-    py::dict dict;
+    py::object table;  // a dict, or another mapping (a class's mappingproxy)
     py::object name, value;
   };
   struct Place {

@@ -2,15 +2,18 @@
 (outputs, parameter gradients and a few SGD steps, by the model suite's check): tensors passed by
 keyword, a method whose arguments come in another order than the function of its name, an int where
 the operator takes a list of ints, an operator whose meta kernel fails, a plain tensor attribute or a
-global tensor that changes (a trace input, its gradient included), a global number, a list
-attribute or the default dtype that changes, a draw from Python's random (every call recorded
-anew), an output that is NaN in eager too; and refusals made inside torch.nn, which name the
-library's line as well as the user's."""
+global tensor that changes (a trace input, its gradient included), settings that change wherever
+the forward reads them (a global number, a list, private or class attribute, a config object or
+module, a dict, a swapped submodule, the default dtype), a draw from Python's random (every call
+recorded anew), an output that is NaN in eager too; and refusals made inside torch.nn, which name
+the library's line as well as the user's."""
 import collections
 import dataclasses
+import enum
 import os
 import random
 import sys
+import types
 import typing
 
 import pytest
@@ -246,6 +249,78 @@ def test_layerdrop_drawn_from_pythons_random_decides_at_every_call_as_in_eager()
     for g in got:
         torch.testing.assert_close(g, model(x))
     assert tm.cache_misses == 6
+
+
+class Mode(enum.Enum):
+    SUM = "sum"
+    MEAN = "mean"
+
+
+SETTINGS = types.ModuleType("settings")  # a config module the forward reads as settings.SHIFT
+SETTINGS.SHIFT = 0.0
+WEIGHTS = {"bias": 0.0}  # a global dict the forward reads
+
+
+class Configured(torch.nn.Module):
+    """Settings kept every way published code keeps them."""
+    GAIN = 1.0  # a class attribute
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU()
+        self.head = torch.nn.Linear(4, 3)
+        self.config = types.SimpleNamespace(eps=0.0, scale=1)
+        self.opts = {"power": 1}
+        self.squash = torch.tanh
+        self.mode = Mode.SUM
+        self.offset = 0.0
+
+    def forward(self, x):
+        y = self.act(self.lin(x)) * self.GAIN * self.config.scale + self.config.eps + SETTINGS.SHIFT + WEIGHTS["bias"]
+        y = self.head(self.squash(y) ** self.opts["power"]) + self.offset
+        if self.config.scale is True:  # 1 and True are one key to a dict, two constants here
+            y = y * 3
+        return y.sum(-1) if self.mode is Mode.SUM else y.mean(-1)
+
+
+def test_settings_kept_anywhere_the_forward_reads_them_are_new_recordings_when_changed():
+    torch.manual_seed(0)
+    model, x = Configured(), torch.randn(2, 4)
+    tm = tv.jit(model)
+    changes = {
+        "none": lambda: None,
+        "activation swapped": lambda: setattr(model, "act", torch.nn.GELU()),
+        "head replaced": lambda: setattr(model, "head", torch.nn.Linear(4, 3)),
+        "settings object": lambda: setattr(model.config, "eps", 0.5),
+        "int to bool": lambda: setattr(model.config, "scale", True),
+        "dict attribute": lambda: model.opts.__setitem__("power", 2),
+        "class attribute": lambda: setattr(Configured, "GAIN", 2.0),
+        "function attribute": lambda: setattr(model, "squash", torch.sigmoid),
+        "enum": lambda: setattr(model, "mode", Mode.MEAN),
+        "negative zero": lambda: setattr(model, "offset", -0.0),
+        "config module": lambda: setattr(SETTINGS, "SHIFT", 0.25),
+        "global dict": lambda: WEIGHTS.__setitem__("bias", -1.0),
+    }
+    try:
+        for name, change in changes.items():
+            change()
+            for _ in range(2):  # the call that sees the change, then a steady one
+                for p in model.parameters():
+                    p.grad = None
+                got = tm(x)
+                got.sum().backward()
+                got_grads = [p.grad for p in model.parameters()]
+                for p in model.parameters():
+                    p.grad = None
+                want = model(x)
+                want.sum().backward()
+                torch.testing.assert_close(got, want, msg=lambda m: f"after '{name}': {m}")
+                for g, p in zip(got_grads, model.parameters()):
+                    torch.testing.assert_close(g, p.grad, msg=lambda m: f"gradient after '{name}': {m}")
+        assert tm.cache_misses == len(changes)  # each change is a new recording, -0.0 after 0.0 included
+    finally:
+        Configured.GAIN, SETTINGS.SHIFT, WEIGHTS["bias"] = 1.0, 0.0, 0.0
 
 
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():

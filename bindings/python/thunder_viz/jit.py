@@ -25,6 +25,7 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
+from .constants import GONE, hashable, holds_settings, is_constant, settings_table, snapshot
 from .recorder import DTYPES, autocast_state, rebuild_output, record, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -44,49 +45,46 @@ _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_gl
                       "_global_backward_pre_hooks")
 
 
-def _is_attribute_constant(value, depth=0):
-    """Whether a module attribute is one a forward may bake into the trace and the key holds: None, a
-    number, bool or string, or a short list or tuple of those (a kernel size, the dims of a sum)."""
-    if value is None or _is_scalar(value):
-        return True
-    return isinstance(value, (list, tuple)) and len(value) <= 64 and depth < 3 and \
-        all(_is_attribute_constant(v, depth + 1) for v in value)
-
-
-def _snapshot(value):
-    """A copy of an attribute constant that a later change in place of the original does not reach;
-    lists stay lists (the guard compares types), tuples tuples."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(_snapshot(v) for v in value)
-    return value
-
-
-def _hashable(value):
-    return ("list", tuple(_hashable(v) for v in value)) if isinstance(value, list) else \
-        tuple(_hashable(v) for v in value) if isinstance(value, tuple) else value
-
-
 class _ModuleState:
     """What a call reads of the wrapped module, cheaply: the structure (its modules, the names of
-    their constant attributes (_is_attribute_constant), where each parameter and buffer lives) is scanned
-    once and again only when a module gains or loses an attribute, parameter, buffer or submodule;
-    a call reads values only: the attributes' (a forward that reads `self.scale` bakes it into the
-    trace, so a change is a new acquisition) and the tensors in their places (a Parameter replaced
-    by assignment is seen)."""
+    their constant attributes (constants.is_constant) and of the fields of their settings objects
+    and dicts, where each parameter and buffer lives) is scanned once and again only when a module
+    gains or loses an attribute, parameter, buffer or submodule, or a submodule is replaced;
+    a call reads values only: the constants' (a forward that reads `self.scale` or
+    `self.config.eps` bakes it into the trace, so a change is a new acquisition) and the tensors in
+    their places (a Parameter replaced by assignment is seen)."""
 
     def __init__(self, module):
         self.module = module
+        self.settings = {}
         self._scan()
 
     def _fingerprint(self):
-        return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), len(m._modules)) for m in self.modules)
+        return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), tuple(map(id, m._modules.values())))
+                     for m in self.modules) + tuple(len(table) for table in self.settings.values())
 
     def _scan(self):
         named = list(self.module.named_modules())
         self.modules = [m for _, m in named]
-        # private ones too (self._scale): torch's own (_reversed_padding_repeated_twice) do not change in forward
-        self.attributes = [(prefix, m, tuple(sorted(n for n, v in vars(m).items() if _is_attribute_constant(v))))
-                           for prefix, m in named]
+        self.structure = tuple((prefix, type(m)) for prefix, m in named)
+        self.submodules = [(m._modules, n, child) for m in self.modules for n, child in m._modules.items()]
+        # (path, table, name) of each constant: the modules' attributes, private ones too (self._scale:
+        # torch's own, such as _reversed_padding_repeated_twice, do not change in forward), and the
+        # fields of the settings objects and dicts they hold (each object once)
+        self.constants, self.settings, classes = [], {}, set()
+        for prefix, m in named:
+            for cls in type(m).__mro__:  # the user's classes' constants and methods (torch's do not change)
+                if cls.__module__.split(".")[0] in ("torch", "builtins") or id(cls) in classes:
+                    continue
+                classes.add(id(cls))
+                self.constants += [(f"<class {cls.__qualname__}>", vars(cls), n) for n, v in vars(cls).items()
+                                   if not (n.startswith("__") and n.endswith("__")) and is_constant(v)]
+            for n, v in vars(m).items():
+                if is_constant(v):
+                    self.constants.append((prefix, vars(m), n))
+                elif holds_settings(v) and id(v) not in self.settings:
+                    table = self.settings[id(v)] = settings_table(v)
+                    self.constants += [(f"{prefix}.{n}", table, k) for k, field in table.items() if is_constant(field)]
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
         # removed later is a new recording (a backward hook is refused there)
         self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]
@@ -96,22 +94,26 @@ class _ModuleState:
         self.fingerprint = self._fingerprint()
 
     def read(self):
-        """((default dtype, constant attributes...), [(name, parameter)], [(name, buffer)]), as named_parameters and
-        named_buffers give them (a tensor in two places, tied weights, under its first name)."""
+        """((default dtype, structure, hooks, constants...), [(name, parameter)], [(name, buffer)]), as
+        named_parameters and named_buffers give them (a tensor in two places, tied weights, under its
+        first name)."""
         if self._fingerprint() != self.fingerprint:
             self._scan()
-        attributes = tuple((prefix, n, _hashable(getattr(m, n))) for prefix, m, names in self.attributes for n in names)
+        constants = tuple((path, n, hashable(table.get(n, GONE))) for path, table, n in self.constants)
         hooks = tuple(tuple(table[n]) for table, n in self.hooks)
-        return (torch.get_default_dtype(), hooks) + attributes, _first_places(self.param_places), _first_places(self.buffer_places)
+        return (torch.get_default_dtype(), self.structure, hooks) + constants, _first_places(self.param_places), \
+            _first_places(self.buffer_places)
 
     def guard(self, args, kwargs, program):
         """A CallGuard of this state, this call's arguments (as read() saw them: made right after it)
         and what the entry's program read besides (None: nothing): its captured tensors' places and
         the globals its constants may come from."""
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
-        attributes = [(vars(m), n, _snapshot(vars(m)[n])) for _, m, names in self.attributes for n in names]
+        dicts += list(self.settings.values())
+        attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if n in table]
         attributes += [(table, n, type(table[n])(table[n])) for table, n in self.hooks]
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
+        places += [(table, n, child) for table, n, child in self.submodules]
         if program is not None:
             attributes += program.global_values
             places += [(c.table, c.key, c.tensor) for c in program.captured]

@@ -39,6 +39,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .constants import FUNCTIONS, GONE, hashable, holds_settings, is_constant, snapshot
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -195,7 +196,7 @@ class Program:
         self.seed_slot = len(self.input_names)
         self.uses_seed = False
         self.captured = []            # Captured, in the order the recording met them
-        self.global_values = []       # (globals, name, value) the trace's constants may come from
+        self.global_values = []       # (table, name, copy) of what the trace's constants may come from
         self.python_draws = []        # "random.uniform at file:line" of each draw from Python's random
         self.ops = []
         self.outputs = []
@@ -224,7 +225,7 @@ class Program:
     def current(self):
         """Whether every captured tensor's place and every watched global are as recorded."""
         return all(c.current() for c in self.captured) and all(
-            type(g.get(n, _MISSING)) is type(v) and g[n] == v for g, n, v in self.global_values)
+            hashable(table.get(n, GONE)) == hashable(v) for table, n, v in self.global_values)
 
     def to_dict(self):
         slot = self._renumbering()
@@ -2106,15 +2107,31 @@ def _refuse_backward_hooks(module):
 
 
 def _global_values(user_code):
-    """(globals, name, value) of each number, bool or string global a name of the given code
-    objects may read (co_names: the globals and attributes they load): a forward that reads `SCALE`
-    bakes its value into the trace, so the entry holds while each one is unchanged."""
+    """(table, name, snapshot) of each value the code of the forward's frames may read from its
+    globals and bake into the trace: a global constant named in its co_names (the globals and
+    attributes it loads; functions aside), the constant fields named there of a global settings
+    object or Python module (`config.SCALE`), and the constant entries of a global dict
+    (`CFG["scale"]`). The entry holds while each is unchanged."""
     found = {}
+
+    def watch(table, name, value):
+        if is_constant(value) and not isinstance(value, FUNCTIONS):
+            found[(id(table), name)] = (table, name, snapshot(value))
+
     for code, g in user_code.items():
         for name in code.co_names:
             value = g.get(name, _MISSING)
-            if type(value) in (bool, int, float, str):
-                found[(id(g), name)] = (g, name, value)
+            if isinstance(value, dict):
+                if len(value) <= 256:
+                    for key, entry in list(value.items()):
+                        watch(value, key, entry)
+            elif isinstance(value, types.ModuleType) or holds_settings(value):
+                table = vars(value)
+                for field in code.co_names:
+                    if field in table:
+                        watch(table, field, table[field])
+            elif value is not _MISSING:
+                watch(g, name, value)
     return list(found.values())
 
 

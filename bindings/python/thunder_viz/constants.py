@@ -1,0 +1,60 @@
+"""What a recorded trace may hold as a constant, and how a cache key and a CallGuard spell it.
+
+A forward's Python values (a module's `self.scale`, `self.config.eps`, a global `TEMPERATURE`, the
+activation function it chose in __init__) are written into the trace as they were at the
+recording. jit.py keys and guards an entry on them, so that a later change is a new recording:
+is_constant says which values are held (and compared), snapshot copies one so that a change in
+place of the original is seen, hashable spells one in a key, holds_settings and settings_table find
+the fields of a settings object (a config dataclass, a SimpleNamespace, a dict) a module holds.
+"""
+import enum
+import functools
+import types
+
+import torch
+
+FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
+GONE = object()  # a field deleted since it was read
+
+
+def is_constant(value, depth=0):
+    """None, a number, bool or string, an Enum, a function (compared by identity), or a short list
+    or tuple of those (a kernel size, the dims of a sum)."""
+    if value is None or isinstance(value, (bool, int, float, str, enum.Enum)) or isinstance(value, FUNCTIONS):
+        return True
+    return isinstance(value, (list, tuple)) and len(value) <= 64 and depth < 3 and \
+        all(is_constant(v, depth + 1) for v in value)
+
+
+def snapshot(value):
+    """A copy that a later change in place of the original does not reach; lists stay lists (a
+    guard compares types), tuples tuples."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(snapshot(v) for v in value)
+    return value
+
+
+def hashable(value):
+    """The key's spelling of a constant: typed (1, True and 1.0 are three keys), floats by repr (0.0
+    and -0.0 are two)."""
+    if isinstance(value, list):
+        return ("list", tuple(hashable(v) for v in value))
+    if isinstance(value, tuple):
+        return tuple(hashable(v) for v in value)
+    if isinstance(value, float):
+        return ("float", repr(value))
+    return (type(value).__name__, value)
+
+
+def holds_settings(value):
+    """Whether a value is an object whose fields a forward may read as settings (a config dataclass,
+    a SimpleNamespace, Hugging Face's PretrainedConfig) or a dict of them."""
+    if isinstance(value, dict):
+        return True
+    return hasattr(value, "__dict__") and not isinstance(
+        value, (torch.nn.Module, torch.Tensor, type, types.ModuleType, enum.Enum) + FUNCTIONS)
+
+
+def settings_table(value):
+    """The dict that holds a settings object's fields (the dict itself for a dict)."""
+    return value if isinstance(value, dict) else vars(value)
