@@ -453,19 +453,25 @@ class MomentumEncoder(torch.nn.Module):
     """MoCo's key encoder: its parameters follow the query encoder's by an in-place momentum update
     under no_grad at every forward."""
 
-    def __init__(self, by_data=False):
+    def __init__(self, how="in place"):
         super().__init__()
         self.query = torch.nn.Linear(3, 2)
         self.key = torch.nn.Linear(3, 2)
         for p in self.key.parameters():
             p.requires_grad = False
-        self.by_data = by_data
+        self.how = how
 
     @torch.no_grad()
     def momentum_update(self):
         for q, k in zip(self.query.parameters(), self.key.parameters()):
-            if self.by_data:
+            if self.how == "assign .data":
                 k.data = k.data * 0.9 + q.data * 0.1
+            elif self.how == ".data in place":  # the mean teacher's way
+                k.data.mul_(0.9).add_(q.data, alpha=0.1)
+            elif self.how == ".data copy_":
+                k.data.copy_(k.data * 0.9 + q.data * 0.1)
+            elif self.how == ".data lerp_":
+                k.data.lerp_(q.data, 0.1)
             else:
                 k.mul_(0.9).add_(q.detach(), alpha=0.1)
 
@@ -474,11 +480,11 @@ class MomentumEncoder(torch.nn.Module):
         return self.query(x) * self.key(x)
 
 
-@pytest.mark.parametrize("by_data", [False, True], ids=["in place", "by .data"])
-def test_a_momentum_update_of_parameters_in_forward_follows_eager_over_steps(by_data):
+@pytest.mark.parametrize("how", ["in place", "assign .data", ".data in place", ".data copy_", ".data lerp_"])
+def test_a_momentum_update_of_parameters_in_forward_follows_eager_over_steps(how):
     import copy
     torch.manual_seed(0)
-    model = MomentumEncoder(by_data)
+    model = MomentumEncoder(how)
     eager = copy.deepcopy(model)
     tm = tv.jit(model)
     opt, opt_eager = (torch.optim.SGD(m.query.parameters(), lr=0.1) for m in (model, eager))

@@ -342,7 +342,12 @@ def _python_draw(label):
 
 
 def _data_get(self):
-    return _patches.original("data").__get__(self)
+    alias = _patches.original("data").__get__(self)
+    rec = getattr(_active, "recorder", None)
+    if rec is not None and not rec.in_getitem and not rec.in_call:
+        rec.location = user_frame()
+        rec.note_data(alias, self)
+    return alias
 
 
 def _data_set(self, value):
@@ -486,6 +491,7 @@ class Recorder(TorchFunctionMode):
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
+        self.data_of = {}  # id of a tensor's `.data` -> the tensor
         self.outer_frame = None  # record()'s frame: the user's frames of the forward are below it
         self.user_code = {}  # code object of a user's frame the forward ran -> its globals
 
@@ -771,7 +777,7 @@ class Recorder(TorchFunctionMode):
                 # engine would read the new value where the old one was saved
                 raise self.unsupported(f"{func_label(func)}: an in-place update of {owner} after a recorded call read it",
                                        key=key, detail="update it before it is read, or compute a new tensor")
-            if owner is not None and owner.startswith("the parameter") and t.requires_grad:
+            if owner is not None and owner.startswith("the parameter") and self.data_of.get(id(t), t).requires_grad:
                 # under no_grad eager changes the leaf's value and its later reads differentiate to it;
                 # the trace's reads of the new value would not lead back to the parameter
                 raise self.unsupported(f"{func_label(func)}: an in-place update of {owner}, which requires grad, in forward",
@@ -802,6 +808,9 @@ class Recorder(TorchFunctionMode):
             self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
             if unread:  # its own update is not a read that a later update would invalidate
                 self.read_ids.discard(id(t))
+            base = self.data_of.get(id(t))
+            if base is not None:  # written through `.data`: the tensor itself holds the new value
+                self._bind(base, self.refs[id(t)])
             return
         unread = [id(t) for t in written if id(t) not in self.read_ids]
         self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
@@ -877,6 +886,21 @@ class Recorder(TorchFunctionMode):
                 target = base if k == 0 else olds[k].clone()
                 self.emit("torch.ops.aten.slice_scatter.default", [olds[k], new, d, start[d], end[d], strides[d]], target)
                 new = target
+
+    def note_data(self, alias, t):
+        """`t.data` while recording: a tensor of t's values read without gradient (ltorch.detach of
+        t); an in-place write into it (a mean teacher's `pt.data.mul_(m).add_(...)`) writes t's own
+        place, and later reads of t see it, as in eager."""
+        if id(t) not in self.refs:
+            self._adopt(t)
+        r = self.refs.get(id(t))
+        if r is None:
+            return  # an unknown tensor: ref() refuses a read of either
+        self._bind(alias, self._detached(t, r) if t.is_floating_point() and r not in self.detached else r)
+        self.data_of[id(alias)] = t
+        if id(t) in self.owned:
+            self.owned[id(alias)] = self.owned[id(t)]
+            self.place[id(alias)] = self.place[id(t)]
 
     def assign_data(self, t, value):
         """`t.data = value` while recording: the value copied into the parameter's or buffer's own
