@@ -25,7 +25,7 @@ namespace {
 constexpr std::string_view kThunderAtenCall = "torch.torch.ops.aten.";
 
 std::shared_ptr<const ExecRule> thunder_aten_call_rule(const Symbol& symbol) {
-  std::string name = std::string(ops::kFallbackPrefix) + symbol.name.substr(kThunderAtenCall.size()) + ".default";
+  std::string name = "torch.ops.aten." + symbol.name.substr(kThunderAtenCall.size()) + ".default";
   try {
     share_exec_rule(symbol, ops::fallback_symbol(name));
   } catch (const OpError&) {

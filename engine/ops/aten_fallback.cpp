@@ -20,14 +20,17 @@ namespace {
 using Args = const std::vector<Value>&;
 using Kw = const Kwargs&;
 
-// "torch.ops.aten.convolution.default" -> {"aten::convolution", ""}.
+// "torch.ops.aten.convolution.default" -> {"aten::convolution", ""}; "torch.ops.torchvision.nms.default"
+// -> {"torchvision::nms", ""}.
 c10::OperatorName operator_name(std::string_view symbol_name) {
   std::string_view rest = symbol_name.substr(kFallbackPrefix.size());
-  size_t dot = rest.rfind('.');
-  if (dot == std::string_view::npos || dot == 0 || dot + 1 == rest.size())
-    throw OpError("'" + std::string(symbol_name) + "' does not name an ATen operator overload (torch.ops.aten.<name>.<overload>)");
-  std::string overload(rest.substr(dot + 1));
-  return {"aten::" + std::string(rest.substr(0, dot)), overload == "default" ? "" : overload};
+  size_t first = rest.find('.'), last = rest.rfind('.');
+  if (first == std::string_view::npos || first == 0 || last == first || last + 1 == rest.size() || last == first + 1)
+    throw OpError("'" + std::string(symbol_name) +
+                  "' does not name an operator overload (torch.ops.<namespace>.<name>.<overload>)");
+  std::string overload(rest.substr(last + 1));
+  return {std::string(rest.substr(0, first)) + "::" + std::string(rest.substr(first + 1, last - first - 1)),
+          overload == "default" ? "" : overload};
 }
 
 // The tensors of a call, made for a run that only wants the outputs' metadata: on the meta device,
@@ -283,15 +286,19 @@ bool fallback_differentiable(const c10::FunctionSchema& schema, size_t i) {
 }
 
 bool is_fallback_name(std::string_view symbol_name) {
-  return symbol_name.size() > kFallbackPrefix.size() && symbol_name.substr(0, kFallbackPrefix.size()) == kFallbackPrefix;
+  if (symbol_name.size() <= kFallbackPrefix.size() || symbol_name.substr(0, kFallbackPrefix.size()) != kFallbackPrefix)
+    return false;
+  std::string_view rest = symbol_name.substr(kFallbackPrefix.size());
+  return std::count(rest.begin(), rest.end(), '.') >= 2;  // <namespace>.<name>.<overload>
 }
 
 c10::OperatorHandle fallback_operator(std::string_view symbol_name) {
   c10::OperatorName name = operator_name(symbol_name);
   auto op = c10::Dispatcher::singleton().findSchema(name);
   if (!op)
-    throw OpError("'" + std::string(symbol_name) + "' is not an ATen operator of this LibTorch (no " + name.name +
-                  (name.overload_name.empty() ? "" : "." + name.overload_name) + ")");
+    throw OpError("'" + std::string(symbol_name) + "' is no operator of this process's dispatcher (no " + name.name +
+                  (name.overload_name.empty() ? "" : "." + name.overload_name) +
+                  "; an operator of a library such as torchvision needs that library loaded)");
   return *op;
 }
 

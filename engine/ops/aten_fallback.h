@@ -1,6 +1,7 @@
-// ATen fallbacks: an op with no native rule is recorded as the ATen operator itself, one bound
-// symbol named by its Python spelling, `torch.ops.aten.<name>.<overload>` ("default" for the
-// unnamed overload), with the trait "fallback".
+// ATen fallbacks: an op with no native rule is recorded as the dispatcher's operator itself, one
+// bound symbol named by its Python spelling, `torch.ops.<namespace>.<name>.<overload>` ("default"
+// for the unnamed overload; `aten`, or a library's such as `torchvision` whose operators the
+// process has loaded), with the trait "fallback".
 // Contract:
 //  - fallback_symbol(name) registers the symbol on first use (an opaque one the parser made is
 //    upgraded): its meta function runs the operator on meta tensors (on CPU tensors of ones or zeros
@@ -12,8 +13,8 @@
 //    operator through the dispatcher.
 //  - fallback_stack lays a call's values out as the operator's schema wants them: positional ones,
 //    then keyword ones by name, then the schema's defaults; an int given for a float becomes one.
-//  - A name that is not an ATen operator, or values the schema does not take, are an OpError that
-//    names the operator and the argument.
+//  - A name that is no operator of this process's dispatcher, or values the schema does not take,
+//    are an OpError that names the operator and the argument.
 #pragma once
 #include <string>
 #include <string_view>
@@ -26,11 +27,12 @@
 
 namespace tv::ops {
 
-inline constexpr std::string_view kFallbackPrefix = "torch.ops.aten.";
+inline constexpr std::string_view kFallbackPrefix = "torch.ops.";
 inline constexpr std::string_view kFallbackVjp = "ltorch.fallback_vjp";
 
 bool is_fallback_name(std::string_view symbol_name);
-// The dispatcher's operator of a fallback symbol name ("torch.ops.aten.convolution.default").
+// The dispatcher's operator of a fallback symbol name ("torch.ops.aten.convolution.default",
+// "torch.ops.torchvision.roi_align.default").
 c10::OperatorHandle fallback_operator(std::string_view symbol_name);
 const Symbol& fallback_symbol(std::string_view symbol_name);
 

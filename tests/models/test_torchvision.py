@@ -43,3 +43,26 @@ def test_swin_transformer_follows_eager(tmp_path):
     torch.manual_seed(0)
     model = torchvision.models.swin_t(num_classes=10)
     check_against_eager(model, torch.randn(1, 3, 64, 64), tmp_path=tmp_path, drift=5e-3)
+
+
+def test_a_torchvision_operator_runs_through_the_dispatcher_and_a_value_shaped_one_is_refused():
+    from torchvision.ops import nms, roi_align
+
+    class RoIHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+        def forward(self, x, boxes):
+            return roi_align(self.conv(x), boxes, output_size=2, spatial_scale=1.0, aligned=True)
+
+    torch.manual_seed(0)
+    boxes = torch.tensor([[0.0, 1.0, 1.0, 6.0, 6.0], [1.0, 0.0, 2.0, 5.0, 7.0]])
+    check_against_eager(RoIHead(), torch.randn(2, 3, 8, 8), boxes)  # torch.ops.torchvision.roi_align
+
+    class Suppress(torch.nn.Module):
+        def forward(self, boxes, scores):
+            return nms(boxes, scores, 0.5)  # as many boxes as the values keep
+
+    with pytest.raises(tv.UnsupportedOp, match=r"depends on the values.*test_torchvision.py:\d+.*inside .*boxes.py"):
+        tv.jit(Suppress())(torch.tensor([[0.0, 0.0, 4.0, 4.0], [0.5, 0.5, 4.0, 4.0]]), torch.tensor([0.9, 0.8]))

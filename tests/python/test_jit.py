@@ -217,7 +217,7 @@ def test_indexing_records_and_a_bool_mask_suggests_alternatives():
 
     with pytest.raises(tv.UnsupportedOp) as e:
         tv.jit(Bad())(torch.randn(3, 2))
-    assert "bool mask" in str(e.value) and "split" in str(e.value)
+    assert "bool mask" in str(e.value) and "torch.where" in str(e.value)
 
 
 def test_recording_leaves_tensor_indexing_as_it_was():

@@ -323,6 +323,41 @@ def test_settings_kept_anywhere_the_forward_reads_them_are_new_recordings_when_c
         Configured.GAIN, SETTINGS.SHIFT, WEIGHTS["bias"] = 1.0, 0.0, 0.0
 
 
+def test_shapes_read_from_values_are_refused_naming_the_way_out():
+    class Trimmed(torch.nn.Module):  # ASR and TTS code trims padding so
+        def forward(self, x, lengths):
+            return x[:, :lengths.max()].sum(-1)
+
+    class OneHot(torch.nn.Module):
+        def forward(self, y):
+            return torch.nn.functional.one_hot(y).float().mean(0)
+
+    with pytest.raises(tv.UnsupportedOp, match="slice bound given as a tensor.*pass the bound as a Python int"):
+        tv.jit(Trimmed())(torch.randn(2, 5), torch.tensor([3, 2]))
+    with pytest.raises(tv.UnsupportedOp, match="one_hot without num_classes.*num_classes=C"):
+        tv.jit(OneHot())(torch.tensor([0, 2, 1]))
+
+    class OneHotOf(torch.nn.Module):
+        def forward(self, y):
+            return torch.nn.functional.one_hot(y, num_classes=4).float().mean(0)
+
+    torch.testing.assert_close(tv.jit(OneHotOf())(torch.tensor([0, 2, 1])), OneHotOf()(torch.tensor([0, 2, 1])))
+
+
+def test_a_library_imported_inside_forward_records():
+    class LazyImport(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 1)
+
+        def forward(self, x, target):
+            from torchvision.ops import sigmoid_focal_loss  # its import asks torch.ops for a version
+            return sigmoid_focal_loss(self.lin(x).squeeze(-1), target, reduction="mean")
+
+    torch.manual_seed(0)
+    check_against_eager(LazyImport(), torch.randn(3, 4), torch.tensor([1.0, 0.0, 1.0]))
+
+
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():
     class InAList(torch.nn.Module):
         def __init__(self):

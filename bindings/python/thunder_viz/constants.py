@@ -22,8 +22,8 @@ def is_constant(value, depth=0):
     or tuple of those (a kernel size, the dims of a sum)."""
     if value is None or isinstance(value, (bool, int, float, str, enum.Enum)) or isinstance(value, FUNCTIONS):
         return True
-    return isinstance(value, (list, tuple)) and len(value) <= 64 and depth < 3 and \
-        all(is_constant(v, depth + 1) for v in value)
+    return type(value) in (list, tuple) and len(value) <= 64 and depth < 3 and \
+        all(is_constant(v, depth + 1) for v in value)  # (not a named tuple or a struct sequence)
 
 
 def snapshot(value):

@@ -84,6 +84,9 @@ ALTERNATIVES = {
     "leaky_relu": ["torch.nn.functional.relu", "torch.nn.functional.gelu", "torch.nn.functional.silu"],
     "elu": ["torch.nn.functional.relu", "torch.nn.functional.gelu", "torch.nn.functional.silu"],
     "softplus": ["torch.nn.functional.silu", "torch.sigmoid"],
+    "bool_mask": ["torch.where(mask, x, other)", "Tensor.masked_fill(~mask, value)", "a sum weighted by the mask"],
+    "__index__": ["pad to a fixed length, or pass the bound as a Python int (a new bound is a new recording)"],
+    "one_hot": ["F.one_hot(y, num_classes=C)"],
     # nn.TransformerEncoder's check whether its nested-tensor fast path may run (eval with a padding mask)
     "_nested_tensor_from_mask_left_aligned": ["nn.TransformerEncoder(..., enable_nested_tensor=False), whose "
                                               "layers then run as one call of each does"],
@@ -110,6 +113,8 @@ def func_label(func):
         return "torch." + qual.split(".", 1)[1]
     if mod in ("torch._C._nn",):
         return "torch.nn.functional." + key
+    if isinstance(func, (torch._ops.OpOverloadPacket, torch._ops.OpOverload)):
+        return f"torch.ops.{func}"  # a library's operator: torch.ops.torchvision.nms
     return f"{mod}.{qual}" if mod else qual
 
 
@@ -125,6 +130,25 @@ def user_frame():
 
 
 _NN_DIR = os.path.join(_TORCH_DIR, "nn") + os.sep
+# Installed libraries (torchvision, transformers): a frame there is a library's, not the user's own.
+_LIBRARY_DIRS = tuple({os.path.dirname(_TORCH_DIR) + os.sep} | {p + os.sep for p in sys.path
+                                                                 if p.endswith(("dist-packages", "site-packages"))})
+
+
+def _in_a_library(file):
+    return os.path.abspath(file).startswith(_LIBRARY_DIRS)
+
+
+def own_frame():
+    """(file, line) of the innermost frame of the user's own code: outside torch, thunder_viz and
+    the installed libraries (else the innermost outside torch and thunder_viz)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_SKIP_DIRS + _LIBRARY_DIRS) and not f.f_code.co_filename.startswith("<frozen"):
+            return f.f_code.co_filename, f.f_lineno
+        f = f.f_back
+    return user_frame()
 
 
 def library_frame():
@@ -416,6 +440,8 @@ def _setitem(self, idx, value):
     original = _patches.original("__setitem__")
     if rec is None or rec.in_getitem or rec.in_call:
         return original(self, idx, value)
+    rec.location = user_frame()
+    rec.refuse_tensor_bounds(idx)
     with _pop_mode_temporarily():  # one call, recorded here, whichever way torch would have reached the mode
         return rec.__torch_function__(original, (type(self),), (self, idx, value), {})
 
@@ -425,6 +451,7 @@ def _getitem(self, idx):
     if rec is None or rec.in_getitem or rec.in_call:
         return _patches.original()(self, idx)
     rec.location = user_frame()
+    rec.refuse_tensor_bounds(idx)
     rec.in_getitem = True  # the original reaches the mode too (as this function): record it once, here
     try:
         with _pop_mode_temporarily():  # the recorder's own torch calls are not the user's
@@ -621,10 +648,14 @@ class Recorder(TorchFunctionMode):
         return ("v", self.program.seed_slot), offset
 
     def unsupported(self, what, detail="", key=None, final=False):
-        """The UnsupportedOp of a call; `final`: a handler's refusal that no ATen fallback may retry."""
+        """The UnsupportedOp of a call; `final`: a handler's refusal that no ATen fallback may retry.
+        Made inside a library (torch.nn's layers, torchvision's functions), it names the library's
+        line and the user's own that called into it."""
         file, line = self.location or user_frame()
-        code = linecache.getline(file, line) if line else ""
         inside = library_frame()
+        if inside is None and _in_a_library(file):
+            inside, (file, line) = (file, line), own_frame()
+        code = linecache.getline(file, line) if line else ""
         if inside is not None and inside != (file, line):
             code_inside = linecache.getline(*inside).strip()
             detail = f"inside {shown_path(inside[0])}:{inside[1]} ({code_inside})" + (f"; {detail}" if detail else "")
@@ -665,6 +696,7 @@ class Recorder(TorchFunctionMode):
         if key in ACTS_ON_AUTOGRAD:
             what, why = ACTS_ON_AUTOGRAD[key]
             raise self.unsupported(what, detail=why)
+        self.refuse_value_shaped(key, args, kwargs)
         handler = HANDLERS.get(key)
         if kwargs.get("out") is not None:
             return self._fallback(func, key, args, kwargs)  # its ATen operator writes `out`, as in-place calls do
@@ -759,9 +791,16 @@ class Recorder(TorchFunctionMode):
                 raise self.unsupported(f"{func_label(func)}: {op} takes a tensor that requires grad by keyword only ({name})",
                                        key=key, detail="the engine differentiates an ATen operator's positional arguments")
         outs = [o for o in pytree.tree_flatten(op_out)[0] if o is not None]
+        if not any(isinstance(a, torch.Tensor) for a in pytree.tree_flatten((op_args, op_kwargs))[0]) and \
+                not any(isinstance(o, torch.Tensor) for o in outs):
+            return  # a query that reads no tensor (torchvision's _cuda_version at its import): nothing to record
+        if not str(op).startswith("aten.") and not _shape_follows_from_metadata(op, op_args, op_kwargs, outs):
+            raise self.unsupported(f"{func_label(func)}: {op} gives a shape that depends on the values", key=key,
+                                   detail="run on stand-in values of the same shapes it gives other shapes "
+                                          "(data-dependent shapes are not traced)")
         masks = [a for a in pytree.tree_flatten(op_args)[0] if isinstance(a, torch.Tensor) and a.dtype in (torch.bool, torch.uint8)]
         if str(op).startswith("aten.index.") and masks:
-            raise self.unsupported(f"{func_label(func)}: indexing with a bool mask", key="__getitem__",
+            raise self.unsupported(f"{func_label(func)}: indexing with a bool mask", key="bool_mask",
                                    detail="its shape depends on the values; use torch.where or masked_fill")
         if any(not isinstance(o, torch.Tensor) for o in outs):
             raise self.unsupported(f"{func_label(func)}: a tensor's value read into Python ({op})", key=key,
@@ -886,6 +925,21 @@ class Recorder(TorchFunctionMode):
                 target = base if k == 0 else olds[k].clone()
                 self.emit("torch.ops.aten.slice_scatter.default", [olds[k], new, d, start[d], end[d], strides[d]], target)
                 new = target
+
+    def refuse_tensor_bounds(self, idx):
+        """UnsupportedOp for an index whose slice takes a bound from a tensor (x[:, :lengths.max()]):
+        torch reads its value into Python, and the trace would keep the first call's."""
+        for part in idx if isinstance(idx, tuple) else (idx,):
+            if isinstance(part, slice) and any(isinstance(b, torch.Tensor) for b in (part.start, part.stop, part.step)):
+                raise self.unsupported("a slice bound given as a tensor", key="__index__", detail=(
+                    "torch reads the bound's value into Python (a data-dependent shape), which a trace would keep "
+                    "from its first call"))
+
+    def refuse_value_shaped(self, key, args, kwargs):
+        """UnsupportedOp for a call whose output shape is read from its input's values."""
+        if key == "one_hot" and (args[1] if len(args) > 1 else kwargs.get("num_classes", -1)) < 0:
+            raise self.unsupported("torch.nn.functional.one_hot without num_classes", key="one_hot", detail=(
+                "its width is the largest class index plus one, read from the values"))
 
     def note_data(self, alias, t):
         """`t.data` while recording: a tensor of t's values read without gradient (ltorch.detach of
@@ -1095,6 +1149,28 @@ DATA_DEPENDENT = {"nonzero", "nonzero_static", "argwhere", "unique", "_unique", 
                   "unique_dim", "masked_select", "bincount", "histc", "repeat_interleave"}
 # Overloads of those whose shape follows from the arguments: an int count of repeats.
 FIXED_SHAPE = {"repeat_interleave.self_int"}
+
+
+def _shape_follows_from_metadata(op, args, kwargs, outs):
+    """Whether a library's operator (torchvision's) gives its outputs' shapes from its inputs'
+    metadata: on meta tensors, or, where it has no meta kernel, on stand-in values (ones, zeros for
+    integers), the shapes are the recorded call's (roi_align's are; nms's are not)."""
+    def stand_in(device):
+        def make(t):
+            if not isinstance(t, torch.Tensor):
+                return t
+            return torch.empty(t.shape, dtype=t.dtype, device="meta") if device == "meta" else \
+                (torch.ones if t.is_floating_point() else torch.zeros)(t.shape, dtype=t.dtype, device=t.device)
+        return make
+    for device in ("meta", "values"):
+        try:
+            with torch.no_grad(), _outside_the_mode():
+                got = op(*pytree.tree_map(stand_in(device), list(args)), **pytree.tree_map(stand_in(device), dict(kwargs)))
+        except (NotImplementedError, RuntimeError):
+            continue
+        got = [o for o in pytree.tree_flatten(got)[0] if o is not None]
+        return len(got) == len(outs) and all(not isinstance(g, torch.Tensor) or g.shape == o.shape for g, o in zip(got, outs))
+    return False
 
 
 def _with_defaults(schema, args):
@@ -1461,7 +1537,7 @@ def _is_basic_index(idx):
 def _index_of(rec, i, size):
     """(start, end, stride) of one basic index along a dim of `size`."""
     if isinstance(i, bool) or (isinstance(i, torch.Tensor) and i.dtype == torch.bool):
-        raise rec.unsupported("indexing with a bool mask (data-dependent shape)", key="__getitem__")
+        raise rec.unsupported("indexing with a bool mask (data-dependent shape)", key="bool_mask")
     if isinstance(i, torch.Tensor) and i.dim() == 0 and not i.is_floating_point():
         raise rec.unsupported("indexing with a tensor (its value is data)", key="__getitem__",
                               detail="index with a Python int, or use torch.index_select / gather")
