@@ -5,13 +5,13 @@
 //  - CallGuard(dicts, attributes, places, args, kwargs) records: the size of each dict (a module's
 //    __dict__, _parameters, _buffers, _modules: an attribute, parameter, buffer or submodule gained
 //    or lost changes one), each (mapping, name) -> value of the constants the key read and of the
-//    globals the entry watches (a value is a copy the caller made; a float compared bit for bit), each
-//    (table, name) -> tensor (or None) of the parameter and buffer places and of the captured
-//    tensors' (a module's plain tensor attribute, a global) with the tensor's metadata (shape,
-//    dtype, device, requires_grad), the call's arguments (by position, and by keyword in the
-//    dict's order), torch's default dtype and the calling thread's (rank, world size). An argument
-//    is a tensor (its metadata is recorded) or a constant the key spells with its type and repr:
-//    None, bool, int, float, str; anything else is a TypeError.
+//    globals the entry watches (a value is a copy the caller made; a float compared bit for bit),
+//    each (table, name) -> object of the parameter and buffer places, the submodules and the
+//    captured tensors (a module's plain tensor attribute, a global), with a tensor's metadata
+//    (shape, dtype, device, requires_grad), the call's arguments (by position, and by keyword in
+//    the dict's order), torch's default dtype, grad and inference modes, and the calling thread's
+//    (rank, world size). An argument is a tensor (its metadata is recorded) or a constant the key
+//    spells with its type and repr: None, bool, int, float, str; anything else is a TypeError.
 //  - matches(args, kwargs) is true only when the call has as many arguments by position and the
 //    same keywords in the same order, each tensor argument a tensor with the recorded metadata, each
 //    constant one of the same type and value (a float bit for bit), the same tensor object where the
@@ -25,6 +25,8 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <c10/core/DefaultDtype.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/SmallVector.h>
 #include <pybind11/pybind11.h>
 
@@ -103,7 +105,10 @@ class CallGuard {
  public:
   CallGuard(const py::list& dicts, const py::list& attributes, const py::list& places, const py::tuple& args,
             const py::dict& kwargs)
-      : world_(current_world()), default_dtype_(c10::get_default_dtype()) {
+      : world_(current_world()),
+        default_dtype_(c10::get_default_dtype()),
+        grad_mode_(at::GradMode::is_enabled()),
+        inference_mode_(c10::InferenceMode::is_enabled()) {
     for (const auto& d : dicts) dicts_.push_back({py::reinterpret_borrow<py::dict>(d), PyDict_Size(d.ptr())});
     for (const auto& a : attributes) {
       auto t = a.cast<py::tuple>();
@@ -126,7 +131,8 @@ class CallGuard {
 
   bool matches(const py::tuple& args, const py::dict& kwargs) const {
     if (args.size() != args_.size() || kwargs.size() != kwargs_.size() || current_world() != world_ ||
-        c10::get_default_dtype() != default_dtype_)
+        c10::get_default_dtype() != default_dtype_ || at::GradMode::is_enabled() != grad_mode_ ||
+        c10::InferenceMode::is_enabled() != inference_mode_)
       return false;
     c10::SmallVector<PyObject*, 8> tensors;
     auto same = [&](const Argument& was, PyObject* value) {
@@ -222,6 +228,7 @@ class CallGuard {
   std::vector<std::pair<py::object, Argument>> kwargs_;
   std::pair<int, int> world_;
   caffe2::TypeMeta default_dtype_;  // factories without a dtype (torch.zeros(4)) made the trace's
+  bool grad_mode_, inference_mode_;  // a forward may branch on them
 };
 
 }  // namespace

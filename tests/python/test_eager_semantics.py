@@ -853,3 +853,27 @@ def test_a_double_backward_says_the_engines_backward_is_not_differentiable(timed
     gx, = torch.autograd.grad(tm(x).sum(), x)  # without create_graph, as eager
     want, = torch.autograd.grad(model(x).sum(), x)
     torch.testing.assert_close(gx, want)
+
+
+def test_grad_and_inference_modes_are_the_callers_and_each_has_its_entry():
+    class Branches(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.fc(x)
+            return y * 2 if torch.is_grad_enabled() else y - 1  # a forward that branches on the mode
+
+    torch.manual_seed(0)
+    model, x = Branches(), torch.randn(3, 4)
+    tm = tv.jit(model)
+    with torch.inference_mode():  # first: tensors without version counters
+        xi = torch.randn(3, 4)
+        for _ in range(2):
+            torch.testing.assert_close(tm(xi), model(xi))
+    for _ in range(2):
+        with torch.no_grad():
+            torch.testing.assert_close(tm(x), model(x))
+        assert_matches_eager(model, x, jitted=tm)
+    assert tm.cache_misses == 3

@@ -467,7 +467,8 @@ class JittedModule(torch.nn.Module):
         else:
             inputs, constants, rebuild, bind = self._bind(args, kwargs)
             core, module_key = self._get_core()
-            key = (tuple(_meta(t) for t in inputs), constants, module_key, _C.world_info()[:2], _aliases(inputs))
+            key = (tuple(_meta(t) for t in inputs), constants, module_key, _C.world_info()[:2], _aliases(inputs),
+                   torch.is_grad_enabled(), torch.is_inference_mode_enabled())
             cached = self._cache.get(key)
             if cached is not None and not cached[1].current():
                 cached = None  # a captured tensor replaced, a global number changed: record anew

@@ -475,7 +475,10 @@ class _Encoded:
 
 
 def _storage_version(t):
-    return t._version
+    try:
+        return t._version
+    except RuntimeError:  # a tensor made under inference mode has no version counter
+        return 0
 
 
 def _memory_span(t):
@@ -2151,13 +2154,17 @@ def recorded_symbols():
 
 def record(module, inputs, input_names, call=None):
     """Runs the forward under the recorder (`call()`, by default module(*inputs)); returns (Program,
-    real output). `inputs` are the call's tensors, in the order of `input_names`. Grad is enabled
-    while recording, so that a `torch.no_grad()` block inside forward is seen as one."""
+    real output). `inputs` are the call's tensors, in the order of `input_names`. The forward runs
+    in the caller's grad mode (a branch on torch.is_grad_enabled() goes the caller's way; jit.py keys
+    entries on it): with grad, a `torch.no_grad()` block inside forward is seen as one; without,
+    every read is. Under inference mode it runs under no_grad outside it (the recording follows
+    version counters, which inference tensors lack)."""
     _refuse_backward_hooks(module)
     rec = Recorder(module, inputs, input_names)
     rec.outer_frame = sys._getframe()
     try:
-        with torch.enable_grad():
+        grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        with torch.inference_mode(False), torch.set_grad_enabled(grad):
             with rec:
                 out = call() if call is not None else module(*inputs)
     finally:
