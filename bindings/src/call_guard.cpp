@@ -8,7 +8,7 @@
 //    globals the entry watches (a value is a copy the caller made; a float compared bit for bit),
 //    each (table, name) -> object of the parameter and buffer places, the submodules and the
 //    captured tensors (a module's plain tensor attribute, a global), with a tensor's metadata
-//    (shape, dtype, device, requires_grad), the call's arguments (by position, and by keyword in
+//    (shape, dtype, device, requires_grad, contiguity), the call's arguments (by position, and by keyword in
 //    the dict's order), torch's default dtype, grad and inference modes, and the calling thread's
 //    (rank, world size). An argument is a tensor (its metadata is recorded) or a constant the key
 //    spells with its type and repr: None, bool, int, float, str; anything else is a TypeError.
@@ -48,12 +48,14 @@ struct TensorMeta {
   at::ScalarType dtype = at::ScalarType::Undefined;
   at::Device device = at::kCPU;
   bool requires_grad = false;
+  bool contiguous = true;  // a forward may read it (x.is_contiguous(); x.view refuses a strided one)
 
   static TensorMeta of(const at::Tensor& t) {
-    return {t.sizes().vec(), t.scalar_type(), t.device(), t.requires_grad()};
+    return {t.sizes().vec(), t.scalar_type(), t.device(), t.requires_grad(), t.is_contiguous()};
   }
   bool same(const at::Tensor& t) const {
-    return t.scalar_type() == dtype && t.device() == device && t.requires_grad() == requires_grad && t.sizes().equals(sizes);
+    return t.scalar_type() == dtype && t.device() == device && t.requires_grad() == requires_grad &&
+           t.is_contiguous() == contiguous && t.sizes().equals(sizes);
   }
 };
 

@@ -877,3 +877,24 @@ def test_grad_and_inference_modes_are_the_callers_and_each_has_its_entry():
             torch.testing.assert_close(tm(x), model(x))
         assert_matches_eager(model, x, jitted=tm)
     assert tm.cache_misses == 3
+
+
+def test_a_strided_input_is_its_own_entry():
+    class ReadsLayout(torch.nn.Module):
+        def forward(self, x):
+            return x * (2 if x.is_contiguous() else 3)
+
+    tm = tv.jit(ReadsLayout())
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(tm(x), x * 2)
+    torch.testing.assert_close(tm(x.t()), x.t() * 3)
+    assert tm.cache_misses == 2
+
+    class Flattens(torch.nn.Module):
+        def forward(self, x):
+            return x.view(-1)  # eager refuses a strided input
+
+    tm = tv.jit(Flattens())
+    tm(x)
+    with pytest.raises(RuntimeError, match="view"):
+        tm(x.t())

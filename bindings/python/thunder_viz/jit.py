@@ -32,7 +32,7 @@ DEFAULT_HISTORY_LIMIT = 100
 
 
 def _meta(t):
-    return (tuple(t.shape), t.dtype, t.device, t.requires_grad)
+    return (tuple(t.shape), t.dtype, t.device, t.requires_grad, t.is_contiguous())
 
 
 def _is_scalar(value):
