@@ -6,9 +6,10 @@
 //    __dict__, _parameters, _buffers, _modules: an attribute, parameter, buffer or submodule gained
 //    or lost changes one), each (mapping, name) -> value of the constants the key read and of the
 //    globals the entry watches (a value is a copy the caller made; a float compared bit for bit),
-//    each (table, name) -> object of the parameter and buffer places, the submodules and the
-//    captured tensors (a module's plain tensor attribute, a global), with a tensor's metadata
-//    (shape, dtype, device, requires_grad, contiguity), the call's arguments (by position, and by keyword in
+//    each (table, name) -> object of the parameter and buffer places and the submodules, with a
+//    tensor's metadata (shape, dtype, device, requires_grad, contiguity), and for a place given as
+//    (table, name, tensor, True) (a captured tensor: a module's plain tensor attribute, a global)
+//    only the metadata of the tensor there, the call's arguments (by position, and by keyword in
 //    the dict's order), torch's default dtype, grad and inference modes, and the calling thread's
 //    (rank, world size). An argument is a tensor (its metadata is recorded) or a constant the key
 //    spells with its type and repr: None, bool, int, float, str; anything else is a TypeError.
@@ -119,7 +120,8 @@ class CallGuard {
     for (const auto& p : places) {
       auto t = p.cast<py::tuple>();
       auto meta = meta_of(t[2].ptr());
-      places_.push_back({t[0].cast<py::dict>(), t[1], t[2], std::move(meta)});
+      bool by_meta = t.size() > 3 && t[3].cast<bool>();
+      places_.push_back({t[0].cast<py::dict>(), t[1], t[2], std::move(meta), by_meta});
     }
     std::vector<PyObject*> tensors;
     auto add = [&](PyObject* value) {
@@ -170,6 +172,11 @@ class CallGuard {
     }
     for (const auto& p : places_) {
       PyObject* now = PyDict_GetItemWithError(p.table.ptr(), p.name.ptr());  // borrowed
+      if (p.by_meta) {  // a captured tensor: any tensor of the recorded metadata
+        if (now == nullptr || !THPVariable_Check(now) || !p.meta || !p.meta->same(THPVariable_Unpack(now)))
+          return clear_error_false();
+        continue;
+      }
       if (now != p.tensor.ptr()) return clear_error_false();
       if (p.meta && !p.meta->same(THPVariable_Unpack(now))) return false;
     }
@@ -222,6 +229,7 @@ class CallGuard {
     py::dict table;
     py::object name, tensor;           // the tensor, or None
     std::optional<TensorMeta> meta;    // the tensor's metadata when it is one
+    bool by_meta;                      // any tensor of that metadata (a captured tensor), not this one
   };
   std::vector<WatchedDict> dicts_;
   std::vector<Attribute> attributes_;

@@ -43,6 +43,8 @@ def hashable(value):
         return tuple(hashable(v) for v in value)
     if isinstance(value, float):
         return ("float", repr(value))
+    if not is_constant(value):
+        return (type(value).__name__,)  # what a slot of a constant holds now (a tensor kept where None was)
     return (type(value).__name__, value)
 
 

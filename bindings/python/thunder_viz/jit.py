@@ -29,6 +29,8 @@ from .constants import GONE, hashable, holds_settings, is_constant, settings_tab
 from .recorder import DTYPES, autocast_state, rebuild_output, record, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
+MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
+MISSES_BEFORE_WARNING = 16
 
 
 def _meta(t):
@@ -97,8 +99,8 @@ class _ModuleState:
         """((default dtype, structure, hooks, constants...), [(name, parameter)], [(name, buffer)]), as
         named_parameters and named_buffers give them (a tensor in two places, tied weights, under its
         first name)."""
-        if self._fingerprint() != self.fingerprint:
-            self._scan()
+        if self._fingerprint() != self.fingerprint or any(not is_constant(table.get(n)) for _, table, n in self.constants):
+            self._scan()  # (a constant's place holds another kind of value now: a tensor kept where None was)
         constants = tuple((path, n, hashable(table.get(n, GONE))) for path, table, n in self.constants)
         hooks = tuple(tuple(table[n]) for table, n in self.hooks)
         return (torch.get_default_dtype(), self.structure, hooks) + constants, _first_places(self.param_places), \
@@ -116,7 +118,7 @@ class _ModuleState:
         places += [(table, n, child) for table, n, child in self.submodules]
         if program is not None:
             attributes += program.global_values
-            places += [(c.table, c.key, c.tensor) for c in program.captured]
+            places += [(c.table, c.key, c.tensor(), True) for c in program.captured]  # by metadata
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
 
@@ -290,7 +292,8 @@ class JittedModule(torch.nn.Module):
         self._history = collections.deque()
         self.history_limit = history_limit
         self._listeners = []  # fn(jitted module, CallRecord, inputs) after every call (Inspector)
-        self._warned_python_draws = False
+        self._warned_recording_every_call = False
+        self._misses_in_a_row = 0
         self.cache_hits = 0
         self.cache_misses = 0
         self.timing = False  # per-bound-symbol times in each CallRecord (on while an Inspector listens)
@@ -482,20 +485,33 @@ class JittedModule(torch.nn.Module):
                 # draws as a cached call does, from where they were (torch.manual_seed reproduces it)
                 with _generators_kept():
                     program, eager_out = record(self.module, inputs, names, lambda: self.module(*args, **kwargs))
-                    entry = core.build(program.to_dict(), _engine_inputs(inputs, program), self._order,
+                    entry = core.build(program.to_dict(), _engine_inputs(inputs, program, True), self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
                 cached = (entry, program)
-                if program.python_draws:
-                    self._warn_python_draws(program)  # not kept: the next call records anew
+                if program.python_draws or program.unreplayable:
+                    self._warn_recording_every_call(program)  # not kept: the next call records anew
                 else:
                     self._cache[key] = cached
-                if program.captured or program.global_values or program.python_draws:
+                if program.captured or program.global_values or program.python_draws or program.unreplayable or \
+                        program.side_effects:
                     guard = None  # the next call, a hit, makes one that watches what the program read
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         if hit:
             self.cache_hits += 1
+            self._misses_in_a_row = 0
         else:
             self.cache_misses += 1
+            self._misses_in_a_row += 1
+            if self._misses_in_a_row == MISSES_BEFORE_WARNING:
+                file, line = user_frame()
+                warnings.warn_explicit(
+                    f"thunder_viz: {self._name} recorded its forward anew at {MISSES_BEFORE_WARNING} calls in a row: "
+                    "something its cache key holds changes at every call (a number the forward assigns, such as a "
+                    "step counter; an argument that is another number each time; a new input shape), and each call "
+                    "costs a recording. Keep such a number in a tensor (a buffer), or pass it as one.",
+                    UserWarning, file, line)
+            while len(self._cache) > MAX_CACHE_ENTRIES:
+                del self._cache[next(iter(self._cache))]  # the oldest entry
         rec = CallRecord(key, hit, cached[0], self._order)
         rec.program = cached[1]
         # the recording ran eager torch: its outputs check the engine's first run of the program
@@ -505,15 +521,21 @@ class JittedModule(torch.nn.Module):
         self._history.append(rec)
         return cached, rec, inputs, rebuild
 
-    def _warn_python_draws(self, program):
-        if not self._warned_python_draws:
-            self._warned_python_draws = True
-            file, line = user_frame()  # the user's call of the module
-            warnings.warn_explicit(
-                f"thunder_viz: {self._name}.forward draws from Python's random module ({program.python_draws[0]}); "
-                "the trace holds what the draw decided, so every call records the forward anew (as slow as a first "
-                "call). Draw with torch instead (torch.rand, torch.bernoulli) where the result stays a tensor.",
-                UserWarning, file, line)
+    def _warn_recording_every_call(self, program):
+        if self._warned_recording_every_call:
+            return
+        self._warned_recording_every_call = True
+        if program.python_draws:
+            why = (f"draws from Python's random module ({program.python_draws[0]}): the trace holds what the draw "
+                   "decided")
+            instead = "Draw with torch instead (torch.rand, torch.bernoulli) where the result stays a tensor."
+        else:
+            why = f"makes a change no replay of its trace redoes ({program.unreplayable[0]})"
+            instead = ("Keep such state in a buffer (register_buffer) or a tensor attribute, which the trace "
+                       "updates, or outside forward.")
+        file, line = user_frame()  # the user's call of the module
+        warnings.warn_explicit(f"thunder_viz: {self._name}.forward {why}, so every call records the forward anew "
+                               f"(as slow as a first call). {instead}", UserWarning, file, line)
 
     def prepare(self, *args, **kwargs):
         """Acquires (or finds in the cache) the traces for these arguments without running them."""
@@ -528,7 +550,9 @@ class JittedModule(torch.nn.Module):
                 "autocast transform instead (thunder_viz.jit(model, transforms=['autocast'])), or call it "
                 "outside torch.autocast")
         (entry, program), rec, inputs, rebuild = self._entry(args, kwargs)
-        engine_inputs = _engine_inputs(inputs, program)
+        engine_inputs = _engine_inputs(inputs, program, recorded_call=rec.eager_outputs is not None)
+        for c in program.captured:
+            c.recorded = None  # (read by the recorded call only)
         timed = entry.timed = self.timing or bool(self._listeners)
         params = self._param_list
         needs_grad = torch.is_grad_enabled() and entry.has_backward and (
@@ -541,6 +565,13 @@ class JittedModule(torch.nn.Module):
             outs = _Bridge.apply(entry, fixup, *engine_inputs, *params)
         else:
             outs, _ = entry.forward(engine_inputs)
+        if program.detached_outputs:
+            outs = list(outs)
+            for i in program.detached_outputs:
+                outs[i] = outs[i].detach()
+        for effect in program.side_effects:  # the forward's assignments, with this call's values
+            effect.apply(outs)
+        outs = list(outs)[:program.user_outputs]
         rec.outputs = [o.detach() for o in outs]
         if rec.eager_outputs is not None and not program.random:
             try:
@@ -631,9 +662,9 @@ def _unique(names, n):
     return out
 
 
-def _engine_inputs(inputs, program):
+def _engine_inputs(inputs, program, recorded_call=False):
     """The tensors a call of `program` passes the engine: the call's own, the captured ones, the seed."""
-    return list(inputs) + program.captured_tensors() + _seed(program)
+    return list(inputs) + program.captured_tensors(recorded_call) + _seed(program)
 
 
 def _seed(program):

@@ -196,17 +196,44 @@ RANDOM_WORDS = ("rand", "bernoulli", "dropout", "normal", "multinomial", "unifor
 class Captured:
     """A tensor the forward read that existed before the call and is none of its arguments,
     parameters or buffers: a module's plain tensor attribute or a global of the code that read it.
-    It is an input of the trace, passed at every call of the entry as the object found at
-    `table[key]` (a module's __dict__, a module's globals); `meta` is what the trace was made for."""
+    It is an input of the trace, read at every call of the entry from its place, `table[key]` (a
+    module's __dict__, a module's globals), as Thunder's prologue unpacks it: a tensor put there
+    since (a memory the forward keeps, a global rebound) is read as long as it has the metadata
+    the trace was made for (`meta`)."""
 
     def __init__(self, name, slot, tensor, table, key):
-        self.name, self.slot, self.tensor, self.table, self.key = name, slot, tensor, table, key
-        self.meta = (tensor.shape, tensor.dtype, tensor.device, tensor.requires_grad)
+        self.name, self.slot, self.table, self.key = name, slot, table, key
+        self.meta = _captured_meta(tensor)
+        self.recorded = tensor  # what the recorded call read (the forward may have replaced it since)
+
+    def tensor(self):
+        return self.table.get(self.key)
 
     def current(self):
-        """Whether its place still holds the tensor the trace was made for."""
+        """Whether its place holds a tensor of the metadata the trace was made for."""
         t = self.table.get(self.key)
-        return t is self.tensor and (t.shape, t.dtype, t.device, t.requires_grad) == self.meta
+        return isinstance(t, torch.Tensor) and _captured_meta(t) == self.meta
+
+
+def _captured_meta(t):
+    return (t.shape, t.dtype, t.device, t.requires_grad, t.is_contiguous())
+
+
+class SideEffect:
+    """An assignment the forward made, replayed after every call of its entry: `owner.name = ` the
+    program's output `output` (a tensor of the trace: an auxiliary loss, a kept activation, the
+    weight a weight_norm hook computes) or the constant `value` (a flag it toggles); `owner` is a
+    module (setattr) or a dict (an entry)."""
+
+    def __init__(self, owner, name, output=None, value=None):
+        self.owner, self.name, self.output, self.value = owner, name, output, value
+
+    def apply(self, outputs):
+        value = outputs[self.output] if self.output is not None else self.value
+        if isinstance(self.owner, dict):
+            self.owner[self.name] = value
+        else:
+            setattr(self.owner, self.name, value)
 
 
 class Program:
@@ -222,6 +249,11 @@ class Program:
         self.captured = []            # Captured, in the order the recording met them
         self.global_values = []       # (table, name, copy) of what the trace's constants may come from
         self.python_draws = []        # "random.uniform at file:line" of each draw from Python's random
+        # what the forward assigned, replayed after every call (SideEffect), and what it changed that
+        # no replay can redo (a list rebound, an attribute deleted): such a program records every call
+        self.side_effects = []
+        self.unreplayable = []
+        self.detached_outputs = []    # indices of outputs that carry no gradient
         self.ops = []
         self.outputs = []
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
@@ -243,8 +275,10 @@ class Program:
             seed += "_"
         return names + [seed]
 
-    def captured_tensors(self):
-        return [c.tensor for c in self.captured]
+    def captured_tensors(self, recorded_call=False):
+        """The captured tensors a call passes: those in their places, or, for the recorded call
+        itself, those it read (its forward may have assigned others since)."""
+        return [c.recorded if recorded_call else c.tensor() for c in self.captured]
 
     def current(self):
         """Whether every captured tensor's place and every watched global are as recorded."""
@@ -1456,6 +1490,7 @@ def h_detach(rec, out, a):
         rec.alias(out, a)
     else:
         rec.emit("ltorch.detach", [a], out)
+        rec.detached.add(rec.refs[id(out)])
 
 
 def _reshape(name):
@@ -2162,6 +2197,7 @@ def record(module, inputs, input_names, call=None):
     _refuse_backward_hooks(module)
     rec = Recorder(module, inputs, input_names)
     rec.outer_frame = sys._getframe()
+    assignable = _assignable_state(module)
     try:
         grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         with torch.inference_mode(False), torch.set_grad_enabled(grad):
@@ -2195,7 +2231,56 @@ def record(module, inputs, input_names, call=None):
             raise UnsupportedOp(f"a forward returning a {type(leaf).__name__}", "forward",
                                 detail="return tensors, or tuples, lists and dicts of tensors (None and numbers may sit beside them)")
     prog.outputs = refs
+    prog.user_outputs = len(refs)
+    _note_side_effects(rec, assignable, _assignable_state(module))
+    # outputs read with grad off (y.detach(), a no_grad block's): returned without autograd history
+    prog.detached_outputs = [i for i, r in enumerate(prog.outputs) if r in rec.detached]
     return prog, out
+
+
+def _assignable_state(module):
+    """What a forward may assign: each module's attributes, ("attr", module, name) -> value, and the
+    constant entries of the dicts they hold, ("entry", id(dict), key) -> (dict, value)."""
+    state = {}
+    for m in module.modules():
+        for n, v in vars(m).items():
+            if n in ("_parameters", "_buffers", "_modules"):
+                continue  # a parameter, buffer or submodule assigned is a new structure, which the next call reads
+            state[("attr", m, n)] = v
+            if type(v) is dict:
+                for k, e in v.items():
+                    if is_constant(e):
+                        state[("entry", id(v), k)] = (v, e)
+    return state
+
+
+def _note_side_effects(rec, before, after):
+    """The program's side effects: each attribute the forward assigned (or dict entry it set), as a
+    SideEffect where a replay can redo it (a tensor of the trace becomes an extra output of the
+    program), else a reason in `unreplayable`."""
+    prog = rec.program
+    for key in after.keys() | before.keys():
+        old, new = before.get(key, GONE), after.get(key, GONE)
+        if key[0] == "entry":
+            if new is GONE or old is GONE or new[1] is not old[1]:
+                if new is GONE:
+                    prog.unreplayable.append(f"an entry {key[2]!r} removed from a dict")
+                else:
+                    prog.side_effects.append(SideEffect(new[0], key[2], value=snapshot(new[1])))
+            continue
+        if new is old:
+            continue
+        _, owner, name = key
+        where = f"{type(owner).__name__}.{name}"
+        if new is GONE:
+            prog.unreplayable.append(f"del {where}")
+        elif isinstance(new, torch.Tensor) and id(new) in rec.refs:
+            prog.side_effects.append(SideEffect(owner, name, output=len(prog.outputs)))
+            prog.outputs.append(rec.refs[id(new)])
+        elif is_constant(new):
+            prog.side_effects.append(SideEffect(owner, name, value=snapshot(new)))
+        elif not isinstance(new, torch.nn.Module):  # (a submodule made once is a new structure)
+            prog.unreplayable.append(f"{where} = a {type(new).__name__}")
 
 
 def _refuse_backward_hooks(module):
