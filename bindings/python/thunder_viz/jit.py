@@ -20,6 +20,7 @@ import warnings
 
 import torch
 import torch.nn.modules.module as _nn_module
+from torch.utils.hooks import RemovableHandle as _RemovableHandle
 import torch.utils._pytree as pytree
 
 from . import _thunder_viz as _C
@@ -113,7 +114,9 @@ class _ModuleState:
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         dicts += list(self.settings.values())
         attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if n in table]
-        attributes += [(table, n, type(table[n])(table[n])) for table, n in self.hooks]
+        # a hook removed changes its table's size; one registered, torch's count of hook handles
+        dicts += [table[n] for table, n in self.hooks]
+        attributes.append((vars(_RemovableHandle), "next_id", _RemovableHandle.next_id))
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
         places += [(table, n, child) for table, n, child in self.submodules]
         if program is not None:
@@ -496,12 +499,14 @@ class JittedModule(torch.nn.Module):
                         program.side_effects:
                     guard = None  # the next call, a hit, makes one that watches what the program read
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
+        counts = self.__dict__  # (nn.Module's __setattr__ costs microseconds a call)
         if hit:
-            self.cache_hits += 1
-            self._misses_in_a_row = 0
+            counts["cache_hits"] += 1
+            if self._misses_in_a_row:
+                counts["_misses_in_a_row"] = 0
         else:
-            self.cache_misses += 1
-            self._misses_in_a_row += 1
+            counts["cache_misses"] += 1
+            counts["_misses_in_a_row"] += 1
             if self._misses_in_a_row == MISSES_BEFORE_WARNING:
                 file, line = user_frame()
                 warnings.warn_explicit(

@@ -557,6 +557,7 @@ class Recorder(TorchFunctionMode):
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
         self.data_of = {}  # id of a tensor's `.data` -> the tensor
         self.outer_frame = None  # record()'s frame: the user's frames of the forward are below it
+        self.differentiable = True  # whether the call was made with grad (without, nothing is differentiated)
         self.user_code = {}  # code object of a user's frame the forward ran -> its globals
 
     def _note_user_code(self):
@@ -660,8 +661,9 @@ class Recorder(TorchFunctionMode):
         for a in pytree.tree_flatten((list(args), dict(kwargs or {})))[0] if not grad_off else []:
             if isinstance(a, torch.Tensor):
                 self.read_ids.add(id(a))  # a read that a backward may need (one with grad off reads a detached value)
-        enc_args = [self.enc(a, grad_off) for a in args]
-        enc_kwargs = {k: self.enc(v, grad_off) for k, v in (kwargs or {}).items()}
+        # (a call made without grad has no backward: its reads need no ltorch.detach)
+        enc_args = [self.enc(a, grad_off and self.differentiable) for a in args]
+        enc_kwargs = {k: self.enc(v, grad_off and self.differentiable) for k, v in (kwargs or {}).items()}
         single = isinstance(outs, torch.Tensor)
         outs = [outs] if single else list(outs)
         slots = []
@@ -2199,7 +2201,7 @@ def record(module, inputs, input_names, call=None):
     rec.outer_frame = sys._getframe()
     assignable = _assignable_state(module)
     try:
-        grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        grad = rec.differentiable = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         with torch.inference_mode(False), torch.set_grad_enabled(grad):
             with rec:
                 out = call() if call is not None else module(*inputs)
