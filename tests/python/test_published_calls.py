@@ -451,6 +451,43 @@ def test_a_counter_the_forward_assigns_counts_and_warns_that_each_call_records()
     assert model.calls == 20 and len(tm._cache) <= 64
 
 
+def test_tensors_kept_in_a_dict_or_in_a_module_hidden_in_a_list_are_read_at_every_call():
+    class Distills(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.teacher = [torch.nn.Linear(4, 4).requires_grad_(False)]  # hidden from parameters()
+            self.consts = {"w": torch.tensor([1.0, 2.0, 3.0, 4.0])}
+
+        def forward(self, x):
+            return (self.lin(x) - self.teacher[0](x)) * self.consts["w"]
+
+    torch.manual_seed(0)
+    model, x = Distills(), torch.randn(3, 4)
+    tm = tv.jit(model)
+    tm(x)
+    with torch.no_grad():
+        model.teacher[0].weight.mul_(0.5)  # the teacher's EMA step
+        model.consts["w"].mul_(3)
+    for _ in range(2):
+        torch.testing.assert_close(tm(x), model(x))
+    assert tm.cache_misses == 1
+
+
+def test_a_parameter_assigned_inside_forward_is_refused():
+    class Reassigns(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(4, 3)
+
+        def forward(self, x):
+            self.emb.weight = torch.nn.Parameter(self.emb.weight * 0.9)  # a codebook's EMA, as some VQ-VAEs do
+            return self.emb(x)
+
+    with pytest.raises(tv.UnsupportedOp, match="parameter or buffer assigned inside forward.*outside forward"):
+        tv.jit(Reassigns())(torch.tensor([0, 1]))
+
+
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():
     class InAList(torch.nn.Module):
         def __init__(self):

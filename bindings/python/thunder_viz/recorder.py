@@ -1117,12 +1117,35 @@ class Recorder(TorchFunctionMode):
 
     def _place_of(self, t):
         """(dict, key, a name for the trace) of where `t` lives before the call: a submodule's
-        __dict__ (a plain attribute), else the globals of the innermost frame of the user's code
-        that holds it; None if neither does."""
+        __dict__ (a plain attribute), a dict it holds, the parameters or buffers of a module it
+        keeps in a list or dict rather than as a submodule (a teacher hidden from parameters()),
+        else the globals of the innermost frame
+        of the user's code that holds it; None if none does. A parameter or buffer the forward
+        put in place of the module's own is refused."""
+        def named(*parts):
+            return "_".join(p for p in parts if p).replace(".", "_")
+
         for prefix, m in self.module.named_modules():
+            for table in (m._parameters, m._buffers):
+                if any(v is t for v in table.values()):
+                    raise self.unsupported("a parameter or buffer assigned inside forward", detail=(
+                        "the jitted module reads the module's parameters and buffers as they are at the call; "
+                        "assign it outside forward (after optimizer.step()), or, for one that requires no grad, "
+                        "update it in place under torch.no_grad() (p.copy_(new))"))
             for n, v in vars(m).items():
                 if v is t:
-                    return vars(m), n, (f"{prefix}_{n}" if prefix else n).replace(".", "_")
+                    return vars(m), n, named(prefix, n)
+                if type(v) is dict:
+                    for k, e in v.items():
+                        if e is t and isinstance(k, str):
+                            return v, k, named(prefix, n, k)
+                if type(v) in (list, tuple, dict):
+                    for i, kept in (v.items() if type(v) is dict else enumerate(v)):
+                        for owner_name, owner in kept.named_modules() if isinstance(kept, torch.nn.Module) else ():
+                            for table in (owner._parameters, owner._buffers):
+                                for q, w in table.items():
+                                    if w is t:
+                                        return table, q, named(prefix, n, str(i), owner_name, q)
         seen = set()
         f = sys._getframe(1)
         while f is not None:
