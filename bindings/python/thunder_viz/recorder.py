@@ -19,11 +19,17 @@ What eager torch would compute is what the recording says:
   tensor its new value by the view's scatter (slice_scatter, select_scatter; a reshape or permute for
   a view of every element), one into a view of an input, parameter or buffer is refused, and a read
   of a tensor that changed in place through another view of its storage is refused;
-- a call with no handler is recorded as the ATen operators it runs (`torch.ops.aten.*`, through
-  TorchDispatchMode): executed through the dispatcher, differentiated by LibTorch's autograd; one
-  that reads a tensor's value into Python (`.item()`, `if tensor:`) is refused;
+- a call with no handler is recorded as the operators it runs (`torch.ops.aten.*`, a library's such
+  as `torch.ops.torchvision.*`, through TorchDispatchMode): executed through the dispatcher,
+  differentiated by LibTorch's autograd; one that reads a tensor's value into Python (`.item()`,
+  `if tensor:`) or whose shape follows from values is refused;
 - dropout's mask comes from a seed drawn from torch's generator at every call (the program's input
-  `rng_seed`), each dropout site at its own offset.
+  `rng_seed`), each dropout site at its own offset;
+- a tensor that existed before the call and is none of its arguments, parameters or buffers (a
+  module's plain tensor attribute, a global) is a captured input (Captured), read from its place at
+  every call; what the forward assigns to module attributes is a SideEffect replayed after every
+  call; the globals the forward's code names are watched (Program.global_values); a draw from
+  Python's random, or a change no replay redoes, makes the program one that records every call.
 """
 import contextlib
 import dataclasses
