@@ -169,10 +169,15 @@ def test_counters_a_forward_updates_in_place_count_every_call():
 
 
 TEMPERATURE = 2.0  # a global number the forward divides by (an annealed temperature)
+WARMUP = 1.0  # one a helper reads
+
+
+def _warmup_factor():
+    return WARMUP * 2  # no torch call: no frame of it is on the stack when torch is called
 
 
 def test_a_global_number_that_changes_is_a_new_recording():
-    global TEMPERATURE
+    global TEMPERATURE, WARMUP
 
     class Tempered(torch.nn.Module):
         def __init__(self):
@@ -180,19 +185,19 @@ def test_a_global_number_that_changes_is_a_new_recording():
             self.lin = torch.nn.Linear(4, 4)
 
         def forward(self, x):
-            return torch.softmax(self.lin(x) / TEMPERATURE, -1)
+            return torch.softmax(self.lin(x) / TEMPERATURE, -1) * _warmup_factor()
 
     torch.manual_seed(0)
     model, x = Tempered(), torch.randn(2, 4)
     tm = tv.jit(model)
     try:
-        for value in (2.0, 0.5, 0.5, 1):
-            TEMPERATURE = value
+        for value, warmup in ((2.0, 1.0), (0.5, 1.0), (0.5, 1.0), (1, 1.0), (1, 3.0)):
+            TEMPERATURE, WARMUP = value, warmup
             for _ in range(2):  # the call that sees the change, then a steady one
                 torch.testing.assert_close(tm(x), model(x))
-        assert tm.cache_misses == 3  # 2.0, 0.5, then 1 (an int: another type, another constant)
+        assert tm.cache_misses == 4  # 2.0, 0.5, then 1 (an int: another type, another constant), then WARMUP
     finally:
-        TEMPERATURE = 2.0
+        TEMPERATURE, WARMUP = 2.0, 1.0
 
 
 def test_list_and_private_attributes_and_the_default_dtype_that_change_are_new_recordings():

@@ -2334,17 +2334,25 @@ def _global_values(user_code):
     globals and bake into the trace: a global constant named in its co_names (the globals and
     attributes it loads; functions aside), the constant fields named there of a global settings
     object or Python module (`config.SCALE`), and the constant entries of a global dict
-    (`CFG["scale"]`). The entry holds while each is unchanged."""
+    (`CFG["scale"]`); and so for the user's functions those name in turn (a helper that computes a
+    number from a global and makes no torch call, so no frame of it was seen). The entry holds
+    while each is unchanged."""
     found = {}
+    todo, seen = list(user_code.items()), set(user_code)
 
     def watch(table, name, value):
         if is_constant(value) and not isinstance(value, FUNCTIONS):
             found[(id(table), name)] = (table, name, snapshot(value))
 
-    for code, g in user_code.items():
+    while todo:
+        code, g = todo.pop()
         for name in code.co_names:
             value = g.get(name, _MISSING)
-            if isinstance(value, dict):
+            if isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
+                    not os.path.abspath(value.__code__.co_filename).startswith(_SKIP_DIRS):
+                seen.add(value.__code__)
+                todo.append((value.__code__, value.__globals__))
+            elif isinstance(value, dict):
                 if len(value) <= 256:
                     for key, entry in list(value.items()):
                         watch(value, key, entry)
