@@ -405,6 +405,56 @@ def test_what_forward_assigns_is_assigned_at_every_call_gradients_included():
     assert tm.cache_misses == 3  # one entry per phase; the memory is read from its place
 
 
+STATS = {"calls": 0, "mode": "a"}  # a global dict a forward updates
+
+
+class Bookkeeping(torch.nn.Module):
+    """Python state a forward changes besides its own attributes' values."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.acts = []
+        self.cache = {}
+        self.prev = torch.zeros(2, 3)
+
+    def forward(self, x):
+        y = self.lin(x - self.prev)
+        self.prev = x  # the input, kept for the next call
+        self.acts.append(y)
+        self.cache["h"] = y * 2
+        STATS["calls"] += 1
+        STATS["mode"] = "b" if STATS["mode"] == "a" else "a"
+        return y * 3 if STATS["mode"] == "b" else y
+
+
+def test_lists_dicts_globals_and_hooks_a_forward_changes_change_at_every_call():
+    import copy
+    torch.manual_seed(0)
+    model = Bookkeeping()
+    eager = copy.deepcopy(model)
+    features = {}
+    model.lin.register_forward_hook(lambda m, inputs, out: features.__setitem__("lin", out))  # feature extraction
+    tm = tv.jit(model)
+    try:
+        for step in range(5):
+            x = torch.randn(2, 3)
+            before = dict(STATS)
+            got = tm(x)
+            after = dict(STATS)
+            STATS.update(before)  # eager's call makes the same change
+            want = eager(x)
+            assert STATS == after and after["calls"] == step + 1
+            torch.testing.assert_close(got, want)
+            torch.testing.assert_close(model.cache["h"], eager.cache["h"])
+            assert len(model.acts) == len(eager.acts) == step + 1
+            torch.testing.assert_close(model.acts[-1], eager.acts[-1])
+            torch.testing.assert_close(features["lin"], model.acts[-1])  # this call's, not the first's
+            assert model.prev is x and not model.prev.requires_grad
+    finally:
+        STATS.update(calls=0, mode="a")
+
+
 def test_a_weight_norm_hooks_weight_attribute_is_this_calls():
     torch.manual_seed(0)
     model = torch.nn.utils.weight_norm(torch.nn.Linear(4, 3))

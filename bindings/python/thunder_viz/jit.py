@@ -575,7 +575,7 @@ class JittedModule(torch.nn.Module):
             for i in program.detached_outputs:
                 outs[i] = outs[i].detach()
         for effect in program.side_effects:  # the forward's assignments, with this call's values
-            effect.apply(outs)
+            effect.apply(outs, engine_inputs, recorded_call=rec.eager_outputs is not None)
         outs = list(outs)[:program.user_outputs]
         rec.outputs = [o.detach() for o in outs]
         if rec.eager_outputs is not None and not program.random:

@@ -226,16 +226,28 @@ def _captured_meta(t):
 
 
 class SideEffect:
-    """An assignment the forward made, replayed after every call of its entry: `owner.name = ` the
-    program's output `output` (a tensor of the trace: an auxiliary loss, a kept activation, the
-    weight a weight_norm hook computes) or the constant `value` (a flag it toggles); `owner` is a
-    module (setattr) or a dict (an entry)."""
+    """An assignment the forward made, replayed after every call of its entry: `owner[name] = ` or
+    `owner.name = ` the value `source` gives, which is one of
+    - ("output", k): the program's output k, a tensor of the trace (an auxiliary loss, a kept
+      activation, the weight a weight_norm hook computes);
+    - ("input", i): the call's tensor i (an input kept for the next call);
+    - ("value", v): a constant (a flag it toggles) or a parameter;
+    - ("outputs", [k, ...]): for a list `owner`, those outputs appended (activations a hook collects).
+    `owner` is a module (setattr), a dict (an entry; a module's globals for a global) or a list."""
 
-    def __init__(self, owner, name, output=None, value=None):
-        self.owner, self.name, self.output, self.value = owner, name, output, value
+    def __init__(self, owner, name, source):
+        self.owner, self.name, self.source = owner, name, source
 
-    def apply(self, outputs):
-        value = outputs[self.output] if self.output is not None else self.value
+    def apply(self, outputs, inputs, recorded_call=False):
+        kind, what = self.source
+        if kind == "outputs":
+            values = [outputs[k] for k in what]
+            if recorded_call:  # the recording appended eager's tensors: this call's replace them
+                self.owner[len(self.owner) - len(values):] = values
+            else:
+                self.owner.extend(values)
+            return
+        value = outputs[what] if kind == "output" else inputs[what] if kind == "input" else what
         if isinstance(self.owner, dict):
             self.owner[self.name] = value
         else:
@@ -2245,7 +2257,7 @@ def record(module, inputs, input_names, call=None):
                 t.copy_(before)
                 rec.versions[id(t)] = _storage_version(t)  # the recorder's own write: its value is still the one bound
     prog = rec.program
-    prog.global_values = _global_values(rec.user_code)
+    prog.global_values = _global_values(rec.user_code, assignable)
     _register_containers(out)
     leaves, prog.output_spec = pytree.tree_flatten(out)
     refs = []
@@ -2270,47 +2282,110 @@ def record(module, inputs, input_names, call=None):
 
 
 def _assignable_state(module):
-    """What a forward may assign: each module's attributes, ("attr", module, name) -> value, and the
-    constant entries of the dicts they hold, ("entry", id(dict), key) -> (dict, value)."""
+    """What a forward may change in Python, before or after it ran:
+    - ("attr", module, name) -> value: each module's attributes;
+    - ("entry", id(dict), key) -> (dict, value): the entries of the dicts the modules hold, of the
+      dict globals of the user's code (the modules of the model's classes and of its hooks), and of
+      the dicts a hook's closure holds (the features a hook collects);
+    - ("list", id(list)) -> (list, items): the lists in those places (activations appended);
+    - ("global", id(globals), name) -> (globals, value): those modules' globals."""
     state = {}
+    dicts, lists = {}, {}
+
+    def contents(v):
+        if type(v) is dict and len(v) <= 1024:
+            dicts[id(v)] = v
+        elif type(v) is list and len(v) <= 1024:
+            lists[id(v)] = v
+
+    code_globals = {}
     for m in module.modules():
         for n, v in vars(m).items():
             if n in ("_parameters", "_buffers", "_modules"):
                 continue  # a parameter, buffer or submodule assigned is a new structure, which the next call reads
             state[("attr", m, n)] = v
-            if type(v) is dict:
-                for k, e in v.items():
-                    if is_constant(e):
-                        state[("entry", id(v), k)] = (v, e)
+            contents(v)
+        for cls in type(m).__mro__:
+            if not cls.__module__.split(".")[0] in ("torch", "builtins") and cls.__module__ in sys.modules:
+                code_globals[cls.__module__] = vars(sys.modules[cls.__module__])
+        for table in (m._forward_hooks, m._forward_pre_hooks):
+            for hook in table.values():
+                hook = getattr(hook, "__func__", hook)
+                if isinstance(hook, types.FunctionType):
+                    code_globals[hook.__module__] = hook.__globals__
+                    for cell in hook.__closure__ or ():
+                        try:
+                            contents(cell.cell_contents)
+                        except ValueError:  # an empty cell
+                            pass
+    for name, g in code_globals.items():
+        if name.split(".")[0] in ("torch", "thunder_viz"):
+            continue
+        for n, v in g.items():
+            if not (n.startswith("__") and n.endswith("__")):
+                state[("global", id(g), n)] = (g, v)
+                contents(v)
+    for d in dicts.values():
+        for k, e in d.items():
+            state[("entry", id(d), k)] = (d, e)
+    for l in lists.values():
+        state[("list", id(l))] = (l, tuple(l))
     return state
 
 
 def _note_side_effects(rec, before, after):
-    """The program's side effects: each attribute the forward assigned (or dict entry it set), as a
-    SideEffect where a replay can redo it (a tensor of the trace becomes an extra output of the
-    program), else a reason in `unreplayable`."""
+    """The program's side effects: each attribute, dict entry or global the forward assigned and
+    each list it appended to, as a SideEffect where a replay can redo it (a tensor of the trace
+    becomes an extra output of the program), else a reason in `unreplayable`."""
     prog = rec.program
+
+    def source(t):
+        """A SideEffect's source for a tensor the recording knows (an output of the program for one
+        the trace computes), else None."""
+        if not isinstance(t, torch.Tensor) or id(t) not in rec.refs:
+            return None
+        ref = rec.refs[id(t)]
+        if ref[0] == "p":
+            return ("value", t)  # a parameter or buffer
+        if ref[1] < len(prog.input_names):
+            return ("input", ref[1])
+        prog.outputs.append(ref)
+        return ("output", len(prog.outputs) - 1)
+
     for key in after.keys() | before.keys():
         old, new = before.get(key, GONE), after.get(key, GONE)
-        if key[0] == "entry":
-            if new is GONE or old is GONE or new[1] is not old[1]:
-                if new is GONE:
-                    prog.unreplayable.append(f"an entry {key[2]!r} removed from a dict")
-                else:
-                    prog.side_effects.append(SideEffect(new[0], key[2], value=snapshot(new[1])))
+        kind = key[0]
+        if kind == "list":
+            if new is GONE or old is GONE or new[1] == old[1]:
+                continue
+            grown = new[1][:len(old[1])] == old[1]
+            sources = [source(t) for t in new[1][len(old[1]):]] if grown else [None]
+            if any(src is None or src[0] != "output" for src in sources):
+                prog.unreplayable.append("a list changed other than by appending tensors the trace computes")
+            else:
+                prog.side_effects.append(SideEffect(new[0], None, ("outputs", [k for _, k in sources])))
             continue
-        if new is old:
-            continue
-        _, owner, name = key
-        where = f"{type(owner).__name__}.{name}"
+        if kind in ("entry", "global"):
+            if old is not GONE and new is not GONE and new[1] is old[1]:
+                continue
+            owner, name = (new if new is not GONE else old)[0], key[2]
+            where, new = (f"{name!r} of a dict" if kind == "entry" else f"the global {name}"), \
+                (new[1] if new is not GONE else GONE)
+        else:
+            if new is old:
+                continue
+            _, owner, name = key
+            where = f"{type(owner).__name__}.{name}"
+        src = source(new) if new is not GONE else None
         if new is GONE:
-            prog.unreplayable.append(f"del {where}")
-        elif isinstance(new, torch.Tensor) and id(new) in rec.refs:
-            prog.side_effects.append(SideEffect(owner, name, output=len(prog.outputs)))
-            prog.outputs.append(rec.refs[id(new)])
+            prog.unreplayable.append(f"{where} deleted")
+        elif src is not None:
+            prog.side_effects.append(SideEffect(owner, name, src))
         elif is_constant(new):
-            prog.side_effects.append(SideEffect(owner, name, value=snapshot(new)))
-        elif not isinstance(new, torch.nn.Module):  # (a submodule made once is a new structure)
+            prog.side_effects.append(SideEffect(owner, name, ("value", snapshot(new))))
+        elif isinstance(new, torch.nn.Module) and kind == "attr":
+            continue  # a submodule made once is a new structure, which the next call reads
+        else:
             prog.unreplayable.append(f"{where} = a {type(new).__name__}")
 
 
@@ -2329,20 +2404,22 @@ def _refuse_backward_hooks(module):
             "register a hook on the parameters (p.register_hook) or on the jitted module's output instead"))
 
 
-def _global_values(user_code):
+def _global_values(user_code, before):
     """(table, name, snapshot) of each value the code of the forward's frames may read from its
     globals and bake into the trace: a global constant named in its co_names (the globals and
     attributes it loads; functions aside), the constant fields named there of a global settings
     object or Python module (`config.SCALE`), and the constant entries of a global dict
     (`CFG["scale"]`); and so for the user's functions those name in turn (a helper that computes a
     number from a global and makes no torch call, so no frame of it was seen). The entry holds
-    while each is unchanged."""
+    while each is as it was before the recorded forward ran (`before`: _assignable_state, where it
+    looked; a forward that changes one is replayed by its side effects)."""
     found = {}
     todo, seen = list(user_code.items()), set(user_code)
 
     def watch(table, name, value):
-        if is_constant(value) and not isinstance(value, FUNCTIONS):
-            found[(id(table), name)] = (table, name, snapshot(value))
+        was = before.get(("global", id(table), name), before.get(("entry", id(table), name), (None, value)))[1]
+        if is_constant(was) and not isinstance(was, FUNCTIONS):
+            found[(id(table), name)] = (table, name, snapshot(was))
 
     while todo:
         code, g = todo.pop()
