@@ -8,8 +8,8 @@
 //    globals the entry watches (a value is a copy the caller made; a float compared bit for bit),
 //    each (table, name) -> object of the parameter and buffer places and the submodules, with a
 //    tensor's metadata (shape, dtype, device, requires_grad, contiguity), and for a place given as
-//    (table, name, tensor, True) (a captured tensor: a module's plain tensor attribute, a global)
-//    only the metadata of the tensor there, the call's arguments (by position, and by keyword in
+//    (table, name, tensor, True[, index]) (a captured tensor: a module's plain tensor attribute,
+//    an item of a tuple or list one holds, a global) only the metadata of the tensor there, the call's arguments (by position, and by keyword in
 //    the dict's order), torch's default dtype, grad and inference modes, and the calling thread's
 //    (rank, world size). An argument is a tensor (its metadata is recorded) or a constant the key
 //    spells with its type and repr: None, bool, int, float, str; anything else is a TypeError.
@@ -121,7 +121,8 @@ class CallGuard {
       auto t = p.cast<py::tuple>();
       auto meta = meta_of(t[2].ptr());
       bool by_meta = t.size() > 3 && t[3].cast<bool>();
-      places_.push_back({t[0].cast<py::dict>(), t[1], t[2], std::move(meta), by_meta});
+      Py_ssize_t index = t.size() > 4 && !t[4].is_none() ? t[4].cast<Py_ssize_t>() : -1;
+      places_.push_back({t[0].cast<py::dict>(), t[1], t[2], std::move(meta), by_meta, index});
     }
     std::vector<PyObject*> tensors;
     auto add = [&](PyObject* value) {
@@ -173,6 +174,12 @@ class CallGuard {
     for (const auto& p : places_) {
       PyObject* now = PyDict_GetItemWithError(p.table.ptr(), p.name.ptr());  // borrowed
       if (p.by_meta) {  // a captured tensor: any tensor of the recorded metadata
+        py::object item;  // an item of a tuple or list there (a new reference)
+        if (now != nullptr && p.index >= 0) {
+          if (!PyList_CheckExact(now) && !PyTuple_CheckExact(now)) return false;
+          item = py::reinterpret_steal<py::object>(PySequence_GetItem(now, p.index));
+          now = item.ptr();
+        }
         if (now == nullptr || !THPVariable_Check(now) || !p.meta || !p.meta->same(THPVariable_Unpack(now)))
           return clear_error_false();
         continue;
@@ -230,6 +237,7 @@ class CallGuard {
     py::object name, tensor;           // the tensor, or None
     std::optional<TensorMeta> meta;    // the tensor's metadata when it is one
     bool by_meta;                      // any tensor of that metadata (a captured tensor), not this one
+    Py_ssize_t index;                  // of by_meta: the item of the tuple or list at the place, or -1
   };
   std::vector<WatchedDict> dicts_;
   std::vector<Attribute> attributes_;

@@ -544,6 +544,21 @@ def test_a_parameter_assigned_inside_forward_is_refused():
 
 
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():
+    def make(gain):
+        class InAClosure(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.lin(x) * gain  # a closure's cell: no place the recording looks at
+        return InAClosure()
+
+    with pytest.raises(tv.UnsupportedOp, match="requires grad and is no parameter.*nn.Parameter"):
+        tv.jit(make(torch.tensor(2.0, requires_grad=True)))(torch.randn(2, 4))
+
+
+def test_a_tensor_that_requires_grad_kept_in_a_list_gets_its_gradient():
     class InAList(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -553,8 +568,12 @@ def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():
         def forward(self, x):
             return self.lin(x) * self.gains[0]
 
-    with pytest.raises(tv.UnsupportedOp, match="requires grad and is no parameter.*nn.Parameter"):
-        tv.jit(InAList())(torch.randn(2, 4))
+    model, x = InAList(), torch.randn(2, 4)
+    tv.jit(model)(x).sum().backward()
+    got = model.gains[0].grad.clone()
+    model.gains[0].grad = None
+    model(x).sum().backward()
+    torch.testing.assert_close(got, model.gains[0].grad)
 
 
 def test_an_output_that_is_nan_in_eager_too_is_the_same_result():

@@ -9,6 +9,7 @@ the fields of a settings object (a config dataclass, a SimpleNamespace, a dict) 
 """
 import enum
 import functools
+import sys
 import types
 
 import torch
@@ -18,18 +19,28 @@ GONE = object()  # a field deleted since it was read
 
 
 def is_constant(value, depth=0):
-    """None, a number, bool or string, an Enum, a function (compared by identity), or a short list
-    or tuple of those (a kernel size, the dims of a sum)."""
-    if value is None or isinstance(value, (bool, int, float, str, enum.Enum)) or isinstance(value, FUNCTIONS):
+    """None, a number (numpy's too), bool or string, an Enum, a torch dtype, device or Size, a
+    function (compared by identity), or a list, tuple or set of those (a kernel size, the dims of a
+    sum) of up to MAX_ITEMS items."""
+    if value is None or isinstance(value, SCALARS) or isinstance(value, FUNCTIONS):
         return True
-    return type(value) in (list, tuple) and len(value) <= 64 and depth < 3 and \
+    return type(value) in (list, tuple, set, frozenset) and len(value) <= MAX_ITEMS and depth < 3 and \
         all(is_constant(v, depth + 1) for v in value)  # (not a named tuple or a struct sequence)
+
+
+def _numpy_scalars():
+    numpy = sys.modules.get("numpy")
+    return (numpy.generic,) if numpy is not None else ()
+
+
+SCALARS = (bool, int, float, str, enum.Enum, torch.dtype, torch.device, torch.Size) + _numpy_scalars()
+MAX_ITEMS = 1024
 
 
 def snapshot(value):
     """A copy that a later change in place of the original does not reach; lists stay lists (a
-    guard compares types), tuples tuples."""
-    if isinstance(value, (list, tuple)):
+    guard compares types), tuples tuples, sets sets."""
+    if type(value) in (list, tuple, set):
         return type(value)(snapshot(v) for v in value)
     return value
 
@@ -37,10 +48,14 @@ def snapshot(value):
 def hashable(value):
     """The key's spelling of a constant: typed (1, True and 1.0 are three keys), floats by repr (0.0
     and -0.0 are two)."""
-    if isinstance(value, list):
+    if type(value) is list:
         return ("list", tuple(hashable(v) for v in value))
-    if isinstance(value, tuple):
+    if type(value) is tuple:
         return tuple(hashable(v) for v in value)
+    if type(value) in (set, frozenset):
+        return (type(value).__name__, frozenset(hashable(v) for v in value))
+    if isinstance(value, torch.Size):
+        return ("Size", tuple(value))
     if isinstance(value, float):
         return ("float", repr(value))
     if not is_constant(value):

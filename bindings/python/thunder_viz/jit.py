@@ -32,6 +32,7 @@ from .recorder import DTYPES, autocast_state, rebuild_output, record, user_frame
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
 MISSES_BEFORE_WARNING = 16
+MAX_SETTINGS_TABLES = 64  # settings objects and dicts whose fields a key holds, nested ones included
 
 
 def _meta(t):
@@ -75,7 +76,28 @@ class _ModuleState:
         # torch's own, such as _reversed_padding_repeated_twice, do not change in forward), and the
         # fields of the settings objects and dicts they hold (each object once)
         self.constants, self.settings, classes = [], {}, set()
+
+        def settings(path, value, depth=0):
+            """The constant fields of a settings object or dict, and of those it holds in turn."""
+            if id(value) in self.settings or depth > 2 or len(self.settings) >= MAX_SETTINGS_TABLES:
+                return
+            table = self.settings[id(value)] = settings_table(value)
+            for k, field in list(table.items()):
+                if is_constant(field):
+                    self.constants.append((path, table, k))
+                elif holds_settings(field):
+                    settings(f"{path}.{k}", field, depth + 1)
+
+        # modules kept in a list or dict rather than as submodules (a teacher): their constants too
+        scanned, ids = list(named), {id(m) for _, m in named}
         for prefix, m in named:
+            for n, v in vars(m).items():
+                for kept in (v.values() if type(v) is dict else v) if type(v) in (list, tuple, dict) else ():
+                    if isinstance(kept, torch.nn.Module) and id(kept) not in ids:
+                        hidden = [(f"{prefix}.{n}[]{'.' if q else ''}{q}", h) for q, h in kept.named_modules()]
+                        ids.update(id(h) for _, h in hidden)
+                        scanned += hidden
+        for prefix, m in scanned:
             for cls in type(m).__mro__:  # the user's classes' constants and methods (torch's do not change)
                 if cls.__module__.split(".")[0] in ("torch", "builtins") or id(cls) in classes:
                     continue
@@ -85,9 +107,8 @@ class _ModuleState:
             for n, v in vars(m).items():
                 if is_constant(v):
                     self.constants.append((prefix, vars(m), n))
-                elif holds_settings(v) and id(v) not in self.settings:
-                    table = self.settings[id(v)] = settings_table(v)
-                    self.constants += [(f"{prefix}.{n}", table, k) for k, field in table.items() if is_constant(field)]
+                elif holds_settings(v):
+                    settings(f"{prefix}.{n}", v)
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
         # removed later is a new recording (a backward hook is refused there)
         self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]
@@ -121,7 +142,7 @@ class _ModuleState:
         places += [(table, n, child) for table, n, child in self.submodules]
         if program is not None:
             attributes += program.global_values
-            places += [(c.table, c.key, c.tensor(), True) for c in program.captured]  # by metadata
+            places += [(c.table, c.key, c.tensor(), True, c.index) for c in program.captured]  # by metadata
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
 

@@ -45,7 +45,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .constants import FUNCTIONS, GONE, hashable, holds_settings, is_constant, snapshot
+from .constants import FUNCTIONS, GONE, hashable, holds_settings, is_constant, settings_table, snapshot
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -207,17 +207,21 @@ class Captured:
     since (a memory the forward keeps, a global rebound) is read as long as it has the metadata
     the trace was made for (`meta`)."""
 
-    def __init__(self, name, slot, tensor, table, key):
-        self.name, self.slot, self.table, self.key = name, slot, table, key
+    def __init__(self, name, slot, tensor, table, key, index=None):
+        self.name, self.slot, self.table, self.key, self.index = name, slot, table, key, index
         self.meta = _captured_meta(tensor)
         self.recorded = tensor  # what the recorded call read (the forward may have replaced it since)
 
     def tensor(self):
-        return self.table.get(self.key)
+        """The tensor at its place (`index`: the item of the tuple or list there), or None."""
+        t = self.table.get(self.key)
+        if self.index is not None:
+            t = t[self.index] if type(t) in (list, tuple) and len(t) > self.index else None
+        return t
 
     def current(self):
         """Whether its place holds a tensor of the metadata the trace was made for."""
-        t = self.table.get(self.key)
+        t = self.tensor()
         return isinstance(t, torch.Tensor) and _captured_meta(t) == self.meta
 
 
@@ -1118,7 +1122,7 @@ class Recorder(TorchFunctionMode):
         place = self._place_of(t)
         if place is None:
             return None
-        table, key, name = place
+        table, key, name, index = place if len(place) == 4 else place + (None,)
         if t.dtype not in DTYPES:
             raise self.unsupported(f"the tensor '{name}' of dtype {str(t.dtype).replace('torch.', '')}", detail=(
                 "the engine has no complex dtypes; keep the real and imaginary parts (or cos and sin, for rotary "
@@ -1127,19 +1131,19 @@ class Recorder(TorchFunctionMode):
         while name in taken:
             name += "_"
         slot = self._new_slot()
-        self.program.captured.append(Captured(name, slot, t, table, key))
+        self.program.captured.append(Captured(name, slot, t, table, key, index))
         self._bind(t, ("v", slot))
         self.owned[id(t)] = f"the captured tensor '{name}'"
         self.place[id(t)] = ("v", slot)
         return ("v", slot)
 
     def _place_of(self, t):
-        """(dict, key, a name for the trace) of where `t` lives before the call: a submodule's
-        __dict__ (a plain attribute), a dict it holds, the parameters or buffers of a module it
-        keeps in a list or dict rather than as a submodule (a teacher hidden from parameters()),
-        else the globals of the innermost frame
-        of the user's code that holds it; None if none does. A parameter or buffer the forward
-        put in place of the module's own is refused."""
+        """(dict, key, a name for the trace[, index]) of where `t` lives before the call: a
+        submodule's __dict__ (a plain attribute; `index`: an item of a tuple or list there), a dict
+        or settings object it holds, the parameters or buffers of a module it keeps in a list or
+        dict rather than as a submodule (a teacher hidden from parameters()), else the globals of
+        the innermost frame of the user's code that holds it; None if none does. A parameter or
+        buffer the forward put in place of the module's own is refused."""
         def named(*parts):
             return "_".join(p for p in parts if p).replace(".", "_")
 
@@ -1153,10 +1157,15 @@ class Recorder(TorchFunctionMode):
             for n, v in vars(m).items():
                 if v is t:
                     return vars(m), n, named(prefix, n)
-                if type(v) is dict:
-                    for k, e in v.items():
+                if type(v) in (list, tuple) and len(v) <= 64:  # normalisation constants kept as a pair
+                    for i, e in enumerate(v):
+                        if e is t:
+                            return vars(m), n, named(prefix, n, str(i)), i
+                if holds_settings(v):  # a dict, or a settings object's fields
+                    table = settings_table(v)
+                    for k, e in table.items():
                         if e is t and isinstance(k, str):
-                            return v, k, named(prefix, n, k)
+                            return table, k, named(prefix, n, k)
                 if type(v) in (list, tuple, dict):
                     for i, kept in (v.items() if type(v) is dict else enumerate(v)):
                         for owner_name, owner in kept.named_modules() if isinstance(kept, torch.nn.Module) else ():
@@ -2433,6 +2442,8 @@ def _global_values(user_code, before):
                 if len(value) <= 256:
                     for key, entry in list(value.items()):
                         watch(value, key, entry)
+            elif isinstance(value, types.ModuleType) and not _users_module(value):
+                continue  # torch, math: a library's module does not change
             elif isinstance(value, types.ModuleType) or holds_settings(value):
                 table = vars(value)
                 for field in code.co_names:
@@ -2444,6 +2455,14 @@ def _global_values(user_code, before):
 
 
 _MISSING = object()
+
+
+def _users_module(module):
+    """Whether a Python module is the user's own (a config module), not a library's or a builtin."""
+    file = getattr(module, "__file__", None)
+    if not file:  # a builtin, or a module made in code (types.ModuleType)
+        return module.__name__ not in sys.builtin_module_names
+    return not os.path.abspath(file).startswith(_SKIP_DIRS + _LIBRARY_DIRS)
 
 
 def _register_containers(out):
