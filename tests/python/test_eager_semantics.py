@@ -898,3 +898,22 @@ def test_a_strided_input_is_its_own_entry():
     tm(x)
     with pytest.raises(RuntimeError, match="view"):
         tm(x.t())
+
+
+def test_a_deep_copy_of_a_jitted_module_is_a_jitted_copy_and_pickling_says_what_to_save():
+    import copy
+    import pickle
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+    tm = tv.jit(model)
+    x = torch.randn(2, 4)
+    tm(x)
+    twin = copy.deepcopy(tm)  # an EMA model made from a jitted one
+    assert isinstance(twin, tv.JittedModule) and twin.module is not model
+    torch.testing.assert_close(twin(x), tm(x))
+    with torch.no_grad():
+        twin.module[0].weight.mul_(2)
+    torch.testing.assert_close(tm(x), model(x))
+    torch.testing.assert_close(twin(x), twin.module(x))
+    with pytest.raises(TypeError, match="state_dict"):
+        pickle.dumps(tm)

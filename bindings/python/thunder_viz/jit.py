@@ -15,6 +15,7 @@ the engine's backward trace through a torch.autograd.Function and fills the orig
 """
 import collections
 import contextlib
+import copy
 import inspect
 import warnings
 
@@ -614,6 +615,17 @@ class JittedModule(torch.nn.Module):
         for fn in list(self._listeners):
             fn(self, rec, inputs)
         return rebuild_output(program, list(outs))
+
+    def __deepcopy__(self, memo):
+        """A jitted copy of a copy of the module (an EMA model, a checkpoint's twin), with the same
+        order and options and an empty cache: the engine's state is made anew, not copied."""
+        fn = self._lc_cd.fn if self._lc_cd.fn is not self._module else None
+        return JittedModule(copy.deepcopy(self._module, memo), self._order, self._semantics, self._name,
+                            fn=copy.deepcopy(fn, memo) if fn is not None else None, history_limit=self.history_limit)
+
+    def __reduce__(self):
+        raise TypeError(f"a jitted module is not pickled: save {self._name}'s state_dict (tm.state_dict()), or "
+                        "pickle the module itself (tm.module) and apply thunder_viz.jit to it again")
 
     def __repr__(self):
         return f"<thunder_viz.JittedModule {self._name} order={self._order}>"
