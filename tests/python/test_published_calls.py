@@ -543,6 +543,32 @@ def test_a_parameter_assigned_inside_forward_is_refused():
         tv.jit(Reassigns())(torch.tensor([0, 1]))
 
 
+def test_a_draw_the_patches_do_not_see_is_found_by_the_generators_state():
+    from random import random as draw  # a bound method of Python's generator, taken at import
+
+    class Coin(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.own = random.Random(0)  # a generator of the module's own
+
+        def forward(self, x):
+            y = self.lin(x)
+            if draw() < 0.5 or self.own.random() < 0.3:
+                y = y * 0
+            return y
+
+    model, x = Coin(), torch.randn(2, 4)
+    tm = tv.jit(model)
+    random.seed(1)
+    with pytest.warns(UserWarning, match="every call records the forward anew"):
+        got = [tm(x) for _ in range(8)]
+    random.seed(1)
+    model.own.seed(0)
+    for g in got:
+        torch.testing.assert_close(g, model(x))
+
+
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():
     def make(gain):
         class InAClosure(torch.nn.Module):

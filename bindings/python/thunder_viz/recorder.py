@@ -368,6 +368,9 @@ class _RecordingPatches:
         """(label, owner, attribute, replacement) of each."""
         import torch.utils.checkpoint as checkpoint
         draws = [(f"random.{n}", random, n, _python_draw(f"random.{n}")) for n in _PYTHON_DRAWS]
+        # every Random's draws go through its random() (a random.Random() of the user's own,
+        # `from random import uniform`): shadowed on the class
+        draws.append(("random.Random.random", random.Random, "random", _python_draw("random.Random.random")))
         numpy = sys.modules.get("numpy")
         if numpy is not None and hasattr(numpy, "random"):
             draws += [(f"numpy.random.{n}", numpy.random, n, _python_draw(f"numpy.random.{n}"))
@@ -2250,6 +2253,7 @@ def record(module, inputs, input_names, call=None):
     rec = Recorder(module, inputs, input_names)
     rec.outer_frame = sys._getframe()
     assignable = _assignable_state(module)
+    generators = _generator_states(module)
     try:
         grad = rec.differentiable = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         with torch.inference_mode(False), torch.set_grad_enabled(grad):
@@ -2267,6 +2271,9 @@ def record(module, inputs, input_names, call=None):
                 rec.versions[id(t)] = _storage_version(t)  # the recorder's own write: its value is still the one bound
     prog = rec.program
     prog.global_values = _global_values(rec.user_code, assignable)
+    if not prog.python_draws and _generator_states(module) != generators:
+        prog.python_draws.append("a generator whose state the forward advanced (Python's or numpy's, or one "
+                                 "the module holds)")
     _register_containers(out)
     leaves, prog.output_spec = pytree.tree_flatten(out)
     refs = []
@@ -2288,6 +2295,23 @@ def record(module, inputs, input_names, call=None):
     # outputs read with grad off (y.detach(), a no_grad block's): returned without autograd history
     prog.detached_outputs = [i for i, r in enumerate(prog.outputs) if r in rec.detached]
     return prog, out
+
+
+def _generator_states(module):
+    """The states of the random generators a forward may draw from outside torch: Python's and
+    numpy's global ones, and the random.Random and numpy Generators the modules hold (a draw not
+    seen by the patched functions, `from random import random`, shows here)."""
+    numpy = sys.modules.get("numpy")
+    states = [random.getstate()]
+    if numpy is not None:
+        states.append(repr(numpy.random.get_state(legacy=False)))
+    for m in module.modules():
+        for v in vars(m).values():
+            if isinstance(v, random.Random):
+                states.append(v.getstate())
+            elif numpy is not None and isinstance(v, numpy.random.Generator):
+                states.append(repr(v.bit_generator.state))
+    return states
 
 
 def _assignable_state(module):
