@@ -2304,7 +2304,8 @@ def _generator_states(module):
     numpy = sys.modules.get("numpy")
     states = [random.getstate()]
     if numpy is not None:
-        states.append(repr(numpy.random.get_state(legacy=False)))
+        _, key, pos, has_gauss, gauss = numpy.random.get_state()
+        states.append((key.tobytes(), pos, has_gauss, gauss))
     for m in module.modules():
         for v in vars(m).values():
             if isinstance(v, random.Random):
