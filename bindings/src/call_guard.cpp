@@ -5,7 +5,8 @@
 //  - CallGuard(dicts, attributes, places, args, kwargs) records: the size of each dict (a module's
 //    __dict__, _parameters, _buffers, _modules: an attribute, parameter, buffer or submodule gained
 //    or lost changes one), each (mapping, name) -> value of the constants the key read and of the
-//    globals the entry watches (a value is a copy the caller made; a float compared bit for bit),
+//    globals the entry watches (a value is a copy the caller made; a float compared bit for bit;
+//    given as (mapping, name, value, True), only the value's type),
 //    each (table, name) -> object of the parameter and buffer places and the submodules, with a
 //    tensor's metadata (shape, dtype, device, requires_grad, contiguity), and for a place given as
 //    (table, name, tensor, True[, index]) (a captured tensor: a module's plain tensor attribute,
@@ -115,7 +116,8 @@ class CallGuard {
     for (const auto& d : dicts) dicts_.push_back({py::reinterpret_borrow<py::dict>(d), PyDict_Size(d.ptr())});
     for (const auto& a : attributes) {
       auto t = a.cast<py::tuple>();
-      attributes_.push_back({py::reinterpret_borrow<py::object>(t[0]), t[1], t[2]});
+      bool by_type = t.size() > 3 && t[3].cast<bool>();
+      attributes_.push_back({py::reinterpret_borrow<py::object>(t[0]), t[1], t[2], by_type});
     }
     for (const auto& p : places) {
       auto t = p.cast<py::tuple>();
@@ -163,6 +165,7 @@ class CallGuard {
                                                   : (held = py::reinterpret_steal<py::object>(
                                                          PyObject_GetItem(a.table.ptr(), a.name.ptr()))).ptr();
       if (now == nullptr || Py_TYPE(now) != Py_TYPE(a.value.ptr())) return clear_error_false();
+      if (a.by_type) continue;
       if (PyFloat_CheckExact(now)) {  // bit for bit: 0.0 and -0.0 are two constants
         double x = PyFloat_AS_DOUBLE(now), y = PyFloat_AS_DOUBLE(a.value.ptr());
         if (std::memcmp(&x, &y, sizeof x) != 0) return false;
@@ -231,6 +234,7 @@ class CallGuard {
   struct Attribute {
     py::object table;  // a dict, or another mapping (a class's mappingproxy)
     py::object name, value;
+    bool by_type;      // only the value's type (a tensor kept where None may be put back)
   };
   struct Place {
     py::dict table;

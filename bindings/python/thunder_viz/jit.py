@@ -17,6 +17,7 @@ import collections
 import contextlib
 import copy
 import inspect
+import types
 import warnings
 
 import torch
@@ -48,6 +49,25 @@ def _is_scalar(value):
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                       "_global_backward_pre_hooks")
+# A module's own tables, which the key reads otherwise (parameters, buffers, submodules, hooks).
+_MODULE_INTERNALS = {"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"} | set(_HOOK_DICTS) | {
+    "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs",
+    "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"}
+
+
+def _is_torchs(cls):
+    return cls.__module__.split(".")[0] in ("torch", "builtins")
+
+
+def _names_loaded(cls):
+    """The names the code of a class's functions (nested ones included) loads: globals and attributes."""
+    names, todo = set(), [v.__code__ for v in vars(cls).values() if isinstance(v, types.FunctionType)]
+    todo += [v.fget.__code__ for v in vars(cls).values() if isinstance(v, property) and v.fget is not None]
+    while todo:
+        code = todo.pop()
+        names.update(code.co_names)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return names
 
 
 class _ModuleState:
@@ -76,7 +96,7 @@ class _ModuleState:
         # (path, table, name) of each constant: the modules' attributes, private ones too (self._scale:
         # torch's own, such as _reversed_padding_repeated_twice, do not change in forward), and the
         # fields of the settings objects and dicts they hold (each object once)
-        self.constants, self.settings, classes = [], {}, set()
+        self.constants, self.kinds, self.settings, classes = [], [], {}, set()
 
         def settings(path, value, depth=0):
             """The constant fields of a settings object or dict, and of those it holds in turn."""
@@ -84,6 +104,8 @@ class _ModuleState:
                 return
             table = self.settings[id(value)] = settings_table(value)
             for k, field in list(table.items()):
+                if isinstance(k, str) and k not in read and not isinstance(value, dict):
+                    continue  # a field no code of the model's names
                 if is_constant(field):
                     self.constants.append((path, table, k))
                 elif holds_settings(field):
@@ -98,18 +120,34 @@ class _ModuleState:
                         hidden = [(f"{prefix}.{n}[]{'.' if q else ''}{q}", h) for q, h in kept.named_modules()]
                         ids.update(id(h) for _, h in hidden)
                         scanned += hidden
+        # The names the user's module classes' code loads: an attribute of a module of the user's own
+        # class, or a field of a settings object, that no such code names (a step count the training
+        # loop keeps on the model) is no part of the key. A class deriving from a torch.nn layer
+        # other than Module keeps all of them (the layer's own code reads its attributes).
+        read = {"training"}
+        for _, m in scanned:
+            for cls in type(m).__mro__:
+                if not _is_torchs(cls) and id(cls) not in classes:
+                    classes.add(id(cls))
+                    read |= _names_loaded(cls)
+        classes.clear()
         for prefix, m in scanned:
             for cls in type(m).__mro__:  # the user's classes' constants and methods (torch's do not change)
-                if cls.__module__.split(".")[0] in ("torch", "builtins") or id(cls) in classes:
+                if _is_torchs(cls) or id(cls) in classes:
                     continue
                 classes.add(id(cls))
                 self.constants += [(f"<class {cls.__qualname__}>", vars(cls), n) for n, v in vars(cls).items()
                                    if not (n.startswith("__") and n.endswith("__")) and is_constant(v)]
+            all_read = any(_is_torchs(cls) and cls not in (torch.nn.Module, object) for cls in type(m).__mro__)
             for n, v in vars(m).items():
+                if not all_read and n not in read and not n.startswith("_"):
+                    continue
                 if is_constant(v):
                     self.constants.append((prefix, vars(m), n))
                 elif holds_settings(v):
                     settings(f"{prefix}.{n}", v)
+                elif n not in _MODULE_INTERNALS:  # by its type: a tensor kept where None may be put back
+                    self.kinds.append((prefix, vars(m), n))
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
         # removed later is a new recording (a backward hook is refused there)
         self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]
@@ -122,9 +160,11 @@ class _ModuleState:
         """((default dtype, structure, hooks, constants...), [(name, parameter)], [(name, buffer)]), as
         named_parameters and named_buffers give them (a tensor in two places, tied weights, under its
         first name)."""
-        if self._fingerprint() != self.fingerprint or any(not is_constant(table.get(n)) for _, table, n in self.constants):
-            self._scan()  # (a constant's place holds another kind of value now: a tensor kept where None was)
+        if self._fingerprint() != self.fingerprint or any(not is_constant(table.get(n)) for _, table, n in self.constants) \
+                or any(is_constant(table.get(n)) for _, table, n in self.kinds):
+            self._scan()  # (a place holds another kind of value now: a tensor kept where None was, or back)
         constants = tuple((path, n, hashable(table.get(n, GONE))) for path, table, n in self.constants)
+        constants += tuple((path, n, type(table.get(n, GONE)).__name__) for path, table, n in self.kinds)
         hooks = tuple(tuple(table[n]) for table, n in self.hooks)
         return (torch.get_default_dtype(), self.structure, hooks) + constants, _first_places(self.param_places), \
             _first_places(self.buffer_places)
@@ -136,6 +176,7 @@ class _ModuleState:
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
         dicts += list(self.settings.values())
         attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if n in table]
+        attributes += [(table, n, table[n], True) for _, table, n in self.kinds if n in table]
         # a hook removed changes its table's size; one registered, torch's count of hook handles
         dicts += [table[n] for table, n in self.hooks]
         attributes.append((vars(_RemovableHandle), "next_id", _RemovableHandle.next_id))

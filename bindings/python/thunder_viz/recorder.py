@@ -2277,6 +2277,7 @@ def record(module, inputs, input_names, call=None):
     _register_containers(out)
     leaves, prog.output_spec = pytree.tree_flatten(out)
     refs = []
+    rec.output_tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
             if id(leaf) not in rec.refs:
@@ -2292,8 +2293,9 @@ def record(module, inputs, input_names, call=None):
     prog.outputs = refs
     prog.user_outputs = len(refs)
     _note_side_effects(rec, assignable, _assignable_state(module))
-    # outputs read with grad off (y.detach(), a no_grad block's): returned without autograd history
-    prog.detached_outputs = [i for i, r in enumerate(prog.outputs) if r in rec.detached]
+    # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
+    # returned without autograd history
+    prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors) if not t.requires_grad]
     return prog, out
 
 
@@ -2325,12 +2327,17 @@ def _assignable_state(module):
     - ("global", id(globals), name) -> (globals, value): those modules' globals."""
     state = {}
     dicts, lists = {}, {}
+    keyed = set()  # ids of the dicts whose entries jit.py's key holds (a module's dicts and settings objects)
 
-    def contents(v):
+    def contents(v, held=False):
         if type(v) is dict and len(v) <= 1024:
             dicts[id(v)] = v
         elif type(v) is list and len(v) <= 1024:
             lists[id(v)] = v
+        elif held and holds_settings(v):  # a config object's fields (a flag the forward toggles)
+            dicts[id(vars(v))] = vars(v)
+        if held:
+            keyed.add(id(dicts.get(id(v), vars(v) if holds_settings(v) and type(v) is not dict else v)))
 
     code_globals = {}
     for m in module.modules():
@@ -2338,7 +2345,7 @@ def _assignable_state(module):
             if n in ("_parameters", "_buffers", "_modules"):
                 continue  # a parameter, buffer or submodule assigned is a new structure, which the next call reads
             state[("attr", m, n)] = v
-            contents(v)
+            contents(v, held=True)
         for cls in type(m).__mro__:
             if not cls.__module__.split(".")[0] in ("torch", "builtins") and cls.__module__ in sys.modules:
                 code_globals[cls.__module__] = vars(sys.modules[cls.__module__])
@@ -2361,7 +2368,7 @@ def _assignable_state(module):
                 contents(v)
     for d in dicts.values():
         for k, e in d.items():
-            state[("entry", id(d), k)] = (d, e)
+            state[("entry", id(d), k)] = (d, e, id(d) in keyed)
     for l in lists.values():
         state[("list", id(l))] = (l, tuple(l))
     return state
@@ -2372,6 +2379,7 @@ def _note_side_effects(rec, before, after):
     each list it appended to, as a SideEffect where a replay can redo it (a tensor of the trace
     becomes an extra output of the program), else a reason in `unreplayable`."""
     prog = rec.program
+    watched = {(id(table), name) for table, name, _ in prog.global_values}
 
     def source(t):
         """A SideEffect's source for a tensor the recording knows (an output of the program for one
@@ -2384,6 +2392,7 @@ def _note_side_effects(rec, before, after):
         if ref[1] < len(prog.input_names):
             return ("input", ref[1])
         prog.outputs.append(ref)
+        rec.output_tensors.append(t)
         return ("output", len(prog.outputs) - 1)
 
     for key in after.keys() | before.keys():
@@ -2402,21 +2411,27 @@ def _note_side_effects(rec, before, after):
         if kind in ("entry", "global"):
             if old is not GONE and new is not GONE and new[1] is old[1]:
                 continue
-            owner, name = (new if new is not GONE else old)[0], key[2]
+            held = (new if new is not GONE else old)
+            owner, name = held[0], key[2]
+            # a constant set where the key looks (a module's dict or settings object, a watched global)
+            # follows from the key; set elsewhere (a counter in a hook's closure) it does not
+            keyed = (kind == "entry" and held[2]) or (id(owner), name) in watched
             where, new = (f"{name!r} of a dict" if kind == "entry" else f"the global {name}"), \
                 (new[1] if new is not GONE else GONE)
         else:
             if new is old:
                 continue
             _, owner, name = key
-            where = f"{type(owner).__name__}.{name}"
+            where, keyed = f"{type(owner).__name__}.{name}", True
         src = source(new) if new is not GONE else None
         if new is GONE:
             prog.unreplayable.append(f"{where} deleted")
         elif src is not None:
             prog.side_effects.append(SideEffect(owner, name, src))
-        elif is_constant(new):
+        elif is_constant(new) and keyed:
             prog.side_effects.append(SideEffect(owner, name, ("value", snapshot(new))))
+        elif is_constant(new):
+            prog.unreplayable.append(f"{where} set to a value the cache key does not hold")
         elif isinstance(new, torch.nn.Module) and kind == "attr":
             continue  # a submodule made once is a new structure, which the next call reads
         else:
@@ -2452,7 +2467,7 @@ def _global_values(user_code, before):
 
     def watch(table, name, value):
         was = before.get(("global", id(table), name), before.get(("entry", id(table), name), (None, value)))[1]
-        if is_constant(was) and not isinstance(was, FUNCTIONS):
+        if is_constant(was):  # a function too: a helper monkeypatched is a new recording
             found[(id(table), name)] = (table, name, snapshot(was))
 
     while todo:
@@ -2464,9 +2479,10 @@ def _global_values(user_code, before):
                 seen.add(value.__code__)
                 todo.append((value.__code__, value.__globals__))
             elif isinstance(value, dict):
-                if len(value) <= 256:
+                if len(value) <= 256:  # the entries the code may name (CFG["scale"]: a constant of its code)
                     for key, entry in list(value.items()):
-                        watch(value, key, entry)
+                        if not isinstance(key, str) or key in code.co_consts:
+                            watch(value, key, entry)
             elif isinstance(value, types.ModuleType) and not _users_module(value):
                 continue  # torch, math: a library's module does not change
             elif isinstance(value, types.ModuleType) or holds_settings(value):
