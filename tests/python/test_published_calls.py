@@ -98,6 +98,7 @@ def test_a_plain_tensor_attribute_that_changes_is_read_again():
 
 SHIFT = torch.tensor([0.5, -1.0, 2.0, 0.25])  # a global the forward reads
 SCALE = torch.tensor(1.5, requires_grad=True)  # a global leaf that learns beside the parameters
+GAINS = {"out": torch.tensor([1.0, 2.0, 3.0, 4.0])}  # a global dict's tensor
 
 
 class ReadsGlobals(torch.nn.Module):
@@ -110,7 +111,7 @@ class ReadsGlobals(torch.nn.Module):
 
     def forward(self, x):
         y = self.lin((x - self.mean) / self.std) + SHIFT
-        return y * SCALE + torch.tensor([1.5, -0.5, 0.0, 3.0])  # a constant made in forward
+        return y * SCALE * GAINS["out"] + torch.tensor([1.5, -0.5, 0.0, 3.0])  # a constant made in forward
 
 
 def test_globals_and_float_tensor_attributes_are_inputs_read_at_every_call():
@@ -120,7 +121,8 @@ def test_globals_and_float_tensor_attributes_are_inputs_read_at_every_call():
     tm = tv.jit(model)
     changes = (lambda: None, lambda: SHIFT.mul_(3.0), lambda: model.std.fill_(0.5),
                lambda: globals().__setitem__("SHIFT", torch.tensor([1.0, 2.0, 3.0, 4.0])),
-               lambda: setattr(model, "mean", torch.zeros(4)))
+               lambda: setattr(model, "mean", torch.zeros(4)), lambda: GAINS["out"].mul_(2),
+               lambda: GAINS.__setitem__("out", torch.ones(4)))
     try:
         for change in changes:
             change()

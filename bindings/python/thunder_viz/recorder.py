@@ -1144,8 +1144,9 @@ class Recorder(TorchFunctionMode):
         """(dict, key, a name for the trace[, index]) of where `t` lives before the call: a
         submodule's __dict__ (a plain attribute; `index`: an item of a tuple or list there), a dict
         or settings object it holds, the parameters or buffers of a module it keeps in a list or
-        dict rather than as a submodule (a teacher hidden from parameters()), else the globals of
-        the innermost frame of the user's code that holds it; None if none does. A parameter or
+        dict rather than as a submodule (a teacher hidden from parameters()), else the globals (or
+        a global dict's entry) of the innermost frame of the user's code that holds it; None if none
+        does. A parameter or
         buffer the forward put in place of the module's own is refused."""
         def named(*parts):
             return "_".join(p for p in parts if p).replace(".", "_")
@@ -1184,6 +1185,10 @@ class Recorder(TorchFunctionMode):
                 for n, v in f.f_globals.items():
                     if v is t:
                         return f.f_globals, n, n
+                    if type(v) is dict and len(v) <= 256 and not (n.startswith("__") and n.endswith("__")):
+                        for k, e in v.items():
+                            if e is t and isinstance(k, str):
+                                return v, k, named(n, k)  # a global dict's entry (TABLE["gain"])
             f = f.f_back
         return None
 
