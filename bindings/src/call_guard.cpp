@@ -7,10 +7,11 @@
 //    or lost changes one), each (mapping, name) -> value of the constants the key read and of the
 //    globals the entry watches (a value is a copy the caller made; a float compared bit for bit;
 //    given as (mapping, name, value, True), only the value's type),
-//    each (table, name) -> object of the parameter and buffer places and the submodules, with a
-//    tensor's metadata (shape, dtype, device, requires_grad, contiguity), and for a place given as
-//    (table, name, tensor, True[, index]) (a captured tensor: a module's plain tensor attribute,
-//    an item of a tuple or list one holds, a global) only the metadata of the tensor there, the call's arguments (by position, and by keyword in
+//    each (table, name[, index]) -> object of the parameter and buffer places and the submodules
+//    (`index`: an item of the tuple, list or dict there, a module kept in a list), with a tensor's
+//    metadata (shape, dtype, device, requires_grad, contiguity), and for a place given as (table,
+//    name, tensor, True[, index]) (a captured tensor: a module's plain tensor attribute, an item of
+//    a tuple, list or dict one holds, a global) only the metadata of the tensor there, the call's arguments (by position, and by keyword in
 //    the dict's order), torch's default dtype, grad and inference modes, and the calling thread's
 //    (rank, world size). An argument is a tensor (its metadata is recorded) or a constant the key
 //    spells with its type and repr: None, bool, int, float, str; anything else is a TypeError.
@@ -123,7 +124,7 @@ class CallGuard {
       auto t = p.cast<py::tuple>();
       auto meta = meta_of(t[2].ptr());
       bool by_meta = t.size() > 3 && t[3].cast<bool>();
-      Py_ssize_t index = t.size() > 4 && !t[4].is_none() ? t[4].cast<Py_ssize_t>() : -1;
+      py::object index = t.size() > 4 ? py::reinterpret_borrow<py::object>(t[4]) : py::none();
       places_.push_back({t[0].cast<py::dict>(), t[1], t[2], std::move(meta), by_meta, index});
     }
     std::vector<PyObject*> tensors;
@@ -176,13 +177,17 @@ class CallGuard {
     }
     for (const auto& p : places_) {
       PyObject* now = PyDict_GetItemWithError(p.table.ptr(), p.name.ptr());  // borrowed
+      py::object item;  // an item of a tuple, list or dict there (a new reference)
+      if (now != nullptr && !p.index.is_none()) {
+        if (PyDict_CheckExact(now))
+          item = py::reinterpret_borrow<py::object>(PyDict_GetItemWithError(now, p.index.ptr()));
+        else if (PyList_CheckExact(now) || PyTuple_CheckExact(now))
+          item = py::reinterpret_steal<py::object>(PyObject_GetItem(now, p.index.ptr()));
+        else
+          return false;
+        now = item.ptr();
+      }
       if (p.by_meta) {  // a captured tensor: any tensor of the recorded metadata
-        py::object item;  // an item of a tuple or list there (a new reference)
-        if (now != nullptr && p.index >= 0) {
-          if (!PyList_CheckExact(now) && !PyTuple_CheckExact(now)) return false;
-          item = py::reinterpret_steal<py::object>(PySequence_GetItem(now, p.index));
-          now = item.ptr();
-        }
         if (now == nullptr || !THPVariable_Check(now) || !p.meta || !p.meta->same(THPVariable_Unpack(now)))
           return clear_error_false();
         continue;
@@ -202,6 +207,7 @@ class CallGuard {
     for (const auto& p : places_) {
       Py_VISIT(p.table.ptr());
       Py_VISIT(p.tensor.ptr());
+      Py_VISIT(p.index.ptr());
     }
     for (const auto& a : args_) Py_VISIT(a.constant.ptr());
     for (const auto& [name, a] : kwargs_) {
@@ -241,7 +247,8 @@ class CallGuard {
     py::object name, tensor;           // the tensor, or None
     std::optional<TensorMeta> meta;    // the tensor's metadata when it is one
     bool by_meta;                      // any tensor of that metadata (a captured tensor), not this one
-    Py_ssize_t index;                  // of by_meta: the item of the tuple or list at the place, or -1
+    py::object index;                  // the item (a position, a key) of the tuple, list or dict at the
+                                       // place (a captured tensor, a module kept in a list), or None
   };
   std::vector<WatchedDict> dicts_;
   std::vector<Attribute> attributes_;

@@ -595,6 +595,10 @@ def test_tensors_kept_in_a_dict_or_in_a_module_hidden_in_a_list_are_read_at_ever
     for _ in range(2):
         torch.testing.assert_close(tm(x), model(x))
     assert tm.cache_misses == 1
+    model.teacher[0] = torch.nn.Linear(4, 4).requires_grad_(False)  # a new teacher
+    model.consts = {"w": torch.full((4,), 7.0)}
+    for _ in range(2):
+        torch.testing.assert_close(tm(x), model(x))
 
 
 def test_a_parameter_assigned_inside_forward_is_refused():

@@ -55,6 +55,14 @@ _MODULE_INTERNALS = {"_parameters", "_buffers", "_modules", "_non_persistent_buf
     "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"}
 
 
+def _item(container, index):
+    """container[index], or None where it has no such item."""
+    try:
+        return container[index]
+    except (TypeError, KeyError, IndexError):
+        return None
+
+
 def _is_torchs(cls):
     return cls.__module__.split(".")[0] in ("torch", "builtins")
 
@@ -85,8 +93,9 @@ class _ModuleState:
         self._scan()
 
     def _fingerprint(self):
+        kept = tuple(_item(table.get(n), i) is module for table, n, i, module in self.kept)
         return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), tuple(map(id, m._modules.values())))
-                     for m in self.modules) + tuple(len(table) for table in self.settings.values())
+                     for m in self.modules) + tuple(len(table) for table in self.settings.values()) + kept
 
     def _scan(self):
         named = list(self.module.named_modules())
@@ -113,10 +122,12 @@ class _ModuleState:
 
         # modules kept in a list or dict rather than as submodules (a teacher): their constants too
         scanned, ids = list(named), {id(m) for _, m in named}
+        self.kept = []  # (module's __dict__, attribute, index, module kept there): replaced, a new recording
         for prefix, m in named:
             for n, v in vars(m).items():
-                for kept in (v.values() if type(v) is dict else v) if type(v) in (list, tuple, dict) else ():
+                for i, kept in (v.items() if type(v) is dict else enumerate(v)) if type(v) in (list, tuple, dict) else ():
                     if isinstance(kept, torch.nn.Module) and id(kept) not in ids:
+                        self.kept.append((vars(m), n, i, kept))
                         hidden = [(f"{prefix}.{n}[]{'.' if q else ''}{q}", h) for q, h in kept.named_modules()]
                         ids.update(id(h) for _, h in hidden)
                         scanned += hidden
@@ -166,8 +177,9 @@ class _ModuleState:
         constants = tuple((path, n, hashable(table.get(n, GONE))) for path, table, n in self.constants)
         constants += tuple((path, n, type(table.get(n, GONE)).__name__) for path, table, n in self.kinds)
         hooks = tuple(tuple(table[n]) for table, n in self.hooks)
-        return (torch.get_default_dtype(), self.structure, hooks) + constants, _first_places(self.param_places), \
-            _first_places(self.buffer_places)
+        kept = tuple(module for _, _, _, module in self.kept)  # (the objects: their parameters are captured)
+        return (torch.get_default_dtype(), self.structure, kept, hooks) + constants, \
+            _first_places(self.param_places), _first_places(self.buffer_places)
 
     def guard(self, args, kwargs, program):
         """A CallGuard of this state, this call's arguments (as read() saw them: made right after it)
@@ -182,6 +194,7 @@ class _ModuleState:
         attributes.append((vars(_RemovableHandle), "next_id", _RemovableHandle.next_id))
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
         places += [(table, n, child) for table, n, child in self.submodules]
+        places += [(table, n, kept, False, i) for table, n, i, kept in self.kept]
         if program is not None:
             attributes += program.global_values
             places += [(c.table, c.key, c.tensor(), True, c.index) for c in program.captured]  # by metadata

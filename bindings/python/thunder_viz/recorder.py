@@ -216,6 +216,8 @@ class Captured:
         """The tensor at its place (`index`: the item of the tuple or list there), or None."""
         t = self.table.get(self.key)
         if self.index is not None:
+            if type(t) is dict:
+                return t.get(self.index)
             t = t[self.index] if type(t) in (list, tuple) and len(t) > self.index else None
         return t
 
@@ -1165,11 +1167,12 @@ class Recorder(TorchFunctionMode):
                     for i, e in enumerate(v):
                         if e is t:
                             return vars(m), n, named(prefix, n, str(i)), i
-                if holds_settings(v):  # a dict, or a settings object's fields
+                if holds_settings(v):  # a dict (by the module's attribute and key), a settings object's fields
                     table = settings_table(v)
                     for k, e in table.items():
                         if e is t and isinstance(k, str):
-                            return table, k, named(prefix, n, k)
+                            return (vars(m), n, named(prefix, n, k), k) if type(v) is dict else \
+                                (table, k, named(prefix, n, k))
                 if type(v) in (list, tuple, dict):
                     for i, kept in (v.items() if type(v) is dict else enumerate(v)):
                         for owner_name, owner in kept.named_modules() if isinstance(kept, torch.nn.Module) else ():
