@@ -75,3 +75,30 @@ def holds_settings(value):
 def settings_table(value):
     """The dict that holds a settings object's fields (the dict itself for a dict)."""
     return value if isinstance(value, dict) else vars(value)
+
+
+def is_torchs(cls):
+    """Whether a class is torch's own (or a builtin): its code is not the user's."""
+    return cls.__module__.split(".")[0] in ("torch", "builtins")
+
+
+def names_loaded(cls):
+    """The names the code of a class's functions and properties (nested code included) loads or
+    stores: the globals and attributes it may read or set."""
+    names, todo = set(), [v.__code__ for v in vars(cls).values() if isinstance(v, types.FunctionType)]
+    todo += [v.fget.__code__ for v in vars(cls).values() if isinstance(v, property) and v.fget is not None]
+    while todo:
+        code = todo.pop()
+        names.update(code.co_names)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return names
+
+
+def keyed_attribute(module, name):
+    """Whether jit.py's key holds a module's attribute `name` (when it is a constant): every one of
+    a module deriving from a torch.nn layer, else those its classes' code names."""
+    mro = type(module).__mro__
+    if name == "training" or name.startswith("_") or \
+            any(is_torchs(cls) and cls not in (torch.nn.Module, object) for cls in mro):
+        return True
+    return any(name in names_loaded(cls) for cls in mro if not is_torchs(cls))

@@ -28,7 +28,7 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .constants import GONE, hashable, holds_settings, is_constant, settings_table, snapshot
+from .constants import GONE, hashable, holds_settings, is_constant, is_torchs, names_loaded, settings_table, snapshot
 from .recorder import DTYPES, autocast_state, rebuild_output, record, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -61,21 +61,6 @@ def _item(container, index):
         return container[index]
     except (TypeError, KeyError, IndexError):
         return None
-
-
-def _is_torchs(cls):
-    return cls.__module__.split(".")[0] in ("torch", "builtins")
-
-
-def _names_loaded(cls):
-    """The names the code of a class's functions (nested ones included) loads: globals and attributes."""
-    names, todo = set(), [v.__code__ for v in vars(cls).values() if isinstance(v, types.FunctionType)]
-    todo += [v.fget.__code__ for v in vars(cls).values() if isinstance(v, property) and v.fget is not None]
-    while todo:
-        code = todo.pop()
-        names.update(code.co_names)
-        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    return names
 
 
 class _ModuleState:
@@ -138,18 +123,18 @@ class _ModuleState:
         read = {"training"}
         for _, m in scanned:
             for cls in type(m).__mro__:
-                if not _is_torchs(cls) and id(cls) not in classes:
+                if not is_torchs(cls) and id(cls) not in classes:
                     classes.add(id(cls))
-                    read |= _names_loaded(cls)
+                    read |= names_loaded(cls)
         classes.clear()
         for prefix, m in scanned:
             for cls in type(m).__mro__:  # the user's classes' constants and methods (torch's do not change)
-                if _is_torchs(cls) or id(cls) in classes:
+                if is_torchs(cls) or id(cls) in classes:
                     continue
                 classes.add(id(cls))
                 self.constants += [(f"<class {cls.__qualname__}>", vars(cls), n) for n, v in vars(cls).items()
                                    if not (n.startswith("__") and n.endswith("__")) and is_constant(v)]
-            all_read = any(_is_torchs(cls) and cls not in (torch.nn.Module, object) for cls in type(m).__mro__)
+            all_read = any(is_torchs(cls) and cls not in (torch.nn.Module, object) for cls in type(m).__mro__)
             for n, v in vars(m).items():
                 if not all_read and n not in read and not n.startswith("_"):
                     continue

@@ -45,7 +45,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .constants import FUNCTIONS, GONE, hashable, holds_settings, is_constant, settings_table, snapshot
+from .constants import GONE, hashable, holds_settings, is_constant, keyed_attribute, settings_table, snapshot
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -2430,7 +2430,7 @@ def _note_side_effects(rec, before, after):
             if new is old:
                 continue
             _, owner, name = key
-            where, keyed = f"{type(owner).__name__}.{name}", True
+            where, keyed = f"{type(owner).__name__}.{name}", keyed_attribute(owner, name)
         src = source(new) if new is not GONE else None
         if new is GONE:
             prog.unreplayable.append(f"{where} deleted")
