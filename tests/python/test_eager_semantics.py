@@ -917,3 +917,25 @@ def test_a_deep_copy_of_a_jitted_module_is_a_jitted_copy_and_pickling_says_what_
     torch.testing.assert_close(twin(x), twin.module(x))
     with pytest.raises(TypeError, match="state_dict"):
         pickle.dumps(tm)
+
+
+def test_an_attribute_of_the_module_set_on_the_jitted_one_is_the_modules():
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(2, 2)
+            self.scale = 2.0
+
+        def forward(self, x):
+            return self.fc(x) * self.scale
+
+    model, x = Scaled(), torch.randn(1, 2)
+    tm = tv.jit(model)
+    tm(x)
+    tm.scale = 5.0  # as on the module itself
+    assert model.scale == 5.0
+    torch.testing.assert_close(tm(x), model(x))
+    tm.timing = True  # the jitted module's own
+    assert "timing" not in vars(model)
+    tm.eval()
+    assert not model.training and not tm.training

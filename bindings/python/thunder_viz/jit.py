@@ -431,6 +431,16 @@ class JittedModule(torch.nn.Module):
                 raise
         return getattr(self._modules["_module"], name)
 
+    def __setattr__(self, name, value):
+        """An attribute the wrapped module has and this one does not (`tm.scale = 0.5`, a dropout
+        rate) is set on the module, which forward reads; anything else is this module's own."""
+        module = self.__dict__.get("_modules", {}).get("_module")
+        if module is not None and not name.startswith("_") and name not in self.__dict__ and \
+                not hasattr(type(self), name) and name in vars(module):
+            setattr(module, name, value)
+        else:
+            super().__setattr__(name, value)
+
     def _get_core(self):
         """The engine core on the module's current tensors, and the key of the module's state."""
         if self._state is None:
