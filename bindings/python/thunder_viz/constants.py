@@ -94,11 +94,22 @@ def names_loaded(cls):
     return names
 
 
-def keyed_attribute(module, name):
-    """Whether jit.py's key holds a module's attribute `name` (when it is a constant): every one of
-    a module deriving from a torch.nn layer, else those its classes' code names."""
-    mro = type(module).__mro__
-    if name == "training" or name.startswith("_") or \
-            any(is_torchs(cls) and cls not in (torch.nn.Module, object) for cls in mro):
-        return True
-    return any(name in names_loaded(cls) for cls in mro if not is_torchs(cls))
+def names_read(modules):
+    """The names the code of the modules' own classes (not torch's) loads or stores, and
+    `training`: of a module of the user's own class, or of a settings object, an attribute that no
+    such code names (a step count the training loop keeps on the model) is no part of jit.py's key."""
+    read, seen = {"training"}, set()
+    for m in modules:
+        for cls in type(m).__mro__:
+            if not is_torchs(cls) and cls not in seen:
+                seen.add(cls)
+                read |= names_loaded(cls)
+    return read
+
+
+def keyed_attribute(module, name, read):
+    """Whether jit.py's key holds a module's attribute `name` (when it is a constant), `read` being
+    names_read of the model's modules: every one of a module deriving from a torch.nn layer other
+    than Module (the layer's own code reads its attributes), private ones, and those in `read`."""
+    return name in read or name.startswith("_") or \
+        any(is_torchs(cls) and cls not in (torch.nn.Module, object) for cls in type(module).__mro__)

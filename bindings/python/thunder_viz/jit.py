@@ -28,7 +28,8 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .constants import GONE, hashable, holds_settings, is_constant, is_torchs, names_loaded, settings_table, snapshot
+from .constants import (GONE, hashable, holds_settings, is_constant, is_torchs, keyed_attribute, names_read,
+                        settings_table, snapshot)
 from .recorder import DTYPES, autocast_state, rebuild_output, record, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -116,17 +117,7 @@ class _ModuleState:
                         hidden = [(f"{prefix}.{n}[]{'.' if q else ''}{q}", h) for q, h in kept.named_modules()]
                         ids.update(id(h) for _, h in hidden)
                         scanned += hidden
-        # The names the user's module classes' code loads: an attribute of a module of the user's own
-        # class, or a field of a settings object, that no such code names (a step count the training
-        # loop keeps on the model) is no part of the key. A class deriving from a torch.nn layer
-        # other than Module keeps all of them (the layer's own code reads its attributes).
-        read = {"training"}
-        for _, m in scanned:
-            for cls in type(m).__mro__:
-                if not is_torchs(cls) and id(cls) not in classes:
-                    classes.add(id(cls))
-                    read |= names_loaded(cls)
-        classes.clear()
+        read = names_read(m for _, m in scanned)  # (what is no part of the key: constants.keyed_attribute)
         for prefix, m in scanned:
             for cls in type(m).__mro__:  # the user's classes' constants and methods (torch's do not change)
                 if is_torchs(cls) or id(cls) in classes:
@@ -134,9 +125,8 @@ class _ModuleState:
                 classes.add(id(cls))
                 self.constants += [(f"<class {cls.__qualname__}>", vars(cls), n) for n, v in vars(cls).items()
                                    if not (n.startswith("__") and n.endswith("__")) and is_constant(v)]
-            all_read = any(is_torchs(cls) and cls not in (torch.nn.Module, object) for cls in type(m).__mro__)
             for n, v in vars(m).items():
-                if not all_read and n not in read and not n.startswith("_"):
+                if not keyed_attribute(m, n, read):
                     continue
                 if is_constant(v):
                     self.constants.append((prefix, vars(m), n))
@@ -641,13 +631,12 @@ class JittedModule(torch.nn.Module):
             outs = _Bridge.apply(entry, fixup, *engine_inputs, *params)
         else:
             outs, _ = entry.forward(engine_inputs)
-        if program.detached_outputs:
-            outs = list(outs)
-            for i in program.detached_outputs:
-                outs[i] = outs[i].detach()
+        outs = list(outs)
+        for i in program.detached_outputs:
+            outs[i] = outs[i].detach()
         for effect in program.side_effects:  # the forward's assignments, with this call's values
             effect.apply(outs, engine_inputs, recorded_call=rec.eager_outputs is not None)
-        outs = list(outs)[:program.user_outputs]
+        del outs[program.user_outputs:]
         rec.outputs = [o.detach() for o in outs]
         if rec.eager_outputs is not None and not program.random:
             try:

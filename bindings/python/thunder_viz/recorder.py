@@ -45,7 +45,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .constants import GONE, hashable, holds_settings, is_constant, keyed_attribute, settings_table, snapshot
+from .constants import GONE, hashable, holds_settings, is_constant, keyed_attribute, names_read, settings_table, snapshot
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -124,15 +124,23 @@ def func_label(func):
     return f"{mod}.{qual}" if mod else qual
 
 
-def user_frame():
-    """(file, line) of the innermost frame outside torch and thunder_viz."""
-    f = sys._getframe(1)
+def _innermost_frame_outside(dirs):
+    """(file, line) of the innermost frame whose code is not under `dirs` (nor frozen), or None."""
+    f = sys._getframe(2)
     while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not fn.startswith(_SKIP_DIRS) and not f.f_code.co_filename.startswith("<frozen"):
+        if not _code_in(f.f_code, dirs) and not f.f_code.co_filename.startswith("<frozen"):
             return f.f_code.co_filename, f.f_lineno
         f = f.f_back
-    return "<unknown>", 0
+    return None
+
+
+def _code_in(code, dirs):
+    return os.path.abspath(code.co_filename).startswith(dirs)
+
+
+def user_frame():
+    """(file, line) of the innermost frame outside torch and thunder_viz."""
+    return _innermost_frame_outside(_SKIP_DIRS) or ("<unknown>", 0)
 
 
 _NN_DIR = os.path.join(_TORCH_DIR, "nn") + os.sep
@@ -148,13 +156,7 @@ def _in_a_library(file):
 def own_frame():
     """(file, line) of the innermost frame of the user's own code: outside torch, thunder_viz and
     the installed libraries (else the innermost outside torch and thunder_viz)."""
-    f = sys._getframe(1)
-    while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not fn.startswith(_SKIP_DIRS + _LIBRARY_DIRS) and not f.f_code.co_filename.startswith("<frozen"):
-            return f.f_code.co_filename, f.f_lineno
-        f = f.f_back
-    return user_frame()
+    return _innermost_frame_outside(_SKIP_DIRS + _LIBRARY_DIRS) or user_frame()
 
 
 def library_frame():
@@ -592,7 +594,7 @@ class Recorder(TorchFunctionMode):
         (code -> its globals), whose number, bool and string globals the entry is watched on."""
         f = sys._getframe(2)
         while f is not None and f is not self.outer_frame:
-            if f.f_code not in self.user_code and not os.path.abspath(f.f_code.co_filename).startswith(_SKIP_DIRS):
+            if f.f_code not in self.user_code and not _code_in(f.f_code, _SKIP_DIRS):
                 self.user_code[f.f_code] = f.f_globals
             f = f.f_back
 
@@ -1183,7 +1185,7 @@ class Recorder(TorchFunctionMode):
         seen = set()
         f = sys._getframe(1)
         while f is not None:
-            if id(f.f_globals) not in seen and not os.path.abspath(f.f_code.co_filename).startswith(_SKIP_DIRS):
+            if id(f.f_globals) not in seen and not _code_in(f.f_code, _SKIP_DIRS):
                 seen.add(id(f.f_globals))
                 for n, v in f.f_globals.items():
                     if v is t:
@@ -2388,6 +2390,7 @@ def _note_side_effects(rec, before, after):
     becomes an extra output of the program), else a reason in `unreplayable`."""
     prog = rec.program
     watched = {(id(table), name) for table, name, _ in prog.global_values}
+    read = names_read(rec.module.modules())
 
     def source(t):
         """A SideEffect's source for a tensor the recording knows (an output of the program for one
@@ -2430,7 +2433,7 @@ def _note_side_effects(rec, before, after):
             if new is old:
                 continue
             _, owner, name = key
-            where, keyed = f"{type(owner).__name__}.{name}", keyed_attribute(owner, name)
+            where, keyed = f"{type(owner).__name__}.{name}", keyed_attribute(owner, name, read)
         src = source(new) if new is not GONE else None
         if new is GONE:
             prog.unreplayable.append(f"{where} deleted")
@@ -2483,7 +2486,7 @@ def _global_values(user_code, before):
         for name in code.co_names:
             value = g.get(name, _MISSING)
             if isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
-                    not os.path.abspath(value.__code__.co_filename).startswith(_SKIP_DIRS):
+                    not _code_in(value.__code__, _SKIP_DIRS):
                 seen.add(value.__code__)
                 todo.append((value.__code__, value.__globals__))
             elif isinstance(value, dict):
