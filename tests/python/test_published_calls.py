@@ -601,6 +601,12 @@ def test_tensors_kept_in_a_dict_or_in_a_module_hidden_in_a_list_are_read_at_ever
         torch.testing.assert_close(tm(x), model(x))
 
 
+def test_rrelu_in_training_is_refused():
+    model = After(lambda y, m: torch.nn.functional.rrelu(y, training=True))
+    with pytest.raises(tv.UnsupportedOp, match="rrelu in training.*drawn from torch's generator.*eval"):
+        tv.jit(model)(torch.randn(3, 4))
+
+
 def test_a_parameter_assigned_inside_forward_is_refused():
     class Reassigns(torch.nn.Module):
         def __init__(self):

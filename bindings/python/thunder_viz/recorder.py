@@ -113,7 +113,7 @@ def func_label(func):
         return "Tensor." + key[5:]
     mod = getattr(func, "__module__", None)
     qual = getattr(func, "__qualname__", key)
-    if qual.startswith("_TensorBase.") or qual.startswith("Tensor."):
+    if qual.split(".", 1)[0] in ("_TensorBase", "TensorBase", "Tensor"):  # the first two: torch 1.13's, 2.x's
         return "Tensor." + qual.split(".", 1)[1]
     if qual.startswith("_VariableFunctionsClass."):
         return "torch." + qual.split(".", 1)[1]
@@ -355,7 +355,8 @@ class _RecordingPatches:
       into it (a momentum encoder's update), anything else is refused;
     - the reentrant checkpoint (torch.utils.checkpoint's default in torch 1.13) runs its block under
       no_grad, which a recording would take for the user's own no_grad block (no gradient through the
-      block): its block runs as a plain call, which is what it computes;
+      block): its block runs as a plain call, which is what it computes; so does the non-reentrant
+      one of torch 2.x, whose setup applies an autograd.Function of torch's (it only saves inputs);
     - any other torch.autograd.Function applied in forward is refused: its forward runs under no_grad
       and its backward is its own code;
     - a draw from Python's `random` module (or numpy's, when numpy is loaded) made by the forward is
@@ -383,7 +384,9 @@ class _RecordingPatches:
                 ("__setitem__", torch.Tensor, "__setitem__", _setitem),
                 ("data", torch.Tensor, "data", property(_data_get, _data_set)),
                 ("checkpoint", checkpoint.CheckpointFunction, "apply", staticmethod(_checkpoint_block)),
-                ("Function.apply", torch.autograd.Function, "apply", classmethod(_function_apply))] + draws
+                ("Function.apply", torch.autograd.Function, "apply", classmethod(_function_apply))] + \
+            ([("checkpoint without reentry", checkpoint, "_checkpoint_without_reentrant_generator", _plain_block)]
+             if hasattr(checkpoint, "_checkpoint_without_reentrant_generator") else []) + draws
 
     def enter(self):
         with self._lock:
@@ -464,6 +467,13 @@ def _checkpoint_block(function, preserve_rng_state, *args):
         with torch.no_grad():
             return function(*args)
     return function(*args)
+
+
+def _plain_block(*args, **kwargs):
+    """torch.utils.checkpoint.checkpoint(use_reentrant=False) of torch 2.x calls its block between
+    two steps of this generator, which save the inputs for a recomputation in backward: the engine
+    differentiates the block itself, so the steps do nothing."""
+    yield
 
 
 _patches = _RecordingPatches()
@@ -1063,6 +1073,17 @@ class Recorder(TorchFunctionMode):
 
     def _emit_functional_twin(self, func, key, op, op_args, op_kwargs, outs):
         """Records in-place operator `op`'s call out of place, its new value bound to `outs`."""
+        if op is torch.ops.aten.copy_.default:
+            # aten.copy, copy_'s twin, has no autograd kernel in torch 2.x: the value written is the
+            # source cast to the destination's dtype and broadcast to its shape
+            dst, src = op_args[0], op_args[1]
+            if (src.dtype, src.device) != (dst.dtype, dst.device):
+                with _outside_the_mode():
+                    cast = src.detach().to(dst.dtype).to(dst.device)
+                self.emit("torch.ops.aten._to_copy.default", [src], cast, {"dtype": dst.dtype, "device": dst.device})
+                src = cast
+            self.emit("torch.ops.aten.expand_copy.default", [src, list(dst.shape)], outs)
+            return
         self.emit("torch.ops." + str(self._functional_twin(func, key, op)), _with_defaults(op._schema, op_args),
                   outs, _but_out(op_kwargs))
 
@@ -1144,6 +1165,12 @@ class Recorder(TorchFunctionMode):
         self.place[id(t)] = ("v", slot)
         return ("v", slot)
 
+    def parameter_assigned(self):
+        return self.unsupported("a parameter or buffer assigned inside forward", detail=(
+            "the jitted module reads the module's parameters and buffers as they are at the call; "
+            "assign it outside forward (after optimizer.step()), or, for one that requires no grad, "
+            "update it in place under torch.no_grad() (p.copy_(new))"))
+
     def _place_of(self, t):
         """(dict, key, a name for the trace[, index]) of where `t` lives before the call: a
         submodule's __dict__ (a plain attribute; `index`: an item of a tuple or list there), a dict
@@ -1158,10 +1185,7 @@ class Recorder(TorchFunctionMode):
         for prefix, m in self.module.named_modules():
             for table in (m._parameters, m._buffers):
                 if any(v is t for v in table.values()):
-                    raise self.unsupported("a parameter or buffer assigned inside forward", detail=(
-                        "the jitted module reads the module's parameters and buffers as they are at the call; "
-                        "assign it outside forward (after optimizer.step()), or, for one that requires no grad, "
-                        "update it in place under torch.no_grad() (p.copy_(new))"))
+                    raise self.parameter_assigned()
             for n, v in vars(m).items():
                 if v is t:
                     return vars(m), n, named(prefix, n)
@@ -1502,6 +1526,17 @@ def _softmax(name):
 @_emits('ltorch.relu')
 def h_relu(rec, out, input, inplace=False):
     rec.emit("ltorch.relu", [input], out)
+
+
+@_emits("torch.ops.aten.leaky_relu.default")
+def h_rrelu(rec, out, input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, generator=None):
+    """rrelu out of training is leaky_relu with the mean of its slopes (torch 2.x runs it as an
+    operator that may write its noise tensor, which the functional trace cannot record)."""
+    if training:
+        raise rec.unsupported("rrelu in training", key="rrelu", final=True, detail=(
+            "its negative slopes are drawn from torch's generator on every call, which the engine does not "
+            "replay: use leaky_relu, or call the jitted module's eval()"))
+    rec.emit("torch.ops.aten.leaky_relu.default", [input, (float(lower) + float(upper)) / 2], out)
 
 
 @_emits('ltorch.silu')
@@ -2209,7 +2244,7 @@ HANDLERS = {
     "neg": _unary("neg"), "__neg__": _unary("neg"), "negative": _unary("neg"),
     "exp": _unary("exp"), "log": _unary("log"), "tanh": _unary("tanh"), "erf": _unary("erf"),
     "rsqrt": _unary("rsqrt"), "sqrt": _unary("sqrt"), "sigmoid": _unary("sigmoid"),
-    "relu": h_relu, "silu": h_silu, "gelu": h_gelu,
+    "relu": h_relu, "silu": h_silu, "gelu": h_gelu, "rrelu": h_rrelu,
     "layer_norm": h_layer_norm,
     "softmax": _softmax("softmax"), "log_softmax": _softmax("log_softmax"),
     "cross_entropy": h_cross_entropy, "embedding": h_embedding, "dropout": h_dropout,
@@ -2264,6 +2299,8 @@ def record(module, inputs, input_names, call=None):
     rec.outer_frame = sys._getframe()
     assignable = _assignable_state(module)
     generators = _generator_states(module)
+    modules = list(module.modules())
+    parameters = _parameters_by_place(modules)
     try:
         grad = rec.differentiable = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         with torch.inference_mode(False), torch.set_grad_enabled(grad):
@@ -2279,6 +2316,10 @@ def record(module, inputs, input_names, call=None):
                     t.detach_()
                 t.copy_(before)
                 rec.versions[id(t)] = _storage_version(t)  # the recorder's own write: its value is still the one bound
+    if _parameters_by_place(modules) != parameters:
+        # replaced where the recording did not see it read as the module's (a read that follows the
+        # tensor it was made from: torch 2.x's nn.Parameter(t) shares t's recorded value)
+        raise rec.parameter_assigned()
     prog = rec.program
     prog.global_values = _global_values(rec.user_code, assignable)
     if not prog.python_draws and _generator_states(module) != generators:
@@ -2307,6 +2348,11 @@ def record(module, inputs, input_names, call=None):
     # returned without autograd history
     prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors) if not t.requires_grad]
     return prog, out
+
+
+def _parameters_by_place(modules):
+    """{(id(module), name): the parameter's id} of the modules' own parameters."""
+    return {(id(m), n): id(p) for m in modules for n, p in m._parameters.items()}
 
 
 def _generator_states(module):
