@@ -8,7 +8,7 @@ steady step on each side; with --profile, where a step's time goes on each side.
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
         [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1] [--processes two|one]
         [--keywords] [--profile STEPS]
-        (models: nanogpt, mlp, tiny, resnet18)
+        (models: nanogpt, mlp, tiny, resnet18, transformer)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
 import argparse
@@ -57,7 +57,14 @@ def resnet18():
     return model, (torch.randn(4, 3, 64, 64),), lambda out: out.square().mean()
 
 
-MODELS = {"nanogpt": nanogpt, "mlp": mlp, "tiny": tiny, "resnet18": resnet18}
+def transformer():
+    """torch.nn.TransformerEncoder as published (multi-head attention, layer norms, dropout 0)."""
+    layer = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, dropout=0.0, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    return model, (torch.randn(8, 32, 128),), lambda out: out.square().mean()
+
+
+MODELS = {"nanogpt": nanogpt, "mlp": mlp, "tiny": tiny, "resnet18": resnet18, "transformer": transformer}
 
 
 def step(model, opt, args, loss_of, kwargs={}):

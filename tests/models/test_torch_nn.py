@@ -63,6 +63,20 @@ def test_multihead_attention_with_a_padding_mask():
     check_against_eager(attn, x, x, x, padding)
 
 
+def test_attentions_products_and_views_run_on_native_rules():
+    """multi_head_attention_forward has no handler: its ATen operators are recorded, and those an
+    engine rule computes (mm, bmm, addmm, views, transposes, softmax) as that rule, which the engine
+    differentiates without recomputing the operator under LibTorch's autograd."""
+    torch.manual_seed(0)
+    attn = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+    x = torch.randn(2, 5, 16)
+    tm = check_against_eager(attn, x, x, x, steps=2)
+    program = str(tv.last_traces(tm)[0])
+    assert "ltorch.matmul" in program and "ltorch.softmax" in program
+    for op in ("mm", "bmm", "addmm", "view", "_unsafe_view", "transpose", "t", "_softmax"):
+        assert f"torch.ops.aten.{op}." not in program, op
+
+
 def test_lstm_and_gru(tmp_path):
     """Both record the engine's own ltorch.lstm / ltorch.gru (time steps unrolled), no ATen fallback."""
     lstm = check_against_eager(torch.nn.LSTM(8, 6, num_layers=2, batch_first=True), torch.randn(2, 5, 8),

@@ -930,7 +930,12 @@ class Recorder(TorchFunctionMode):
                 self._bind(base, self.refs[id(t)])
             return
         unread = [id(t) for t in written if id(t) not in self.read_ids]
-        self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
+        rule = ATEN_RULES.get(str(op)) if not written and len(outs) == 1 else None
+        native = rule(outs[0], *op_args, **op_kwargs) if rule is not None else None
+        if native is not None:
+            self.emit(native[0], native[1], outs, native[2] if len(native) > 2 else None)
+        else:
+            self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
         self.read_ids.difference_update(unread)
         returns = op._schema.returns
         if len(returns) == 1 and returns[0].alias_info is not None and not returns[0].alias_info.is_write and \
@@ -1260,6 +1265,29 @@ _WHOLE_VIEWS = {"view", "_unsafe_view", "alias", "unsqueeze", "squeeze", "transp
 # Handlers whose output, when it shares its input's memory, holds every element of it.
 _HANDLER_VIEWS = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "transpose", "t", "attr:T", "attr:mT", "permute",
                   "view_as", "reshape_as"}
+
+# ATen operators that the recording meets below a torch function with no handler (the mm, bmm and
+# views of multi_head_attention_forward) and that an engine rule computes: recorded as that rule,
+# (symbol, arguments) from (output, the operator's arguments), so the engine differentiates them with
+# its own gradient instead of recomputing the operator under LibTorch's autograd; None where the rule
+# does not apply (the ATen operator is recorded).
+def _floating(*tensors):
+    return all(t.is_floating_point() for t in tensors)
+
+
+ATEN_RULES = {
+    "aten.mm.default": lambda out, a, b: ("ltorch.matmul", [a, b]) if _floating(a, b) else None,
+    "aten.bmm.default": lambda out, a, b: ("ltorch.matmul", [a, b]) if _floating(a, b) else None,
+    "aten.addmm.default": lambda out, input, a, b, beta=1, alpha=1:
+        ("ltorch.addmm", [input, a, b], {"beta": beta, "alpha": alpha}) if _floating(input, a, b) else None,
+    "aten.view.default": lambda out, a, size: ("ltorch.reshape", [a, list(out.shape)]),
+    "aten._unsafe_view.default": lambda out, a, size: ("ltorch.reshape", [a, list(out.shape)]),
+    "aten.transpose.int": lambda out, a, d0, d1:
+        ("ltorch.transpose", [a, _dim(d0, a.dim()), _dim(d1, a.dim())]) if a.dim() >= 2 else None,
+    "aten.t.default": lambda out, a: ("ltorch.transpose", [a, 0, 1]) if a.dim() == 2 else None,
+    "aten._softmax.default": lambda out, a, dim, half_to_float:
+        ("ltorch.softmax", [a, _dim(dim, a.dim())]) if not half_to_float else None,
+}
 
 # The largest tensor torch makes from Python values (an index list) that is written into the trace.
 MAX_CONSTANT_ELEMENTS = 64
