@@ -8,6 +8,7 @@
 //    globals the entry watches (a value is a copy the caller made; a float compared bit for bit;
 //    given as (mapping, name, value, True), only the value's type),
 //    each (table, name[, index]) -> object of the parameter and buffer places and the submodules
+//    (`table`: a dict, or another mapping: a function's closure)
 //    (`index`: an item of the tuple, list or dict there, a module kept in a list), with a tensor's
 //    metadata (shape, dtype, device, requires_grad, contiguity), and for a place given as (table,
 //    name, tensor, True[, index]) (a captured tensor: a module's plain tensor attribute, an item of
@@ -125,7 +126,7 @@ class CallGuard {
       auto meta = meta_of(t[2].ptr());
       bool by_meta = t.size() > 3 && t[3].cast<bool>();
       py::object index = t.size() > 4 ? py::reinterpret_borrow<py::object>(t[4]) : py::none();
-      places_.push_back({t[0].cast<py::dict>(), t[1], t[2], std::move(meta), by_meta, index});
+      places_.push_back({py::reinterpret_borrow<py::object>(t[0]), t[1], t[2], std::move(meta), by_meta, index});
     }
     std::vector<PyObject*> tensors;
     auto add = [&](PyObject* value) {
@@ -176,7 +177,10 @@ class CallGuard {
       if (equal != 1) return clear_error_false();
     }
     for (const auto& p : places_) {
-      PyObject* now = PyDict_GetItemWithError(p.table.ptr(), p.name.ptr());  // borrowed
+      py::object held;  // a mapping's item (a closure's variable) is a new reference
+      PyObject* now = PyDict_Check(p.table.ptr()) ? PyDict_GetItemWithError(p.table.ptr(), p.name.ptr())  // borrowed
+                                                  : (held = py::reinterpret_steal<py::object>(
+                                                         PyObject_GetItem(p.table.ptr(), p.name.ptr()))).ptr();
       py::object item;  // an item of a tuple, list or dict there (a new reference)
       if (now != nullptr && !p.index.is_none()) {
         if (PyDict_CheckExact(now))
@@ -243,7 +247,7 @@ class CallGuard {
     bool by_type;      // only the value's type (a tensor kept where None may be put back)
   };
   struct Place {
-    py::dict table;
+    py::object table;  // a dict, or another mapping (a closure's variables)
     py::object name, tensor;           // the tensor, or None
     std::optional<TensorMeta> meta;    // the tensor's metadata when it is one
     bool by_meta;                      // any tensor of that metadata (a captured tensor), not this one

@@ -648,18 +648,100 @@ def test_a_draw_the_patches_do_not_see_is_found_by_the_generators_state():
 
 
 def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():
-    def make(gain):
+    class InADeque(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.gains = collections.deque([torch.tensor(2.0, requires_grad=True)])  # no place the recording looks at
+
+        def forward(self, x):
+            return self.lin(x) * self.gains[0]
+
+    with pytest.raises(tv.UnsupportedOp, match="requires grad and is no parameter.*nn.Parameter"):
+        tv.jit(InADeque())(torch.randn(2, 4))
+
+
+def test_the_variables_of_a_factory_made_forwards_closure_are_watched():
+    """A forward built by a factory reads its closure: a tensor there (which may require grad), a
+    number a `nonlocal` assignment changes, a tensor it rebinds or changes in place."""
+    def make(gain, scale):
         class InAClosure(torch.nn.Module):
             def __init__(self):
                 super().__init__()
                 self.lin = torch.nn.Linear(4, 4)
 
             def forward(self, x):
-                return self.lin(x) * gain  # a closure's cell: no place the recording looks at
-        return InAClosure()
+                return self.lin(x) * gain * scale
 
-    with pytest.raises(tv.UnsupportedOp, match="requires grad and is no parameter.*nn.Parameter"):
-        tv.jit(make(torch.tensor(2.0, requires_grad=True)))(torch.randn(2, 4))
+        def rescale(value):
+            nonlocal scale
+            scale = value
+
+        def regain(value):
+            nonlocal gain
+            gain = value
+        return InAClosure(), rescale, regain
+
+    gain = torch.tensor(2.0, requires_grad=True)
+    model, rescale, regain = make(gain, 3.0)
+    tm, x = tv.jit(model), torch.randn(2, 4)
+    tm(x).sum().backward()
+    got = gain.grad.clone()
+    gain.grad = None
+    model(x).sum().backward()
+    torch.testing.assert_close(got, gain.grad)
+    for change in (lambda: rescale(0.5), lambda: gain.data.mul_(4), lambda: regain(torch.tensor(-1.0))):
+        change()
+        with torch.no_grad():
+            torch.testing.assert_close(tm(x), model(x))
+    hits = tm.cache_hits
+    with torch.no_grad():
+        tm(x)
+    assert tm.cache_hits == hits + 1  # an unchanged closure is a cache hit
+
+
+def test_a_hooks_nonlocal_counter_follows_eager():
+    def counting():
+        calls = 0
+
+        def hook(module, inputs, output):
+            nonlocal calls
+            calls += 1
+            return output * calls
+        return hook
+
+    model, reference = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+    reference.load_state_dict(model.state_dict())
+    model.register_forward_hook(counting())
+    reference.register_forward_hook(counting())
+    tm, x = tv.jit(model), torch.randn(2, 3)
+    for _ in range(3):
+        torch.testing.assert_close(tm(x), reference(x))
+
+
+def test_a_tensor_of_a_module_kept_in_a_list_of_a_module_kept_in_a_list_is_read_at_each_call():
+    class Inner(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 3)
+            self.scales = [torch.ones(3)]
+
+        def forward(self, x):
+            return self.lin(x) * self.scales[0]
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = [Inner()]  # not a submodule: its parameters are not the model's
+
+        def forward(self, x):
+            return self.blocks[0](x)
+
+    model, x = Outer(), torch.randn(2, 3)
+    tm = tv.jit(model)
+    tm(x)
+    model.blocks[0].scales[0].mul_(3)
+    torch.testing.assert_close(tm(x), model(x))
 
 
 def test_a_tensor_that_requires_grad_kept_in_a_list_gets_its_gradient():

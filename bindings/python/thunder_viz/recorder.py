@@ -45,6 +45,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .closures import ClosureCells, closure_cells, user_functions
 from .constants import GONE, hashable, holds_settings, is_constant, keyed_attribute, names_read, settings_table, snapshot
 from .errors import RecordedCallError, UnsupportedOp
 
@@ -241,7 +242,8 @@ class SideEffect:
     - ("input", i): the call's tensor i (an input kept for the next call);
     - ("value", v): a constant (a flag it toggles) or a parameter;
     - ("outputs", [k, ...]): for a list `owner`, those outputs appended (activations a hook collects).
-    `owner` is a module (setattr), a dict (an entry; a module's globals for a global) or a list."""
+    `owner` is a module (setattr), a dict (an entry; a module's globals for a global), a function's
+    ClosureCells (a variable of its closure) or a list."""
 
     def __init__(self, owner, name, source):
         self.owner, self.name, self.source = owner, name, source
@@ -256,7 +258,7 @@ class SideEffect:
                 self.owner.extend(values)
             return
         value = outputs[what] if kind == "output" else inputs[what] if kind == "input" else what
-        if isinstance(self.owner, dict):
+        if isinstance(self.owner, (dict, ClosureCells)):
             self.owner[self.name] = value
         else:
             setattr(self.owner, self.name, value)
@@ -598,6 +600,14 @@ class Recorder(TorchFunctionMode):
         self.outer_frame = None  # record()'s frame: the user's frames of the forward are below it
         self.differentiable = True  # whether the call was made with grad (without, nothing is differentiated)
         self.user_code = {}  # code object of a user's frame the forward ran -> its globals
+        self._functions = None
+
+    @property
+    def functions(self):
+        """{code: function} of the user's functions the forward may run (closures.user_functions)."""
+        if self._functions is None:
+            self._functions = user_functions(self.module.modules())
+        return self._functions
 
     def _note_user_code(self):
         """Adds the code objects of the user's frames between this call and record() to `user_code`
@@ -1180,17 +1190,24 @@ class Recorder(TorchFunctionMode):
         """(dict, key, a name for the trace[, index]) of where `t` lives before the call: a
         submodule's __dict__ (a plain attribute; `index`: an item of a tuple or list there), a dict
         or settings object it holds, the parameters or buffers of a module it keeps in a list or
-        dict rather than as a submodule (a teacher hidden from parameters()), else the globals (or
-        a global dict's entry) of the innermost frame of the user's code that holds it; None if none
-        does. A parameter or
-        buffer the forward put in place of the module's own is refused."""
+        dict rather than as a submodule (a teacher hidden from parameters()) and the places of such a
+        module as of a submodule, else a variable of the closure or the globals (or a global dict's
+        entry) of the innermost frame of the user's code that holds it; None if none does. A
+        parameter or buffer the forward put in place of the module's own is refused."""
         def named(*parts):
             return "_".join(p for p in parts if p).replace(".", "_")
 
-        for prefix, m in self.module.named_modules():
+        # the model's modules, then those it keeps in lists, tuples or dicts (and theirs in turn)
+        todo = [(prefix, m, False) for prefix, m in self.module.named_modules()]
+        visited = {id(m) for _, m, _ in todo}
+        while todo:
+            prefix, m, kept = todo.pop(0)
             for table in (m._parameters, m._buffers):
-                if any(v is t for v in table.values()):
-                    raise self.parameter_assigned()
+                for q, w in table.items():
+                    if w is t and kept:
+                        return table, q, named(prefix, q)
+                    if w is t:
+                        raise self.parameter_assigned()
             for n, v in vars(m).items():
                 if v is t:
                     return vars(m), n, named(prefix, n)
@@ -1204,16 +1221,19 @@ class Recorder(TorchFunctionMode):
                         if e is t and isinstance(k, str):
                             return (vars(m), n, named(prefix, n, k), k) if type(v) is dict else \
                                 (table, k, named(prefix, n, k))
-                if type(v) in (list, tuple, dict):
-                    for i, kept in (v.items() if type(v) is dict else enumerate(v)):
-                        for owner_name, owner in kept.named_modules() if isinstance(kept, torch.nn.Module) else ():
-                            for table in (owner._parameters, owner._buffers):
-                                for q, w in table.items():
-                                    if w is t:
-                                        return table, q, named(prefix, n, str(i), owner_name, q)
+                if type(v) in (list, tuple, dict) and len(v) <= 1024:
+                    for i, module in (v.items() if type(v) is dict else enumerate(v)):
+                        for owner_name, owner in module.named_modules() if isinstance(module, torch.nn.Module) else ():
+                            if id(owner) not in visited and len(visited) < 4096:
+                                visited.add(id(owner))
+                                todo.append((named(prefix, n, str(i), owner_name), owner, True))
         seen = set()
         f = sys._getframe(1)
         while f is not None:
+            cells = closure_cells(self.functions[f.f_code]) if f.f_code in self.functions else None
+            for n, v in (cells or {}).items():
+                if v is t:
+                    return cells, n, n  # a variable of the closure of a factory-made forward or a hook
             if id(f.f_globals) not in seen and not _code_in(f.f_code, _SKIP_DIRS):
                 seen.add(id(f.f_globals))
                 for n, v in f.f_globals.items():
@@ -2349,7 +2369,7 @@ def record(module, inputs, input_names, call=None):
         # tensor it was made from: torch 2.x's nn.Parameter(t) shares t's recorded value)
         raise rec.parameter_assigned()
     prog = rec.program
-    prog.global_values = _global_values(rec.user_code, assignable)
+    prog.global_values = _global_values(rec.user_code, assignable, dict(rec.functions))
     if not prog.python_draws and _generator_states(module) != generators:
         prog.python_draws.append("a generator whose state the forward advanced (Python's or numpy's, or one "
                                  "the module holds)")
@@ -2408,7 +2428,8 @@ def _assignable_state(module):
       dict globals of the user's code (the modules of the model's classes and of its hooks), and of
       the dicts a hook's closure holds (the features a hook collects);
     - ("list", id(list)) -> (list, items): the lists in those places (activations appended);
-    - ("global", id(globals), name) -> (globals, value): those modules' globals."""
+    - ("global", id(globals), name) -> (globals, value): those modules' globals, and the variables
+      the closures of the user's functions hold (ClosureCells for `globals`)."""
     state = {}
     dicts, lists = {}, {}
     keyed = set()  # ids of the dicts whose entries jit.py's key holds (a module's dicts and settings objects)
@@ -2438,11 +2459,11 @@ def _assignable_state(module):
                 hook = getattr(hook, "__func__", hook)
                 if isinstance(hook, types.FunctionType):
                     code_globals[hook.__module__] = hook.__globals__
-                    for cell in hook.__closure__ or ():
-                        try:
-                            contents(cell.cell_contents)
-                        except ValueError:  # an empty cell
-                            pass
+    for fn in user_functions(module.modules()).values():
+        cells = closure_cells(fn)
+        for n, v in (cells or {}).items():  # a hook's or a factory-made forward's closure
+            state[("global", id(cells), n)] = (cells, v)
+            contents(v)
     for name, g in code_globals.items():
         if name.split(".")[0] in ("torch", "thunder_viz"):
             continue
@@ -2538,7 +2559,7 @@ def _refuse_backward_hooks(module):
             "register a hook on the parameters (p.register_hook) or on the jitted module's output instead"))
 
 
-def _global_values(user_code, before):
+def _global_values(user_code, before, functions):
     """(table, name, snapshot) of each value the code of the forward's frames may read from its
     globals and bake into the trace: a global constant named in its co_names (the globals and
     attributes it loads; functions aside), the constant fields named there of a global settings
@@ -2546,7 +2567,8 @@ def _global_values(user_code, before):
     (`CFG["scale"]`); and so for the user's functions those name in turn (a helper that computes a
     number from a global and makes no torch call, so no frame of it was seen). The entry holds
     while each is as it was before the recorded forward ran (`before`: _assignable_state, where it
-    looked; a forward that changes one is replayed by its side effects)."""
+    looked; a forward that changes one is replayed by its side effects). The variables of the
+    closures of the user's functions (`functions`: code -> function) are watched as globals are."""
     found = {}
     todo, seen = list(user_code.items()), set(user_code)
 
@@ -2555,28 +2577,36 @@ def _global_values(user_code, before):
         if is_constant(was):  # a function too: a helper monkeypatched is a new recording
             found[(id(table), name)] = (table, name, snapshot(was))
 
+    def look(code, table, name):
+        """What `code` reads through `table[name]` (a global, or a variable of its closure)."""
+        value = table.get(name, _MISSING)
+        if isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
+                not _code_in(value.__code__, _SKIP_DIRS):
+            seen.add(value.__code__)
+            functions.setdefault(value.__code__, value)
+            todo.append((value.__code__, value.__globals__))
+        elif isinstance(value, dict):
+            if len(value) <= 256:  # the entries the code may name (CFG["scale"]: a constant of its code)
+                for key, entry in list(value.items()):
+                    if not isinstance(key, str) or key in code.co_consts:
+                        watch(value, key, entry)
+        elif isinstance(value, types.ModuleType) and not _users_module(value):
+            return  # torch, math: a library's module does not change
+        elif isinstance(value, types.ModuleType) or holds_settings(value):
+            fields = vars(value)
+            for field in code.co_names:
+                if field in fields:
+                    watch(fields, field, fields[field])
+        elif value is not _MISSING:
+            watch(table, name, value)
+
     while todo:
         code, g = todo.pop()
         for name in code.co_names:
-            value = g.get(name, _MISSING)
-            if isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
-                    not _code_in(value.__code__, _SKIP_DIRS):
-                seen.add(value.__code__)
-                todo.append((value.__code__, value.__globals__))
-            elif isinstance(value, dict):
-                if len(value) <= 256:  # the entries the code may name (CFG["scale"]: a constant of its code)
-                    for key, entry in list(value.items()):
-                        if not isinstance(key, str) or key in code.co_consts:
-                            watch(value, key, entry)
-            elif isinstance(value, types.ModuleType) and not _users_module(value):
-                continue  # torch, math: a library's module does not change
-            elif isinstance(value, types.ModuleType) or holds_settings(value):
-                table = vars(value)
-                for field in code.co_names:
-                    if field in table:
-                        watch(table, field, table[field])
-            elif value is not _MISSING:
-                watch(g, name, value)
+            look(code, g, name)
+        cells = closure_cells(functions[code]) if code in functions else None
+        for name in code.co_freevars if cells is not None else ():
+            look(code, cells, name)
     return list(found.values())
 
 

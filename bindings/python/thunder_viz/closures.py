@@ -1,0 +1,93 @@
+"""The closures of the user's functions that a forward runs, as mappings the key and the guard read.
+
+A forward built by a factory (`def make(scale): class Block(nn.Module): def forward(self, x): return
+x * scale`), or a hook that closes over a tensor or a flag, reads values from its closure cells, not
+from its globals or module: ClosureCells shows one function's cells as a mapping from the free
+variables' names to their values (the value a `nonlocal` assignment gives is the one read), so
+that jit.py watches them as it watches globals. user_functions finds the functions of a model whose
+frames the recording may meet: its classes' methods, its hooks, the functions it holds.
+"""
+import collections.abc
+import types
+import weakref
+
+from .constants import is_torchs
+
+
+class ClosureCells(collections.abc.MutableMapping):
+    """fn's closure by free variable name; an empty cell is a missing key."""
+
+    def __init__(self, fn):
+        self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        self.function = fn.__qualname__
+
+    def __getitem__(self, name):
+        try:
+            return self._cells[name].cell_contents
+        except ValueError:  # an empty cell (a name bound later in its scope)
+            raise KeyError(name) from None
+
+    def __setitem__(self, name, value):
+        self._cells[name].cell_contents = value
+
+    def __delitem__(self, name):
+        del self._cells[name].cell_contents
+
+    def __iter__(self):
+        return (name for name in self._cells if name in self)
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __contains__(self, name):
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def __repr__(self):
+        return f"<closure of {self.function}>"
+
+
+# One mapping per function: the key, the guard and the side effects name a cell by the mapping's
+# identity.
+_cells_of = weakref.WeakKeyDictionary()
+
+
+def closure_cells(fn):
+    """fn's ClosureCells (the same object for the same function), or None if it closes over nothing."""
+    if not fn.__closure__:
+        return None
+    cells = _cells_of.get(fn)
+    if cells is None:
+        cells = _cells_of[fn] = ClosureCells(fn)
+    return cells
+
+
+def user_functions(modules):
+    """{code object: function} of the functions the modules' forwards may run that are the user's
+    own: the methods of their classes (torch's aside), their forward hooks and the functions they
+    hold as attributes."""
+    found = {}
+
+    def add(f):
+        f = getattr(f, "__func__", f)
+        if isinstance(f, types.FunctionType) and (f.__module__ or "").split(".")[0] not in ("torch", "thunder_viz"):
+            found.setdefault(f.__code__, f)
+
+    for m in modules:
+        for cls in type(m).__mro__:
+            if cls is object or is_torchs(cls):
+                continue
+            for v in vars(cls).values():
+                if isinstance(v, property):
+                    add(v.fget)
+                else:
+                    add(v)
+        for table in (m._forward_hooks, m._forward_pre_hooks):
+            for hook in table.values():
+                add(hook)
+        for v in vars(m).values():
+            add(v)
+    return found
