@@ -1157,3 +1157,12 @@ def test_a_parameter_used_only_for_its_shape_gets_no_gradient_as_in_eager():
     model = ShapeFromAParameter()
     tv.jit(model)(torch.randn(3, 4)).sum().backward()
     assert model.template.grad is None and model.fc.weight.grad is not None
+
+
+def test_a_cumulative_batch_norm_in_training_is_refused_naming_the_way_out_and_runs_in_eval():
+    torch.manual_seed(0)
+    model, x = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4, momentum=None)), torch.randn(8, 4)
+    with pytest.raises(tv.UnsupportedOp, match=r"BatchNorm1d\(momentum=None\) in training.*module '1'.*give it a momentum"):
+        tv.jit(model)(x)
+    model.eval()
+    torch.testing.assert_close(tv.jit(model)(x), model(x))

@@ -2343,6 +2343,7 @@ def record(module, inputs, input_names, call=None):
     every read is. Under inference mode it runs under no_grad outside it (the recording follows
     version counters, which inference tensors lack)."""
     _refuse_backward_hooks(module)
+    _refuse_cumulative_batch_norms(module)
     rec = Recorder(module, inputs, input_names)
     rec.outer_frame = sys._getframe()
     assignable = _assignable_state(module)
@@ -2557,6 +2558,18 @@ def _refuse_backward_hooks(module):
         raise UnsupportedOp("a module backward hook", found[0], detail=(
             "the engine's backward runs no module backward hook (register_full_backward_hook, register_backward_hook); "
             "register a hook on the parameters (p.register_hook) or on the jitted module's output instead"))
+
+
+def _refuse_cumulative_batch_norms(module):
+    """UnsupportedOp naming a batch norm in training whose momentum is None: its running statistics
+    are a cumulative average, whose factor it reads from num_batches_tracked into Python at every
+    call, which a trace cannot hold."""
+    for name, m in module.named_modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.momentum is None and m.training and \
+                m.track_running_stats:
+            raise UnsupportedOp(f"{type(m).__name__}(momentum=None) in training", f"the module '{name or type(m).__name__}'",
+                                detail="its cumulative average reads num_batches_tracked into Python at every call: "
+                                       "give it a momentum (torch's default is 0.1), or run it in eval()")
 
 
 def _global_values(user_code, before, functions):
