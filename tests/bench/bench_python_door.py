@@ -8,7 +8,7 @@ steady step on each side; with --profile, where a step's time goes on each side.
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
         [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1] [--processes two|one]
         [--keywords] [--profile STEPS]
-        (models: nanogpt, mlp, tiny, resnet18, transformer)
+        (models: nanogpt, mlp, tiny, resnet18, transformer, llama, mobilenet_v2)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
 import argparse
@@ -64,7 +64,22 @@ def transformer():
     return model, (torch.randn(8, 32, 128),), lambda out: out.square().mean()
 
 
-MODELS = {"nanogpt": nanogpt, "mlp": mlp, "tiny": tiny, "resnet18": resnet18, "transformer": transformer}
+def llama():
+    """Four llama decoder layers as published (rotary embeddings, grouped key/value heads, RMSNorm)."""
+    from blocks import LlamaDecoderLayer
+    model = torch.nn.Sequential(*[LlamaDecoderLayer(hidden_size=128) for _ in range(4)])
+    return model, (torch.randn(8, 32, 128),), lambda out: out.square().mean()
+
+
+def mobilenet_v2():
+    """torchvision's mobilenet_v2 (depthwise convolutions, ReLU6 in place), 64x64 images."""
+    import torchvision
+    model = torchvision.models.mobilenet_v2(num_classes=10)
+    return model, (torch.randn(4, 3, 64, 64),), lambda out: out.square().mean()
+
+
+MODELS = {"nanogpt": nanogpt, "mlp": mlp, "tiny": tiny, "resnet18": resnet18, "transformer": transformer,
+          "llama": llama, "mobilenet_v2": mobilenet_v2}
 
 
 def step(model, opt, args, loss_of, kwargs={}):
