@@ -772,12 +772,12 @@ def test_an_output_that_is_nan_in_eager_too_is_the_same_result():
 
 
 def test_a_refusal_inside_torch_nn_names_the_librarys_line():
-    # BatchNorm with momentum=None reads its batch count into Python inside torch.nn
-    model = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 1), torch.nn.BatchNorm2d(3, momentum=None))
+    # RReLU in training calls rrelu inside torch.nn.functional, whose random slopes are refused
+    model = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 1), torch.nn.RReLU())
     with pytest.raises(tv.UnsupportedOp) as refused:
         tv.jit(model)(torch.randn(2, 2, 3, 3))
     message = str(refused.value)
-    assert "test_published_calls.py" in message and "batchnorm.py:" in message and "num_batches_tracked" in message
+    assert "test_published_calls.py" in message and "functional.py:" in message and "rrelu in training" in message
 
 
 def test_embedding_with_max_norm_is_refused_naming_max_norm():
@@ -1166,3 +1166,80 @@ def test_a_cumulative_batch_norm_in_training_is_refused_naming_the_way_out_and_r
         tv.jit(model)(x)
     model.eval()
     torch.testing.assert_close(tv.jit(model)(x), model(x))
+
+
+@torch.jit.script
+def _scripted_gelu(x):
+    return x * 0.5 * (1.0 + torch.erf(x / 1.41421))
+
+
+class CallsAScriptedFunction(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return _scripted_gelu(self.lin(x)) * 2
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+def test_a_scripted_function_is_recorded_by_its_operators_never_as_constants(grad):
+    """TorchScript runs a scripted function's torch calls below the recording's torch-function
+    level: they are recorded as the ATen operators they dispatch (torch 1.13 lets the recording see
+    them there), or the tensor they make is refused where it is read; never written into the trace
+    as a constant (its values change with the input)."""
+    torch.manual_seed(0)
+    model = CallsAScriptedFunction()
+    tm = tv.jit(model)
+    with torch.set_grad_enabled(grad):
+        for _ in range(3):
+            x = torch.randn(2, 4)
+            try:
+                got = tm(x)
+            except tv.UnsupportedOp as refused:
+                assert "computed below the recording" in str(refused) and "TorchScript" in str(refused)
+                return
+            torch.testing.assert_close(got, model(x))
+    if grad:
+        check_against_eager(CallsAScriptedFunction(), torch.randn(2, 4))
+
+
+def test_a_torchscript_module_is_refused_naming_it():
+    class HoldsAScriptedModule(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.jit.script(torch.nn.Linear(4, 4))
+
+        def forward(self, x):
+            return self.inner(x)
+
+    with pytest.raises(tv.UnsupportedOp, match="TorchScript module.*module 'inner'.*Python module it was made from"):
+        tv.jit(HoldsAScriptedModule())(torch.randn(2, 4))
+
+
+_SCRIPTED_BY_NAME = {"gelu": _scripted_gelu}
+
+
+def test_a_scripted_function_torchscript_optimized_is_recorded_unoptimized_or_refused():
+    """After two eager runs TorchScript runs a scripted function as a graph that differentiates
+    itself (its calls dispatched on detached inputs): the recording clears the plans of the scripted
+    functions the model's code names, and one it cannot find (here through a dict) is refused, never
+    recorded without its gradient."""
+    class ThroughADict(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return _SCRIPTED_BY_NAME["gelu"](self.lin(x)) * 2
+
+    for model in (CallsAScriptedFunction(), ThroughADict()):
+        for _ in range(3):
+            model(torch.randn(2, 4)).sum().backward()
+        model.zero_grad(set_to_none=True)
+        try:
+            tv.jit(model)(torch.randn(2, 4)).sum().backward()
+        except tv.UnsupportedOp as refused:
+            assert isinstance(model, ThroughADict) and "optimized graph" in str(refused)
+            continue
+        assert model.lin.weight.grad is not None

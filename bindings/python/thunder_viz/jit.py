@@ -138,8 +138,8 @@ class _ModuleState:
         # removed later is a new recording (a backward hook is refused there)
         self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]
         self.hooks += [(vars(_nn_module), n) for n in _GLOBAL_HOOK_DICTS if isinstance(vars(_nn_module).get(n), dict)]
-        self.param_places = [(f"{prefix}.{n}" if prefix else n, m._parameters, n) for prefix, m in named for n in m._parameters]
-        self.buffer_places = [(f"{prefix}.{n}" if prefix else n, m._buffers, n) for prefix, m in named for n in m._buffers]
+        self.param_places = [(f"{prefix}.{n}" if prefix else n, m._parameters, n) for prefix, m in named for n in m._parameters.keys()]
+        self.buffer_places = [(f"{prefix}.{n}" if prefix else n, m._buffers, n) for prefix, m in named for n in m._buffers.keys()]
         self.fingerprint = self._fingerprint()
 
     def read(self):
@@ -160,7 +160,8 @@ class _ModuleState:
         """A CallGuard of this state, this call's arguments (as read() saw them: made right after it)
         and what the entry's program read besides (None: nothing): its captured tensors' places and
         the globals its constants may come from."""
-        dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules)]
+        # (a TorchScript module's tables are no dicts: what they hold is fixed when it is scripted)
+        dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules) if type(d) is dict]
         dicts += list(self.settings.values())
         attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if n in table]
         attributes += [(table, n, table[n], True) for _, table, n in self.kinds if n in table]

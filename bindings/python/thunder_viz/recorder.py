@@ -593,6 +593,8 @@ class Recorder(TorchFunctionMode):
         self.location = None
         self.in_getitem = False
         self.in_call = 0  # depth of __torch_function__ (torch's own code runs inside, unrecorded)
+        self.unseen = {}  # id -> (tensor, ATen operator) of what operators outside any torch call made
+        self.unseen_detach = False  # whether one was a detach under grad (TorchScript's differentiable graph)
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
@@ -1138,7 +1140,11 @@ class Recorder(TorchFunctionMode):
         Python values (a number it wrapped, torch.tensor([0.5, 2.0]), the list of x[[0, 2]]), is
         written into the trace as ltorch.full of each element, joined by ltorch.cat. Any other stays
         unknown, and ref() refuses it."""
-        if self._capture(t) is not None or not writes_as_literal(t):
+        if self._capture(t) is not None:
+            return
+        if id(t) in self.unseen:
+            raise self.computed_unseen(t)
+        if not writes_as_literal(t):
             return
         if t.requires_grad:
             raise self.unsupported("a tensor that requires grad and is no parameter", detail=(
@@ -1157,6 +1163,14 @@ class Recorder(TorchFunctionMode):
             self.emit("ltorch.reshape", [flat, list(t.shape)], t)
         else:
             self.alias(t, flat)
+
+    def computed_unseen(self, t):
+        """The UnsupportedOp of a tensor an ATen operator made outside any torch call the recording saw."""
+        op = self.unseen[id(t)][1]
+        return self.unsupported(f"a tensor computed below the recording ({op})", detail=(
+            "a TorchScript function or module (torch.jit.script, torch.jit.trace) or a C++ extension's function "
+            "runs its torch calls where the recording does not see them: call the Python function or module it was "
+            "made from, or register the C++ function as an operator with torch.library (a torch.ops call is recorded)"))
 
     def _capture(self, t):
         """The reference of `t` as a captured input of the trace (Captured), if it is a plain tensor
@@ -1494,6 +1508,28 @@ class _AtenCalls(TorchDispatchMode):
                 out.append(t)
                 if kept is not None:
                     self.recorder.restore_after.setdefault(id(t), (t, kept))
+        return out
+
+
+class _UnseenCalls(TorchDispatchMode):
+    """Watches the whole recorded forward for ATen operators that run outside any torch call the
+    recording handles (a TorchScript function's, a C++ extension's): their outputs are remembered
+    (Recorder.unseen), so that such a tensor is refused where it is read, rather than taken for a
+    constant torch made from Python values."""
+
+    def __init__(self, recorder):
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        rec = self.recorder
+        if not rec.in_call and not rec.in_getitem:
+            if func is torch.ops.aten.detach.default and torch.is_grad_enabled() and rec.differentiable:
+                rec.unseen_detach = True
+            for t in pytree.tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    rec.unseen[id(t)] = (t, func)
         return out
 
 
@@ -2344,6 +2380,8 @@ def record(module, inputs, input_names, call=None):
     version counters, which inference tensors lack)."""
     _refuse_backward_hooks(module)
     _refuse_cumulative_batch_norms(module)
+    _refuse_script_modules(module)
+    _unoptimize_scripted_functions(module)
     rec = Recorder(module, inputs, input_names)
     rec.outer_frame = sys._getframe()
     assignable = _assignable_state(module)
@@ -2353,8 +2391,15 @@ def record(module, inputs, input_names, call=None):
     try:
         grad = rec.differentiable = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
         with torch.inference_mode(False), torch.set_grad_enabled(grad):
-            with rec:
+            # (TorchScript's optimized graphs run a scripted function's calls inside an autograd node
+            # of their own, under no_grad: its interpreter dispatches them one by one, as in eager)
+            with rec, _UnseenCalls(rec), torch.jit.optimized_execution(False):
                 out = call() if call is not None else module(*inputs)
+            if rec.unseen_detach:
+                raise UnsupportedOp("a TorchScript function's optimized graph", "forward", detail=(
+                    "TorchScript ran it as a graph that differentiates itself, whose calls the recording sees "
+                    "detached: call the Python function it was made from, or call it from a method of the "
+                    "model's classes (whose scripted functions the recording runs unoptimized)"))
     finally:
         rec.outer_frame = None  # the frame holds the recorder: no cycle keeps its tensors' graphs alive
         with torch.no_grad():
@@ -2380,6 +2425,8 @@ def record(module, inputs, input_names, call=None):
     rec.output_tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, torch.Tensor):
+            if id(leaf) not in rec.refs and id(leaf) in rec.unseen:
+                raise rec.computed_unseen(leaf)
             if id(leaf) not in rec.refs:
                 file, line = user_frame()
                 raise UnsupportedOp("an output made by a call the recorder did not see", f"{shown_path(file)}:{line}",
@@ -2558,6 +2605,37 @@ def _refuse_backward_hooks(module):
         raise UnsupportedOp("a module backward hook", found[0], detail=(
             "the engine's backward runs no module backward hook (register_full_backward_hook, register_backward_hook); "
             "register a hook on the parameters (p.register_hook) or on the jitted module's output instead"))
+
+
+def _refuse_script_modules(module):
+    """UnsupportedOp naming a TorchScript module among the modules (torch.jit.script or trace of a
+    module): its forward is TorchScript's graph, whose calls the recording cannot follow as it
+    follows a scripted function's."""
+    for name, m in module.named_modules():
+        if isinstance(m, torch.jit.ScriptModule):
+            raise UnsupportedOp("a TorchScript module (torch.jit.script or torch.jit.trace of a module)",
+                                f"the module '{name or type(m).__name__}'", detail=(
+                                    "jit the Python module it was made from instead (a scripted function "
+                                    "called in forward is recorded)"))
+
+
+def _unoptimize_scripted_functions(module):
+    """Clears the plans TorchScript made for the scripted functions that the code of the model's
+    classes names, and of the user's functions that code names in turn: run under torch.jit.optimized_execution(False), as the recording runs them, each
+    dispatches its calls one by one under autograd (an optimized plan already made would run them
+    in a graph that differentiates itself)."""
+    todo = list(user_functions(module.modules()).values())
+    seen = {fn.__code__ for fn in todo}
+    while todo:
+        fn = todo.pop()
+        for name in fn.__code__.co_names:
+            value = fn.__globals__.get(name)
+            if isinstance(value, torch.jit.ScriptFunction):
+                value._debug_flush_compilation_cache()
+            elif isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
+                    not _code_in(value.__code__, _SKIP_DIRS):
+                seen.add(value.__code__)
+                todo.append(value)  # a helper of the user's that calls one
 
 
 def _refuse_cumulative_batch_norms(module):
