@@ -1243,3 +1243,127 @@ def test_a_scripted_function_torchscript_optimized_is_recorded_unoptimized_or_re
             assert isinstance(model, ThroughADict) and "optimized graph" in str(refused)
             continue
         assert model.lin.weight.grad is not None
+
+
+@dataclasses.dataclass
+class _Settings:
+    scale: float = 2.0
+    inner: dict = dataclasses.field(default_factory=lambda: {"k": 1.0})
+
+
+_TABLE = {"scale": 2.0}
+_SETTINGS = _Settings()
+
+
+def test_dicts_and_settings_objects_read_through_globals_closures_and_attributes_are_watched_deep():
+    """A key added later (`cfg.get("act")`), a dict inside a settings object, and a settings object
+    put in place of another: each through a global, a closure and a module attribute."""
+    global _SETTINGS
+
+    class GlobalTable(torch.nn.Module):
+        def forward(self, x):
+            y = x * _TABLE["scale"]
+            return y.relu() if _TABLE.get("act") else y
+
+    class GlobalSettings(torch.nn.Module):
+        def forward(self, x):
+            return x * _SETTINGS.scale * _SETTINGS.inner["k"]
+
+    def closing_over(settings):
+        class ClosureSettings(torch.nn.Module):
+            def forward(self, x):
+                return x * settings.scale * settings.inner["k"]
+
+        def rebind(new):
+            nonlocal settings
+            settings = new
+        return ClosureSettings(), rebind
+
+    class AttributeSettings(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.settings = _Settings()
+
+        def forward(self, x):
+            return x * self.settings.scale * self.settings.inner["k"]
+
+    x = torch.tensor([-1.0, 2.0])
+    model = GlobalTable()
+    tm = tv.jit(model)
+    tm(x)
+    _TABLE["act"] = True
+    try:
+        torch.testing.assert_close(tm(x), model(x))
+    finally:
+        del _TABLE["act"]
+    model = GlobalSettings()
+    tm = tv.jit(model)
+    tm(x)
+    saved = _SETTINGS
+    try:
+        _SETTINGS.inner["k"] = 3.0
+        torch.testing.assert_close(tm(x), model(x))
+        _SETTINGS = _Settings(scale=7.0)
+        torch.testing.assert_close(tm(x), model(x))
+    finally:
+        _SETTINGS = saved
+        saved.inner["k"] = 1.0
+    settings = _Settings()
+    model, rebind = closing_over(settings)
+    tm = tv.jit(model)
+    tm(x)
+    settings.inner["k"] = 3.0
+    torch.testing.assert_close(tm(x), model(x))
+    rebind(_Settings(scale=7.0))
+    torch.testing.assert_close(tm(x), model(x))
+    model = AttributeSettings()
+    tm = tv.jit(model)
+    tm(x)
+    model.settings.inner["k"] = 3.0
+    torch.testing.assert_close(tm(x), model(x))
+    model.settings = _Settings(scale=7.0)
+    torch.testing.assert_close(tm(x), model(x))
+    hits = tm.cache_hits
+    tm(x)
+    assert tm.cache_hits == hits + 1
+
+
+def test_state_kept_in_nested_dicts_and_lists_follows_eager():
+    """An EMA in a dict inside a dict (of a closure, of a module attribute), a hook storing a feature
+    in a nested dict and appending to a list held in a dict."""
+    def make():
+        history = {"cfg": {"ema": torch.zeros(4)}}
+        store = {"feats": {}, "seen": []}
+
+        class Keeps(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+                self.hist = {"cfg": {"ema": torch.zeros(4)}}
+                self.lin.register_forward_hook(self.keep)
+
+            @staticmethod
+            def keep(module, inputs, output):
+                store["feats"]["lin"] = output
+                store["seen"].append(output.detach())
+
+            def forward(self, x):
+                d = history["cfg"]
+                d["ema"] = d["ema"] * 0.5 + x.mean(0)
+                e = self.hist["cfg"]
+                e["ema"] = e["ema"] * 0.5 + x.mean(0)
+                return self.lin(x) + d["ema"] + e["ema"]
+        return Keeps(), history, store
+
+    torch.manual_seed(0)
+    model, history, store = make()
+    reference, reference_history, reference_store = make()
+    reference.load_state_dict(model.state_dict())
+    tm = tv.jit(model)
+    for _ in range(3):
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(tm(x), reference(x))
+        torch.testing.assert_close(history["cfg"]["ema"], reference_history["cfg"]["ema"])
+        torch.testing.assert_close(model.hist["cfg"]["ema"], reference.hist["cfg"]["ema"])
+        torch.testing.assert_close(store["feats"]["lin"], reference_store["feats"]["lin"])
+    assert len(store["seen"]) == len(reference_store["seen"]) == 3

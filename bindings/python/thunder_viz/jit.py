@@ -81,7 +81,8 @@ class _ModuleState:
     def _fingerprint(self):
         kept = tuple(_item(table.get(n), i) is module for table, n, i, module in self.kept)
         return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), tuple(map(id, m._modules.values())))
-                     for m in self.modules) + tuple(len(table) for table in self.settings.values()) + kept
+                     for m in self.modules) + tuple(len(table) for table in self.settings.values()) + kept + \
+            tuple(table.get(k) is value for table, k, value in self.setting_objects)
 
     def _scan(self):
         named = list(self.module.named_modules())
@@ -92,11 +93,14 @@ class _ModuleState:
         # torch's own, such as _reversed_padding_repeated_twice, do not change in forward), and the
         # fields of the settings objects and dicts they hold (each object once)
         self.constants, self.kinds, self.settings, classes = [], [], {}, set()
+        self.setting_objects = []  # (table, name, object) of each: another put in its place is a new scan
 
-        def settings(path, value, depth=0):
-            """The constant fields of a settings object or dict, and of those it holds in turn."""
+        def settings(path, value, holder, key, depth=0):
+            """The constant fields of a settings object or dict held at holder[key], and of those it
+            holds in turn."""
             if id(value) in self.settings or depth > 2 or len(self.settings) >= MAX_SETTINGS_TABLES:
                 return
+            self.setting_objects.append((holder, key, value))
             table = self.settings[id(value)] = settings_table(value)
             for k, field in list(table.items()):
                 if isinstance(k, str) and k not in read and not isinstance(value, dict):
@@ -104,7 +108,7 @@ class _ModuleState:
                 if is_constant(field):
                     self.constants.append((path, table, k))
                 elif holds_settings(field):
-                    settings(f"{path}.{k}", field, depth + 1)
+                    settings(f"{path}.{k}", field, table, k, depth + 1)
 
         # modules kept in a list or dict rather than as submodules (a teacher): their constants too
         scanned, ids = list(named), {id(m) for _, m in named}
@@ -131,7 +135,7 @@ class _ModuleState:
                 if is_constant(v):
                     self.constants.append((prefix, vars(m), n))
                 elif holds_settings(v):
-                    settings(f"{prefix}.{n}", v)
+                    settings(f"{prefix}.{n}", v, vars(m), n)
                 elif n not in _MODULE_INTERNALS:  # by its type: a tensor kept where None may be put back
                     self.kinds.append((prefix, vars(m), n))
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
@@ -170,9 +174,12 @@ class _ModuleState:
         attributes.append((vars(_RemovableHandle), "next_id", _RemovableHandle.next_id))
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
         places += [(table, n, child) for table, n, child in self.submodules]
+        places += self.setting_objects  # (by identity: self.config = Config(...) is a new scan)
         places += [(table, n, kept, False, i) for table, n, i, kept in self.kept]
         if program is not None:
             attributes += program.global_values
+            places += program.global_objects  # by identity
+            dicts += [table for table, _ in program.global_absent]  # a key added changes its size
             places += [(c.table, c.key, c.tensor(), True, c.index) for c in program.captured]  # by metadata
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
@@ -557,8 +564,8 @@ class JittedModule(torch.nn.Module):
                     self._warn_recording_every_call(program)  # not kept: the next call records anew
                 else:
                     self._cache[key] = cached
-                if program.captured or program.global_values or program.python_draws or program.unreplayable or \
-                        program.side_effects:
+                if program.captured or program.global_values or program.global_objects or program.global_absent or \
+                        program.python_draws or program.unreplayable or program.side_effects:
                     guard = None  # the next call, a hit, makes one that watches what the program read
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         counts = self.__dict__  # (nn.Module's __setattr__ costs microseconds a call)

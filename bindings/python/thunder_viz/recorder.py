@@ -276,6 +276,8 @@ class Program:
         self.uses_seed = False
         self.captured = []            # Captured, in the order the recording met them
         self.global_values = []       # (table, name, copy) of what the trace's constants may come from
+        self.global_objects = []      # (table, name, object): the dicts and settings objects those are read from
+        self.global_absent = []       # (dict, key): keys the code names that such a dict does not hold
         self.python_draws = []        # "random.uniform at file:line" of each draw from Python's random
         # what the forward assigned, replayed after every call (SideEffect), and what it changed that
         # no replay can redo (a list rebound, an attribute deleted): such a program records every call
@@ -311,7 +313,9 @@ class Program:
     def current(self):
         """Whether every captured tensor's place and every watched global are as recorded."""
         return all(c.current() for c in self.captured) and all(
-            hashable(table.get(n, GONE)) == hashable(v) for table, n, v in self.global_values)
+            hashable(table.get(n, GONE)) == hashable(v) for table, n, v in self.global_values) and all(
+            table.get(n, GONE) is v for table, n, v in self.global_objects) and all(
+            key not in table for table, key in self.global_absent)
 
     def to_dict(self):
         slot = self._renumbering()
@@ -1235,6 +1239,9 @@ class Recorder(TorchFunctionMode):
                         if e is t and isinstance(k, str):
                             return (vars(m), n, named(prefix, n, k), k) if type(v) is dict else \
                                 (table, k, named(prefix, n, k))
+                    place = _nested_place(table, t, named(prefix, n))  # (self.hist["cfg"]["ema"])
+                    if place is not None:
+                        return place
                 if type(v) in (list, tuple, dict) and len(v) <= 1024:
                     for i, module in (v.items() if type(v) is dict else enumerate(v)):
                         for owner_name, owner in module.named_modules() if isinstance(module, torch.nn.Module) else ():
@@ -1245,18 +1252,19 @@ class Recorder(TorchFunctionMode):
         f = sys._getframe(1)
         while f is not None:
             cells = closure_cells(self.functions[f.f_code]) if f.f_code in self.functions else None
-            for n, v in (cells or {}).items():
-                if v is t:
-                    return cells, n, n  # a variable of the closure of a factory-made forward or a hook
+            if cells is not None:  # a variable of the closure of a factory-made forward or a hook
+                place = _nested_place(cells, t, "", depth=-1)
+                if place is not None:
+                    return place
             if id(f.f_globals) not in seen and not _code_in(f.f_code, _SKIP_DIRS):
                 seen.add(id(f.f_globals))
                 for n, v in f.f_globals.items():
                     if v is t:
                         return f.f_globals, n, n
                     if type(v) is dict and len(v) <= 256 and not (n.startswith("__") and n.endswith("__")):
-                        for k, e in v.items():
-                            if e is t and isinstance(k, str):
-                                return v, k, named(n, k)  # a global dict's entry (TABLE["gain"])
+                        place = _nested_place(v, t, n)  # a global dict's entry (TABLE["gain"])
+                        if place is not None:
+                            return place
             f = f.f_back
         return None
 
@@ -1273,6 +1281,24 @@ class Recorder(TorchFunctionMode):
                     "parameters' dtype (e.g. x.to(torch.float32)) or the module to the inputs' (model.double())")
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return RecordedCallError(func_label(func), f"{shown_path(file)}:{line}", code, described, reason, hint)
+
+
+def _nested_place(table, t, name, depth=0):
+    """(dict, key, a name for the trace) of `t` as an entry of `table` (a dict, a settings object's
+    fields, a closure's variables) or of a dict or settings object held there, three levels deep."""
+    nested = []
+    for k, e in list(table.items())[:256]:
+        if not isinstance(k, str):
+            continue
+        if e is t:
+            return table, k, "_".join(p for p in (name, k) if p).replace(".", "_")
+        if depth < 2 and holds_settings(e) and not isinstance(e, types.ModuleType):
+            nested.append((k, e))
+    for k, e in nested:
+        place = _nested_place(settings_table(e), t, "_".join(p for p in (name, k) if p), depth + 1)
+        if place is not None:
+            return place
+    return None
 
 
 # A view operator -> the operator that writes a new value of the view into a copy of its base.
@@ -2415,7 +2441,8 @@ def record(module, inputs, input_names, call=None):
         # tensor it was made from: torch 2.x's nn.Parameter(t) shares t's recorded value)
         raise rec.parameter_assigned()
     prog = rec.program
-    prog.global_values = _global_values(rec.user_code, assignable, dict(rec.functions))
+    prog.global_values, prog.global_objects, prog.global_absent = \
+        _global_values(rec.user_code, assignable, dict(rec.functions))
     if not prog.python_draws and _generator_states(module) != generators:
         prog.python_draws.append("a generator whose state the forward advanced (Python's or numpy's, or one "
                                  "the module holds)")
@@ -2482,15 +2509,25 @@ def _assignable_state(module):
     dicts, lists = {}, {}
     keyed = set()  # ids of the dicts whose entries jit.py's key holds (a module's dicts and settings objects)
 
-    def contents(v, held=False):
-        if type(v) is dict and len(v) <= 1024:
+    def contents(v, held=False, depth=0):
+        """Notes the dicts and lists `v` is or holds, three levels deep (a hook's store["feats"])."""
+        if type(v) is dict and len(v) <= 1024 and id(v) not in dicts:
             dicts[id(v)] = v
-        elif type(v) is list and len(v) <= 1024:
+            inner = list(v.values())
+        elif type(v) is list and len(v) <= 1024 and id(v) not in lists:
             lists[id(v)] = v
-        elif held and holds_settings(v):  # a config object's fields (a flag the forward toggles)
-            dicts[id(vars(v))] = vars(v)
+            inner = list(v)
+        elif held and holds_settings(v) and type(v) is not dict and id(vars(v)) not in dicts:
+            dicts[id(vars(v))] = vars(v)  # a config object's fields (a flag the forward toggles)
+            inner = list(vars(v).values())
+        else:
+            return
         if held:
             keyed.add(id(dicts.get(id(v), vars(v) if holds_settings(v) and type(v) is not dict else v)))
+        if depth < 3:
+            for e in inner:
+                if type(e) in (dict, list) or (held and holds_settings(e) and not isinstance(e, types.ModuleType)):
+                    contents(e, held, depth + 1)
 
     code_globals = {}
     for m in module.modules():
@@ -2651,7 +2688,7 @@ def _refuse_cumulative_batch_norms(module):
 
 
 def _global_values(user_code, before, functions):
-    """(table, name, snapshot) of each value the code of the forward's frames may read from its
+    """([(table, name, snapshot)], [(table, name, object)], [(dict, key)]): each value the code of the forward's frames may read from its
     globals and bake into the trace: a global constant named in its co_names (the globals and
     attributes it loads; functions aside), the constant fields named there of a global settings
     object or Python module (`config.SCALE`), and the constant entries of a global dict
@@ -2659,8 +2696,10 @@ def _global_values(user_code, before, functions):
     number from a global and makes no torch call, so no frame of it was seen). The entry holds
     while each is as it was before the recorded forward ran (`before`: _assignable_state, where it
     looked; a forward that changes one is replayed by its side effects). The variables of the
-    closures of the user's functions (`functions`: code -> function) are watched as globals are."""
-    found = {}
+    closures of the user's functions (`functions`: code -> function) are watched as globals are.
+    Also (table, name, object) of each dict and settings object read so (another put in its place
+    is a new recording) and (dict, key) of each key the code names that such a dict lacks."""
+    found, objects, absent = {}, {}, {}
     todo, seen = list(user_code.items()), set(user_code)
 
     def watch(table, name, value):
@@ -2668,8 +2707,9 @@ def _global_values(user_code, before, functions):
         if is_constant(was):  # a function too: a helper monkeypatched is a new recording
             found[(id(table), name)] = (table, name, snapshot(was))
 
-    def look(code, table, name):
-        """What `code` reads through `table[name]` (a global, or a variable of its closure)."""
+    def look(code, table, name, depth=0):
+        """What `code` reads through `table[name]` (a global, a variable of its closure, or an entry
+        or field of a dict or settings object read so, three levels deep)."""
         value = table.get(name, _MISSING)
         if isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
                 not _code_in(value.__code__, _SKIP_DIRS):
@@ -2677,16 +2717,26 @@ def _global_values(user_code, before, functions):
             functions.setdefault(value.__code__, value)
             todo.append((value.__code__, value.__globals__))
         elif isinstance(value, dict):
+            objects[(id(table), name)] = (table, name, value)  # a dict put in its place is a new recording
             if len(value) <= 256:  # the entries the code may name (CFG["scale"]: a constant of its code)
-                for key, entry in list(value.items()):
-                    if not isinstance(key, str) or key in code.co_consts:
-                        watch(value, key, entry)
+                for key in [k for k in value if not isinstance(k, str)] + [k for k in code.co_consts if isinstance(k, str)]:
+                    if key not in value:
+                        absent[(id(value), key)] = (value, key)  # cfg.get("act"): set later, a new recording
+                    elif depth < 2 and (isinstance(value[key], dict) or holds_settings(value[key])):
+                        look(code, value, key, depth + 1)
+                    else:
+                        watch(value, key, value[key])
         elif isinstance(value, types.ModuleType) and not _users_module(value):
             return  # torch, math: a library's module does not change
         elif isinstance(value, types.ModuleType) or holds_settings(value):
+            if not isinstance(value, types.ModuleType):
+                objects[(id(table), name)] = (table, name, value)  # CONF = Config(7): a new recording
             fields = vars(value)
             for field in code.co_names:
-                if field in fields:
+                if field in fields and depth < 2 and (isinstance(fields[field], dict) or
+                                                      (holds_settings(fields[field]) and not isinstance(fields[field], types.ModuleType))):
+                    look(code, fields, field, depth + 1)
+                elif field in fields:
                     watch(fields, field, fields[field])
         elif value is not _MISSING:
             watch(table, name, value)
@@ -2698,7 +2748,7 @@ def _global_values(user_code, before, functions):
         cells = closure_cells(functions[code]) if code in functions else None
         for name in code.co_freevars if cells is not None else ():
             look(code, cells, name)
-    return list(found.values())
+    return list(found.values()), list(objects.values()), list(absent.values())
 
 
 _MISSING = object()
