@@ -947,3 +947,28 @@ def test_an_attribute_of_the_module_set_on_the_jitted_one_is_the_modules():
     assert "timing" not in vars(model)
     tm.eval()
     assert not model.training and not tm.training
+
+
+@pytest.mark.parametrize("write", ["setitem", "mul_", "clamp_"])
+def test_an_in_place_write_under_no_grad_keeps_the_intermediates_history(write):
+    """Eager autograd does not see a write made under no_grad into a tensor that carries a gradient
+    (masking or clipping an activation without a gradient): the gradient still reaches the layer
+    that made it, as if its value were the one before the write."""
+    class MasksWithoutGrad(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.lin(x)
+            with torch.no_grad():
+                if write == "setitem":
+                    y[0] = 0.0
+                elif write == "mul_":
+                    y.mul_(2)
+                else:
+                    y.clamp_(-0.1, 0.1)
+            return y * 2
+
+    torch.manual_seed(0)
+    assert_matches_eager(MasksWithoutGrad(), torch.randn(5, 4, requires_grad=True))

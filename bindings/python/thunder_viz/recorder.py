@@ -824,6 +824,8 @@ class Recorder(TorchFunctionMode):
             self.versions[id(args[0])] = _storage_version(args[0])  # read once more below, as the call's input
         recorded = len(self.program.ops)
         chain = self._view_chain(func, key, args[0]) if in_place and args and isinstance(args[0], torch.Tensor) else []
+        history = self._histories([args[0]] + [link[1] for link in chain]) if in_place and args and \
+            isinstance(args[0], torch.Tensor) else []
         try:
             try:
                 handler(self, out, *args, **kwargs)
@@ -836,6 +838,7 @@ class Recorder(TorchFunctionMode):
             # alpha): the call runs again as ATen fallbacks, whose output is the one returned
             return self._fallback(func, key, args, kwargs)
         self._scatter_chain(chain)
+        self._keep_histories(history)
         if not in_place and args and isinstance(args[0], torch.Tensor):
             self.note_view(key, out, args[0])
         return out
@@ -923,9 +926,11 @@ class Recorder(TorchFunctionMode):
             # slice_scatter). Later reads of other tensors over that memory are refused.
             chains = [self._view_chain(func, key, t) for t in written]
             at = len(self.program.ops)
+            history = self._histories(written + [link[1] for chain in chains for link in chain])
             self._emit_functional_twin(func, key, op, op_args, op_kwargs, outs)
             for chain in chains:
                 self._scatter_chain(chain)
+            self._keep_histories(history)
             for t in written:
                 self.rewritten[_memory_span(t)] = (id(t), at)
             return
@@ -957,6 +962,29 @@ class Recorder(TorchFunctionMode):
         if len(returns) == 1 and returns[0].alias_info is not None and not returns[0].alias_info.is_write and \
                 op_args and isinstance(op_args[0], torch.Tensor) and isinstance(op_out, torch.Tensor):
             self.view_of[id(op_out)] = (op_args[0], op, op_args, op_kwargs)
+
+    def _histories(self, tensors):
+        """[(tensor, its reference)] of those that carry a gradient, when an in-place call under
+        no_grad inside a differentiated forward is about to write them (see _keep_histories)."""
+        if torch.is_grad_enabled() or not self.differentiable:
+            return []
+        return [(t, self.refs[id(t)]) for t in {id(t): t for t in tensors}.values()
+                if t.requires_grad and t.is_floating_point() and id(t) in self.refs]
+
+    def _keep_histories(self, history):
+        """Eager autograd does not see an in-place write made under no_grad: the tensor keeps its
+        history, and a later read is differentiated as a read of its value before the write (a
+        gradient reaches the layer that made it). Its new reference is that value plus the write's
+        change, the change read without gradient."""
+        for t, before_ref in history:
+            if self.refs.get(id(t)) == before_ref:
+                continue
+            with _outside_the_mode():
+                before, change = torch.empty_like(t), torch.empty_like(t)
+            self._bind(before, before_ref)
+            self.emit("ltorch.sub", [t, before], change)  # (grad off: both read detached)
+            with torch.enable_grad():
+                self.emit("ltorch.add", [before, change], t)
 
     def _view_chain(self, func, key, t):
         """[(view, its base, the operator, its arguments)] from the written tensor `t` up to the
