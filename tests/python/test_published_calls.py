@@ -1367,3 +1367,23 @@ def test_state_kept_in_nested_dicts_and_lists_follows_eager():
         torch.testing.assert_close(model.hist["cfg"]["ema"], reference.hist["cfg"]["ema"])
         torch.testing.assert_close(store["feats"]["lin"], reference_store["feats"]["lin"])
     assert len(store["seen"]) == len(reference_store["seen"]) == 3
+
+
+def test_calls_recorded_as_aten_operators_run_under_inference_mode():
+    """Under torch.inference_mode the inputs are inference tensors, which have no version counter."""
+    class Mixed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = torch.nn.MultiheadAttention(8, 2)
+            self.w = torch.nn.Parameter(torch.randn(8, 8))
+
+        def forward(self, x):
+            y = self.attn(x, x, x)[0]
+            return torch.nn.functional.hardtanh(torch.mm(y.reshape(-1, 8), self.w))
+
+    model = Mixed().eval()
+    tm = tv.jit(model)
+    for _ in range(2):
+        with torch.inference_mode():
+            x = torch.randn(5, 3, 8)
+            torch.testing.assert_close(tm(x), model(x))

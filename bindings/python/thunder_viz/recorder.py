@@ -1543,7 +1543,7 @@ class _AtenCalls(TorchDispatchMode):
                 # statistics, whatever the schema says; an input, also one that requires grad as a
                 # result of other calls): not the parameters, which eager refuses to write into.
                 keep = id(t) in self.recorder.owned and (not t.requires_grad or not t.is_leaf)
-                self.seen[id(t)] = (t, t._version, t.detach().clone() if keep else None)
+                self.seen[id(t)] = (t, _storage_version(t), t.detach().clone() if keep else None)
                 if keep and t.grad_fn is not None:
                     self.recorder.had_history.add(id(t))
         out = func(*args, **kwargs)
@@ -1558,7 +1558,7 @@ class _AtenCalls(TorchDispatchMode):
         for t, version, kept in self.seen.values():
             # torch 1.13's native_batch_norm writes the running statistics without saying so (its
             # schema has no alias annotation, the version counter stays): compare the values too.
-            if t._version != version or (kept is not None and not torch.equal(t, kept)):
+            if _storage_version(t) != version or (kept is not None and not torch.equal(t, kept)):
                 out.append(t)
                 if kept is not None:
                     self.recorder.restore_after.setdefault(id(t), (t, kept))
