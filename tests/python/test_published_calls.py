@@ -1387,3 +1387,54 @@ def test_calls_recorded_as_aten_operators_run_under_inference_mode():
         with torch.inference_mode():
             x = torch.randn(5, 3, 8)
             torch.testing.assert_close(tm(x), model(x))
+
+
+_TEACHER = torch.nn.Linear(4, 4)
+
+
+def test_modules_a_forward_calls_through_its_closure_or_a_global_are_read_at_each_call():
+    """A factory-made forward calling a module it closes over (its parameters get gradients), and a
+    frozen teacher kept as a global: changed in place or replaced, each call reads the current one."""
+    global _TEACHER
+
+    def make():
+        other = torch.nn.Linear(4, 4)
+
+        class Block(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                with torch.no_grad():
+                    target = _TEACHER(x)
+                return other(self.lin(x)) - target
+
+        def swap(module):
+            nonlocal other
+            other = module
+        return Block(), (lambda: other), swap
+
+    torch.manual_seed(0)
+    model, other, swap = make()
+    tm = tv.jit(model)
+    saved = _TEACHER
+    try:
+        for change in (lambda: None, lambda: other().weight.data.mul_(2), lambda: swap(torch.nn.Linear(4, 4)),
+                       lambda: _TEACHER.weight.data.mul_(2)):
+            change()
+            x = torch.randn(3, 4)
+            got = tm(x)
+            got.sum().backward()
+            grad = other().weight.grad.clone()
+            other().zero_grad()
+            want = model(x)
+            want.sum().backward()
+            torch.testing.assert_close(got, want)
+            torch.testing.assert_close(grad, other().weight.grad)
+            other().zero_grad()
+        _TEACHER = torch.nn.Linear(4, 4)
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(tm(x), model(x))
+    finally:
+        _TEACHER = saved

@@ -1281,11 +1281,14 @@ class Recorder(TorchFunctionMode):
         while f is not None:
             cells = closure_cells(self.functions[f.f_code]) if f.f_code in self.functions else None
             if cells is not None:  # a variable of the closure of a factory-made forward or a hook
-                place = _nested_place(cells, t, "", depth=-1)
+                place = _nested_place(cells, t, "", depth=-1) or _module_place(cells, t)
                 if place is not None:
                     return place
             if id(f.f_globals) not in seen and not _code_in(f.f_code, _SKIP_DIRS):
                 seen.add(id(f.f_globals))
+                place = _module_place({n: f.f_globals[n] for n in f.f_code.co_names if n in f.f_globals}, t)
+                if place is not None:
+                    return place  # a parameter of a module the code names as a global (a frozen teacher)
                 for n, v in f.f_globals.items():
                     if v is t:
                         return f.f_globals, n, n
@@ -1309,6 +1312,19 @@ class Recorder(TorchFunctionMode):
                     "parameters' dtype (e.g. x.to(torch.float32)) or the module to the inputs' (model.double())")
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return RecordedCallError(func_label(func), f"{shown_path(file)}:{line}", code, described, reason, hint)
+
+
+def _module_place(table, t):
+    """(the parameters' or buffers' dict, name, a name for the trace) of `t` as a parameter or buffer
+    of a module held in `table` (a closure's variables, the globals a code names)."""
+    for n, v in table.items():
+        if isinstance(v, torch.nn.Module):
+            for prefix, m in v.named_modules():
+                for kind in (m._parameters, m._buffers):
+                    for q, w in kind.items():
+                        if w is t:
+                            return kind, q, "_".join(p for p in (n, prefix, q) if p).replace(".", "_")
+    return None
 
 
 def _nested_place(table, t, name, depth=0):
@@ -2754,6 +2770,8 @@ def _global_values(user_code, before, functions):
                         look(code, value, key, depth + 1)
                     else:
                         watch(value, key, value[key])
+        elif isinstance(value, torch.nn.Module):
+            objects[(id(table), name)] = (table, name, value)  # a module it calls: another is a new recording
         elif isinstance(value, types.ModuleType) and not _users_module(value):
             return  # torch, math: a library's module does not change
         elif isinstance(value, types.ModuleType) or holds_settings(value):
