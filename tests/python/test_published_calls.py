@@ -1438,3 +1438,103 @@ def test_modules_a_forward_calls_through_its_closure_or_a_global_are_read_at_eac
         torch.testing.assert_close(tm(x), model(x))
     finally:
         _TEACHER = saved
+
+
+@torch.jit.script
+def _scripted_relu(x):
+    return x.relu() * 2
+
+
+@torch.jit.script
+def _scripted_branch(x, threshold: float):
+    if bool(x.sum() > threshold):
+        return x * 2
+    return x
+
+
+def test_a_scripted_function_saving_its_output_records_and_a_refusal_inside_one_keeps_its_message():
+    class Relu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return _scripted_relu(self.lin(x))
+
+    class Branches(Relu):
+        def forward(self, x):
+            return _scripted_branch(self.lin(x), 0.0)
+
+    check_against_eager(Relu(), torch.randn(2, 4))  # relu's autograd detaches its output to save it
+    with pytest.raises(tv.UnsupportedOp, match="value read into Python"):
+        tv.jit(Branches())(torch.randn(2, 4))
+
+
+_DEEP = {"a": {"b": {"c": {"d": {"scale": 2.0}}}}}
+_ORDERED = collections.OrderedDict(v=torch.zeros(2))
+_STORE = {"store": {"feats": {}}}
+
+
+def test_state_five_levels_deep_in_ordered_dicts_and_by_len_follows_eager():
+    class Reads(torch.nn.Module):
+        def forward(self, x):
+            y = x * _DEEP["a"]["b"]["c"]["d"]["scale"] * len(_STORE["store"]["feats"])
+            _ORDERED["v"] = _ORDERED["v"] + x
+            _STORE["store"]["feats"].clear()
+            _STORE["store"]["feats"]["k"] = 1
+            return y + _ORDERED["v"]
+
+    model, x = Reads(), torch.ones(2)
+    tm = tv.jit(model)
+    try:
+        want = []
+        for _ in range(3):
+            want.append(model(x))
+        _ORDERED["v"], _STORE["store"]["feats"] = torch.zeros(2), {}
+        for i in range(3):
+            torch.testing.assert_close(tm(x), want[i])
+        _DEEP["a"]["b"]["c"]["d"]["scale"] = 5.0
+        torch.testing.assert_close(tm(x), model(x) - x)  # (each call adds x to the kept value)
+    finally:
+        _DEEP["a"]["b"]["c"]["d"]["scale"] = 2.0
+
+
+_GLOBAL_NORM = torch.nn.BatchNorm1d(3)
+
+
+def _normalise(x):
+    return _GLOBAL_NORM(x)
+
+
+def test_a_dict_two_modules_share_and_a_global_modules_mode_and_hooks_are_watched():
+    class Scales(torch.nn.Module):
+        def __init__(self, table):
+            super().__init__()
+            self.table = table
+
+        def forward(self, x):
+            return x * self.table["s"]
+
+    class Both(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            shared = {"s": 2.0}
+            self.a, self.b = Scales(shared), Scales(shared)
+
+        def forward(self, x):
+            return self.a(x) + self.b(x) + _normalise(x)
+
+    model, x = Both(), torch.randn(4, 3)
+    tm = tv.jit(model)
+    tm(x)
+    model.b.table = {"s": 10.0}
+    torch.testing.assert_close(tm(x), model(x))
+    _GLOBAL_NORM.eval()
+    handle = _GLOBAL_NORM.register_forward_hook(lambda module, inputs, output: output * 3)
+    try:
+        before = _GLOBAL_NORM.running_mean.clone()
+        torch.testing.assert_close(tm(x), model(x))
+        torch.testing.assert_close(_GLOBAL_NORM.running_mean, before)
+    finally:
+        handle.remove()
+        _GLOBAL_NORM.train()

@@ -35,6 +35,9 @@ def _numpy_scalars():
 
 SCALARS = (bool, int, float, str, enum.Enum, torch.dtype, torch.device, torch.Size) + _numpy_scalars()
 MAX_ITEMS = 1024
+# How many levels of dicts and settings objects held in one another the key, the guard, the
+# captured tensors' places and the side effects look into (CFG["a"]["b"]["c"]["scale"]).
+MAX_NESTING = 6
 
 
 def snapshot(value):

@@ -28,8 +28,8 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .constants import (GONE, hashable, holds_settings, is_constant, is_torchs, keyed_attribute, names_read,
-                        settings_table, snapshot)
+from .constants import (GONE, MAX_NESTING, hashable, holds_settings, is_constant, is_torchs, keyed_attribute,
+                        names_read, settings_table, snapshot)
 from .recorder import DTYPES, autocast_state, rebuild_output, record, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -98,9 +98,11 @@ class _ModuleState:
         def settings(path, value, holder, key, depth=0):
             """The constant fields of a settings object or dict held at holder[key], and of those it
             holds in turn."""
-            if id(value) in self.settings or depth > 2 or len(self.settings) >= MAX_SETTINGS_TABLES:
+            if depth >= MAX_NESTING or len(self.settings) >= MAX_SETTINGS_TABLES:
                 return
-            self.setting_objects.append((holder, key, value))
+            self.setting_objects.append((holder, key, value))  # (each holder: one shared by two modules)
+            if id(value) in self.settings:
+                return
             table = self.settings[id(value)] = settings_table(value)
             for k, field in list(table.items()):
                 if isinstance(k, str) and k not in read and not isinstance(value, dict):
@@ -180,6 +182,7 @@ class _ModuleState:
             attributes += program.global_values
             places += program.global_objects  # by identity
             dicts += [table for table, _ in program.global_absent]  # a key added changes its size
+            dicts += [table for table, _ in program.global_sizes]  # a hook added to a global module
             places += [(c.table, c.key, c.tensor(), True, c.index) for c in program.captured]  # by metadata
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
@@ -565,6 +568,7 @@ class JittedModule(torch.nn.Module):
                 else:
                     self._cache[key] = cached
                 if program.captured or program.global_values or program.global_objects or program.global_absent or \
+                        program.global_sizes or \
                         program.python_draws or program.unreplayable or program.side_effects:
                     guard = None  # the next call, a hit, makes one that watches what the program read
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None

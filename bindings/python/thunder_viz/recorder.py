@@ -38,6 +38,7 @@ import os
 import random
 import sys
 import threading
+import re
 import types
 
 import torch
@@ -46,7 +47,7 @@ from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .closures import ClosureCells, closure_cells, user_functions
-from .constants import GONE, hashable, holds_settings, is_constant, keyed_attribute, names_read, settings_table, snapshot
+from .constants import GONE, MAX_NESTING, hashable, holds_settings, is_constant, keyed_attribute, names_read, settings_table, snapshot
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -278,6 +279,7 @@ class Program:
         self.global_values = []       # (table, name, copy) of what the trace's constants may come from
         self.global_objects = []      # (table, name, object): the dicts and settings objects those are read from
         self.global_absent = []       # (dict, key): keys the code names that such a dict does not hold
+        self.global_sizes = []        # (dict, size): those dicts, and the hook tables of the modules called through them
         self.python_draws = []        # "random.uniform at file:line" of each draw from Python's random
         # what the forward assigned, replayed after every call (SideEffect), and what it changed that
         # no replay can redo (a list rebound, an attribute deleted): such a program records every call
@@ -315,7 +317,8 @@ class Program:
         return all(c.current() for c in self.captured) and all(
             hashable(table.get(n, GONE)) == hashable(v) for table, n, v in self.global_values) and all(
             table.get(n, GONE) is v for table, n, v in self.global_objects) and all(
-            key not in table for table, key in self.global_absent)
+            key not in table for table, key in self.global_absent) and all(
+            len(table) == size for table, size in self.global_sizes)
 
     def to_dict(self):
         slot = self._renumbering()
@@ -598,7 +601,8 @@ class Recorder(TorchFunctionMode):
         self.in_getitem = False
         self.in_call = 0  # depth of __torch_function__ (torch's own code runs inside, unrecorded)
         self.unseen = {}  # id -> (tensor, ATen operator) of what operators outside any torch call made
-        self.unseen_detach = False  # whether one was a detach under grad (TorchScript's differentiable graph)
+        self.unseen_detach = False  # whether one read a detach's output under grad (TorchScript's differentiable graph)
+        self.inner_error = None  # an error raised while recording an operator TorchScript dispatched
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
@@ -1292,7 +1296,7 @@ class Recorder(TorchFunctionMode):
                 for n, v in f.f_globals.items():
                     if v is t:
                         return f.f_globals, n, n
-                    if type(v) is dict and len(v) <= 256 and not (n.startswith("__") and n.endswith("__")):
+                    if isinstance(v, dict) and len(v) <= 256 and not (n.startswith("__") and n.endswith("__")):
                         place = _nested_place(v, t, n)  # a global dict's entry (TABLE["gain"])
                         if place is not None:
                             return place
@@ -1328,18 +1332,26 @@ def _module_place(table, t):
 
 
 def _nested_place(table, t, name, depth=0):
-    """(dict, key, a name for the trace) of `t` as an entry of `table` (a dict, a settings object's
-    fields, a closure's variables) or of a dict or settings object held there, three levels deep."""
+    """(dict, key, a name for the trace[, index]) of `t` as an entry of `table` (a dict, a settings
+    object's fields, a closure's variables), an item of a list or tuple there (`index`), or the same
+    in a dict or settings object held there or in such a list, MAX_NESTING levels deep."""
+    def named(*parts):
+        return re.sub(r"\W", "_", "_".join(str(p) for p in parts if p != ""))
+
     nested = []
     for k, e in list(table.items())[:256]:
-        if not isinstance(k, str):
-            continue
         if e is t:
-            return table, k, "_".join(p for p in (name, k) if p).replace(".", "_")
-        if depth < 2 and holds_settings(e) and not isinstance(e, types.ModuleType):
-            nested.append((k, e))
-    for k, e in nested:
-        place = _nested_place(settings_table(e), t, "_".join(p for p in (name, k) if p), depth + 1)
+            return table, k, named(name, k)
+        if type(e) in (list, tuple) and len(e) <= 64:
+            for i, item in enumerate(e):
+                if item is t:
+                    return table, k, named(name, k, i), i
+                if holds_settings(item) and not isinstance(item, types.ModuleType):
+                    nested.append((named(name, k, i), item))  # (a list of dicts)
+        elif holds_settings(e) and not isinstance(e, types.ModuleType):
+            nested.append((named(name, k), e))
+    for inner_name, e in nested if depth < MAX_NESTING - 1 else ():
+        place = _nested_place(settings_table(e), t, inner_name, depth + 1)
         if place is not None:
             return place
     return None
@@ -1590,13 +1602,26 @@ class _UnseenCalls(TorchDispatchMode):
     def __init__(self, recorder):
         super().__init__()
         self.recorder = recorder
+        self.detached = {}  # id -> the output of an aten.detach run outside any torch call
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
         rec = self.recorder
-        if not rec.in_call and not rec.in_getitem:
-            if func is torch.ops.aten.detach.default and torch.is_grad_enabled() and rec.differentiable:
-                rec.unseen_detach = True
+        outside = not rec.in_call and not rec.in_getitem
+        if outside and torch.is_grad_enabled() and rec.differentiable and \
+                any(id(a) in self.detached for a in pytree.tree_flatten((args, kwargs))[0]):
+            # an operator reads what a detach outside any torch call gave (TorchScript's
+            # differentiable graph detaches its inputs; autograd's own detach of a saved output is
+            # read by no operator)
+            rec.unseen_detach = True
+        try:
+            out = func(*args, **(kwargs or {}))
+        except BaseException as e:
+            if outside:  # (TorchScript's interpreter replaces it by an error without its message)
+                rec.inner_error = rec.inner_error or e
+            raise
+        if outside:
+            if func is torch.ops.aten.detach.default:
+                self.detached[id(out)] = out
             for t in pytree.tree_flatten(out)[0]:
                 if isinstance(t, torch.Tensor):
                     rec.unseen[id(t)] = (t, func)
@@ -2463,8 +2488,13 @@ def record(module, inputs, input_names, call=None):
         with torch.inference_mode(False), torch.set_grad_enabled(grad):
             # (TorchScript's optimized graphs run a scripted function's calls inside an autograd node
             # of their own, under no_grad: its interpreter dispatches them one by one, as in eager)
-            with rec, _UnseenCalls(rec), torch.jit.optimized_execution(False):
-                out = call() if call is not None else module(*inputs)
+            try:
+                with rec, _UnseenCalls(rec), torch.jit.optimized_execution(False):
+                    out = call() if call is not None else module(*inputs)
+            except RuntimeError as e:
+                if rec.inner_error is not None and rec.inner_error is not e:
+                    raise rec.inner_error from None  # (the error TorchScript's interpreter reported without it)
+                raise
             if rec.unseen_detach:
                 raise UnsupportedOp("a TorchScript function's optimized graph", "forward", detail=(
                     "TorchScript ran it as a graph that differentiates itself, whose calls the recording sees "
@@ -2485,7 +2515,7 @@ def record(module, inputs, input_names, call=None):
         # tensor it was made from: torch 2.x's nn.Parameter(t) shares t's recorded value)
         raise rec.parameter_assigned()
     prog = rec.program
-    prog.global_values, prog.global_objects, prog.global_absent = \
+    prog.global_values, prog.global_objects, prog.global_absent, prog.global_sizes = \
         _global_values(rec.user_code, assignable, dict(rec.functions))
     if not prog.python_draws and _generator_states(module) != generators:
         prog.python_draws.append("a generator whose state the forward advanced (Python's or numpy's, or one "
@@ -2554,8 +2584,8 @@ def _assignable_state(module):
     keyed = set()  # ids of the dicts whose entries jit.py's key holds (a module's dicts and settings objects)
 
     def contents(v, held=False, depth=0):
-        """Notes the dicts and lists `v` is or holds, three levels deep (a hook's store["feats"])."""
-        if type(v) is dict and len(v) <= 1024 and id(v) not in dicts:
+        """Notes the dicts and lists `v` is or holds, MAX_NESTING levels deep (a hook's store["feats"])."""
+        if isinstance(v, dict) and len(v) <= 1024 and id(v) not in dicts:
             dicts[id(v)] = v
             inner = list(v.values())
         elif type(v) is list and len(v) <= 1024 and id(v) not in lists:
@@ -2568,9 +2598,9 @@ def _assignable_state(module):
             return
         if held:
             keyed.add(id(dicts.get(id(v), vars(v) if holds_settings(v) and type(v) is not dict else v)))
-        if depth < 3:
+        if depth < MAX_NESTING:
             for e in inner:
-                if type(e) in (dict, list) or (held and holds_settings(e) and not isinstance(e, types.ModuleType)):
+                if isinstance(e, dict) or type(e) is list or (held and holds_settings(e) and not isinstance(e, types.ModuleType)):
                     contents(e, held, depth + 1)
 
     code_globals = {}
@@ -2601,6 +2631,7 @@ def _assignable_state(module):
                 state[("global", id(g), n)] = (g, v)
                 contents(v)
     for d in dicts.values():
+        state[("size", id(d))] = (d, len(d))
         for k, e in d.items():
             state[("entry", id(d), k)] = (d, e, id(d) in keyed)
     for l in lists.values():
@@ -2633,6 +2664,8 @@ def _note_side_effects(rec, before, after):
     for key in after.keys() | before.keys():
         old, new = before.get(key, GONE), after.get(key, GONE)
         kind = key[0]
+        if kind == "size":
+            continue  # (what changed it is an entry, below)
         if kind == "list":
             if new is GONE or old is GONE or new[1] == old[1]:
                 continue
@@ -2701,22 +2734,37 @@ def _refuse_script_modules(module):
 
 
 def _unoptimize_scripted_functions(module):
-    """Clears the plans TorchScript made for the scripted functions that the code of the model's
-    classes names, and of the user's functions that code names in turn: run under torch.jit.optimized_execution(False), as the recording runs them, each
-    dispatches its calls one by one under autograd (an optimized plan already made would run them
-    in a graph that differentiates itself)."""
+    """Clears the plans TorchScript made for the scripted functions the model may call: run under
+    torch.jit.optimized_execution(False), as the recording runs them, each then dispatches its calls
+    one by one under autograd (an optimized plan already made would run them in a graph that
+    differentiates itself). Looked for: the modules' attributes, and the globals and closure
+    variables the code of the model's classes and hooks names, of the user's functions that code
+    names in turn, each with the items of a list, tuple or dict or the fields of an object held there."""
+    def found(value, depth=0):
+        if isinstance(value, torch.jit.ScriptFunction):
+            value._debug_flush_compilation_cache()
+        elif isinstance(value, types.FunctionType):
+            if value.__code__ not in seen and len(seen) < 256 and not _code_in(value.__code__, _SKIP_DIRS):
+                seen.add(value.__code__)
+                todo.append(value)  # a helper of the user's that calls one
+        elif depth < 2 and type(value) in (list, tuple) and len(value) <= 64:
+            for item in value:
+                found(item, depth + 1)
+        elif depth < 2 and (isinstance(value, dict) or (holds_settings(value) and not isinstance(value, types.ModuleType))):
+            for item in list(settings_table(value).values())[:64]:
+                found(item, depth + 1)
+
     todo = list(user_functions(module.modules()).values())
     seen = {fn.__code__ for fn in todo}
+    for m in module.modules():
+        for value in vars(m).values():
+            found(value)
     while todo:
         fn = todo.pop()
         for name in fn.__code__.co_names:
-            value = fn.__globals__.get(name)
-            if isinstance(value, torch.jit.ScriptFunction):
-                value._debug_flush_compilation_cache()
-            elif isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
-                    not _code_in(value.__code__, _SKIP_DIRS):
-                seen.add(value.__code__)
-                todo.append(value)  # a helper of the user's that calls one
+            found(fn.__globals__.get(name))
+        for name, value in (closure_cells(fn) or {}).items():
+            found(value)
 
 
 def _refuse_cumulative_batch_norms(module):
@@ -2732,7 +2780,7 @@ def _refuse_cumulative_batch_norms(module):
 
 
 def _global_values(user_code, before, functions):
-    """([(table, name, snapshot)], [(table, name, object)], [(dict, key)]): each value the code of the forward's frames may read from its
+    """([(table, name, snapshot)], [(table, name, object)], [(dict, key)], [(dict, size)]): each value the code of the forward's frames may read from its
     globals and bake into the trace: a global constant named in its co_names (the globals and
     attributes it loads; functions aside), the constant fields named there of a global settings
     object or Python module (`config.SCALE`), and the constant entries of a global dict
@@ -2741,9 +2789,11 @@ def _global_values(user_code, before, functions):
     while each is as it was before the recorded forward ran (`before`: _assignable_state, where it
     looked; a forward that changes one is replayed by its side effects). The variables of the
     closures of the user's functions (`functions`: code -> function) are watched as globals are.
-    Also (table, name, object) of each dict and settings object read so (another put in its place
-    is a new recording) and (dict, key) of each key the code names that such a dict lacks."""
-    found, objects, absent = {}, {}, {}
+    Also (table, name, object) of each dict, settings object and module read so (another put in its
+    place is a new recording), (dict, key) of each key the code names that such a dict lacks, and
+    (dict, size) of those dicts before the call and of the hook tables of those modules (their train
+    or eval mode is watched too)."""
+    found, objects, absent, sizes = {}, {}, {}, {}
     todo, seen = list(user_code.items()), set(user_code)
 
     def watch(table, name, value):
@@ -2753,7 +2803,7 @@ def _global_values(user_code, before, functions):
 
     def look(code, table, name, depth=0):
         """What `code` reads through `table[name]` (a global, a variable of its closure, or an entry
-        or field of a dict or settings object read so, three levels deep)."""
+        or field of a dict or settings object read so, MAX_NESTING levels deep)."""
         value = table.get(name, _MISSING)
         if isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
                 not _code_in(value.__code__, _SKIP_DIRS):
@@ -2762,16 +2812,23 @@ def _global_values(user_code, before, functions):
             todo.append((value.__code__, value.__globals__))
         elif isinstance(value, dict):
             objects[(id(table), name)] = (table, name, value)  # a dict put in its place is a new recording
+            tracked = ("size", id(value)) in before
+            # its size before the call (a len() of it is a constant of the trace)
+            sizes[id(value)] = (value, before[("size", id(value))][1] if tracked else len(value))
             if len(value) <= 256:  # the entries the code may name (CFG["scale"]: a constant of its code)
                 for key in [k for k in value if not isinstance(k, str)] + [k for k in code.co_consts if isinstance(k, str)]:
-                    if key not in value:
+                    if (("entry", id(value), key) not in before) if tracked else (key not in value):
                         absent[(id(value), key)] = (value, key)  # cfg.get("act"): set later, a new recording
-                    elif depth < 2 and (isinstance(value[key], dict) or holds_settings(value[key])):
+                    elif depth < MAX_NESTING - 1 and (isinstance(value[key], dict) or holds_settings(value[key])):
                         look(code, value, key, depth + 1)
                     else:
                         watch(value, key, value[key])
         elif isinstance(value, torch.nn.Module):
             objects[(id(table), name)] = (table, name, value)  # a module it calls: another is a new recording
+            for m in value.modules():  # its mode, and a hook added (the model's own modules: jit.py's key)
+                watch(vars(m), "training", m.training)
+                for hooks in (m._forward_hooks, m._forward_pre_hooks):
+                    sizes[id(hooks)] = (hooks, len(hooks))
         elif isinstance(value, types.ModuleType) and not _users_module(value):
             return  # torch, math: a library's module does not change
         elif isinstance(value, types.ModuleType) or holds_settings(value):
@@ -2779,7 +2836,7 @@ def _global_values(user_code, before, functions):
                 objects[(id(table), name)] = (table, name, value)  # CONF = Config(7): a new recording
             fields = vars(value)
             for field in code.co_names:
-                if field in fields and depth < 2 and (isinstance(fields[field], dict) or
+                if field in fields and depth < MAX_NESTING - 1 and (isinstance(fields[field], dict) or
                                                       (holds_settings(fields[field]) and not isinstance(fields[field], types.ModuleType))):
                     look(code, fields, field, depth + 1)
                 elif field in fields:
@@ -2794,7 +2851,7 @@ def _global_values(user_code, before, functions):
         cells = closure_cells(functions[code]) if code in functions else None
         for name in code.co_freevars if cells is not None else ():
             look(code, cells, name)
-    return list(found.values()), list(objects.values()), list(absent.values())
+    return list(found.values()), list(objects.values()), list(absent.values()), list(sizes.values())
 
 
 _MISSING = object()
