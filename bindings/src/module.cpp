@@ -376,7 +376,19 @@ class Entry {
       auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
       if (g.defined() && it != bridge_names_.end()) out[it - bridge_names_.begin()] = g;
     }
+    for (const auto& z : zero_gradients_)
+      if (!out[z.index].defined()) out[z.index] = at::zeros(z.sizes, z.options);
     return out;
+  }
+
+  // Bridge tensors that eager autograd reaches from the outputs (a gradient of zeros where nothing
+  // flows back, as addmm's bias with beta=0 gets): given by a tensor of the same shape and options,
+  // each gets zeros where the engine's backward gives no gradient.
+  void set_zero_gradients(const std::vector<std::pair<int64_t, at::Tensor>>& like) {
+    zero_gradients_.clear();
+    for (const auto& [i, t] : like)
+      if (i >= 0 && static_cast<size_t>(i) < bridge_names_.size())
+        zero_gradients_.push_back({static_cast<size_t>(i), t.sizes().vec(), t.options()});
   }
 
   const BuiltPipeline& built() const { return built_; }
@@ -414,6 +426,12 @@ class Entry {
   std::vector<SymbolTiming> forward_timings_, backward_timings_;
   bool timed_ = false;
   CachedExecutor forward_executor_, backward_executor_;
+  struct ZeroGradient {
+    size_t index;
+    std::vector<int64_t> sizes;
+    at::TensorOptions options;
+  };
+  std::vector<ZeroGradient> zero_gradients_;
 };
 
 // Called in a catch block: rethrows the exception in flight as the Python exception this module's
@@ -600,7 +618,9 @@ PYBIND11_MODULE(_thunder_viz, m) {
            "per-bound-symbol times of the last forward (prologue and forward traces)")
       .def("backward_timings", [](const Entry& e) { return timing_tuples(e.backward_timings()); },
            "per-bound-symbol times of the last backward")
-      .def_property_readonly("saved_bytes", [](const Entry& e) { return e.built().saved_bytes; });
+      .def_property_readonly("saved_bytes", [](const Entry& e) { return e.built().saved_bytes; })
+      .def("set_zero_gradients", &Entry::set_zero_gradients, py::arg("like"),
+           "[(bridge index, a tensor of its shape and options)]: zeros where the backward gives that one no gradient");
 
   py::class_<JitCore, std::shared_ptr<JitCore>>(m, "JitCore")
       .def(py::init<std::string, const std::vector<std::pair<std::string, at::Tensor>>&,

@@ -972,3 +972,22 @@ def test_an_in_place_write_under_no_grad_keeps_the_intermediates_history(write):
 
     torch.manual_seed(0)
     assert_matches_eager(MasksWithoutGrad(), torch.randn(5, 4, requires_grad=True))
+
+
+def test_what_eager_autograd_reaches_gets_zeros_where_nothing_flows_back():
+    """addmm's bias with beta=0 and a layer whose output is overwritten whole: eager gives them
+    gradients of zeros (AdamW's weight decay and momentum then still step them), not None."""
+    class Overwrites(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 6)
+            self.bias = torch.nn.Parameter(torch.randn(6))
+            self.weight = torch.nn.Parameter(torch.randn(4, 6))
+
+        def forward(self, x):
+            b = self.lin(x)
+            b.view(-1).copy_(torch.arange(12.0))
+            return torch.addmm(self.bias, x, self.weight, beta=0) + b
+
+    torch.manual_seed(0)
+    assert_matches_eager(Overwrites(), torch.randn(2, 4, requires_grad=True))

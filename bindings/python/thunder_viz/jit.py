@@ -220,6 +220,26 @@ class CallRecord:
         return f"<CallRecord {'hit' if self.hit else 'miss'} {self.key}>"
 
 
+def _reached_by_autograd(outputs, tensors):
+    """The indices of `tensors` (floating, requiring grad) that eager autograd reaches from the
+    outputs' gradients: each gets a gradient in eager, zeros where nothing flows back (addmm's bias
+    with beta=0, an intermediate whose every element a later call overwrote)."""
+    roots = [t for t in pytree.tree_flatten(outputs)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+    nodes, leaves = set(), {id(t) for t in roots if t.grad_fn is None}
+    stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+    while stack:
+        fn = stack.pop()
+        if fn in nodes:
+            continue
+        nodes.add(fn)
+        variable = getattr(fn, "variable", None)  # an AccumulateGrad: a leaf's
+        if variable is not None:
+            leaves.add(id(variable))
+        stack.extend(n for n, _ in fn.next_functions if n is not None)
+    return [i for i, t in enumerate(tensors) if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point()
+            and (id(t) in leaves if t.grad_fn is None else t.grad_fn in nodes)]
+
+
 class _Bridge(torch.autograd.Function):
     """Engine forward and backward as one autograd node over (inputs, parameters), for a call whose
     backward needs Python (its per-symbol timings, its backward listeners: an Inspector) or whose
@@ -560,8 +580,11 @@ class JittedModule(torch.nn.Module):
                 # draws as a cached call does, from where they were (torch.manual_seed reproduces it)
                 with _generators_kept():
                     program, eager_out = record(self.module, inputs, names, lambda: self.module(*args, **kwargs))
-                    entry = core.build(program.to_dict(), _engine_inputs(inputs, program, True), self._order,
+                    engine_inputs = _engine_inputs(inputs, program, True)
+                    entry = core.build(program.to_dict(), engine_inputs, self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
+                    bridge = engine_inputs + self._param_list
+                    entry.set_zero_gradients([(i, bridge[i]) for i in _reached_by_autograd(eager_out, bridge)])
                 cached = (entry, program)
                 if program.python_draws or program.unreplayable:
                     self._warn_recording_every_call(program)  # not kept: the next call records anew
