@@ -33,6 +33,7 @@ What eager torch would compute is what the recording says:
 """
 import contextlib
 import dataclasses
+import functools
 import linecache
 import os
 import random
@@ -137,7 +138,12 @@ def _innermost_frame_outside(dirs):
 
 
 def _code_in(code, dirs):
-    return os.path.abspath(code.co_filename).startswith(dirs)
+    return _absolute(code.co_filename).startswith(dirs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _absolute(filename):
+    return os.path.abspath(filename)
 
 
 def user_frame():
@@ -572,7 +578,7 @@ def _memory_span(t):
 
 
 class Recorder(TorchFunctionMode):
-    def __init__(self, module, inputs, input_names):
+    def __init__(self, module, inputs, input_names, functions=None):
         super().__init__()
         self.module = module
         self.program = Program(input_names)
@@ -610,7 +616,7 @@ class Recorder(TorchFunctionMode):
         self.outer_frame = None  # record()'s frame: the user's frames of the forward are below it
         self.differentiable = True  # whether the call was made with grad (without, nothing is differentiated)
         self.user_code = {}  # code object of a user's frame the forward ran -> its globals
-        self._functions = None
+        self._functions = functions  # closures.user_functions of the model, made when first needed
 
     @property
     def functions(self):
@@ -2476,10 +2482,11 @@ def record(module, inputs, input_names, call=None):
     _refuse_backward_hooks(module)
     _refuse_cumulative_batch_norms(module)
     _refuse_script_modules(module)
-    _unoptimize_scripted_functions(module)
-    rec = Recorder(module, inputs, input_names)
+    functions = user_functions(module.modules())
+    _unoptimize_scripted_functions(module, functions)
+    rec = Recorder(module, inputs, input_names, functions)
     rec.outer_frame = sys._getframe()
-    assignable = _assignable_state(module)
+    assignable = _assignable_state(module, functions)
     generators = _generator_states(module)
     modules = list(module.modules())
     parameters = _parameters_by_place(modules)
@@ -2540,7 +2547,7 @@ def record(module, inputs, input_names, call=None):
                                 detail="return tensors, or tuples, lists and dicts of tensors (None and numbers may sit beside them)")
     prog.outputs = refs
     prog.user_outputs = len(refs)
-    _note_side_effects(rec, assignable, _assignable_state(module))
+    _note_side_effects(rec, assignable, _assignable_state(module, functions))
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
     prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors) if not t.requires_grad]
@@ -2570,8 +2577,9 @@ def _generator_states(module):
     return states
 
 
-def _assignable_state(module):
-    """What a forward may change in Python, before or after it ran:
+def _assignable_state(module, functions):
+    """What a forward may change in Python (`functions`: closures.user_functions of the model, whose
+    closures it may change), before or after it ran:
     - ("attr", module, name) -> value: each module's attributes;
     - ("entry", id(dict), key) -> (dict, value): the entries of the dicts the modules hold, of the
       dict globals of the user's code (the modules of the model's classes and of its hooks), and of
@@ -2618,7 +2626,7 @@ def _assignable_state(module):
                 hook = getattr(hook, "__func__", hook)
                 if isinstance(hook, types.FunctionType):
                     code_globals[hook.__module__] = hook.__globals__
-    for fn in user_functions(module.modules()).values():
+    for fn in functions.values():
         cells = closure_cells(fn)
         for n, v in (cells or {}).items():  # a hook's or a factory-made forward's closure
             state[("global", id(cells), n)] = (cells, v)
@@ -2733,7 +2741,7 @@ def _refuse_script_modules(module):
                                     "called in forward is recorded)"))
 
 
-def _unoptimize_scripted_functions(module):
+def _unoptimize_scripted_functions(module, functions):
     """Clears the plans TorchScript made for the scripted functions the model may call: run under
     torch.jit.optimized_execution(False), as the recording runs them, each then dispatches its calls
     one by one under autograd (an optimized plan already made would run them in a graph that
@@ -2754,7 +2762,7 @@ def _unoptimize_scripted_functions(module):
             for item in list(settings_table(value).values())[:64]:
                 found(item, depth + 1)
 
-    todo = list(user_functions(module.modules()).values())
+    todo = list(functions.values())
     seen = {fn.__code__ for fn in todo}
     for m in module.modules():
         for value in vars(m).values():
