@@ -1409,7 +1409,16 @@ ATEN_RULES = {
     "aten.t.default": lambda out, a: ("ltorch.transpose", [a, 0, 1]) if a.dim() == 2 else None,
     "aten._softmax.default": lambda out, a, dim, half_to_float:
         ("ltorch.softmax", [a, _dim(dim, a.dim())]) if not half_to_float else None,
+    # (two tensors of one floating dtype, neither 0-dim: no type promotion to follow)
+    "aten.add.Tensor": lambda out, a, b, alpha=1:
+        ("ltorch.add", [a, b]) if alpha == 1 and _same_floating(a, b) else None,
+    "aten.div.Tensor": lambda out, a, b: ("ltorch.true_divide", [a, b]) if _same_floating(a, b) else None,
 }
+
+
+def _same_floating(a, b):
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype and \
+        a.is_floating_point() and a.dim() > 0 and b.dim() > 0
 
 # The largest tensor torch makes from Python values (an index list) that is written into the trace.
 MAX_CONSTANT_ELEMENTS = 64
