@@ -181,8 +181,8 @@ class _ModuleState:
         if program is not None:
             attributes += program.global_values
             places += program.global_objects  # by identity
-            dicts += [table for table, _ in program.global_absent]  # a key added changes its size
-            dicts += [table for table, _ in program.global_sizes]  # a hook added to a global module
+            # a key added to a watched dict changes its size, and so does a hook added to a global module
+            dicts += [table for table, _ in program.global_sizes]
             places += [(c.table, c.key, c.tensor(), True, c.index) for c in program.captured]  # by metadata
         return _C.CallGuard(dicts, attributes, places, args, kwargs)
 
@@ -590,9 +590,7 @@ class JittedModule(torch.nn.Module):
                     self._warn_recording_every_call(program)  # not kept: the next call records anew
                 else:
                     self._cache[key] = cached
-                if program.captured or program.global_values or program.global_objects or program.global_absent or \
-                        program.global_sizes or \
-                        program.python_draws or program.unreplayable or program.side_effects:
+                if program.reads_outside or program.python_draws or program.unreplayable or program.side_effects:
                     guard = None  # the next call, a hit, makes one that watches what the program read
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         counts = self.__dict__  # (nn.Module's __setattr__ costs microseconds a call)

@@ -318,6 +318,13 @@ class Program:
         itself, those it read (its forward may have assigned others since)."""
         return [c.recorded if recorded_call else c.tensor() for c in self.captured]
 
+    @property
+    def reads_outside(self):
+        """Whether the program read state outside the call's arguments and the module's tensors and
+        constants (captured tensors, watched globals and closures): a guard must watch it too."""
+        return bool(self.captured or self.global_values or self.global_objects or self.global_absent or
+                    self.global_sizes)
+
     def current(self):
         """Whether every captured tensor's place and every watched global are as recorded."""
         return all(c.current() for c in self.captured) and all(
@@ -2750,6 +2757,16 @@ def _refuse_script_modules(module):
                                     "called in forward is recorded)"))
 
 
+def _new_helper(value, seen):
+    """Whether `value` is a function of the user's whose code is not in `seen` (then added), as long
+    as fewer than 256 were seen: a helper the code of the model calls, looked into in turn."""
+    if not isinstance(value, types.FunctionType) or value.__code__ in seen or len(seen) >= 256 or \
+            _code_in(value.__code__, _SKIP_DIRS):
+        return False
+    seen.add(value.__code__)
+    return True
+
+
 def _unoptimize_scripted_functions(module, functions):
     """Clears the plans TorchScript made for the scripted functions the model may call: run under
     torch.jit.optimized_execution(False), as the recording runs them, each then dispatches its calls
@@ -2760,10 +2777,8 @@ def _unoptimize_scripted_functions(module, functions):
     def found(value, depth=0):
         if isinstance(value, torch.jit.ScriptFunction):
             value._debug_flush_compilation_cache()
-        elif isinstance(value, types.FunctionType):
-            if value.__code__ not in seen and len(seen) < 256 and not _code_in(value.__code__, _SKIP_DIRS):
-                seen.add(value.__code__)
-                todo.append(value)  # a helper of the user's that calls one
+        elif _new_helper(value, seen):
+            todo.append(value)  # a helper of the user's that calls one
         elif depth < 2 and type(value) in (list, tuple) and len(value) <= 64:
             for item in value:
                 found(item, depth + 1)
@@ -2822,9 +2837,7 @@ def _global_values(user_code, before, functions):
         """What `code` reads through `table[name]` (a global, a variable of its closure, or an entry
         or field of a dict or settings object read so, MAX_NESTING levels deep)."""
         value = table.get(name, _MISSING)
-        if isinstance(value, types.FunctionType) and value.__code__ not in seen and len(seen) < 256 and \
-                not _code_in(value.__code__, _SKIP_DIRS):
-            seen.add(value.__code__)
+        if _new_helper(value, seen):
             functions.setdefault(value.__code__, value)
             todo.append((value.__code__, value.__globals__))
         elif isinstance(value, dict):
