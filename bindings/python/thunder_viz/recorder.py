@@ -743,7 +743,7 @@ class Recorder(TorchFunctionMode):
             slot = self._new_slot()
             slots.append(slot)
             self._bind(t, ("v", slot))
-            if grad_off:
+            if grad_off or symbol == "ltorch.detach":
                 self.detached.add(("v", slot))
         self.program.ops.append((symbol, enc_args, enc_kwargs, slots, self._header()))
 
@@ -968,9 +968,11 @@ class Recorder(TorchFunctionMode):
                 self._bind(base, self.refs[id(t)])
             return
         unread = [id(t) for t in written if id(t) not in self.read_ids]
-        rule = ATEN_RULES.get(str(op)) if not written and len(outs) == 1 else None
-        native = rule(outs[0], *op_args, **op_kwargs) if rule is not None else None
-        if native is not None:
+        rule = ATEN_RULES.get(str(op)) if not written else None
+        native = rule(outs[0] if len(outs) == 1 else outs, *op_args, **op_kwargs) if rule is not None else None
+        if native is not None and native[0] == "alias":
+            self.alias(outs[0], native[1])
+        elif native is not None:
             self.emit(native[0], native[1], outs, native[2] if len(native) > 2 else None)
         else:
             self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
@@ -1416,14 +1418,33 @@ ATEN_RULES = {
     "aten.t.default": lambda out, a: ("ltorch.transpose", [a, 0, 1]) if a.dim() == 2 else None,
     "aten._softmax.default": lambda out, a, dim, half_to_float:
         ("ltorch.softmax", [a, _dim(dim, a.dim())]) if not half_to_float else None,
-    # (two tensors of one floating dtype, neither 0-dim: no type promotion to follow)
+    # (two tensors of one floating dtype, neither 0-dim, or a floating tensor and a Python number:
+    # no type promotion to follow)
     "aten.add.Tensor": lambda out, a, b, alpha=1:
         ("ltorch.add", [a, b]) if alpha == 1 and _same_floating(a, b) else None,
+    "aten.sub.Tensor": lambda out, a, b, alpha=1:
+        ("ltorch.sub", [a, b]) if alpha == 1 and _same_floating(a, b) else None,
+    "aten.mul.Tensor": lambda out, a, b: ("ltorch.mul", [a, b]) if _same_floating(a, b) else None,
     "aten.div.Tensor": lambda out, a, b: ("ltorch.true_divide", [a, b]) if _same_floating(a, b) else None,
+    # (a copy is the same value in a functional trace; a later in-place write into it is recorded
+    # out of place, as into any intermediate)
+    "aten.clone.default": lambda out, a, memory_format=None:
+        ("alias", a) if memory_format in (None, torch.contiguous_format, torch.preserve_format) else None,
+    "aten.detach.default": lambda out, a: ("ltorch.detach", [a]) if a.is_floating_point() else ("alias", a),
+    "aten.sum.dim_IntList": lambda out, a, dim, keepdim=False, dtype=None:
+        ("ltorch.sum", [a, _dims(dim, a.dim()) or None, bool(keepdim)], {"dtype": None})
+        if dtype is None and a.is_floating_point() else None,
+    "aten.mean.dim": lambda out, a, dim, keepdim=False, dtype=None:
+        ("ltorch.mean", [a, _dims(dim, a.dim()) or None, bool(keepdim)], {"dtype": None})
+        if dtype is None and a.is_floating_point() else None,
+    "aten.split.Tensor": lambda outs, a, split_size, dim=0:
+        ("ltorch.split", [a, split_size, _dim(dim, a.dim())]) if a.dim() > 0 and split_size > 0 else None,
 }
 
 
 def _same_floating(a, b):
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        return isinstance(a, torch.Tensor) and a.is_floating_point() and a.dim() > 0
     return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype and \
         a.is_floating_point() and a.dim() > 0 and b.dim() > 0
 
@@ -1791,7 +1812,6 @@ def h_detach(rec, out, a):
         rec.alias(out, a)
     else:
         rec.emit("ltorch.detach", [a], out)
-        rec.detached.add(rec.refs[id(out)])
 
 
 def _reshape(name):
