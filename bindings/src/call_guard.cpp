@@ -13,7 +13,8 @@
 //    metadata (shape, dtype, device, requires_grad, contiguity), and for a place given as (table,
 //    name, tensor, True[, index]) (a captured tensor: a module's plain tensor attribute, an item of
 //    a tuple, list or dict one holds, a global) only the metadata of the tensor there, the call's arguments (by position, and by keyword in
-//    the dict's order), torch's default dtype, grad and inference modes, and the calling thread's
+//    the dict's order), torch's default dtype, grad and inference modes, whether deterministic
+//    algorithms are asked for, and the calling thread's
 //    (rank, world size). An argument is a tensor (its metadata is recorded) or a constant the key
 //    spells with its type and repr: None, bool, int, float, str; anything else is a TypeError.
 //  - matches(args, kwargs) is true only when the call has as many arguments by position and the
@@ -28,6 +29,7 @@
 //    module that refers to its jitted module does not leak through it.
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <ATen/Context.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
@@ -114,7 +116,8 @@ class CallGuard {
       : world_(current_world()),
         default_dtype_(c10::get_default_dtype()),
         grad_mode_(at::GradMode::is_enabled()),
-        inference_mode_(c10::InferenceMode::is_enabled()) {
+        inference_mode_(c10::InferenceMode::is_enabled()),
+        deterministic_(at::globalContext().deterministicAlgorithms()) {
     for (const auto& d : dicts) dicts_.push_back({py::reinterpret_borrow<py::dict>(d), PyDict_Size(d.ptr())});
     for (const auto& a : attributes) {
       auto t = a.cast<py::tuple>();
@@ -141,7 +144,8 @@ class CallGuard {
   bool matches(const py::tuple& args, const py::dict& kwargs) const {
     if (args.size() != args_.size() || kwargs.size() != kwargs_.size() || current_world() != world_ ||
         c10::get_default_dtype() != default_dtype_ || at::GradMode::is_enabled() != grad_mode_ ||
-        c10::InferenceMode::is_enabled() != inference_mode_)
+        c10::InferenceMode::is_enabled() != inference_mode_ ||
+        at::globalContext().deterministicAlgorithms() != deterministic_)
       return false;
     c10::SmallVector<PyObject*, 8> tensors;
     auto same = [&](const Argument& was, PyObject* value) {
@@ -261,7 +265,7 @@ class CallGuard {
   std::vector<std::pair<py::object, Argument>> kwargs_;
   std::pair<int, int> world_;
   caffe2::TypeMeta default_dtype_;  // factories without a dtype (torch.zeros(4)) made the trace's
-  bool grad_mode_, inference_mode_;  // a forward may branch on them
+  bool grad_mode_, inference_mode_, deterministic_;  // a forward may branch on them
 };
 
 }  // namespace

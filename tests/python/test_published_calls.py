@@ -661,6 +661,54 @@ def test_a_tensor_that_requires_grad_found_in_no_place_is_refused():
         tv.jit(InADeque())(torch.randn(2, 4))
 
 
+def test_a_forwards_default_arguments_and_torchs_global_settings_are_watched():
+    """A default argument replaced after the first call (positional or keyword-only) is read by the
+    next call that leaves it out; so is the deterministic-algorithms setting a forward branches on,
+    and the default dtype, on the steady path and after it."""
+    class Defaults(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x, scale=2.0, *, shift=0.0):
+            y = self.lin(x) * scale + shift
+            if torch.are_deterministic_algorithms_enabled():
+                y = y * 3
+            if torch.get_default_dtype() == torch.float64:
+                y = y * 5
+            return y
+
+    model = Defaults()
+    tm, x = tv.jit(model), torch.randn(2, 4)
+
+    def deterministic(on):
+        torch.use_deterministic_algorithms(on)
+
+    def default_dtype(dtype):
+        torch.set_default_dtype(dtype)
+
+    def set_default(value):
+        Defaults.forward.__defaults__ = (value,)
+
+    def set_keyword_default(value):
+        Defaults.forward.__kwdefaults__["shift"] = value
+
+    try:
+        for change in (lambda: None, lambda: set_default(3.0), lambda: set_keyword_default(1.0),
+                       lambda: deterministic(True), lambda: deterministic(False),
+                       lambda: default_dtype(torch.float64), lambda: default_dtype(torch.float32)):
+            change()
+            for _ in range(3):  # the recording, the first hit (it makes the steady guard), the steady path
+                with torch.no_grad():
+                    torch.testing.assert_close(tm(x), model(x))
+        with torch.no_grad():
+            torch.testing.assert_close(tm(x, 5.0, shift=2.0), model(x, 5.0, shift=2.0))
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.set_default_dtype(torch.float32)
+    assert tm.cache_hits >= 12
+
+
 def test_the_variables_of_a_factory_made_forwards_closure_are_watched():
     """A forward built by a factory reads its closure: a tensor there (which may require grad), a
     number a `nonlocal` assignment changes, a tensor it rebinds or changes in place."""

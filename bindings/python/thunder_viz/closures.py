@@ -1,4 +1,5 @@
-"""The closures of the user's functions that a forward runs, as mappings the key and the guard read.
+"""The closures and default arguments of the user's functions that a forward runs, as mappings the
+key and the guard read.
 
 A forward built by a factory (`def make(scale): class Block(nn.Module): def forward(self, x): return
 x * scale`), or a hook that closes over a tensor or a flag, reads values from its closure cells, not
@@ -6,6 +7,9 @@ from its globals or module: ClosureCells shows one function's cells as a mapping
 variables' names to their values (the value a `nonlocal` assignment gives is the one read), so
 that jit.py watches them as it watches globals. user_functions finds the functions of a model whose
 frames the recording may meet: its classes' methods, its hooks, the functions it holds.
+FunctionDefaults shows a function's default arguments the same way (`def forward(self, x,
+scale=2.0)`: a default replaced later, `Block.forward.__defaults__ = (3.0,)`, is read by the next
+call that leaves the argument out).
 """
 import collections.abc
 import types
@@ -63,6 +67,47 @@ def closure_cells(fn):
     if cells is None:
         cells = _cells_of[fn] = ClosureCells(fn)
     return cells
+
+
+class FunctionDefaults(collections.abc.Mapping):
+    """fn's default arguments as two entries: "__defaults__" (the positional ones' tuple) and
+    "__kwdefaults__" (the keyword-only ones' (name, value) pairs, sorted), read from the function at
+    each lookup."""
+
+    KEYS = ("__defaults__", "__kwdefaults__")
+
+    def __init__(self, fn):
+        self._fn = fn
+        self.function = fn.__qualname__
+
+    def __getitem__(self, name):
+        if name == "__defaults__":
+            return self._fn.__defaults__
+        if name == "__kwdefaults__":
+            return tuple(sorted((self._fn.__kwdefaults__ or {}).items()))
+        raise KeyError(name)
+
+    def __iter__(self):
+        return iter(self.KEYS)
+
+    def __len__(self):
+        return len(self.KEYS)
+
+    def __repr__(self):
+        return f"<default arguments of {self.function}>"
+
+
+_defaults_of = weakref.WeakKeyDictionary()
+
+
+def function_defaults(fn):
+    """fn's FunctionDefaults (the same object for the same function), or None if it has none."""
+    if not fn.__defaults__ and not fn.__kwdefaults__:
+        return None
+    defaults = _defaults_of.get(fn)
+    if defaults is None:
+        defaults = _defaults_of[fn] = FunctionDefaults(fn)
+    return defaults
 
 
 def user_functions(modules):

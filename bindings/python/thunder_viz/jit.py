@@ -566,7 +566,7 @@ class JittedModule(torch.nn.Module):
             inputs, constants, rebuild, bind = self._bind(args, kwargs)
             core, module_key = self._get_core()
             key = (tuple(_meta(t) for t in inputs), constants, module_key, _C.world_info()[:2], _aliases(inputs),
-                   torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+                   *_torch_modes())
             cached = self._cache.get(key)
             if cached is not None and not cached[1].current():
                 cached = None  # a captured tensor replaced, a global number changed: record anew
@@ -590,8 +590,12 @@ class JittedModule(torch.nn.Module):
                     self._warn_recording_every_call(program)  # not kept: the next call records anew
                 else:
                     self._cache[key] = cached
-                if program.reads_outside or program.python_draws or program.unreplayable or program.side_effects:
-                    guard = None  # the next call, a hit, makes one that watches what the program read
+                if program.python_draws or program.unreplayable or program.side_effects:
+                    guard = None  # the forward changed what a guard made before it read: the next call makes one
+                elif program.reads_outside and guard is not None:
+                    # the forward changed nothing: a guard made now holds what the key held, and
+                    # watches what the program read besides (its values as they were before the call)
+                    guard = self._steady_guard(args, kwargs, inputs, program)
             self._steady = (guard[0], key, cached, guard[1], rebuild) if guard is not None else None
         counts = self.__dict__  # (nn.Module's __setattr__ costs microseconds a call)
         if hit:
@@ -700,6 +704,13 @@ class JittedModule(torch.nn.Module):
 
     def __repr__(self):
         return f"<thunder_viz.JittedModule {self._name} order={self._order}>"
+
+
+def _torch_modes():
+    """torch's global settings a forward may branch on or bake into its trace (torch.zeros(4) takes
+    the default dtype); the steady path's CallGuard compares the same."""
+    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
+            torch.are_deterministic_algorithms_enabled())
 
 
 def _check_first_call(name, rec):

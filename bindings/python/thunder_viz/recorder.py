@@ -47,7 +47,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .closures import ClosureCells, closure_cells, user_functions
+from .closures import ClosureCells, closure_cells, function_defaults, user_functions
 from .constants import GONE, MAX_NESTING, hashable, holds_settings, is_constant, keyed_attribute, names_read, settings_table, snapshot
 from .errors import RecordedCallError, UnsupportedOp
 
@@ -2840,7 +2840,8 @@ def _global_values(user_code, before, functions):
     number from a global and makes no torch call, so no frame of it was seen). The entry holds
     while each is as it was before the recorded forward ran (`before`: _assignable_state, where it
     looked; a forward that changes one is replayed by its side effects). The variables of the
-    closures of the user's functions (`functions`: code -> function) are watched as globals are.
+    closures of the user's functions (`functions`: code -> function) and their default arguments
+    are watched as globals are.
     Also (table, name, object) of each dict, settings object and module read so (another put in its
     place is a new recording), (dict, key) of each key the code names that such a dict lacks, and
     (dict, size) of those dicts before the call and of the hook tables of those modules (their train
@@ -2901,6 +2902,9 @@ def _global_values(user_code, before, functions):
         cells = closure_cells(functions[code]) if code in functions else None
         for name in code.co_freevars if cells is not None else ():
             look(code, cells, name)
+        defaults = function_defaults(functions[code]) if code in functions else None
+        for name in defaults or ():
+            watch(defaults, name, defaults[name])
     return list(found.values()), list(objects.values()), list(absent.values()), list(sizes.values())
 
 
