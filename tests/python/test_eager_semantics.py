@@ -974,6 +974,29 @@ def test_an_in_place_write_under_no_grad_keeps_the_intermediates_history(write):
     assert_matches_eager(MasksWithoutGrad(), torch.randn(5, 4, requires_grad=True))
 
 
+def test_an_in_place_write_under_no_grad_into_a_saved_tensor_is_refused_as_eagers_backward_raises():
+    """exp saves its result for its gradient: a write into it under no_grad makes eager's backward
+    raise; the jitted module refuses the forward, naming the write's line and torch's error."""
+    class WritesSaved(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.lin(x).exp()
+            with torch.no_grad():
+                y.mul_(2)
+            return y
+
+    model, x = WritesSaved(), torch.randn(2, 4)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        model(x).sum().backward()
+    with pytest.raises(tv.UnsupportedOp, match=r"(?s)autograd saved.*y\.mul_\(2\).*ExpBackward0"):
+        tv.jit(model)(x)
+    with torch.no_grad():  # no backward: eager runs it, and so does the jitted module
+        torch.testing.assert_close(tv.jit(model)(x), model(x))
+
+
 def test_what_eager_autograd_reaches_gets_zeros_where_nothing_flows_back():
     """addmm's bias with beta=0 and a layer whose output is overwritten whole: eager gives them
     gradients of zeros (AdamW's weight decay and momentum then still step them), not None."""

@@ -617,6 +617,7 @@ class Recorder(TorchFunctionMode):
         self.unseen_detach = False  # whether one read a detach's output under grad (TorchScript's differentiable graph)
         self.inner_error = None  # an error raised while recording an operator TorchScript dispatched
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
+        self.kept_histories = []  # (file, line) of each in-place write under no_grad that _keep_histories followed
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
         self.data_of = {}  # id of a tensor's `.data` -> the tensor
@@ -998,6 +999,7 @@ class Recorder(TorchFunctionMode):
         for t, before_ref in history:
             if self.refs.get(id(t)) == before_ref:
                 continue
+            self.kept_histories.append(self.location or user_frame())
             with _outside_the_mode():
                 before, change = torch.empty_like(t), torch.empty_like(t)
             self._bind(before, before_ref)
@@ -2557,6 +2559,8 @@ def record(module, inputs, input_names, call=None):
         # replaced where the recording did not see it read as the module's (a read that follows the
         # tensor it was made from: torch 2.x's nn.Parameter(t) shares t's recorded value)
         raise rec.parameter_assigned()
+    if rec.kept_histories:
+        _refuse_overwritten_saved_values(rec, out)
     prog = rec.program
     prog.global_values, prog.global_objects, prog.global_absent, prog.global_sizes = \
         _global_values(rec.user_code, assignable, dict(rec.functions))
@@ -2588,6 +2592,36 @@ def record(module, inputs, input_names, call=None):
     # returned without autograd history
     prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors) if not t.requires_grad]
     return prog, out
+
+
+def _refuse_overwritten_saved_values(rec, out):
+    """Eager's backward raises where an in-place write under no_grad changed a tensor that an
+    autograd node saved (`y = lin(x).exp()`, then `y.mul_(2)`: exp saved y); the engine would
+    differentiate the value before the write. The recording's own eager graph tells: reading a
+    node's saved tensor raises torch's error once its version moved."""
+    todo = [t.grad_fn for t in pytree.tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    seen = set()
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for name in dir(node):
+            if not name.startswith("_saved_"):
+                continue
+            try:
+                getattr(node, name)
+            except RuntimeError as e:
+                if "modified by an inplace operation" not in str(e):
+                    continue
+                file, line = rec.kept_histories[0]
+                raise UnsupportedOp(
+                    "an in-place write under torch.no_grad() into a tensor autograd saved for the backward",
+                    f"{shown_path(file)}:{line}", linecache.getline(file, line),
+                    detail=f"{type(node).__name__} saved it; eager's backward raises: {str(e).splitlines()[0]} "
+                           "Write into a copy (y = y.clone() before the write), or make the change out of place "
+                           "(y = y * 2)") from None
+        todo += [n for n, _ in node.next_functions]
 
 
 def _parameters_by_place(modules):
