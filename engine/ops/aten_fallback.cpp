@@ -473,6 +473,21 @@ ExecRule operator_rule(c10::OperatorHandle op) {
 
 namespace tv::ops {
 
+namespace {
+
+// Whether an operator draws from a random generator: it takes one (bernoulli, normal_, multinomial,
+// an overload of rand), or draws from the default one without taking it (rand, randn_like, randint,
+// randperm; native_dropout).
+bool draws_random_numbers(const c10::FunctionSchema& schema) {
+  for (const auto& a : schema.arguments())
+    if (a.type()->str().find("Generator") != std::string::npos) return true;
+  std::string_view name = schema.name();
+  if (name.substr(0, 6) == "aten::") name.remove_prefix(6);
+  return name.substr(0, 4) == "rand" || name.find("dropout") != std::string_view::npos;
+}
+
+}  // namespace
+
 const Symbol& fallback_symbol(std::string_view symbol_name) {
   static std::once_flag vjp_once;
   std::call_once(vjp_once, [] {
@@ -490,6 +505,7 @@ const Symbol& fallback_symbol(std::string_view symbol_name) {
   c10::OperatorHandle op = fallback_operator(symbol_name);  // an OpError naming it when ATen has none
   std::vector<std::string> traits = {"fallback"};
   if (op.schema().is_mutable()) traits.push_back("effect");  // writes into an argument: never dropped nor merged
+  if (draws_random_numbers(op.schema())) traits.push_back("random");  // two same calls draw twice: never merged
   const Symbol& symbol = define(std::string(symbol_name), true, std::move(traits), fallback_meta(std::string(symbol_name)));
   register_grad_rule(symbol, fallback_grad);
   exec::set_exec_rule(symbol, exec::operator_rule(op));

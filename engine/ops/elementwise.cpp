@@ -109,6 +109,44 @@ Value clamp_impl(TraceBuilder& b, Args args, Kw kwargs) {
   return Value::of(out);
 }
 
+// hardtanh(a, min_val=-1, max_val=1) (relu6: 0, 6): a clamped to [min_val, max_val], with torch's
+// hardtanh_backward gradient, zero at the bounds themselves (clamp's passes there): a equal to a
+// bound takes the bound's branch of the where.
+std::pair<Value, Value> hardtanh_bounds(const Value* lo, const Value* hi, DType dtype) {
+  auto bound = [&](const Value* v, const char* name, double fallback) {
+    if (v && !v->is_none() && !v->is_number())
+      throw OpError(std::string("hardtanh: ") + name + " must be a number, got " + python_text(*v));
+    return convert_number(v && !v->is_none() ? *v : Value::floating(fallback), dtype);
+  };
+  return {bound(lo, "min_val", -1.0), bound(hi, "max_val", 1.0)};
+}
+
+std::pair<Value, Value> hardtanh_bounds(Args args, Kw kwargs, DType dtype) {
+  return hardtanh_bounds(args.size() > 1 ? &args[1] : kwarg(kwargs, "min_val"),
+                         args.size() > 2 ? &args[2] : kwarg(kwargs, "max_val"), dtype);
+}
+
+Value hardtanh_impl(TraceBuilder& b, Args args, Kw kwargs) {
+  T a = tensor_arg(args, 0, "a");
+  auto [lo, hi] = hardtanh_bounds(args, kwargs, a->dtype);
+  T below_max = where(b, ge(b, Value::of(a), hi), hi, Value::of(a));
+  return Value::of(where(b, le(b, Value::of(a), lo), lo, Value::of(below_max)));
+}
+
+// hardtanh_backward(grad, output, min_val, max_val): grad where min_val < output < max_val, else 0
+// (torch's hardtanh_backward, read from the output as relu's gradient is: the output is strictly
+// inside exactly where the input is).
+Value hardtanh_backward_impl(TraceBuilder& b, Args args, Kw) {
+  T g = tensor_arg(args, 0, "grad"), out = tensor_arg(args, 1, "output");
+  if (g->shape != out->shape)
+    throw OpError("hardtanh_backward: grad " + shape_text(g->shape) + " and output " + shape_text(out->shape) +
+                  " differ in shape");
+  if (args.size() != 4) throw OpError("hardtanh_backward takes grad, output, min_val and max_val");
+  auto [lo, hi] = hardtanh_bounds(&args[2], &args[3], out->dtype);
+  T inside_max = where(b, lt(b, Value::of(out), hi), Value::of(g), number_like(0, g->dtype));
+  return Value::of(where(b, gt(b, Value::of(out), lo), Value::of(inside_max), number_like(0, g->dtype)));
+}
+
 // tril(a, diagonal=0) / triu: a where column - row <= diagonal (>= for triu) over the last two dims,
 // else 0, with the mask built from two aranges.
 SymbolImpl triangle_impl(bool lower) {
@@ -374,6 +412,13 @@ void register_elementwise_gradients() {
   register_grad_rule(op("ltorch.relu"), unary([](TraceBuilder& b, const T&, const T& out, const T& g) {
                        return where(b, gt(b, V(out), num(0)), V(g), num(0));
                      }));
+  register_grad_rule(op("ltorch.hardtanh"), [](TraceBuilder& b, const BoundSymbol& f, Cts cts) -> Out {
+    auto [lo, hi] = hardtanh_bounds(f.args, f.kwargs, f.output()->dtype);
+    Out out(f.args.size());
+    out[0] = reduce_like(b, call1(b, "ltorch.hardtanh_backward", {cts[0], V(f.output()), lo, hi}), tensor_at(f, 0));
+    return out;
+  });
+  register_grad_through_decomposition(op("ltorch.hardtanh_backward"));
   register_grad_rule(op("ltorch.sigmoid"), unary([](TraceBuilder& b, const T&, const T& out, const T& g) {
                        return mul(b, V(g), V(mul(b, V(out), V(sub(b, num(1), V(out))))));
                      }));
@@ -444,6 +489,15 @@ void register_elementwise_execution() {
     auto bound = [](const RValue* v) { return v && !v->is_none() ? c10::optional<at::Scalar>(scalar_of(*v)) : c10::nullopt; };
     return RValue::of(at::clamp(t, bound(lo), bound(hi)));
   });
+  exec_rule("ltorch.hardtanh", [](Args a, Kw k) {
+    const RValue *lo = argument(a, 1, k, "min_val"), *hi = argument(a, 2, k, "max_val");
+    auto bound = [](const RValue* v, double fallback) { return v && !v->is_none() ? scalar_of(*v) : at::Scalar(fallback); };
+    return RValue::of(at::hardtanh(tensor_at(a, 0, "a"), bound(lo, -1.0), bound(hi, 1.0)));
+  });
+  exec_rule("ltorch.hardtanh_backward", [](Args a, Kw) {
+    return RValue::of(at::hardtanh_backward(tensor_at(a, 0, "grad"), tensor_at(a, 1, "output"), scalar_of(a[2]),
+                                            scalar_of(a[3])));
+  });
   exec_rule("ltorch.relu", [](Args a, Kw) { return RValue::of(at::relu(tensor_at(a, 0, "a"))); });
   exec_rule("ltorch.sigmoid", [](Args a, Kw) { return RValue::of(at::sigmoid(tensor_at(a, 0, "a"))); });
   exec_rule("ltorch.silu", [](Args a, Kw) { return RValue::of(at::silu(tensor_at(a, 0, "a"))); });
@@ -485,6 +539,8 @@ void register_elementwise() {
   define("ltorch.clamp", false, ew, clamp_impl);
   define("ltorch.tril", false, ew, triangle_impl(true));
   define("ltorch.triu", false, ew, triangle_impl(false));
+  define("ltorch.hardtanh", false, ew, hardtanh_impl);
+  define("ltorch.hardtanh_backward", false, {}, hardtanh_backward_impl);
   define("ltorch.relu", false, ew, relu_impl);
   define("ltorch.sigmoid", false, ew, sigmoid_impl);
   define("ltorch.silu", false, ew, silu_impl);

@@ -223,3 +223,38 @@ def test_cross_entropy_of_class_probabilities_per_position_matches_eager(loss):
     p = torch.softmax(torch.randn(2, 5, 3, 3), 1)
     tm = check_against_eager(SoftTargetsSpatial(**dict(loss)), torch.randn(2, 3, 3, 3), p)
     assert "ltorch.cross_entropy(" in str(tv.last_traces(tm)[0])
+
+
+class Clipped(torch.nn.Module):
+    """ReLU6 in place (mobilenet's), nn.Hardtanh, F.relu6 and F.hardtanh."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.relu6 = torch.nn.ReLU6(inplace=True)
+        self.hardtanh = torch.nn.Hardtanh(-0.5, 0.5)
+
+    def forward(self, x):
+        y = self.lin(x) + x
+        return self.relu6(y * 1.0) + self.hardtanh(y) + F.relu6(y) + F.hardtanh(y, -2.0, 2.0)
+
+
+def test_relu6_and_hardtanh_with_eagers_gradient_at_the_bounds():
+    """hardtanh's gradient is zero where the input equals a bound (clamp's is not): inputs set so that
+    y = lin(x) + x sits exactly on 0, 6, -0.5, 0.5, -2 and 2."""
+    torch.manual_seed(0)
+    model = Clipped()
+    with torch.no_grad():
+        model.lin.weight.zero_()
+        model.lin.bias.zero_()
+    x = torch.tensor([[0.0, 6.0, -0.5, 0.5], [-2.0, 2.0, 1.0, -1.0], [3.0, -3.0, 7.0, 0.25]], requires_grad=True)
+    tm = tv.jit(Clipped())
+    tm.load_state_dict(model.state_dict())
+    got = tm(x)
+    (gx,) = torch.autograd.grad(got.square().sum(), x)
+    want = model(x)
+    (wx,) = torch.autograd.grad(want.square().sum(), x)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(gx, wx)
+    assert str(tv.last_traces(tm)[0]).count("ltorch.hardtanh(") == 4
+    check_native(Clipped(), ["ltorch.hardtanh"], torch.randn(3, 4) * 4)

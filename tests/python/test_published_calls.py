@@ -1586,3 +1586,113 @@ def test_a_dict_two_modules_share_and_a_global_modules_mode_and_hooks_are_watche
     finally:
         handle.remove()
         _GLOBAL_NORM.train()
+
+
+CLASS_WEIGHTS = None  # a global numpy array (set by the test)
+GLOBAL_CFG = types.SimpleNamespace(mult=1.0)
+
+
+def _apply_mult(cfg, y):
+    return y * cfg.mult
+
+
+def _scale_out(module, y):
+    return y * module.alpha
+
+
+class _Rope:
+    """A plain helper object whose own method reads its field (a rotary embedding's base)."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def inv_freq(self, d):
+        return 1.0 / (self.base ** (torch.arange(0, d, 2).float() / d))
+
+
+class _ReadsAround(torch.nn.Module):
+    """Reads a number where only a string, a static method, a helper function or a helper object's
+    method names it, or from a numpy array."""
+
+    def __init__(self, how):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.how = how
+        self.config = types.SimpleNamespace(logit_scale=1.0, mult=1.0)
+        self.alpha = 1.0
+        self.rope = _Rope(10000.0)
+        self.anchors = __import__("numpy").array([1.0, 2.0, 3.0, 4.0], dtype="float32")
+
+    @staticmethod
+    def scaled(cfg, y):
+        return y * cfg.mult
+
+    def forward(self, x):
+        y = self.lin(x)
+        if self.how == "getattr":
+            return y * getattr(self.config, "logit_scale", 1.0)
+        if self.how == "staticmethod":
+            return self.scaled(self.config, y)
+        if self.how == "helper":
+            return _apply_mult(self.config, y)
+        if self.how == "helper_reads_module":
+            return _scale_out(self, y)
+        if self.how == "helper_object":
+            f = self.rope.inv_freq(4)
+            return y * torch.cat([f, f]).cos()
+        if self.how == "global_through_helper":
+            return _apply_mult(GLOBAL_CFG, y)
+        if self.how == "numpy_attribute":
+            return y * torch.from_numpy(self.anchors)
+        return y * torch.tensor(CLASS_WEIGHTS)
+
+
+@pytest.mark.parametrize("how", ["getattr", "staticmethod", "helper", "helper_reads_module", "helper_object",
+                                 "global_through_helper", "numpy_attribute", "numpy_global"])
+def test_numbers_read_where_the_models_classes_do_not_name_them_are_watched(how, monkeypatch):
+    """The key follows the names the model's code spells as strings, its static methods, the helper
+    functions and classes it names, a global passed to a helper, and numpy arrays (by value)."""
+    import numpy
+    monkeypatch.setattr(sys.modules[__name__], "CLASS_WEIGHTS", numpy.array([1.0, 2.0, 3.0, 4.0], dtype="float32"))
+    monkeypatch.setattr(GLOBAL_CFG, "mult", 1.0)
+    model = _ReadsAround(how)
+    tm, x = tv.jit(model), torch.randn(3, 4)
+    changes = {
+        "getattr": lambda i: setattr(model.config, "logit_scale", i + 2.0),
+        "staticmethod": lambda i: setattr(model.config, "mult", i + 2.0),
+        "helper": lambda i: setattr(model.config, "mult", i + 2.0),
+        "helper_reads_module": lambda i: setattr(model, "alpha", i + 2.0),
+        "helper_object": lambda i: setattr(model.rope, "base", 5.0 * (i + 1)),
+        "global_through_helper": lambda i: setattr(GLOBAL_CFG, "mult", i + 2.0),
+        "numpy_attribute": lambda i: model.anchors.__setitem__(slice(None), i + 5.0),
+        "numpy_global": lambda i: CLASS_WEIGHTS.__setitem__(slice(None), i + 5.0),
+    }
+    for i in range(3):
+        for _ in range(3):  # the recording, the hit that makes the steady guard, the steady path
+            with torch.no_grad():
+                torch.testing.assert_close(tm(x), model(x))
+        changes[how](i)
+
+
+def test_random_draws_with_the_same_arguments_draw_apart():
+    """Two drop-path masks drawn by the same call (bernoulli_ into same-shaped tensors) and two
+    randn_like of one tensor are independent draws, as in eager: none is merged with another."""
+    class TwoDraws(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.lin(x)
+            k1 = torch.empty(x.shape[0], 1).bernoulli_(0.5)
+            k2 = torch.empty(x.shape[0], 1).bernoulli_(0.5)
+            return h * k1 + h * k2, torch.randn_like(x), torch.randn_like(x), torch.rand(64), torch.rand(64)
+
+    model, x = TwoDraws(), torch.randn(64, 4)
+    torch.manual_seed(0)
+    want = model(x)
+    torch.manual_seed(0)
+    got = tv.jit(model)(x)
+    assert not torch.equal(got[1], got[2]) and not torch.equal(got[3], got[4])
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)

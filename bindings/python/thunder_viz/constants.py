@@ -9,7 +9,9 @@ the fields of a settings object (a config dataclass, a SimpleNamespace, a dict) 
 """
 import enum
 import functools
+import os
 import sys
+import sysconfig
 import types
 
 import torch
@@ -20,12 +22,18 @@ GONE = object()  # a field deleted since it was read
 
 def is_constant(value, depth=0):
     """None, a number (numpy's too), bool or string, an Enum, a torch dtype, device or Size, a
-    function (compared by identity), or a list, tuple or set of those (a kernel size, the dims of a
-    sum) of up to MAX_ITEMS items."""
-    if value is None or isinstance(value, SCALARS) or isinstance(value, FUNCTIONS):
+    function (compared by identity), a numpy array of numbers of up to MAX_ITEMS elements (compared
+    by value: torch.from_numpy(self.anchors) is a constant of the trace), or a list, tuple or set of
+    those (a kernel size, the dims of a sum) of up to MAX_ITEMS items."""
+    if value is None or isinstance(value, SCALARS) or isinstance(value, FUNCTIONS) or _small_array(value):
         return True
     return type(value) in (list, tuple, set, frozenset) and len(value) <= MAX_ITEMS and depth < 3 and \
         all(is_constant(v, depth + 1) for v in value)  # (not a named tuple or a struct sequence)
+
+
+def _small_array(value):
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and type(value) is numpy.ndarray and value.size <= MAX_ITEMS and value.dtype.kind in "biuf"
 
 
 def _numpy_scalars():
@@ -45,6 +53,8 @@ def snapshot(value):
     guard compares types), tuples tuples, sets sets."""
     if type(value) in (list, tuple, set):
         return type(value)(snapshot(v) for v in value)
+    if _small_array(value):
+        return value.copy()
     return value
 
 
@@ -59,6 +69,8 @@ def hashable(value):
         return (type(value).__name__, frozenset(hashable(v) for v in value))
     if isinstance(value, torch.Size):
         return ("Size", tuple(value))
+    if _small_array(value):  # (its bytes: a write into it in place is another key)
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
     if isinstance(value, float):
         return ("float", repr(value))
     if not is_constant(value):
@@ -85,15 +97,55 @@ def is_torchs(cls):
     return cls.__module__.split(".")[0] in ("torch", "builtins")
 
 
-def names_loaded(cls):
+def _functions_of(cls):
+    """The functions of a class's body: methods, static and class methods, property accessors."""
+    for v in vars(cls).values():
+        if isinstance(v, (staticmethod, classmethod)):
+            v = v.__func__
+        if isinstance(v, property):
+            yield from (f for f in (v.fget, v.fset) if isinstance(f, types.FunctionType))
+        elif isinstance(v, types.FunctionType):
+            yield v
+
+
+_LIBRARY_PATHS = tuple(p for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+                       if p) + ("site-packages", "dist-packages", os.path.dirname(os.path.abspath(torch.__file__)))
+
+
+def _users(fn_or_cls):
+    """Whether a function or class is defined in the user's code, not a library's or Python's."""
+    if isinstance(fn_or_cls, type):
+        module = sys.modules.get(fn_or_cls.__module__)
+        file = getattr(module, "__file__", None) or ""
+    else:
+        file = fn_or_cls.__code__.co_filename
+    return not any(part in file for part in _LIBRARY_PATHS) and \
+        (fn_or_cls.__module__ or "").split(".")[0] not in ("torch", "thunder_viz", "builtins")
+
+
+def names_loaded(cls, limit=256):
     """The names the code of a class's functions and properties (nested code included) loads or
-    stores: the globals and attributes it may read or set."""
-    names, todo = set(), [v.__code__ for v in vars(cls).values() if isinstance(v, types.FunctionType)]
-    todo += [v.fget.__code__ for v in vars(cls).values() if isinstance(v, property) and v.fget is not None]
+    stores, and the names it spells as strings (getattr(self.config, "scale", 1.0)): the globals and
+    attributes it may read or set. The user's functions and classes that code names as globals (a
+    helper `scale(cfg, x)`, a helper object's class) are read in turn, up to `limit` of them."""
+    names, seen = set(), set()
+    todo = [(f.__code__, f.__globals__) for f in _functions_of(cls)]
     while todo:
-        code = todo.pop()
+        code, globals_ = todo.pop()
         names.update(code.co_names)
-        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        names.update(c for c in code.co_consts if isinstance(c, str) and c.isidentifier())
+        todo += [(c, globals_) for c in code.co_consts if isinstance(c, types.CodeType)]
+        for name in code.co_names:
+            value = globals_.get(name)
+            if id(value) in seen or len(seen) >= limit or value is None:
+                continue
+            if isinstance(value, types.FunctionType) and _users(value):
+                seen.add(id(value))
+                todo.append((value.__code__, value.__globals__))
+            elif isinstance(value, type) and not is_torchs(value) and _users(value):
+                seen.add(id(value))
+                todo += [(f.__code__, f.__globals__) for k in value.__mro__ if k is not object and not is_torchs(k)
+                         for f in _functions_of(k)]
     return names
 
 

@@ -1432,6 +1432,8 @@ ATEN_RULES = {
     # out of place, as into any intermediate)
     "aten.clone.default": lambda out, a, memory_format=None:
         ("alias", a) if memory_format in (None, torch.contiguous_format, torch.preserve_format) else None,
+    "aten.hardtanh.default": lambda out, a, min_val=-1, max_val=1:
+        ("ltorch.hardtanh", [a, float(min_val), float(max_val)]) if a.is_floating_point() else None,
     "aten.detach.default": lambda out, a: ("ltorch.detach", [a]) if a.is_floating_point() else ("alias", a),
     "aten.sum.dim_IntList": lambda out, a, dim, keepdim=False, dtype=None:
         ("ltorch.sum", [a, _dims(dim, a.dim()) or None, bool(keepdim)], {"dtype": None})
@@ -1750,6 +1752,16 @@ def _softmax(name):
 @_emits('ltorch.relu')
 def h_relu(rec, out, input, inplace=False):
     rec.emit("ltorch.relu", [input], out)
+
+
+@_emits('ltorch.hardtanh')
+def h_hardtanh(rec, out, input, min_val=-1.0, max_val=1.0, inplace=False):
+    rec.emit("ltorch.hardtanh", [input, float(min_val), float(max_val)], out)
+
+
+@_emits('ltorch.hardtanh')
+def h_relu6(rec, out, input, inplace=False):
+    rec.emit("ltorch.hardtanh", [input, 0.0, 6.0], out)
 
 
 @_emits("torch.ops.aten.leaky_relu.default")
@@ -2467,7 +2479,7 @@ HANDLERS = {
     "neg": _unary("neg"), "__neg__": _unary("neg"), "negative": _unary("neg"),
     "exp": _unary("exp"), "log": _unary("log"), "tanh": _unary("tanh"), "erf": _unary("erf"),
     "rsqrt": _unary("rsqrt"), "sqrt": _unary("sqrt"), "sigmoid": _unary("sigmoid"),
-    "relu": h_relu, "silu": h_silu, "gelu": h_gelu, "rrelu": h_rrelu,
+    "relu": h_relu, "silu": h_silu, "gelu": h_gelu, "rrelu": h_rrelu, "hardtanh": h_hardtanh, "relu6": h_relu6,
     "layer_norm": h_layer_norm,
     "softmax": _softmax("softmax"), "log_softmax": _softmax("log_softmax"),
     "cross_entropy": h_cross_entropy, "embedding": h_embedding, "dropout": h_dropout,
@@ -2882,6 +2894,19 @@ def _global_values(user_code, before, functions):
     or eval mode is watched too)."""
     found, objects, absent, sizes = {}, {}, {}, {}
     todo, seen = list(user_code.items()), set(user_code)
+    # the fields and keys any of that code names: a global config passed to a helper is read there
+    # (`helper(CFG, y)`: CFG named by forward, CFG.mult by the helper)
+    field_names, key_names = set(), set()
+
+    def names_of(code):
+        field_names.update(code.co_names)
+        key_names.update(k for k in code.co_consts if isinstance(k, str))
+        for inner in code.co_consts:
+            if isinstance(inner, types.CodeType):
+                names_of(inner)
+
+    for code in user_code:
+        names_of(code)
 
     def watch(table, name, value):
         was = before.get(("global", id(table), name), before.get(("entry", id(table), name), (None, value)))[1]
@@ -2895,13 +2920,14 @@ def _global_values(user_code, before, functions):
         if _new_helper(value, seen):
             functions.setdefault(value.__code__, value)
             todo.append((value.__code__, value.__globals__))
+            names_of(value.__code__)
         elif isinstance(value, dict):
             objects[(id(table), name)] = (table, name, value)  # a dict put in its place is a new recording
             tracked = ("size", id(value)) in before
             # its size before the call (a len() of it is a constant of the trace)
             sizes[id(value)] = (value, before[("size", id(value))][1] if tracked else len(value))
             if len(value) <= 256:  # the entries the code may name (CFG["scale"]: a constant of its code)
-                for key in [k for k in value if not isinstance(k, str)] + [k for k in code.co_consts if isinstance(k, str)]:
+                for key in [k for k in value if not isinstance(k, str)] + sorted(key_names):
                     if (("entry", id(value), key) not in before) if tracked else (key not in value):
                         absent[(id(value), key)] = (value, key)  # cfg.get("act"): set later, a new recording
                     elif depth < MAX_NESTING - 1 and (isinstance(value[key], dict) or holds_settings(value[key])):
@@ -2920,7 +2946,7 @@ def _global_values(user_code, before, functions):
             if not isinstance(value, types.ModuleType):
                 objects[(id(table), name)] = (table, name, value)  # CONF = Config(7): a new recording
             fields = vars(value)
-            for field in code.co_names:
+            for field in field_names:
                 if field in fields and depth < MAX_NESTING - 1 and (isinstance(fields[field], dict) or
                                                       (holds_settings(fields[field]) and not isinstance(fields[field], types.ModuleType))):
                     look(code, fields, field, depth + 1)
@@ -2929,8 +2955,10 @@ def _global_values(user_code, before, functions):
         elif value is not _MISSING:
             watch(table, name, value)
 
+    visited = []
     while todo:
         code, g = todo.pop()
+        visited.append((code, g))
         for name in code.co_names:
             look(code, g, name)
         cells = closure_cells(functions[code]) if code in functions else None
@@ -2939,6 +2967,13 @@ def _global_values(user_code, before, functions):
         defaults = function_defaults(functions[code]) if code in functions else None
         for name in defaults or ():
             watch(defaults, name, defaults[name])
+    if len(visited) > len(user_code):  # helpers found after their caller's globals were looked at: again, with their names
+        for code, g in visited:
+            for name in code.co_names:
+                look(code, g, name)
+            cells = closure_cells(functions[code]) if code in functions else None
+            for name in code.co_freevars if cells is not None else ():
+                look(code, cells, name)
     return list(found.values()), list(objects.values()), list(absent.values()), list(sizes.values())
 
 
