@@ -1696,3 +1696,24 @@ def test_random_draws_with_the_same_arguments_draw_apart():
     assert not torch.equal(got[1], got[2]) and not torch.equal(got[3], got[4])
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+def test_noise_drawn_by_normal_in_place_is_eagers_draw():
+    """`x.new_empty(shape).normal_()` (noise injection) draws what eager draws from torch's generator."""
+    class Noisy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x) + 0.1 * x.new_empty(x.shape).normal_() + x.new_empty(x.shape).normal_(2.0, 3.0)
+
+    model = Noisy()
+    tm = tv.jit(model)
+    for seed in range(3):
+        x = torch.randn(3, 4)
+        torch.manual_seed(seed)
+        want = model(x)
+        torch.manual_seed(seed)
+        got = tm(x)
+        torch.testing.assert_close(got, want)

@@ -1154,6 +1154,13 @@ class Recorder(TorchFunctionMode):
                 src = cast
             self.emit("torch.ops.aten.expand_copy.default", [src, list(dst.shape)], outs)
             return
+        if op is torch.ops.aten.normal_.default and op_kwargs.get("generator") is None:
+            # (no out-of-place overload takes its arguments: a fresh tensor of the same draws, which
+            # consume torch's generator as the fill does)
+            t, mean, std = (_with_defaults(op._schema, op_args) + [None, None])[:3]
+            self.emit("torch.ops.aten.normal.float_float", [float(mean), float(std), list(t.shape)], outs,
+                      {"dtype": t.dtype, "device": t.device})
+            return
         self.emit("torch.ops." + str(self._functional_twin(func, key, op)), _with_defaults(op._schema, op_args),
                   outs, _but_out(op_kwargs))
 
