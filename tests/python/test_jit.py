@@ -254,3 +254,28 @@ def test_no_grad_call_has_no_backward_bridge():
     with torch.no_grad():
         out = tm(torch.randn(2, 8))
     assert out.grad_fn is None
+
+
+def test_a_jitted_block_inside_a_model_jitted_again_is_part_of_the_outer_trace():
+    """A block jitted on its own, then the model that holds it: the outer recording runs the block's
+    module (its calls are in the outer trace), the block still runs alone, and the outer cache hits
+    although the block's own counters change between calls."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    eager = copy.deepcopy(model)
+    model[0] = tv.jit(model[0])
+    tm = tv.jit(model)
+    opt, opt_eager = torch.optim.SGD(tm.parameters(), lr=0.1), torch.optim.SGD(eager.parameters(), lr=0.1)
+    for _ in range(4):
+        x = torch.randn(3, 4)
+        got, want = tm(x), eager(x)
+        torch.testing.assert_close(got, want)
+        got.square().sum().backward()
+        want.square().sum().backward()
+        for p, q in zip(tm.parameters(), eager.parameters()):
+            torch.testing.assert_close(p.grad, q.grad)
+        opt.step(), opt_eager.step(), opt.zero_grad(), opt_eager.zero_grad()
+        with torch.no_grad():
+            torch.testing.assert_close(model[0](x), eager[0](x))
+    assert str(tv.last_traces(tm)[0]).count("ltorch.linear(") == 2
+    assert tm.cache_hits == 3

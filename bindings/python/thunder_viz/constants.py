@@ -156,7 +156,7 @@ def names_read(modules):
     read, seen = {"training"}, set()
     for m in modules:
         for cls in type(m).__mro__:
-            if not is_torchs(cls) and cls not in seen:
+            if not is_torchs(cls) and not cls.__module__.startswith("thunder_viz") and cls not in seen:
                 seen.add(cls)
                 read |= names_loaded(cls)
     return read

@@ -30,7 +30,7 @@ from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
 from .constants import (GONE, MAX_NESTING, hashable, holds_settings, is_constant, is_torchs, keyed_attribute,
                         names_read, settings_table, snapshot)
-from .recorder import DTYPES, autocast_state, rebuild_output, record, user_frame
+from .recorder import DTYPES, autocast_state, rebuild_output, record, recording, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
@@ -125,6 +125,9 @@ class _ModuleState:
                         scanned += hidden
         read = names_read(m for _, m in scanned)  # (what is no part of the key: constants.keyed_attribute)
         for prefix, m in scanned:
+            if isinstance(m, JittedModule):
+                continue  # a jitted module inside the model: its own attributes are its cache's, its module is scanned
+
             for cls in type(m).__mro__:  # the user's classes' constants and methods (torch's do not change)
                 if is_torchs(cls) or id(cls) in classes:
                     continue
@@ -645,6 +648,8 @@ class JittedModule(torch.nn.Module):
         return self._entry(args, kwargs)[1]
 
     def forward(self, *args, **kwargs):
+        if recording():  # inside the forward of a module jitted around this one: its trace holds ours
+            return self._modules["_module"](*args, **kwargs)
         autocast = autocast_state()
         if autocast is not None and "autocast" not in self._order:
             raise RuntimeError(

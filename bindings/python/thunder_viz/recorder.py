@@ -367,6 +367,12 @@ def _renumbered(x, slot):
 _active = threading.local()  # the recorder of this thread (World ranks record concurrently)
 
 
+def recording():
+    """Whether a recording runs on this thread (a jitted module called inside another's forward
+    runs its module there, so that the outer trace holds its calls)."""
+    return getattr(_active, "recorder", None) is not None
+
+
 class _RecordingPatches:
     """Replacements in torch and Python's random while any thread records; the last recorder to
     finish puts back what was there:
