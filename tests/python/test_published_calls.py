@@ -1717,3 +1717,152 @@ def test_noise_drawn_by_normal_in_place_is_eagers_draw():
         torch.manual_seed(seed)
         got = tm(x)
         torch.testing.assert_close(got, want)
+
+
+GLOBAL_GAINS = []  # a global list of tensors (set by the test)
+
+
+class _KaggleCfg:  # settings kept as a class's attributes
+    scale = 1.0
+
+
+@dataclasses.dataclass(slots=True)
+class _SlotsCfg:
+    scale: float = 1.0
+
+
+class _NamedCfg(typing.NamedTuple):
+    scale: float = 1.0
+
+
+class _MappedConfig:
+    """Hugging Face's PretrainedConfig in small: a field read under another name (attribute_map),
+    and a property that reads two fields the model's code never names."""
+    attribute_map = {"eps": "layer_norm_epsilon"}
+
+    def __init__(self, **fields):
+        for k, v in fields.items():
+            setattr(self, k, v)
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+    @property
+    def use_return_dict(self):
+        return self.return_dict and not self.torchscript
+
+
+class _AttrDict(dict):
+    __getattr__ = dict.__getitem__
+    __setattr__ = dict.__setitem__
+
+
+class _Settings(torch.nn.Module):
+    """One linear layer scaled by a number read from settings kept in one of many ways."""
+
+    opts = types.SimpleNamespace(scale=1.0)  # a settings object on the module's class
+
+    def __init__(self, how):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.how = how
+        self.cfg_class = _KaggleCfg
+        self.slots = _SlotsCfg()
+        self.named = _NamedCfg()
+        self.mapped = _MappedConfig(layer_norm_epsilon=1e-5, return_dict=True, torchscript=False)
+        self.layer_cfgs = [types.SimpleNamespace(scale=1.0), types.SimpleNamespace(scale=1.0)]
+        self.attr_dict = _AttrDict(scale=1.0)
+        self.window = slice(0, 4)
+        self.span = range(4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        how = self.how
+        if how == "class_held":
+            return y * self.cfg_class.scale
+        if how == "class_global":
+            return y * _KaggleCfg.scale
+        if how == "class_attribute_settings":
+            return y * self.opts.scale
+        if how == "slots":
+            return y * self.slots.scale
+        if how == "named_tuple":
+            return y * self.named.scale
+        if how == "mapped_eps":
+            return F.layer_norm(y, (4,), eps=self.mapped.eps)
+        if how == "mapped_property":
+            return {"y": y} if self.mapped.use_return_dict else (y,)
+        if how == "list_of_settings":
+            return y * self.layer_cfgs[1].scale
+        if how == "attr_dict":
+            return y * self.attr_dict.scale
+        if how == "slice":
+            return y[:, self.window] * 2
+        if how == "range":
+            return y[:, list(self.span)] * 2
+        return y * GLOBAL_GAINS[0] * GLOBAL_GAINS[1]
+
+
+F = torch.nn.functional
+
+
+@pytest.mark.parametrize("how", ["class_held", "class_global", "class_attribute_settings", "slots", "named_tuple",
+                                 "mapped_eps", "mapped_property", "list_of_settings", "attr_dict", "slice", "range",
+                                 "global_list"])
+def test_settings_kept_in_classes_slots_tuples_lists_and_global_lists_are_watched(how, monkeypatch):
+    """Settings as a class's attributes (held, global, or a settings object on the module's class),
+    a slots dataclass, a NamedTuple swapped by _replace, a config whose property or attribute map
+    reads fields the model never names, settings objects in a list, an AttrDict, a slice or range
+    attribute, and tensors in a global list: each change is seen, on the steady path too."""
+    monkeypatch.setattr(_KaggleCfg, "scale", 1.0)
+    monkeypatch.setattr(_Settings.opts, "scale", 1.0)
+    monkeypatch.setattr(sys.modules[__name__], "GLOBAL_GAINS", [torch.ones(4), torch.ones(4)])
+    model = _Settings(how)
+    tm, x = tv.jit(model), torch.randn(3, 4) * 0.1
+    changes = {
+        "class_held": lambda i: setattr(_KaggleCfg, "scale", i + 2.0),
+        "class_global": lambda i: setattr(_KaggleCfg, "scale", i + 2.0),
+        "class_attribute_settings": lambda i: setattr(_Settings.opts, "scale", i + 2.0),
+        "slots": lambda i: setattr(model.slots, "scale", i + 2.0) if i % 2 else setattr(model, "slots", _SlotsCfg(9.0 + i)),
+        "named_tuple": lambda i: setattr(model, "named", model.named._replace(scale=i + 2.0)),
+        "mapped_eps": lambda i: setattr(model.mapped, "layer_norm_epsilon", 10.0 ** i),
+        "mapped_property": lambda i: setattr(model.mapped, "torchscript", not model.mapped.torchscript),
+        "list_of_settings": lambda i: setattr(model.layer_cfgs[1], "scale", i + 2.0),
+        "attr_dict": lambda i: model.attr_dict.__setitem__("scale", i + 2.0),
+        "slice": lambda i: setattr(model, "window", slice(i + 1, 4)),
+        "range": lambda i: setattr(model, "span", range(i + 1)),
+        "global_list": lambda i: GLOBAL_GAINS[0].mul_(2.0) if i % 2 else GLOBAL_GAINS.__setitem__(1, torch.full((4,), 3.0 + i)),
+    }
+    for i in range(3):
+        for _ in range(3):  # the recording, the hit that makes the steady guard, the steady path
+            with torch.no_grad():
+                got, want = tm(x), model(x)
+            assert type(got) is type(want)
+            torch.testing.assert_close(got, want)
+        changes[how](i)
+
+
+def test_the_settings_of_every_block_of_a_deep_model_are_watched():
+    """A LoRA-style `scaling` dict and an options object on each of 12 blocks: a change on the last
+    block is seen (the modules' own tables are not counted among the settings the key holds)."""
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.scaling = {"default": 1.0}
+            self.opts = types.SimpleNamespace(mult=1.0)
+
+        def forward(self, x):
+            return torch.tanh(self.lin(x)) * self.scaling["default"] * self.opts.mult
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[Block() for _ in range(12)])
+    tm, x = tv.jit(model), torch.randn(2, 4)
+    for change in (lambda: model[-1].scaling.__setitem__("default", 3.0), lambda: setattr(model[-1].opts, "mult", 0.5),
+                   lambda: setattr(model[-1], "scaling", {"default": 2.0})):
+        change()
+        for _ in range(2):
+            with torch.no_grad():
+                torch.testing.assert_close(tm(x), model(x))

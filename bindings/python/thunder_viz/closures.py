@@ -117,7 +117,8 @@ def user_functions(modules):
     found = {}
 
     def add(f):
-        f = getattr(f, "__func__", f)
+        if isinstance(f, (staticmethod, classmethod, types.MethodType)):
+            f = f.__func__
         if isinstance(f, types.FunctionType) and (f.__module__ or "").split(".")[0] not in ("torch", "thunder_viz"):
             found.setdefault(f.__code__, f)
 

@@ -5,9 +5,12 @@ activation function it chose in __init__) are written into the trace as they wer
 recording. jit.py keys and guards an entry on them, so that a later change is a new recording:
 is_constant says which values are held (and compared), snapshot copies one so that a change in
 place of the original is seen, hashable spells one in a key, holds_settings and settings_table find
-the fields of a settings object (a config dataclass, a SimpleNamespace, a dict) a module holds.
+the fields of a settings object (a config dataclass, a SimpleNamespace, a dict) a module holds, and
+holds_fields and fields_table also those of a slots object or a class used as one.
 """
+import collections.abc
 import enum
+import fractions
 import functools
 import os
 import sys
@@ -27,8 +30,15 @@ def is_constant(value, depth=0):
     those (a kernel size, the dims of a sum) of up to MAX_ITEMS items."""
     if value is None or isinstance(value, SCALARS) or isinstance(value, FUNCTIONS) or _small_array(value):
         return True
-    return type(value) in (list, tuple, set, frozenset) and len(value) <= MAX_ITEMS and depth < 3 and \
-        all(is_constant(v, depth + 1) for v in value)  # (not a named tuple or a struct sequence)
+    if type(value) is slice:
+        return all(is_constant(v, depth + 1) for v in (value.start, value.stop, value.step))
+    return (type(value) in (list, tuple, set, frozenset) or _is_named_tuple(value)) and len(value) <= MAX_ITEMS and \
+        depth < 3 and all(is_constant(v, depth + 1) for v in value)  # (not a struct sequence: torch.return_types)
+
+
+def _is_named_tuple(value):
+    """A collections.namedtuple or typing.NamedTuple of the user's (a config swapped by _replace)."""
+    return isinstance(value, tuple) and hasattr(type(value), "_fields") and type(value).__module__.split(".")[0] != "torch"
 
 
 def _small_array(value):
@@ -41,7 +51,8 @@ def _numpy_scalars():
     return (numpy.generic,) if numpy is not None else ()
 
 
-SCALARS = (bool, int, float, str, enum.Enum, torch.dtype, torch.device, torch.Size) + _numpy_scalars()
+SCALARS = (bool, int, float, str, enum.Enum, torch.dtype, torch.device, torch.Size, range, fractions.Fraction) + \
+    _numpy_scalars()
 MAX_ITEMS = 1024
 # How many levels of dicts and settings objects held in one another the key, the guard, the
 # captured tensors' places and the side effects look into (CFG["a"]["b"]["c"]["scale"]).
@@ -65,6 +76,10 @@ def hashable(value):
         return ("list", tuple(hashable(v) for v in value))
     if type(value) is tuple:
         return tuple(hashable(v) for v in value)
+    if _is_named_tuple(value):
+        return (type(value).__qualname__, id(type(value)), tuple(hashable(v) for v in value))
+    if type(value) is slice:  # (unhashable before Python 3.12)
+        return ("slice", hashable(value.start), hashable(value.stop), hashable(value.step))
     if type(value) in (set, frozenset):
         return (type(value).__name__, frozenset(hashable(v) for v in value))
     if isinstance(value, torch.Size):
@@ -90,6 +105,70 @@ def holds_settings(value):
 def settings_table(value):
     """The dict that holds a settings object's fields (the dict itself for a dict)."""
     return value if isinstance(value, dict) else vars(value)
+
+
+class SlotFields(collections.abc.MutableMapping):
+    """The fields of an object that has no __dict__ (a dataclass(slots=True)) as a mapping."""
+
+    def __init__(self, obj):
+        self._obj = obj
+        names = []
+        for cls in type(obj).__mro__:
+            slots = getattr(cls, "__slots__", ())
+            names += [slots] if isinstance(slots, str) else [n for n in slots if n not in ("__weakref__", "__dict__")]
+        self._names = names
+
+    def __getitem__(self, name):
+        if name not in self._names:
+            raise KeyError(name)
+        try:
+            return getattr(self._obj, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def __setitem__(self, name, value):
+        setattr(self._obj, name, value)
+
+    def __delitem__(self, name):
+        delattr(self._obj, name)
+
+    def __iter__(self):
+        return (n for n in self._names if n in self)
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __contains__(self, name):
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+
+def _plain_class(value):
+    """A class of the user's used as a settings holder (`class CFG: scale = 2.0`), not a module,
+    tensor, enum or exception class."""
+    return isinstance(value, type) and not is_torchs(value) and not issubclass(
+        value, (torch.nn.Module, torch.Tensor, enum.Enum, BaseException))
+
+
+def _slots_object(value):
+    return not hasattr(value, "__dict__") and getattr(type(value), "__slots__", None) is not None and \
+        not is_torchs(type(value)) and not isinstance(value, (tuple, torch.Tensor))
+
+
+def holds_fields(value):
+    """holds_settings, or a settings object without a __dict__ (slots), or a class used as one: the
+    key and the guard read their fields too (fields_table)."""
+    return holds_settings(value) or _slots_object(value) or _plain_class(value)
+
+
+def fields_table(value):
+    """settings_table, or a slots object's SlotFields, or a class's own attributes (a mapping proxy)."""
+    if _slots_object(value):
+        return SlotFields(value)
+    return settings_table(value)
 
 
 def is_torchs(cls):
@@ -147,6 +226,28 @@ def names_loaded(cls, limit=256):
                 todo += [(f.__code__, f.__globals__) for k in value.__mro__ if k is not object and not is_torchs(k)
                          for f in _functions_of(k)]
     return names
+
+
+@functools.lru_cache(maxsize=1024)
+def names_of_settings_class(cls):
+    """The names a settings object's class reads of it (a property `use_return_dict` that reads
+    `return_dict`; Hugging Face's `attribute_map`, whose values are the fields read under other
+    names), its library's classes included."""
+    names = set()
+    for k in cls.__mro__:
+        if k is object or k.__module__ == "builtins":
+            continue
+        for f in _functions_of(k):
+            todo = [f.__code__]
+            while todo:
+                code = todo.pop()
+                names.update(code.co_names)
+                names.update(c for c in code.co_consts if isinstance(c, str) and c.isidentifier())
+                todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        mapping = vars(k).get("attribute_map")
+        if isinstance(mapping, dict):
+            names.update(v for v in mapping.values() if isinstance(v, str))
+    return frozenset(names)
 
 
 def names_read(modules):

@@ -28,14 +28,14 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .constants import (GONE, MAX_NESTING, hashable, holds_settings, is_constant, is_torchs, keyed_attribute,
-                        names_read, settings_table, snapshot)
+from .constants import (GONE, MAX_NESTING, fields_table, hashable, holds_fields, is_constant, is_torchs,
+                        keyed_attribute, names_of_settings_class, names_read, snapshot)
 from .recorder import DTYPES, autocast_state, rebuild_output, record, recording, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
 MISSES_BEFORE_WARNING = 16
-MAX_SETTINGS_TABLES = 64  # settings objects and dicts whose fields a key holds, nested ones included
+MAX_SETTINGS_TABLES = 4096  # settings objects and dicts whose fields a key holds, nested ones included
 
 
 def _meta(t):
@@ -80,9 +80,10 @@ class _ModuleState:
 
     def _fingerprint(self):
         kept = tuple(_item(table.get(n), i) is module for table, n, i, module in self.kept)
+        holders = tuple(_item(table, k) is value for table, k, value in self.setting_objects)
         return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), tuple(map(id, m._modules.values())))
                      for m in self.modules) + tuple(len(table) for table in self.settings.values()) + kept + \
-            tuple(table.get(k) is value for table, k, value in self.setting_objects)
+            holders
 
     def _scan(self):
         named = list(self.module.named_modules())
@@ -103,13 +104,21 @@ class _ModuleState:
             self.setting_objects.append((holder, key, value))  # (each holder: one shared by two modules)
             if id(value) in self.settings:
                 return
-            table = self.settings[id(value)] = settings_table(value)
+            table = self.settings[id(value)] = fields_table(value)
+            if not isinstance(value, (dict, type)):  # what its class's properties and methods read
+                read.update(names_of_settings_class(type(value)))
+            for cls in type(value).__mro__ if not isinstance(value, dict) else ():
+                # the class's defaults the object reads (a field not set on it): the user's classes'
+                if cls is not object and not is_torchs(cls) and id(cls) not in classes:
+                    classes.add(id(cls))
+                    self.constants += [(f"<class {cls.__qualname__}>", vars(cls), n) for n, v in vars(cls).items()
+                                       if n in read and is_constant(v) and not (n.startswith("__") and n.endswith("__"))]
             for k, field in list(table.items()):
                 if isinstance(k, str) and k not in read and not isinstance(value, dict):
                     continue  # a field no code of the model's names
                 if is_constant(field):
                     self.constants.append((path, table, k))
-                elif holds_settings(field):
+                elif holds_fields(field):
                     settings(f"{path}.{k}", field, table, k, depth + 1)
 
         # modules kept in a list or dict rather than as submodules (a teacher): their constants too
@@ -134,15 +143,23 @@ class _ModuleState:
                 classes.add(id(cls))
                 self.constants += [(f"<class {cls.__qualname__}>", vars(cls), n) for n, v in vars(cls).items()
                                    if not (n.startswith("__") and n.endswith("__")) and is_constant(v)]
+                for n, v in list(vars(cls).items()):  # a settings object kept on the class (opts = SimpleNamespace(...))
+                    if n in read and holds_fields(v) and not isinstance(v, (staticmethod, classmethod, property)) \
+                            and not (n.startswith("__") and n.endswith("__")):
+                        settings(f"<class {cls.__qualname__}>.{n}", v, vars(cls), n)
             for n, v in vars(m).items():
-                if not keyed_attribute(m, n, read):
-                    continue
+                if n in _MODULE_INTERNALS or not keyed_attribute(m, n, read):
+                    continue  # (the module's own tables: its structure, read by the fingerprint and the places)
                 if is_constant(v):
                     self.constants.append((prefix, vars(m), n))
-                elif holds_settings(v):
+                elif holds_fields(v):
                     settings(f"{prefix}.{n}", v, vars(m), n)
-                elif n not in _MODULE_INTERNALS:  # by its type: a tensor kept where None may be put back
+                else:  # by its type: a tensor kept where None may be put back
                     self.kinds.append((prefix, vars(m), n))
+                    if type(v) in (list, tuple) and len(v) <= 64:  # settings objects kept in a list
+                        for i, item in enumerate(v):
+                            if holds_fields(item) and not isinstance(item, types.ModuleType):
+                                settings(f"{prefix}.{n}[{i}]", item, v, i)
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
         # removed later is a new recording (a backward hook is refused there)
         self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]
@@ -170,8 +187,9 @@ class _ModuleState:
         and what the entry's program read besides (None: nothing): its captured tensors' places and
         the globals its constants may come from."""
         # (a TorchScript module's tables are no dicts: what they hold is fixed when it is scripted)
-        dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules) if type(d) is dict]
-        dicts += list(self.settings.values())
+        dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules) if isinstance(d, dict)]
+        dicts += [table for table in self.settings.values() if type(table) is dict]  # (a class's or a slots object's
+        # fields are no dict: each field the key holds is an attribute below)
         attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if n in table]
         attributes += [(table, n, table[n], True) for _, table, n in self.kinds if n in table]
         # a hook removed changes its table's size; one registered, torch's count of hook handles

@@ -48,7 +48,8 @@ from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .closures import ClosureCells, closure_cells, function_defaults, user_functions
-from .constants import GONE, MAX_NESTING, hashable, holds_settings, is_constant, keyed_attribute, names_read, settings_table, snapshot
+from .constants import (GONE, MAX_NESTING, fields_table, hashable, holds_fields, holds_settings, is_constant,
+                        keyed_attribute, names_read, settings_table, snapshot)
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -1326,6 +1327,10 @@ class Recorder(TorchFunctionMode):
                 for n, v in f.f_globals.items():
                     if v is t:
                         return f.f_globals, n, n
+                    if type(v) in (list, tuple) and len(v) <= 64 and not n.startswith("__"):
+                        for i, e in enumerate(v):  # a global list or tuple of tensors (GAINS[0])
+                            if e is t:
+                                return f.f_globals, n, f"{n}_{i}", i
                     if isinstance(v, dict) and len(v) <= 256 and not (n.startswith("__") and n.endswith("__")):
                         place = _nested_place(v, t, n)  # a global dict's entry (TABLE["gain"])
                         if place is not None:
@@ -2943,7 +2948,7 @@ def _global_values(user_code, before, functions):
                 for key in [k for k in value if not isinstance(k, str)] + sorted(key_names):
                     if (("entry", id(value), key) not in before) if tracked else (key not in value):
                         absent[(id(value), key)] = (value, key)  # cfg.get("act"): set later, a new recording
-                    elif depth < MAX_NESTING - 1 and (isinstance(value[key], dict) or holds_settings(value[key])):
+                    elif depth < MAX_NESTING - 1 and (isinstance(value[key], dict) or holds_fields(value[key])):
                         look(code, value, key, depth + 1)
                     else:
                         watch(value, key, value[key])
@@ -2955,13 +2960,13 @@ def _global_values(user_code, before, functions):
                     sizes[id(hooks)] = (hooks, len(hooks))
         elif isinstance(value, types.ModuleType) and not _users_module(value):
             return  # torch, math: a library's module does not change
-        elif isinstance(value, types.ModuleType) or holds_settings(value):
+        elif isinstance(value, types.ModuleType) or holds_fields(value):
             if not isinstance(value, types.ModuleType):
                 objects[(id(table), name)] = (table, name, value)  # CONF = Config(7): a new recording
-            fields = vars(value)
+            fields = vars(value) if isinstance(value, types.ModuleType) else fields_table(value)
             for field in field_names:
                 if field in fields and depth < MAX_NESTING - 1 and (isinstance(fields[field], dict) or
-                                                      (holds_settings(fields[field]) and not isinstance(fields[field], types.ModuleType))):
+                                                      (holds_fields(fields[field]) and not isinstance(fields[field], types.ModuleType))):
                     look(code, fields, field, depth + 1)
                 elif field in fields:
                     watch(fields, field, fields[field])
