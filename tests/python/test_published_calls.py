@@ -1759,7 +1759,7 @@ class _AttrDict(dict):
     __setattr__ = dict.__setitem__
 
 
-class _Settings(torch.nn.Module):
+class _KeptSettings(torch.nn.Module):
     """One linear layer scaled by a number read from settings kept in one of many ways."""
 
     opts = types.SimpleNamespace(scale=1.0)  # a settings object on the module's class
@@ -1817,14 +1817,14 @@ def test_settings_kept_in_classes_slots_tuples_lists_and_global_lists_are_watche
     reads fields the model never names, settings objects in a list, an AttrDict, a slice or range
     attribute, and tensors in a global list: each change is seen, on the steady path too."""
     monkeypatch.setattr(_KaggleCfg, "scale", 1.0)
-    monkeypatch.setattr(_Settings.opts, "scale", 1.0)
+    monkeypatch.setattr(_KeptSettings.opts, "scale", 1.0)
     monkeypatch.setattr(sys.modules[__name__], "GLOBAL_GAINS", [torch.ones(4), torch.ones(4)])
-    model = _Settings(how)
+    model = _KeptSettings(how)
     tm, x = tv.jit(model), torch.randn(3, 4) * 0.1
     changes = {
         "class_held": lambda i: setattr(_KaggleCfg, "scale", i + 2.0),
         "class_global": lambda i: setattr(_KaggleCfg, "scale", i + 2.0),
-        "class_attribute_settings": lambda i: setattr(_Settings.opts, "scale", i + 2.0),
+        "class_attribute_settings": lambda i: setattr(_KeptSettings.opts, "scale", i + 2.0),
         "slots": lambda i: setattr(model.slots, "scale", i + 2.0) if i % 2 else setattr(model, "slots", _SlotsCfg(9.0 + i)),
         "named_tuple": lambda i: setattr(model, "named", model.named._replace(scale=i + 2.0)),
         "mapped_eps": lambda i: setattr(model.mapped, "layer_norm_epsilon", 10.0 ** i),
