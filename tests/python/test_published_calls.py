@@ -1866,3 +1866,32 @@ def test_the_settings_of_every_block_of_a_deep_model_are_watched():
         for _ in range(2):
             with torch.no_grad():
                 torch.testing.assert_close(tm(x), model(x))
+
+
+def test_attributes_no_code_of_the_model_names_are_no_part_of_the_key():
+    """A training loop's attributes on the model (`model._step = i`, a number on a torch layer) do
+    not make every call record anew; an attribute a hook reads of its module is watched."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.head(x).tanh()
+
+    model = Net()
+    tm, x = tv.jit(model), torch.randn(2, 4)
+    for step in range(6):
+        model._step = step
+        model.head.last_norm = float(step)
+        with torch.no_grad():
+            torch.testing.assert_close(tm(x), model(x))
+    assert tm.cache_misses == 1
+    model.head.scale = 2.0
+    handle = model.head.register_forward_hook(lambda m, i, o: o * m.scale)
+    for scale in (2.0, 3.0, 4.0):
+        model.head.scale = scale
+        for _ in range(2):
+            with torch.no_grad():
+                torch.testing.assert_close(tm(x), model(x))
+    handle.remove()

@@ -228,6 +228,17 @@ def names_loaded(cls, limit=256):
     return names
 
 
+def _names_in(functions):
+    """The names the functions' code (nested code included) loads or stores, and spells as strings."""
+    names, todo = set(), [f.__code__ for f in functions]
+    while todo:
+        code = todo.pop()
+        names.update(code.co_names)
+        names.update(c for c in code.co_consts if isinstance(c, str) and c.isidentifier())
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return names
+
+
 @functools.lru_cache(maxsize=1024)
 def names_of_settings_class(cls):
     """The names a settings object's class reads of it (a property `use_return_dict` that reads
@@ -237,17 +248,19 @@ def names_of_settings_class(cls):
     for k in cls.__mro__:
         if k is object or k.__module__ == "builtins":
             continue
-        for f in _functions_of(k):
-            todo = [f.__code__]
-            while todo:
-                code = todo.pop()
-                names.update(code.co_names)
-                names.update(c for c in code.co_consts if isinstance(c, str) and c.isidentifier())
-                todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        names |= _names_in(_functions_of(k))
         mapping = vars(k).get("attribute_map")
         if isinstance(mapping, dict):
             names.update(v for v in mapping.values() if isinstance(v, str))
     return frozenset(names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _torch_layer_names(cls):
+    """The names the code of a module class's torch.nn layers (Conv2d's, _ConvNd's; not Module's)
+    reads or sets: the attributes of such a module its own forward may read."""
+    return frozenset(_names_in(f for k in cls.__mro__ if is_torchs(k) and k not in (torch.nn.Module, object)
+                               for f in _functions_of(k)))
 
 
 def names_read(modules):
@@ -260,12 +273,17 @@ def names_read(modules):
             if not is_torchs(cls) and not cls.__module__.startswith("thunder_viz") and cls not in seen:
                 seen.add(cls)
                 read |= names_loaded(cls)
+        for table in (m._forward_hooks, m._forward_pre_hooks):  # a hook reads its module's attributes too
+            for hook in table.values():
+                hook = hook.__func__ if isinstance(hook, types.MethodType) else hook
+                read |= _names_in([hook] if isinstance(hook, types.FunctionType) else
+                                  (f for k in type(hook).__mro__ if k is not object for f in _functions_of(k)))
     return read
 
 
 def keyed_attribute(module, name, read):
     """Whether jit.py's key holds a module's attribute `name` (when it is a constant), `read` being
-    names_read of the model's modules: every one of a module deriving from a torch.nn layer other
-    than Module (the layer's own code reads its attributes), private ones, and those in `read`."""
-    return name in read or name.startswith("_") or \
-        any(is_torchs(cls) and cls not in (torch.nn.Module, object) for cls in type(module).__mro__)
+    names_read of the model's modules: one that the code of the model's classes (and their helpers)
+    or of the torch.nn layers the module derives from names. An attribute a training loop keeps on
+    the model (`model._step = i`, `model.head.last_norm = x`) that no such code names is not."""
+    return name in read or name in _torch_layer_names(type(module))

@@ -81,6 +81,7 @@ class _ModuleState:
     def _fingerprint(self):
         kept = tuple(_item(table.get(n), i) is module for table, n, i, module in self.kept)
         holders = tuple(_item(table, k) is value for table, k, value in self.setting_objects)
+        holders += tuple(tuple(map(id, table[n].values())) for table, n in self.hooks)  # (a hook's code names attributes)
         return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), tuple(map(id, m._modules.values())))
                      for m in self.modules) + tuple(len(table) for table in self.settings.values()) + kept + \
             holders
