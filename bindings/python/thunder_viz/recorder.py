@@ -1174,6 +1174,11 @@ class Recorder(TorchFunctionMode):
     def _functional_twin(self, func, key, op):
         """add_.Tensor -> add.Tensor, transpose_.default -> transpose.int, div.out -> div.Tensor: the
         out-of-place overload that takes the same argument types (but `out`)."""
+        if str(op) == "aten.requires_grad_.default":
+            raise self.unsupported(f"{func_label(func)}: a tensor made to require grad inside forward", key=key,
+                                   detail="a gradient taken inside forward (torch.autograd.grad of an energy for "
+                                          "its forces) is not traced: differentiate outside the jitted module, or "
+                                          "call the module itself for that part")
         packet_name, overload = str(op).split(".")[1:3]
         packet = getattr(torch.ops.aten, packet_name[:-1], None) if packet_name.endswith("_") else None
         types = [str(a.type) for a in op._schema.arguments]
