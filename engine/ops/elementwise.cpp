@@ -190,6 +190,13 @@ Value convert_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.convert_element_type", {Value::of(a), Value::of(dtype_arg(args, 1, "dtype"))}));
 }
 
+// clone(a): a new tensor of a's values (contiguous), so that nothing written into a later (a
+// buffer's running update, the caller's input) reaches it; its gradient is the cotangent.
+Value clone_meta(TraceBuilder& b, Args args, Kw) {
+  T a = tensor_arg(args, 0, "a");
+  return Value::of(b.tensor(a->shape, a->dtype, a->device, a->requires_grad));
+}
+
 // detach(a): the same values, cut from autograd (its rule gives no gradient); a copy when executed.
 Value detach_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.shallow_copy", {Value::of(tensor_arg(args, 0, "a"))}));
@@ -409,8 +416,9 @@ void register_elementwise_gradients() {
   both({"ltorch.sqrt", "prims.sqrt"}, unary([](TraceBuilder& b, const T&, const T& out, const T& g) {
          return true_divide(b, V(g), V(mul(b, num(2), V(out))));
        }));
+  // torch's threshold_backward on the output: zero where out <= 0, so a NaN passes its gradient
   register_grad_rule(op("ltorch.relu"), unary([](TraceBuilder& b, const T&, const T& out, const T& g) {
-                       return where(b, gt(b, V(out), num(0)), V(g), num(0));
+                       return where(b, le(b, V(out), num(0)), num(0), V(g));
                      }));
   register_grad_rule(op("ltorch.hardtanh"), [](TraceBuilder& b, const BoundSymbol& f, Cts cts) -> Out {
     auto [lo, hi] = hardtanh_bounds(f.args, f.kwargs, f.output()->dtype);
@@ -433,6 +441,7 @@ void register_elementwise_gradients() {
   register_grad_rule(op("ltorch.masked_fill"), masked_fill_rule);
   both({"ltorch.convert_element_type", "prims.convert_element_type"}, convert_rule);
   register_grad_rule(op("prims.shallow_copy"), identity_rule);
+  register_grad_rule(op("ltorch.clone"), identity_rule);
   register_not_differentiable(op("ltorch.detach"));
 }
 
@@ -498,6 +507,7 @@ void register_elementwise_execution() {
     return RValue::of(at::hardtanh_backward(tensor_at(a, 0, "grad"), tensor_at(a, 1, "output"), scalar_of(a[2]),
                                             scalar_of(a[3])));
   });
+  exec_rule("ltorch.clone", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").clone(at::MemoryFormat::Contiguous)); });
   exec_rule("ltorch.relu", [](Args a, Kw) { return RValue::of(at::relu(tensor_at(a, 0, "a"))); });
   exec_rule("ltorch.sigmoid", [](Args a, Kw) { return RValue::of(at::sigmoid(tensor_at(a, 0, "a"))); });
   exec_rule("ltorch.silu", [](Args a, Kw) { return RValue::of(at::silu(tensor_at(a, 0, "a"))); });
@@ -539,6 +549,7 @@ void register_elementwise() {
   define("ltorch.clamp", false, ew, clamp_impl);
   define("ltorch.tril", false, ew, triangle_impl(true));
   define("ltorch.triu", false, ew, triangle_impl(false));
+  define("ltorch.clone", true, {}, clone_meta);
   define("ltorch.hardtanh", false, ew, hardtanh_impl);
   define("ltorch.hardtanh_backward", false, {}, hardtanh_backward_impl);
   define("ltorch.relu", false, ew, relu_impl);

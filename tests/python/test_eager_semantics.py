@@ -1014,3 +1014,83 @@ def test_what_eager_autograd_reaches_gets_zeros_where_nothing_flows_back():
 
     torch.manual_seed(0)
     assert_matches_eager(Overwrites(), torch.randn(2, 4, requires_grad=True))
+
+
+class _Snapshots(torch.nn.Module):
+    """Copies of a buffer taken before the forward updates it in place, used in the output and kept."""
+
+    def __init__(self, copy):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("peak", torch.ones(4))
+        self.copy = copy
+        self.kept = []
+
+    def forward(self, x):
+        before = self.copy(self.peak)
+        y = self.lin(x) * before
+        with torch.no_grad():
+            self.peak.copy_(torch.maximum(self.peak, x.abs().amax(0)))
+        self.kept.append(self.copy(self.peak))
+        return y, before
+
+
+@pytest.mark.parametrize("copy", [torch.clone, lambda t: t.clone(), lambda t: t.detach().clone(),
+                                  lambda t: t.to(torch.float32, copy=True)])
+def test_a_copy_is_a_new_tensor_that_later_writes_do_not_reach(copy):
+    """clone (and to(copy=True)) of a buffer the forward then updates keeps the value before the
+    update, in the output, in the backward (mul saved it) and in what the forward kept; a returned
+    copy of an input is not the caller's tensor."""
+    torch.manual_seed(0)
+    model = _Snapshots(copy)
+    eager = copy_module(model)
+    tm = tv.jit(model)
+    for step in range(3):
+        x = torch.randn(2, 4) * (step + 2)
+        (got, got_before), (want, want_before) = tm(x), eager(x)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got_before, want_before)
+        got.sum().backward()
+        want.sum().backward()
+        torch.testing.assert_close(model.lin.weight.grad, eager.lin.weight.grad)
+    torch.testing.assert_close(model.kept, eager.kept)
+
+    class Returns(torch.nn.Module):
+        def forward(self, x):
+            return copy(x)
+    x = torch.ones(3)
+    out = tv.jit(Returns())(x)
+    x.add_(100)
+    torch.testing.assert_close(out, torch.ones(3))
+
+
+def copy_module(model):
+    import copy as copy_
+    return copy_.deepcopy(model)
+
+
+def test_bitwise_or_and_xor_with_a_python_number():
+    """torch 1.13 hands a dispatch mode `t | 2` with the number unwrapped, which the operator then
+    refuses; the recording wraps it back."""
+    class Bits(torch.nn.Module):
+        def forward(self, a):
+            return a | 2, a ^ 3, 3 ^ a, (a > 2) | False, torch.bitwise_or(a, 1)
+
+    a = torch.arange(6)
+    for got, want in zip(tv.jit(Bits())(a), Bits()(a)):
+        torch.testing.assert_close(got, want)
+
+
+def test_relu_passes_a_nans_gradient_as_eager():
+    """torch's relu backward zeroes the gradient where the output is <= 0: a NaN passes it."""
+    class Relu(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+    grads = []
+    for module in (tv.jit(Relu()), Relu()):
+        x = torch.tensor([0.5, float("nan"), -0.5, 0.0], requires_grad=True)
+        module(x).sum().backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[0], grads[1])
+    assert grads[0].tolist() == [1.0, 1.0, 0.0, 0.0]

@@ -738,7 +738,8 @@ class Recorder(TorchFunctionMode):
         tensors) get fresh slots. The arguments are encoded first: an in-place call's output is its
         input, whose later reads take the new slot."""
         grad_off = not torch.is_grad_enabled()
-        for a in pytree.tree_flatten((list(args), dict(kwargs or {})))[0] if not grad_off else []:
+        # (a copy's backward needs no value of its input: a later in-place update of it is no hazard)
+        for a in pytree.tree_flatten((list(args), dict(kwargs or {})))[0] if not grad_off and symbol != "ltorch.clone" else []:
             if isinstance(a, torch.Tensor):
                 self.read_ids.add(id(a))  # a read that a backward may need (one with grad off reads a detached value)
         # (a call made without grad has no backward: its reads need no ltorch.detach)
@@ -1451,10 +1452,9 @@ ATEN_RULES = {
         ("ltorch.sub", [a, b]) if alpha == 1 and _same_floating(a, b) else None,
     "aten.mul.Tensor": lambda out, a, b: ("ltorch.mul", [a, b]) if _same_floating(a, b) else None,
     "aten.div.Tensor": lambda out, a, b: ("ltorch.true_divide", [a, b]) if _same_floating(a, b) else None,
-    # (a copy is the same value in a functional trace; a later in-place write into it is recorded
-    # out of place, as into any intermediate)
+    # (a copy, never the same tensor: a buffer updated later, or the caller's input, would show through)
     "aten.clone.default": lambda out, a, memory_format=None:
-        ("alias", a) if memory_format in (None, torch.contiguous_format, torch.preserve_format) else None,
+        ("ltorch.clone", [a]) if memory_format in (None, torch.contiguous_format, torch.preserve_format) else None,
     "aten.hardtanh.default": lambda out, a, min_val=-1, max_val=1:
         ("ltorch.hardtanh", [a, float(min_val), float(max_val)]) if a.is_floating_point() else None,
     "aten.detach.default": lambda out, a: ("ltorch.detach", [a]) if a.is_floating_point() else ("alias", a),
@@ -1622,6 +1622,18 @@ def _fits(type_text, v):
     }.get(type_text, False)
 
 
+def _numbers_as_tensors(op, args):
+    """The arguments with a Python number where the operator's schema takes a Tensor made a 0-dim
+    tensor: torch 1.13 hands a dispatch mode `aten.bitwise_or.Tensor(t, 2)` for `t | 2` (the
+    wrapped number unwrapped), which the operator itself then refuses."""
+    schema = getattr(op, "_schema", None)
+    if schema is None or not any(isinstance(a, (bool, int, float)) for a in args):
+        return args
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+    return [torch.tensor(a, device=device) if isinstance(a, (bool, int, float)) and i < len(schema.arguments) and
+            str(schema.arguments[i].type) == "Tensor" else a for i, a in enumerate(args)]
+
+
 class _AtenCalls(TorchDispatchMode):
     """The ATen operators one torch call runs, with their arguments and outputs. Inputs and buffers
     an operator writes into (BatchNorm's running statistics) are put back after the recording, since
@@ -1644,7 +1656,7 @@ class _AtenCalls(TorchDispatchMode):
                 self.seen[id(t)] = (t, _storage_version(t), t.detach().clone() if keep else None)
                 if keep and t.grad_fn is not None:
                     self.recorder.had_history.add(id(t))
-        out = func(*args, **kwargs)
+        out = func(*_numbers_as_tensors(func, args), **kwargs)
         self.calls.append((func, list(args), dict(kwargs), out))
         return out
 
@@ -1684,7 +1696,7 @@ class _UnseenCalls(TorchDispatchMode):
             # read by no operator)
             rec.unseen_detach = True
         try:
-            out = func(*args, **(kwargs or {}))
+            out = func(*_numbers_as_tensors(func, args), **(kwargs or {}))
         except BaseException as e:
             if outside:  # (TorchScript's interpreter replaces it by an error without its message)
                 rec.inner_error = rec.inner_error or e
@@ -1899,7 +1911,22 @@ def h_alias(rec, out, a, *args, **kw):
     rec.alias(out, a)
 
 
-@_emits('ltorch.convert_element_type')
+@_emits('ltorch.clone')
+def h_clone(rec, out, a, *args, **kw):
+    """A copy, never the same tensor (a snapshot of a buffer updated later in the forward, an
+    output the caller may change in place)."""
+    rec.emit("ltorch.clone", [a], out)
+
+
+@_emits('ltorch.clone')
+def h_contiguous(rec, out, a, *args, **kw):
+    if out is a:
+        rec.alias(out, a)  # (already contiguous: eager returns the tensor itself)
+    else:
+        rec.emit("ltorch.clone", [a], out)
+
+
+@_emits('ltorch.convert_element_type', 'ltorch.clone')
 def h_to(rec, out, a, *args, **kw):
     if out is a:
         return
@@ -1908,16 +1935,18 @@ def h_to(rec, out, a, *args, **kw):
     if out.dtype != a.dtype:
         rec.emit("ltorch.convert_element_type", [a, out.dtype], out)
     else:
-        rec.alias(out, a)
+        rec.emit("ltorch.clone", [a], out)  # (copy=True, or another memory format: eager made a new tensor)
 
 
 def _cast(dtype):
     def h(rec, out, a, *args, **kw):
-        if out.dtype == a.dtype:
+        if out is a:
             rec.alias(out, a)
+        elif out.dtype == a.dtype:
+            rec.emit("ltorch.clone", [a], out)
         else:
             rec.emit("ltorch.convert_element_type", [a, dtype], out)
-    h.symbols = ("ltorch.convert_element_type",)
+    h.symbols = ("ltorch.convert_element_type", "ltorch.clone")
     return h
 
 
@@ -2512,7 +2541,7 @@ HANDLERS = {
     "view_as": _reshape("view"), "reshape_as": _reshape("reshape"), "expand_as": _reshape("expand"),
     "transpose": h_transpose, "t": h_t, "attr:T": h_T, "attr:mT": h_mT,
     "permute": h_permute, "unsqueeze": h_unsqueeze,
-    "contiguous": h_alias, "clone": h_alias, "detach": h_detach,
+    "contiguous": h_contiguous, "clone": h_clone, "detach": h_detach,
     "to": h_to, "float": _cast(torch.float32), "double": _cast(torch.float64), "half": _cast(torch.float16),
     "bfloat16": _cast(torch.bfloat16), "long": _cast(torch.int64), "int": _cast(torch.int32), "bool": _cast(torch.bool),
     "type_as": h_type_as,
