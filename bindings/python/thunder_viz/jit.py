@@ -137,7 +137,6 @@ class _ModuleState:
         for prefix, m in scanned:
             if isinstance(m, JittedModule):
                 continue  # a jitted module inside the model: its own attributes are its cache's, its module is scanned
-
             for cls in type(m).__mro__:  # the user's classes' constants and methods (torch's do not change)
                 if is_torchs(cls) or id(cls) in classes:
                     continue
@@ -189,8 +188,8 @@ class _ModuleState:
         the globals its constants may come from."""
         # (a TorchScript module's tables are no dicts: what they hold is fixed when it is scripted)
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules) if isinstance(d, dict)]
-        dicts += [table for table in self.settings.values() if type(table) is dict]  # (a class's or a slots object's
-        # fields are no dict: each field the key holds is an attribute below)
+        # (a class's or a slots object's fields are no dict: each field the key holds is an attribute below)
+        dicts += [table for table in self.settings.values() if isinstance(table, dict)]
         attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if n in table]
         attributes += [(table, n, table[n], True) for _, table, n in self.kinds if n in table]
         # a hook removed changes its table's size; one registered, torch's count of hook handles
