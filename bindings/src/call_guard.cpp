@@ -14,7 +14,7 @@
 //    name, tensor, True[, index]) (a captured tensor: a module's plain tensor attribute, an item of
 //    a tuple, list or dict one holds, a global) only the metadata of the tensor there, the call's arguments (by position, and by keyword in
 //    the dict's order), torch's default dtype, grad and inference modes, whether deterministic
-//    algorithms are asked for, and the calling thread's
+//    algorithms are asked for, the intra-op thread count, cuDNN's switches, and the calling thread's
 //    (rank, world size). An argument is a tensor (its metadata is recorded) or a constant the key
 //    spells with its type and repr: None, bool, int, float, str; anything else is a TypeError.
 //  - matches(args, kwargs) is true only when the call has as many arguments by position and the
@@ -30,6 +30,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <ATen/Context.h>
+#include <ATen/Parallel.h>
 #include <c10/core/DefaultDtype.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
@@ -117,7 +118,9 @@ class CallGuard {
         default_dtype_(c10::get_default_dtype()),
         grad_mode_(at::GradMode::is_enabled()),
         inference_mode_(c10::InferenceMode::is_enabled()),
-        deterministic_(at::globalContext().deterministicAlgorithms()) {
+        deterministic_(at::globalContext().deterministicAlgorithms()),
+        threads_(at::get_num_threads()),
+        cudnn_(cudnn_settings()) {
     for (const auto& d : dicts) dicts_.push_back({py::reinterpret_borrow<py::dict>(d), PyDict_Size(d.ptr())});
     for (const auto& a : attributes) {
       auto t = a.cast<py::tuple>();
@@ -145,7 +148,8 @@ class CallGuard {
     if (args.size() != args_.size() || kwargs.size() != kwargs_.size() || current_world() != world_ ||
         c10::get_default_dtype() != default_dtype_ || at::GradMode::is_enabled() != grad_mode_ ||
         c10::InferenceMode::is_enabled() != inference_mode_ ||
-        at::globalContext().deterministicAlgorithms() != deterministic_)
+        at::globalContext().deterministicAlgorithms() != deterministic_ || at::get_num_threads() != threads_ ||
+        cudnn_settings() != cudnn_)
       return false;
     c10::SmallVector<PyObject*, 8> tensors;
     auto same = [&](const Argument& was, PyObject* value) {
@@ -265,7 +269,12 @@ class CallGuard {
   std::vector<std::pair<py::object, Argument>> kwargs_;
   std::pair<int, int> world_;
   caffe2::TypeMeta default_dtype_;  // factories without a dtype (torch.zeros(4)) made the trace's
+  static int cudnn_settings() {
+    const auto& c = at::globalContext();
+    return c.userEnabledCuDNN() | c.benchmarkCuDNN() << 1 | c.deterministicCuDNN() << 2;
+  }
   bool grad_mode_, inference_mode_, deterministic_;  // a forward may branch on them
+  int threads_, cudnn_;                               // (so may it on these)
 };
 
 }  // namespace

@@ -1895,3 +1895,91 @@ def test_attributes_no_code_of_the_model_names_are_no_part_of_the_key():
             with torch.no_grad():
                 torch.testing.assert_close(tm(x), model(x))
     handle.remove()
+
+
+class _ClassMask(torch.nn.Module):
+    MASK = torch.ones(3)  # a tensor kept on the class
+
+    def forward(self, x):
+        return x * self.MASK
+
+
+GLOBAL_STATS = types.SimpleNamespace(mean=torch.zeros(3))
+
+
+class _GlobalStats(torch.nn.Module):
+    def forward(self, x):
+        return x - GLOBAL_STATS.mean
+
+
+@pytest.mark.parametrize("where", ["class", "global_object"])
+def test_tensors_kept_on_a_class_or_a_global_object_are_read_at_each_call(where, monkeypatch):
+    monkeypatch.setattr(_ClassMask, "MASK", torch.ones(3))
+    monkeypatch.setattr(GLOBAL_STATS, "mean", torch.zeros(3))
+    model = _ClassMask() if where == "class" else _GlobalStats()
+    tm, x = tv.jit(model), torch.ones(3)
+    for i in range(3):
+        torch.testing.assert_close(tm(x), model(x))
+        (_ClassMask.MASK if where == "class" else GLOBAL_STATS.mean).add_(1.0)  # in place
+    if where == "class":
+        _ClassMask.MASK = torch.full((3,), 10.0)
+    else:
+        GLOBAL_STATS.mean = torch.full((3,), 10.0)
+    torch.testing.assert_close(tm(x), model(x))
+
+
+def test_a_global_module_hook_runs_once_and_a_list_reset_between_calls_is_the_one_appended_to():
+    import operator
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    tm, x = tv.jit(model), torch.randn(2, 4)
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda mod, i, o: o + 1)
+    try:
+        for _ in range(2):
+            torch.testing.assert_close(tm(x), model(x))
+    finally:
+        handle.remove()
+    torch.testing.assert_close(tm(x), model(x))
+
+    class Keeps(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.feats = []
+            self.cfg = types.SimpleNamespace(scale=1.0)
+
+        def forward(self, x):
+            y = self.lin(x) * operator.attrgetter("cfg.scale")(self)
+            self.feats.append(y)
+            return y.relu()
+
+    model = Keeps()
+    tm = tv.jit(model)
+    for step in range(3):
+        model.feats = []
+        model.cfg.scale = float(step + 1)
+        got = tm(x)
+        assert len(model.feats) == 1
+        torch.testing.assert_close(got, model.lin(x).mul(step + 1).relu())
+
+
+def _scaled_by_default(x, scale=1.0):
+    return x * scale
+
+
+def test_a_helpers_default_argument_and_the_thread_count_a_forward_reads_are_watched():
+    class Reads(torch.nn.Module):
+        def forward(self, x):
+            y = _scaled_by_default(x)
+            return y * 2 if torch.get_num_threads() > 1 else y
+
+    model, x = Reads(), torch.randn(2, 3)
+    tm, threads = tv.jit(model), torch.get_num_threads()
+    try:
+        for change in (lambda: None, lambda: setattr(_scaled_by_default, "__defaults__", (3.0,)),
+                       lambda: torch.set_num_threads(2 if threads == 1 else 1)):
+            change()
+            for _ in range(3):
+                torch.testing.assert_close(tm(x), model(x))
+    finally:
+        _scaled_by_default.__defaults__ = (1.0,)
+        torch.set_num_threads(threads)

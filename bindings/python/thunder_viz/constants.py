@@ -212,7 +212,7 @@ def names_loaded(cls, limit=256):
     while todo:
         code, globals_ = todo.pop()
         names.update(code.co_names)
-        names.update(c for c in code.co_consts if isinstance(c, str) and c.isidentifier())
+        names.update(_spelled_names(code.co_consts))
         todo += [(c, globals_) for c in code.co_consts if isinstance(c, types.CodeType)]
         for name in code.co_names:
             value = globals_.get(name)
@@ -228,13 +228,23 @@ def names_loaded(cls, limit=256):
     return names
 
 
+def _spelled_names(consts):
+    """The attribute names a code's string constants spell: "scale", and each part of a dotted path
+    (operator.attrgetter("cfg.scale"))."""
+    for c in consts:
+        if isinstance(c, str) and len(c) <= 256:
+            parts = c.split(".")
+            if all(p.isidentifier() for p in parts):
+                yield from parts
+
+
 def _names_in(functions):
     """The names the functions' code (nested code included) loads or stores, and spells as strings."""
     names, todo = set(), [f.__code__ for f in functions]
     while todo:
         code = todo.pop()
         names.update(code.co_names)
-        names.update(c for c in code.co_consts if isinstance(c, str) and c.isidentifier())
+        names.update(_spelled_names(code.co_consts))
         todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
     return names
 

@@ -48,6 +48,7 @@ def _is_scalar(value):
 
 # A module's hook tables, and torch.nn's global ones (those of the running torch version that exist).
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_MORE_HOOK_DICTS = ("_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs")
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                       "_global_backward_pre_hooks")
 # A module's own tables, which the key reads otherwise (parameters, buffers, submodules, hooks).
@@ -661,6 +662,14 @@ class JittedModule(torch.nn.Module):
         warnings.warn_explicit(f"thunder_viz: {self._name}.forward {why}, so every call records the forward anew "
                                f"(as slow as a first call). {instead}", UserWarning, file, line)
 
+    def __call__(self, *args, **kwargs):
+        """forward, and the jitted module's own hooks. torch's global module hooks are not run on
+        this wrapper: the recording ran them on the wrapped module, so the trace holds them (and the
+        key watches their tables)."""
+        if any(vars(self).get(n) for n in _HOOK_DICTS + _MORE_HOOK_DICTS):
+            return super().__call__(*args, **kwargs)
+        return self.forward(*args, **kwargs)
+
     def prepare(self, *args, **kwargs):
         """Acquires (or finds in the cache) the traces for these arguments without running them."""
         return self._entry(args, kwargs)[1]
@@ -732,8 +741,10 @@ class JittedModule(torch.nn.Module):
 def _torch_modes():
     """torch's global settings a forward may branch on or bake into its trace (torch.zeros(4) takes
     the default dtype); the steady path's CallGuard compares the same."""
+    cudnn = torch.backends.cudnn
     return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
-            torch.are_deterministic_algorithms_enabled())
+            torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), cudnn.enabled, cudnn.benchmark,
+            cudnn.deterministic)
 
 
 def _check_first_call(name, rec):

@@ -49,7 +49,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .closures import ClosureCells, closure_cells, function_defaults, user_functions
 from .constants import (GONE, MAX_NESTING, fields_table, hashable, holds_fields, holds_settings, is_constant,
-                        keyed_attribute, names_read, settings_table, snapshot)
+                        is_torchs, keyed_attribute, names_read, settings_table, snapshot)
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -255,15 +255,20 @@ class SideEffect:
 
     def __init__(self, owner, name, source):
         self.owner, self.name, self.source = owner, name, source
+        self.holder = None  # for a list: (a module's __dict__, attribute) that holds it, read at each call
 
     def apply(self, outputs, inputs, recorded_call=False):
         kind, what = self.source
         if kind == "outputs":
             values = [outputs[k] for k in what]
+            owner = self.owner if self.holder is None else self.holder[0].get(self.holder[1])
+            if not isinstance(owner, list):  # (eager's append would fail in forward)
+                raise RuntimeError(f"thunder_viz: the forward appends to the list of the attribute "
+                                   f"'{self.holder[1]}', which now holds a {type(owner).__name__}")
             if recorded_call:  # the recording appended eager's tensors: this call's replace them
-                self.owner[len(self.owner) - len(values):] = values
+                owner[len(owner) - len(values):] = values
             else:
-                self.owner.extend(values)
+                owner.extend(values)
             return
         value = outputs[what] if kind == "output" else inputs[what] if kind == "input" else what
         if isinstance(self.owner, (dict, ClosureCells)):
@@ -1295,6 +1300,11 @@ class Recorder(TorchFunctionMode):
                         return table, q, named(prefix, q)
                     if w is t:
                         raise self.parameter_assigned()
+            for cls in type(m).__mro__ if not kept else ():  # a tensor kept on the class (MASK = torch.ones(3))
+                if cls is not object and not is_torchs(cls):
+                    for n, v in vars(cls).items():
+                        if v is t:
+                            return vars(cls), n, named(prefix, cls.__name__, n)
             for n, v in vars(m).items():
                 if v is t:
                     return vars(m), n, named(prefix, n)
@@ -1302,8 +1312,8 @@ class Recorder(TorchFunctionMode):
                     for i, e in enumerate(v):
                         if e is t:
                             return vars(m), n, named(prefix, n, str(i)), i
-                if holds_settings(v):  # a dict (by the module's attribute and key), a settings object's fields
-                    table = settings_table(v)
+                if holds_fields(v):  # a dict (by the module's attribute and key), a settings object's fields
+                    table = fields_table(v)
                     for k, e in table.items():
                         if e is t and isinstance(k, str):
                             return (vars(m), n, named(prefix, n, k), k) if type(v) is dict else \
@@ -1337,6 +1347,14 @@ class Recorder(TorchFunctionMode):
                         for i, e in enumerate(v):  # a global list or tuple of tensors (GAINS[0])
                             if e is t:
                                 return f.f_globals, n, f"{n}_{i}", i
+                for n in f.f_code.co_names:  # a field of a global config module, object or class (conf.T, STATS.mean)
+                    v = f.f_globals.get(n)
+                    if (isinstance(v, types.ModuleType) and _users_module(v)) or \
+                            (holds_fields(v) and not isinstance(v, (dict, types.ModuleType))):
+                        table = vars(v) if isinstance(v, types.ModuleType) else fields_table(v)
+                        for k in f.f_code.co_names:
+                            if k in table and table[k] is t:
+                                return table, k, f"{n}_{k}"
                     if isinstance(v, dict) and len(v) <= 256 and not (n.startswith("__") and n.endswith("__")):
                         place = _nested_place(v, t, n)  # a global dict's entry (TABLE["gain"])
                         if place is not None:
@@ -2816,7 +2834,12 @@ def _note_side_effects(rec, before, after):
             if any(src is None or src[0] != "output" for src in sources):
                 prog.unreplayable.append("a list changed other than by appending tensors the trace computes")
             else:
-                prog.side_effects.append(SideEffect(new[0], None, ("outputs", [k for _, k in sources])))
+                effect = SideEffect(new[0], None, ("outputs", [k for _, k in sources]))
+                # a module's list is the one its attribute holds at the call (a loop that resets
+                # `model.feats = []` between steps)
+                effect.holder = next(((vars(m), n) for m in rec.module.modules() for n, v in vars(m).items()
+                                      if v is new[0]), None)
+                prog.side_effects.append(effect)
             continue
         if kind in ("entry", "global"):
             if old is not GONE and new is not GONE and new[1] is old[1]:
@@ -2969,6 +2992,8 @@ def _global_values(user_code, before, functions):
         """What `code` reads through `table[name]` (a global, a variable of its closure, or an entry
         or field of a dict or settings object read so, MAX_NESTING levels deep)."""
         value = table.get(name, _MISSING)
+        if isinstance(value, types.FunctionType) and value.__code__ in user_code:
+            functions.setdefault(value.__code__, value)  # a helper whose frame the recording saw: its defaults
         if _new_helper(value, seen):
             functions.setdefault(value.__code__, value)
             todo.append((value.__code__, value.__globals__))
@@ -3016,6 +3041,7 @@ def _global_values(user_code, before, functions):
         cells = closure_cells(functions[code]) if code in functions else None
         for name in code.co_freevars if cells is not None else ():
             look(code, cells, name)
+    for code, _ in visited:  # (once every helper the code names is known)
         defaults = function_defaults(functions[code]) if code in functions else None
         for name in defaults or ():
             watch(defaults, name, defaults[name])
