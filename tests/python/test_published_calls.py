@@ -1983,3 +1983,37 @@ def test_a_helpers_default_argument_and_the_thread_count_a_forward_reads_are_wat
     finally:
         _scaled_by_default.__defaults__ = (1.0,)
         torch.set_num_threads(threads)
+
+
+def test_a_hook_objects_list_and_counter_follow_eager():
+    """The usual SaveOutput hook object (its list replaced by clear() between steps) collects each
+    call's output in its current list; a hook object's counter counts every call."""
+    class SaveOutput:
+        def __init__(self):
+            self.outputs = []
+
+        def __call__(self, module, inputs, output):
+            self.outputs.append(output)
+
+        def clear(self):
+            self.outputs = []
+
+    class Counter:
+        def __init__(self):
+            self.n = 0
+
+        def __call__(self, module, inputs, output):
+            self.n += 1
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh())
+    save, count = SaveOutput(), Counter()
+    model[0].register_forward_hook(save)
+    model[1].register_forward_hook(count)
+    tm, x = tv.jit(model), torch.randn(2, 4)
+    for step in range(3):
+        save.clear()
+        got = tm(x)
+        assert len(save.outputs) == 1
+        torch.testing.assert_close(save.outputs[0], model[0](x))
+        torch.testing.assert_close(got, torch.tanh(model[0](x)))
+    assert count.n == 3

@@ -161,6 +161,11 @@ class _ModuleState:
                         for i, item in enumerate(v):
                             if holds_fields(item) and not isinstance(item, types.ModuleType):
                                 settings(f"{prefix}.{n}[{i}]", item, v, i)
+        for prefix, m in named:  # a hook object's own fields (a counter, a flag), as a settings object's
+            for table in (m._forward_hooks, m._forward_pre_hooks):
+                for k, hook in table.items():
+                    if holds_fields(hook) and not isinstance(hook, (types.FunctionType, types.MethodType, dict)):
+                        settings(f"{prefix}.<hook {type(hook).__name__}>", hook, table, k)
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
         # removed later is a new recording (a backward hook is refused there)
         self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]

@@ -2729,6 +2729,15 @@ def _generator_states(module):
     return states
 
 
+def _list_holder(module, lst):
+    """(the __dict__, attribute) of a module or of a module's hook object that holds list `lst`, or
+    None: the forward appends to the list held there at each call."""
+    holders = [vars(m) for m in module.modules()]
+    holders += [vars(h) for m in module.modules() for table in (m._forward_hooks, m._forward_pre_hooks)
+                for h in table.values() if not isinstance(h, (types.FunctionType, types.MethodType)) and holds_settings(h)]
+    return next(((table, n) for table in holders for n, v in table.items() if v is lst), None)
+
+
 def _assignable_state(module, functions):
     """What a forward may change in Python (`functions`: closures.user_functions of the model, whose
     closures it may change), before or after it ran:
@@ -2775,9 +2784,11 @@ def _assignable_state(module, functions):
                 code_globals[cls.__module__] = vars(sys.modules[cls.__module__])
         for table in (m._forward_hooks, m._forward_pre_hooks):
             for hook in table.values():
-                hook = getattr(hook, "__func__", hook)
+                hook = hook.__func__ if isinstance(hook, types.MethodType) else hook
                 if isinstance(hook, types.FunctionType):
                     code_globals[hook.__module__] = hook.__globals__
+                elif holds_settings(hook):  # a hook object's own state (SaveOutput's outputs list, a counter)
+                    contents(vars(hook))
     for fn in functions.values():
         cells = closure_cells(fn)
         for n, v in (cells or {}).items():  # a hook's or a factory-made forward's closure
@@ -2837,8 +2848,7 @@ def _note_side_effects(rec, before, after):
                 effect = SideEffect(new[0], None, ("outputs", [k for _, k in sources]))
                 # a module's list is the one its attribute holds at the call (a loop that resets
                 # `model.feats = []` between steps)
-                effect.holder = next(((vars(m), n) for m in rec.module.modules() for n, v in vars(m).items()
-                                      if v is new[0]), None)
+                effect.holder = _list_holder(rec.module, new[0])
                 prog.side_effects.append(effect)
             continue
         if kind in ("entry", "global"):
