@@ -1094,3 +1094,18 @@ def test_relu_passes_a_nans_gradient_as_eager():
         grads.append(x.grad)
     torch.testing.assert_close(grads[0], grads[1])
     assert grads[0].tolist() == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_an_input_that_requires_grad_written_in_place_under_no_grad_is_written_once():
+    class Triples(torch.nn.Module):
+        def forward(self, x):
+            x.mul_(3)
+            return x + x
+
+    tm = tv.jit(Triples())
+    for _ in range(3):
+        x = torch.ones(2, 3, requires_grad=True)
+        with torch.no_grad():
+            out = tm(x)
+        torch.testing.assert_close(out, torch.full((2, 3), 6.0))
+        torch.testing.assert_close(x.detach(), torch.full((2, 3), 3.0))

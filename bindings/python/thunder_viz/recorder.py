@@ -1670,7 +1670,9 @@ class _AtenCalls(TorchDispatchMode):
                 # The module's and the caller's tensors that may be written into (BatchNorm's running
                 # statistics, whatever the schema says; an input, also one that requires grad as a
                 # result of other calls): not the parameters, which eager refuses to write into.
-                keep = id(t) in self.recorder.owned and (not t.requires_grad or not t.is_leaf)
+                # (under no_grad a leaf that requires grad may be written too: an input `x.mul_(3)`)
+                keep = id(t) in self.recorder.owned and (not t.requires_grad or not t.is_leaf or
+                                                         not torch.is_grad_enabled())
                 self.seen[id(t)] = (t, _storage_version(t), t.detach().clone() if keep else None)
                 if keep and t.grad_fn is not None:
                     self.recorder.had_history.add(id(t))
