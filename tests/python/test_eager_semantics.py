@@ -1109,3 +1109,32 @@ def test_an_input_that_requires_grad_written_in_place_under_no_grad_is_written_o
             out = tm(x)
         torch.testing.assert_close(out, torch.full((2, 3), 6.0))
         torch.testing.assert_close(x.detach(), torch.full((2, 3), 3.0))
+
+
+def test_freezing_and_unfreezing_parameters_keeps_both_entries():
+    """A GAN's loop freezes its discriminator for the generator's step and unfreezes it for its own:
+    two cache entries, each with eager's gradients (none for the frozen parameters)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    eager = copy_module(model)
+    tm = tv.jit(model)
+    for step in range(6):
+        frozen = step % 2 == 1
+        for p, q in zip(model.parameters(), eager.parameters()):
+            p.requires_grad_(not frozen), q.requires_grad_(not frozen)
+            p.grad = q.grad = None
+        x = torch.randn(5, 4, requires_grad=True)
+        x_eager = x.detach().clone().requires_grad_()
+        got, want = tm(x), eager(x_eager)
+        got.sum().backward()
+        want.sum().backward()
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(x.grad, x_eager.grad)
+        for p, q in zip(model.parameters(), eager.parameters()):
+            assert (p.grad is None) == (q.grad is None) == frozen
+            if not frozen:
+                torch.testing.assert_close(p.grad, q.grad)
+                with torch.no_grad():
+                    p -= 0.1 * p.grad
+                    q -= 0.1 * q.grad
+    assert tm.cache_misses == 2

@@ -494,23 +494,24 @@ class JittedModule(torch.nn.Module):
         if self._state is None:
             self._state = _ModuleState(self.module)
         attributes, params, buffers = self._state.read()
-        # A Parameter replaced (module.weight = nn.Parameter(...)), converted (to(), half()), frozen or
-        # renamed is a new core.
+        # A Parameter replaced (module.weight = nn.Parameter(...)), converted (to(), half()) or renamed
+        # is a new core. One frozen or unfrozen is not (a GAN's loop toggles its discriminator's):
+        # which parameters require grad is part of each entry's key.
         named = params + buffers
-        state = ([n for n, _ in named], [id(t) for _, t in named],
-                 [(t.shape, t.dtype, t.device, t.requires_grad) for _, t in named])
+        state = ([n for n, _ in named], [id(t) for _, t in named], [(t.shape, t.dtype, t.device) for _, t in named])
         if self._core is None or state != self._core_state:
             _check_dtypes(self._name, params, buffers)
             self._core = _C.JitCore(self._name, params, buffers)
             self._core_state = state
             self._core_tensors = [t for _, t in named]  # alive, so that no other tensor takes their ids
-            self._core_key = tuple(_meta(t) for _, t in params)
+            self._core_key = tuple(_meta(t)[:3] + _meta(t)[4:] for _, t in params)
             self._param_list = [p for _, p in params]
-            self._params_need_grad = any(p.requires_grad for _, p in params)
             self._cache.clear()
             self._steady = None
+        requires_grad = tuple(p.requires_grad for _, p in params)
+        self._params_need_grad = any(requires_grad)
         self._core.set_attribute("training", bool(self.module.training))
-        return self._core, (self._core_key, attributes)
+        return self._core, (self._core_key, requires_grad, attributes)
 
     def _bind(self, args, kwargs):
         """(tensors, a key of everything else, rebuild(tensors) -> (args, kwargs), bound() -> the bound
