@@ -2017,3 +2017,24 @@ def test_a_hook_objects_list_and_counter_follow_eager():
         torch.testing.assert_close(save.outputs[0], model[0](x))
         torch.testing.assert_close(got, torch.tanh(model[0](x)))
     assert count.n == 3
+
+
+def _affine(x, scale, shift):
+    return x * scale + shift
+
+
+def test_settings_passed_to_a_helper_as_keywords_are_watched():
+    class Unpacks(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cfg = types.SimpleNamespace(scale=1.0, shift=0.0)
+
+        def forward(self, x):
+            return _affine(x, **vars(self.cfg))
+
+    model, x = Unpacks(), torch.ones(3)
+    tm = tv.jit(model)
+    for step in range(3):
+        for _ in range(2):
+            torch.testing.assert_close(tm(x), model(x))
+        model.cfg.scale = step + 2.0

@@ -221,6 +221,8 @@ def names_loaded(cls, limit=256):
             if isinstance(value, types.FunctionType) and _users(value):
                 seen.add(id(value))
                 todo.append((value.__code__, value.__globals__))
+                helper = value.__code__  # its parameters: fields passed as `helper(x, **vars(self.cfg))`
+                names.update(helper.co_varnames[:helper.co_argcount + helper.co_kwonlyargcount])
             elif isinstance(value, type) and not is_torchs(value) and _users(value):
                 seen.add(id(value))
                 todo += [(f.__code__, f.__globals__) for k in value.__mro__ if k is not object and not is_torchs(k)
