@@ -15,14 +15,15 @@ import collections.abc
 import types
 import weakref
 
-from .constants import is_torchs
+from .constants import NamedSlots, forward_hooks, is_torchs
 
 
-class ClosureCells(collections.abc.MutableMapping):
+class ClosureCells(NamedSlots):
     """fn's closure by free variable name; an empty cell is a missing key."""
 
     def __init__(self, fn):
         self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        self._names = list(self._cells)
         self.function = fn.__qualname__
 
     def __getitem__(self, name):
@@ -36,19 +37,6 @@ class ClosureCells(collections.abc.MutableMapping):
 
     def __delitem__(self, name):
         del self._cells[name].cell_contents
-
-    def __iter__(self):
-        return (name for name in self._cells if name in self)
-
-    def __len__(self):
-        return sum(1 for _ in self)
-
-    def __contains__(self, name):
-        try:
-            self[name]
-        except KeyError:
-            return False
-        return True
 
     def __repr__(self):
         return f"<closure of {self.function}>"
@@ -131,9 +119,8 @@ def user_functions(modules):
                     add(v.fget)
                 else:
                     add(v)
-        for table in (m._forward_hooks, m._forward_pre_hooks):
-            for hook in table.values():
-                add(hook)
+        for _, _, hook in forward_hooks(m):
+            add(hook)
         for v in vars(m).values():
             add(v)
     return found

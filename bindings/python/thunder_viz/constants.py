@@ -107,7 +107,27 @@ def settings_table(value):
     return value if isinstance(value, dict) else vars(value)
 
 
-class SlotFields(collections.abc.MutableMapping):
+class NamedSlots(collections.abc.MutableMapping):
+    """A mapping over a fixed list of names, each of which may be unset (a missing key): a
+    function's closure cells (closures.ClosureCells), a slots object's fields (SlotFields).
+    Subclasses set `_names` and give __getitem__ (KeyError where unset), __setitem__, __delitem__."""
+    _names = ()
+
+    def __iter__(self):
+        return (n for n in self._names if n in self)
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __contains__(self, name):
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+
+class SlotFields(NamedSlots):
     """The fields of an object that has no __dict__ (a dataclass(slots=True)) as a mapping."""
 
     def __init__(self, obj):
@@ -131,19 +151,6 @@ class SlotFields(collections.abc.MutableMapping):
 
     def __delitem__(self, name):
         delattr(self._obj, name)
-
-    def __iter__(self):
-        return (n for n in self._names if n in self)
-
-    def __len__(self):
-        return sum(1 for _ in self)
-
-    def __contains__(self, name):
-        try:
-            self[name]
-        except KeyError:
-            return False
-        return True
 
 
 def _plain_class(value):
@@ -285,12 +292,23 @@ def names_read(modules):
             if not is_torchs(cls) and not cls.__module__.startswith("thunder_viz") and cls not in seen:
                 seen.add(cls)
                 read |= names_loaded(cls)
-        for table in (m._forward_hooks, m._forward_pre_hooks):  # a hook reads its module's attributes too
-            for hook in table.values():
-                hook = hook.__func__ if isinstance(hook, types.MethodType) else hook
-                read |= _names_in([hook] if isinstance(hook, types.FunctionType) else
-                                  (f for k in type(hook).__mro__ if k is not object for f in _functions_of(k)))
+        for _, _, hook in forward_hooks(m):  # a hook reads its module's attributes too
+            read |= _names_in([hook]) if isinstance(hook, types.FunctionType) else names_of_settings_class(type(hook))
     return read
+
+
+def forward_hooks(module):
+    """(table, key, hook) of a module's forward hooks and pre-hooks; a bound method as its function,
+    an object (SaveOutput, a counter) as itself."""
+    for table in (module._forward_hooks, module._forward_pre_hooks):
+        for key, hook in table.items():
+            yield table, key, hook.__func__ if isinstance(hook, types.MethodType) else hook
+
+
+def hook_objects(module):
+    """(table, key, hook) of those of forward_hooks that are objects holding state of their own."""
+    return [(table, key, hook) for table, key, hook in forward_hooks(module)
+            if not isinstance(hook, types.FunctionType) and holds_settings(hook) and not isinstance(hook, dict)]
 
 
 def keyed_attribute(module, name, read):

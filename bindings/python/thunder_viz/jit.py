@@ -28,8 +28,8 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .constants import (GONE, MAX_NESTING, fields_table, hashable, holds_fields, is_constant, is_torchs,
-                        keyed_attribute, names_of_settings_class, names_read, snapshot)
+from .constants import (GONE, MAX_NESTING, fields_table, forward_hooks, hashable, holds_fields, is_constant,
+                        is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot)
 from .recorder import DTYPES, autocast_state, rebuild_output, record, recording, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -162,10 +162,9 @@ class _ModuleState:
                             if holds_fields(item) and not isinstance(item, types.ModuleType):
                                 settings(f"{prefix}.{n}[{i}]", item, v, i)
         for prefix, m in named:  # a hook object's own fields (a counter, a flag), as a settings object's
-            for table in (m._forward_hooks, m._forward_pre_hooks):
-                for k, hook in table.items():
-                    if holds_fields(hook) and not isinstance(hook, (types.FunctionType, types.MethodType, dict)):
-                        settings(f"{prefix}.<hook {type(hook).__name__}>", hook, table, k)
+            for table, k, hook in forward_hooks(m):
+                if holds_fields(hook) and not isinstance(hook, (types.FunctionType, dict)):
+                    settings(f"{prefix}.<hook {type(hook).__name__}>", hook, table, k)
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
         # removed later is a new recording (a backward hook is refused there)
         self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]
@@ -504,7 +503,7 @@ class JittedModule(torch.nn.Module):
             self._core = _C.JitCore(self._name, params, buffers)
             self._core_state = state
             self._core_tensors = [t for _, t in named]  # alive, so that no other tensor takes their ids
-            self._core_key = tuple(_meta(t)[:3] + _meta(t)[4:] for _, t in params)
+            self._core_key = tuple((tuple(t.shape), t.dtype, t.device, t.is_contiguous()) for _, t in params)
             self._param_list = [p for _, p in params]
             self._cache.clear()
             self._steady = None

@@ -48,8 +48,8 @@ from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .closures import ClosureCells, closure_cells, function_defaults, user_functions
-from .constants import (GONE, MAX_NESTING, fields_table, hashable, holds_fields, holds_settings, is_constant,
-                        is_torchs, keyed_attribute, names_read, settings_table, snapshot)
+from .constants import (GONE, MAX_NESTING, fields_table, forward_hooks, hashable, holds_fields, holds_settings,
+                        hook_objects, is_constant, is_torchs, keyed_attribute, names_read, settings_table, snapshot)
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -1927,10 +1927,6 @@ def h_unsqueeze(rec, out, a, dim):
     rec.emit("ltorch.unsqueeze", [a, _dim(dim, a.dim() + 1)], out)
 
 
-def h_alias(rec, out, a, *args, **kw):
-    rec.alias(out, a)
-
-
 @_emits('ltorch.clone')
 def h_clone(rec, out, a, *args, **kw):
     """A copy, never the same tensor (a snapshot of a buffer updated later in the forward, an
@@ -2735,8 +2731,7 @@ def _list_holder(module, lst):
     """(the __dict__, attribute) of a module or of a module's hook object that holds list `lst`, or
     None: the forward appends to the list held there at each call."""
     holders = [vars(m) for m in module.modules()]
-    holders += [vars(h) for m in module.modules() for table in (m._forward_hooks, m._forward_pre_hooks)
-                for h in table.values() if not isinstance(h, (types.FunctionType, types.MethodType)) and holds_settings(h)]
+    holders += [vars(hook) for m in module.modules() for _, _, hook in hook_objects(m)]
     return next(((table, n) for table in holders for n, v in table.items() if v is lst), None)
 
 
@@ -2784,13 +2779,11 @@ def _assignable_state(module, functions):
         for cls in type(m).__mro__:
             if not cls.__module__.split(".")[0] in ("torch", "builtins") and cls.__module__ in sys.modules:
                 code_globals[cls.__module__] = vars(sys.modules[cls.__module__])
-        for table in (m._forward_hooks, m._forward_pre_hooks):
-            for hook in table.values():
-                hook = hook.__func__ if isinstance(hook, types.MethodType) else hook
-                if isinstance(hook, types.FunctionType):
-                    code_globals[hook.__module__] = hook.__globals__
-                elif holds_settings(hook):  # a hook object's own state (SaveOutput's outputs list, a counter)
-                    contents(vars(hook))
+        for _, _, hook in forward_hooks(m):
+            if isinstance(hook, types.FunctionType):
+                code_globals[hook.__module__] = hook.__globals__
+        for _, _, hook in hook_objects(m):  # a hook object's own state (SaveOutput's outputs list, a counter)
+            contents(vars(hook))
     for fn in functions.values():
         cells = closure_cells(fn)
         for n, v in (cells or {}).items():  # a hook's or a factory-made forward's closure
