@@ -190,15 +190,10 @@ Value convert_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.convert_element_type", {Value::of(a), Value::of(dtype_arg(args, 1, "dtype"))}));
 }
 
-// clone(a): a new tensor of a's values (contiguous), so that nothing written into a later (a
-// buffer's running update, the caller's input) reaches it; its gradient is the cotangent.
-Value clone_meta(TraceBuilder& b, Args args, Kw) {
-  T a = tensor_arg(args, 0, "a");
-  return Value::of(b.tensor(a->shape, a->dtype, a->device, a->requires_grad));
-}
-
-// detach(a): the same values, cut from autograd (its rule gives no gradient); a copy when executed.
-Value detach_impl(TraceBuilder& b, Args args, Kw) {
+// detach(a) and clone(a): the same values. detach is cut from autograd (its rule gives no
+// gradient); clone's gradient is the cotangent, and its execution rule makes a new tensor, so that
+// nothing written into `a` later (a buffer's running update, the caller's input) reaches it.
+Value same_values_impl(TraceBuilder& b, Args args, Kw) {
   return Value::of(call1(b, "prims.shallow_copy", {Value::of(tensor_arg(args, 0, "a"))}));
 }
 
@@ -549,7 +544,7 @@ void register_elementwise() {
   define("ltorch.clamp", false, ew, clamp_impl);
   define("ltorch.tril", false, ew, triangle_impl(true));
   define("ltorch.triu", false, ew, triangle_impl(false));
-  define("ltorch.clone", true, {}, clone_meta);
+  define("ltorch.clone", false, {}, same_values_impl);
   define("ltorch.hardtanh", false, ew, hardtanh_impl);
   define("ltorch.hardtanh_backward", false, {}, hardtanh_backward_impl);
   define("ltorch.relu", false, ew, relu_impl);
@@ -559,7 +554,7 @@ void register_elementwise() {
   define("ltorch.where", false, ew, where_impl);
   define("ltorch.masked_fill", false, ew, masked_fill_impl);
   define("ltorch.convert_element_type", false, ew, convert_impl);
-  define("ltorch.detach", false, {}, detach_impl);
+  define("ltorch.detach", false, {}, same_values_impl);
   register_elementwise_gradients();
   exec::register_elementwise_execution();
 }
