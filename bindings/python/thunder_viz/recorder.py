@@ -3037,26 +3037,26 @@ def _global_values(user_code, before, functions):
         elif value is not _MISSING:
             watch(table, name, value)
 
-    visited = []
-    while todo:
-        code, g = todo.pop()
-        visited.append((code, g))
+    def look_all(code, g):
+        """What `code` reads through its globals and its closure."""
         for name in code.co_names:
             look(code, g, name)
         cells = closure_cells(functions[code]) if code in functions else None
         for name in code.co_freevars if cells is not None else ():
             look(code, cells, name)
+
+    visited = []
+    while todo:
+        code, g = todo.pop()
+        visited.append((code, g))
+        look_all(code, g)
     for code, _ in visited:  # (once every helper the code names is known)
         defaults = function_defaults(functions[code]) if code in functions else None
         for name in defaults or ():
             watch(defaults, name, defaults[name])
     if len(visited) > len(user_code):  # helpers found after their caller's globals were looked at: again, with their names
         for code, g in visited:
-            for name in code.co_names:
-                look(code, g, name)
-            cells = closure_cells(functions[code]) if code in functions else None
-            for name in code.co_freevars if cells is not None else ():
-                look(code, cells, name)
+            look_all(code, g)
     return list(found.values()), list(objects.values()), list(absent.values()), list(sizes.values())
 
 
