@@ -2038,3 +2038,65 @@ def test_settings_passed_to_a_helper_as_keywords_are_watched():
         for _ in range(2):
             torch.testing.assert_close(tm(x), model(x))
         model.cfg.scale = step + 2.0
+
+
+_NINE_DEEP = {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"scale": 2.0}}}}}}}}
+_LONG_TABLE = [1.0] * 3000
+
+
+def test_values_read_by_a_built_name_deep_or_in_long_tables_are_watched():
+    """What the key cannot spell by name or item by item is still a new recording when it changes:
+    an attribute looked up by a name built at run time (of the module, of its config, absent at the
+    recording and set later), a number nine dicts deep (a module's and a global), an item of a list
+    or numpy array of thousands (a module's and a global), and a default list the forward changes in
+    place."""
+    numpy = pytest.importorskip("numpy")
+
+    class Reads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            for k in range(2):
+                setattr(self, f"alpha_{k}", 1.0 + k)
+            self.cfg = types.SimpleNamespace(**{f"w_{k}": 1.0 for k in range(2)})
+            self.deep = {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"scale": 1.0}}}}}}}}
+            self.table = [1.0] * 2000
+            self.anchors = numpy.ones(5000, dtype=numpy.float32)
+
+        def forward(self, x):
+            for k in range(2):
+                x = x * getattr(self, f"alpha_{k}") * getattr(self.cfg, f"w_{k}")
+            x = x * getattr(self, "ex" + "tra", 1.0)
+            x = x * self.deep["a"]["b"]["c"]["d"]["e"]["f"]["g"]["scale"]
+            x = x * _NINE_DEEP["a"]["b"]["c"]["d"]["e"]["f"]["g"]["scale"]
+            x = x * self.table[7] * _LONG_TABLE[7]
+            return x * float(self.anchors[9])
+
+    model, x = Reads(), torch.randn(2, 3)
+    tm = tv.jit(model)
+    changes = [lambda: None,
+               lambda: setattr(model, "alpha_1", 5.0),
+               lambda: setattr(model.cfg, "w_1", 3.0),
+               lambda: setattr(model, "ex" + "tra", 7.0),
+               lambda: model.deep["a"]["b"]["c"]["d"]["e"]["f"]["g"].update(scale=0.5),
+               lambda: _NINE_DEEP["a"]["b"]["c"]["d"]["e"]["f"]["g"].update(scale=3.0),
+               lambda: model.table.__setitem__(7, 4.0),
+               lambda: _LONG_TABLE.__setitem__(7, 0.25),
+               lambda: model.anchors.__setitem__(9, 6.0)]
+    try:
+        for change in changes:
+            change()
+            for _ in range(2):
+                torch.testing.assert_close(tm(x), model(x))
+    finally:
+        _NINE_DEEP["a"]["b"]["c"]["d"]["e"]["f"]["g"]["scale"] = 2.0
+        _LONG_TABLE[7] = 1.0
+
+    class Counts(torch.nn.Module):
+        def forward(self, x, seen=[0.0]):  # noqa: B006 (the pattern under test)
+            seen[0] += 1.0
+            return x * seen[0]
+
+    tm, seen = tv.jit(Counts()), Counts.forward.__defaults__[0]
+    for step in range(3):
+        torch.testing.assert_close(tm(x), x * seen[0])
+    assert seen[0] == 3.0

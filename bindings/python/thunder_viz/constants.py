@@ -93,6 +93,55 @@ def hashable(value):
     return (type(value).__name__, value)
 
 
+class DeepValue:
+    """A value held deeper than MAX_NESTING levels of dicts and settings objects (or past the key's
+    count of tables), compared by deep_value at every call: a guard, which compares by type, never
+    matches it, so such a call takes the slow path, whose key reads it."""
+
+    def __init__(self, value):
+        self.value = deep_value(value)
+
+    def __eq__(self, other):
+        return isinstance(other, DeepValue) and other.value == self.value
+
+    __hash__ = None
+
+
+def deep_value(value, depth=0, path=()):
+    """hashable's spelling of a value and of everything it holds: dicts, lists, tuples and the
+    fields of settings objects, at any depth (an object met again inside itself is spelled by its
+    type and identity), tensors by their type (their places are jit.py's captures)."""
+    if is_constant(value):
+        return hashable(value)
+    if too_many_items(value) and not isinstance(value, (list, tuple)):  # a numpy array: its bytes
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if id(value) in path or depth > MAX_DEEP_LEVELS:
+        return ("again", type(value).__name__, id(value))
+    path = path + (id(value),)
+    if isinstance(value, dict):
+        return ("dict", tuple((hashable(k), deep_value(v, depth + 1, path)) for k, v in list(value.items())),
+                len(value))
+    if type(value) in (list, tuple):
+        return (type(value).__name__, tuple(deep_value(v, depth + 1, path) for v in value), len(value))
+    if holds_fields(value) and not isinstance(value, types.ModuleType):
+        fields = fields_table(value)
+        return (type(value).__qualname__, id(type(value)),
+                tuple((k, deep_value(v, depth + 1, path)) for k, v in list(fields.items())
+                      if not (isinstance(k, str) and k.startswith("__") and k.endswith("__"))))
+    return (type(value).__name__,)
+
+
+MAX_DEEP_LEVELS = 64
+
+
+def too_many_items(value):
+    """A list, tuple or numpy array of more items than is_constant takes (a table of 4 096 anchor
+    sizes): compared whole as a DeepValue."""
+    numpy = sys.modules.get("numpy")
+    return (type(value) in (list, tuple) and len(value) > MAX_ITEMS) or (
+        numpy is not None and type(value) is numpy.ndarray and value.size > MAX_ITEMS)
+
+
 def holds_settings(value):
     """Whether a value is an object whose fields a forward may read as settings (a config dataclass,
     a SimpleNamespace, Hugging Face's PretrainedConfig) or a dict of them."""

@@ -28,8 +28,9 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .constants import (GONE, MAX_NESTING, fields_table, forward_hooks, hashable, holds_fields, is_constant,
-                        is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot)
+from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, forward_hooks, hashable, holds_fields,
+                        is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
+                        too_many_items)
 from .recorder import DTYPES, autocast_state, rebuild_output, record, recording, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -96,12 +97,14 @@ class _ModuleState:
         # torch's own, such as _reversed_padding_repeated_twice, do not change in forward), and the
         # fields of the settings objects and dicts they hold (each object once)
         self.constants, self.kinds, self.settings, classes = [], [], {}, set()
+        self.deep = []  # (path, table, name) of what the key compares whole (DeepValue): past the limits above
         self.setting_objects = []  # (table, name, object) of each: another put in its place is a new scan
 
         def settings(path, value, holder, key, depth=0):
             """The constant fields of a settings object or dict held at holder[key], and of those it
             holds in turn."""
             if depth >= MAX_NESTING or len(self.settings) >= MAX_SETTINGS_TABLES:
+                self.deep.append((path, holder, key))  # (compared whole, by value)
                 return
             self.setting_objects.append((holder, key, value))  # (each holder: one shared by two modules)
             if id(value) in self.settings:
@@ -122,6 +125,8 @@ class _ModuleState:
                     self.constants.append((path, table, k))
                 elif holds_fields(field):
                     settings(f"{path}.{k}", field, table, k, depth + 1)
+                elif too_many_items(field):
+                    self.deep.append((f"{path}.{k}", table, k))
 
         # modules kept in a list or dict rather than as submodules (a teacher): their constants too
         scanned, ids = list(named), {id(m) for _, m in named}
@@ -155,6 +160,8 @@ class _ModuleState:
                     self.constants.append((prefix, vars(m), n))
                 elif holds_fields(v):
                     settings(f"{prefix}.{n}", v, vars(m), n)
+                elif too_many_items(v):
+                    self.deep.append((prefix, vars(m), n))
                 else:  # by its type: a tensor kept where None may be put back
                     self.kinds.append((prefix, vars(m), n))
                     if type(v) in (list, tuple) and len(v) <= 64:  # settings objects kept in a list
@@ -182,6 +189,7 @@ class _ModuleState:
             self._scan()  # (a place holds another kind of value now: a tensor kept where None was, or back)
         constants = tuple((path, n, hashable(table.get(n, GONE))) for path, table, n in self.constants)
         constants += tuple((path, n, type(table.get(n, GONE)).__name__) for path, table, n in self.kinds)
+        constants += tuple((path, n, deep_value(_item(table, n))) for path, table, n in self.deep)
         hooks = tuple(tuple(table[n]) for table, n in self.hooks)
         kept = tuple(module for _, _, _, module in self.kept)  # (the objects: their parameters are captured)
         return (torch.get_default_dtype(), self.structure, kept, hooks) + constants, \
@@ -197,6 +205,7 @@ class _ModuleState:
         dicts += [table for table in self.settings.values() if isinstance(table, dict)]
         attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if n in table]
         attributes += [(table, n, table[n], True) for _, table, n in self.kinds if n in table]
+        attributes += [(table, n, DeepValue(_item(table, n))) for _, table, n in self.deep]  # (never matched)
         # a hook removed changes its table's size; one registered, torch's count of hook handles
         dicts += [table[n] for table, n in self.hooks]
         attributes.append((vars(_RemovableHandle), "next_id", _RemovableHandle.next_id))

@@ -31,6 +31,7 @@ What eager torch would compute is what the recording says:
   call; the globals the forward's code names are watched (Program.global_values); a draw from
   Python's random, or a change no replay redoes, makes the program one that records every call.
 """
+import builtins
 import contextlib
 import dataclasses
 import functools
@@ -48,8 +49,9 @@ from torch.overrides import TorchFunctionMode, _pop_mode_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .closures import ClosureCells, closure_cells, function_defaults, user_functions
-from .constants import (GONE, MAX_NESTING, fields_table, forward_hooks, hashable, holds_fields, holds_settings,
-                        hook_objects, is_constant, is_torchs, keyed_attribute, names_read, settings_table, snapshot)
+from .constants import (GONE, MAX_NESTING, DeepValue, fields_table, forward_hooks, hashable, holds_fields, holds_settings,
+                        hook_objects, is_constant, is_torchs, keyed_attribute, names_read, settings_table, snapshot,
+                        too_many_items)
 from .errors import RecordedCallError, UnsupportedOp
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -238,6 +240,13 @@ class Captured:
         return isinstance(t, torch.Tensor) and _captured_meta(t) == self.meta
 
 
+def _same_value(now, was):
+    """Whether a watched value is as it was: `was` a snapshot, or a DeepValue."""
+    if isinstance(was, DeepValue):
+        return DeepValue(now) == was
+    return hashable(now) == hashable(was)
+
+
 def _captured_meta(t):
     return (t.shape, t.dtype, t.device, t.requires_grad, t.is_contiguous())
 
@@ -334,7 +343,7 @@ class Program:
     def current(self):
         """Whether every captured tensor's place and every watched global are as recorded."""
         return all(c.current() for c in self.captured) and all(
-            hashable(table.get(n, GONE)) == hashable(v) for table, n, v in self.global_values) and all(
+            _same_value(table.get(n, GONE), v) for table, n, v in self.global_values) and all(
             table.get(n, GONE) is v for table, n, v in self.global_objects) and all(
             key not in table for table, key in self.global_absent) and all(
             len(table) == size for table, size in self.global_sizes)
@@ -2614,7 +2623,7 @@ def record(module, inputs, input_names, call=None):
             # (TorchScript's optimized graphs run a scripted function's calls inside an autograd node
             # of their own, under no_grad: its interpreter dispatches them one by one, as in eager)
             try:
-                with rec, _UnseenCalls(rec), torch.jit.optimized_execution(False):
+                with rec, _UnseenCalls(rec), torch.jit.optimized_execution(False), _LookupsByName() as lookups:
                     out = call() if call is not None else module(*inputs)
             except RuntimeError as e:
                 if rec.inner_error is not None and rec.inner_error is not e:
@@ -2644,6 +2653,7 @@ def record(module, inputs, input_names, call=None):
     prog = rec.program
     prog.global_values, prog.global_objects, prog.global_absent, prog.global_sizes = \
         _global_values(rec.user_code, assignable, dict(rec.functions))
+    _watch_lookups(prog, lookups.found.values())
     if not prog.python_draws and _generator_states(module) != generators:
         prog.python_draws.append("a generator whose state the forward advanced (Python's or numpy's, or one "
                                  "the module holds)")
@@ -2789,6 +2799,9 @@ def _assignable_state(module, functions):
         for n, v in (cells or {}).items():  # a hook's or a factory-made forward's closure
             state[("global", id(cells), n)] = (cells, v)
             contents(v)
+        # a default argument the forward changes in place (`def forward(self, x, seen=[])`)
+        for item in list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values()):
+            contents(item)
     for name, g in code_globals.items():
         if name.split(".")[0] in ("torch", "thunder_viz"):
             continue
@@ -2992,6 +3005,8 @@ def _global_values(user_code, before, functions):
         was = before.get(("global", id(table), name), before.get(("entry", id(table), name), (None, value)))[1]
         if is_constant(was):  # a function too: a helper monkeypatched is a new recording
             found[(id(table), name)] = (table, name, snapshot(was))
+        elif isinstance(was, dict) or too_many_items(was) or (holds_fields(was) and not isinstance(was, types.ModuleType)):
+            found[(id(table), name)] = (table, name, DeepValue(was))  # (past MAX_NESTING, or a long list)
 
     def look(code, table, name, depth=0):
         """What `code` reads through `table[name]` (a global, a variable of its closure, or an entry
@@ -3061,6 +3076,91 @@ def _global_values(user_code, before, functions):
 
 
 _MISSING = object()
+
+
+class _LookupsByName:
+    """builtins.getattr and hasattr while the forward is recorded, noting each lookup the user's
+    own code makes (not torch's, a library's or this package's): `getattr(self, f"alpha_{k}")`
+    reads an attribute by a name that no code of the model spells, so jit.py's key does not hold
+    it; _watch_lookups makes the program watch it as it watches a global. The builtins are
+    replaced while any thread records, and note into the recordings of the thread that looks up."""
+
+    _real = (builtins.getattr, builtins.hasattr)
+    _active = 0
+    _lock = threading.Lock()
+    _recording = threading.local()  # .found: the innermost recording's of this thread, or absent
+
+    def __init__(self):
+        self.found = {}  # (id(object), name) -> (table, name, the value then or GONE)
+
+    def __enter__(self):
+        self._outer = self._recording.__dict__.get("found")
+        self._recording.found = self.found
+        with self._lock:
+            if _LookupsByName._active == 0:
+                builtins.getattr, builtins.hasattr = _noted_getattr, _noted_hasattr
+            _LookupsByName._active += 1
+        return self
+
+    def __exit__(self, *exc):
+        with self._lock:
+            _LookupsByName._active -= 1
+            if _LookupsByName._active == 0:
+                builtins.getattr, builtins.hasattr = self._real
+        self._recording.found = self._outer
+
+
+_LOOKUPS_SKIP = _SKIP_DIRS + _LIBRARY_DIRS
+
+
+def _note_lookup(obj, name):
+    found = _LookupsByName._recording.__dict__.get("found")  # (no getattr: this is getattr)
+    if found is not None and type(name) is str and (id(obj), name) not in found and \
+            not _code_in(sys._getframe(2).f_code, _LOOKUPS_SKIP):
+        table = _fields_looked_up(obj, name)
+        if table is not None:
+            found[(id(obj), name)] = (table, name, table.get(name, GONE))
+
+
+def _noted_getattr(obj, name, *default):
+    _note_lookup(obj, name)
+    return _LookupsByName._real[0](obj, name, *default)
+
+
+def _noted_hasattr(obj, name):
+    _note_lookup(obj, name)
+    return _LookupsByName._real[1](obj, name)
+
+
+def _fields_looked_up(obj, name):
+    """The table where getattr(obj, name) finds a Python value the trace may hold: a module's
+    __dict__, a settings object's fields, a user's Python module's globals, or the user's class
+    that holds it as a class attribute; None for anything else (a tensor, torch's objects)."""
+    if isinstance(obj, types.ModuleType):
+        return vars(obj) if _users_module(obj) else None
+    if not (isinstance(obj, torch.nn.Module) or holds_fields(obj)):
+        return None
+    if isinstance(obj, torch.nn.Module) and any(name in vars(obj).get(t, ()) for t in ("_parameters", "_buffers", "_modules")):
+        return None  # (a tensor or submodule: the module's structure and places, which jit.py reads)
+    table = vars(obj) if isinstance(obj, torch.nn.Module) else fields_table(obj)
+    if name not in table and not isinstance(obj, type):
+        for cls in type(obj).__mro__:  # a class default the object does not override
+            if name in vars(cls):
+                return vars(cls) if not is_torchs(cls) else None
+    return table
+
+
+def _watch_lookups(prog, found):
+    """Adds what the forward looked up by name (_LookupsByName) to the program's watched values:
+    each constant as it was when first looked up, and each name then absent (hasattr false,
+    getattr's default taken) with its table's size after the forward (a guard sees a field added)."""
+    for table, name, value in found:
+        if value is GONE:
+            prog.global_absent.append((table, name))
+            if isinstance(table, dict):
+                prog.global_sizes.append((table, len(table)))
+        elif is_constant(value):
+            prog.global_values.append((table, name, snapshot(value)))
 
 
 def _users_module(module):
