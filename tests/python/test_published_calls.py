@@ -2042,14 +2042,16 @@ def test_settings_passed_to_a_helper_as_keywords_are_watched():
 
 _NINE_DEEP = {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"scale": 2.0}}}}}}}}
 _LONG_TABLE = [1.0] * 3000
+_SCALES = {"scale_0": 1.0, "scale_1": 2.0}
 
 
 def test_values_read_by_a_built_name_deep_or_in_long_tables_are_watched():
     """What the key cannot spell by name or item by item is still a new recording when it changes:
     an attribute looked up by a name built at run time (of the module, of its config, absent at the
-    recording and set later), a number nine dicts deep (a module's and a global), an item of a list
-    or numpy array of thousands (a module's and a global), and a default list the forward changes in
-    place."""
+    recording and set later), a global dict's entry read by such a name, a number nine dicts deep (a
+    module's and a global), an item of a list or numpy array of thousands (a module's and a global),
+    a number kept in a list or tuple beside a module or tensor, and a default list the forward
+    changes in place."""
     numpy = pytest.importorskip("numpy")
 
     class Reads(torch.nn.Module):
@@ -2061,6 +2063,8 @@ def test_values_read_by_a_built_name_deep_or_in_long_tables_are_watched():
             self.deep = {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"scale": 1.0}}}}}}}}
             self.table = [1.0] * 2000
             self.anchors = numpy.ones(5000, dtype=numpy.float32)
+            self.mixed = [2.0, torch.nn.Linear(3, 3)]  # a number beside a module, and beside a tensor
+            self.pair = (1.0, torch.ones(3))
 
         def forward(self, x):
             for k in range(2):
@@ -2069,6 +2073,9 @@ def test_values_read_by_a_built_name_deep_or_in_long_tables_are_watched():
             x = x * self.deep["a"]["b"]["c"]["d"]["e"]["f"]["g"]["scale"]
             x = x * _NINE_DEEP["a"]["b"]["c"]["d"]["e"]["f"]["g"]["scale"]
             x = x * self.table[7] * _LONG_TABLE[7]
+            for k in range(2):
+                x = x * _SCALES[f"scale_{k}"]
+            x = self.mixed[1](x) * self.mixed[0] + self.pair[1] * self.pair[0]
             return x * float(self.anchors[9])
 
     model, x = Reads(), torch.randn(2, 3)
@@ -2081,7 +2088,10 @@ def test_values_read_by_a_built_name_deep_or_in_long_tables_are_watched():
                lambda: _NINE_DEEP["a"]["b"]["c"]["d"]["e"]["f"]["g"].update(scale=3.0),
                lambda: model.table.__setitem__(7, 4.0),
                lambda: _LONG_TABLE.__setitem__(7, 0.25),
-               lambda: model.anchors.__setitem__(9, 6.0)]
+               lambda: model.anchors.__setitem__(9, 6.0),
+               lambda: _SCALES.__setitem__("scale_1", 5.0),
+               lambda: model.mixed.__setitem__(0, 3.0),
+               lambda: setattr(model, "pair", (4.0, model.pair[1]))]
     try:
         for change in changes:
             change()
@@ -2090,6 +2100,7 @@ def test_values_read_by_a_built_name_deep_or_in_long_tables_are_watched():
     finally:
         _NINE_DEEP["a"]["b"]["c"]["d"]["e"]["f"]["g"]["scale"] = 2.0
         _LONG_TABLE[7] = 1.0
+        _SCALES["scale_1"] = 2.0
 
     class Counts(torch.nn.Module):
         def forward(self, x, seen=[0.0]):  # noqa: B006 (the pattern under test)

@@ -58,12 +58,30 @@ _MODULE_INTERNALS = {"_parameters", "_buffers", "_modules", "_non_persistent_buf
     "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"}
 
 
+def _at(table, key, default=GONE):
+    """table[key] (a dict's, a mapping's, a list's), or `default` where it has no such item."""
+    try:
+        return table[key]
+    except (TypeError, KeyError, IndexError):
+        return default
+
+
 def _item(container, index):
     """container[index], or None where it has no such item."""
     try:
         return container[index]
     except (TypeError, KeyError, IndexError):
         return None
+
+
+class _Length:
+    """A list's length as a CallGuard's attribute: `_Length(items)["len"]`."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __getitem__(self, name):
+        return len(self.items)
 
 
 class _ModuleState:
@@ -84,6 +102,7 @@ class _ModuleState:
         kept = tuple(_item(table.get(n), i) is module for table, n, i, module in self.kept)
         holders = tuple(_item(table, k) is value for table, k, value in self.setting_objects)
         holders += tuple(tuple(map(id, table[n].values())) for table, n in self.hooks)  # (a hook's code names attributes)
+        holders += tuple(len(items) for items in self.lists)
         return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), tuple(map(id, m._modules.values())))
                      for m in self.modules) + tuple(len(table) for table in self.settings.values()) + kept + \
             holders
@@ -98,6 +117,7 @@ class _ModuleState:
         # fields of the settings objects and dicts they hold (each object once)
         self.constants, self.kinds, self.settings, classes = [], [], {}, set()
         self.deep = []  # (path, table, name) of what the key compares whole (DeepValue): past the limits above
+        self.lists = []  # the lists whose constant items are keyed one by one: their lengths too
         self.setting_objects = []  # (table, name, object) of each: another put in its place is a new scan
 
         def settings(path, value, holder, key, depth=0):
@@ -164,6 +184,11 @@ class _ModuleState:
                     self.deep.append((prefix, vars(m), n))
                 else:  # by its type: a tensor kept where None may be put back
                     self.kinds.append((prefix, vars(m), n))
+                    mixed = [i for i, item in enumerate(v) if is_constant(item)] if type(v) in (list, tuple) else []
+                    if mixed:  # the constants beside tensors (`self.p = [2.0, w]`), item by item
+                        self.setting_objects.append((vars(m), n, v))  # (another list there: a new scan)
+                        self.lists.append(v)
+                        self.constants += [(f"{prefix}.{n}[{i}]", v, i) for i in mixed]
                     if type(v) in (list, tuple) and len(v) <= 64:  # settings objects kept in a list
                         for i, item in enumerate(v):
                             if holds_fields(item) and not isinstance(item, types.ModuleType):
@@ -184,10 +209,10 @@ class _ModuleState:
         """((default dtype, structure, hooks, constants...), [(name, parameter)], [(name, buffer)]), as
         named_parameters and named_buffers give them (a tensor in two places, tied weights, under its
         first name)."""
-        if self._fingerprint() != self.fingerprint or any(not is_constant(table.get(n)) for _, table, n in self.constants) \
+        if self._fingerprint() != self.fingerprint or any(not is_constant(_at(table, n, None)) for _, table, n in self.constants) \
                 or any(is_constant(table.get(n)) for _, table, n in self.kinds):
             self._scan()  # (a place holds another kind of value now: a tensor kept where None was, or back)
-        constants = tuple((path, n, hashable(table.get(n, GONE))) for path, table, n in self.constants)
+        constants = tuple((path, n, hashable(_at(table, n))) for path, table, n in self.constants)
         constants += tuple((path, n, type(table.get(n, GONE)).__name__) for path, table, n in self.kinds)
         constants += tuple((path, n, deep_value(_item(table, n))) for path, table, n in self.deep)
         hooks = tuple(tuple(table[n]) for table, n in self.hooks)
@@ -203,9 +228,10 @@ class _ModuleState:
         dicts = [d for m in self.modules for d in (m.__dict__, m._parameters, m._buffers, m._modules) if isinstance(d, dict)]
         # (a class's or a slots object's fields are no dict: each field the key holds is an attribute below)
         dicts += [table for table in self.settings.values() if isinstance(table, dict)]
-        attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if n in table]
+        attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if _at(table, n) is not GONE]
         attributes += [(table, n, table[n], True) for _, table, n in self.kinds if n in table]
         attributes += [(table, n, DeepValue(_item(table, n))) for _, table, n in self.deep]  # (never matched)
+        attributes += [(_Length(items), "len", len(items)) for items in self.lists]
         # a hook removed changes its table's size; one registered, torch's count of hook handles
         dicts += [table[n] for table, n in self.hooks]
         attributes.append((vars(_RemovableHandle), "next_id", _RemovableHandle.next_id))

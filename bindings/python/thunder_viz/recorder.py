@@ -34,6 +34,7 @@ What eager torch would compute is what the recording says:
 import builtins
 import contextlib
 import dataclasses
+import dis
 import functools
 import linecache
 import os
@@ -2990,10 +2991,13 @@ def _global_values(user_code, before, functions):
     # the fields and keys any of that code names: a global config passed to a helper is read there
     # (`helper(CFG, y)`: CFG named by forward, CFG.mult by the helper)
     field_names, key_names = set(), set()
+    keys_at_run_time = False  # whether some of that code picks a dict's entries at run time: all are watched
 
     def names_of(code):
+        nonlocal keys_at_run_time
         field_names.update(code.co_names)
         key_names.update(k for k in code.co_consts if isinstance(k, str))
+        keys_at_run_time = keys_at_run_time or _reads_keys_at_run_time(code)
         for inner in code.co_consts:
             if isinstance(inner, types.CodeType):
                 names_of(inner)
@@ -3024,7 +3028,8 @@ def _global_values(user_code, before, functions):
             # its size before the call (a len() of it is a constant of the trace)
             sizes[id(value)] = (value, before[("size", id(value))][1] if tracked else len(value))
             if len(value) <= 256:  # the entries the code may name (CFG["scale"]: a constant of its code)
-                for key in [k for k in value if not isinstance(k, str)] + sorted(key_names):
+                named = list(value) if keys_at_run_time else [k for k in value if not isinstance(k, str) or k in key_names]
+                for key in named + sorted(k for k in key_names if k not in value):
                     if (("entry", id(value), key) not in before) if tracked else (key not in value):
                         absent[(id(value), key)] = (value, key)  # cfg.get("act"): set later, a new recording
                     elif depth < MAX_NESTING - 1 and (isinstance(value[key], dict) or holds_fields(value[key])):
@@ -3076,6 +3081,26 @@ def _global_values(user_code, before, functions):
 
 
 _MISSING = object()
+
+
+@functools.lru_cache(maxsize=4096)
+def _reads_keys_at_run_time(code):
+    """Whether a code (not the code nested in it) subscripts with a key it computes
+    (`CFG[f"scale_{k}"]`, `table[name]`, a tensor's `x[:, i]` too), calls get, pop or setdefault with
+    one, or walks a container's entries (items, values, keys): which entries of a dict it names it
+    reads is then known only at run time."""
+    instructions = list(dis.get_instructions(code))
+    for i, ins in enumerate(instructions[1:], 1):
+        if ins.opname == "BINARY_SUBSCR" and instructions[i - 1].opname != "LOAD_CONST":
+            return True
+        if ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in ("get", "pop", "setdefault", "__getitem__") \
+                and i + 1 < len(instructions) and instructions[i + 1].opname != "LOAD_CONST":
+            return True
+        if ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in ("items", "values", "keys"):
+            return True
+        if ins.opname == "GET_ITER" and instructions[i - 1].opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME"):
+            return True
+    return False
 
 
 class _LookupsByName:
