@@ -120,7 +120,7 @@ class CallGuard {
         inference_mode_(c10::InferenceMode::is_enabled()),
         deterministic_(at::globalContext().deterministicAlgorithms()),
         threads_(at::get_num_threads()),
-        cudnn_(cudnn_settings()) {
+        backends_(backend_settings()) {
     for (const auto& d : dicts) dicts_.push_back({py::reinterpret_borrow<py::dict>(d), PyDict_Size(d.ptr())});
     for (const auto& a : attributes) {
       auto t = a.cast<py::tuple>();
@@ -149,7 +149,7 @@ class CallGuard {
         c10::get_default_dtype() != default_dtype_ || at::GradMode::is_enabled() != grad_mode_ ||
         c10::InferenceMode::is_enabled() != inference_mode_ ||
         at::globalContext().deterministicAlgorithms() != deterministic_ || at::get_num_threads() != threads_ ||
-        cudnn_settings() != cudnn_)
+        backend_settings() != backends_)
       return false;
     c10::SmallVector<PyObject*, 8> tensors;
     auto same = [&](const Argument& was, PyObject* value) {
@@ -269,12 +269,14 @@ class CallGuard {
   std::vector<std::pair<py::object, Argument>> kwargs_;
   std::pair<int, int> world_;
   caffe2::TypeMeta default_dtype_;  // factories without a dtype (torch.zeros(4)) made the trace's
-  static int cudnn_settings() {
+  // torch.backends' switches: cuDNN's, mkldnn's and the TF32 ones
+  static int backend_settings() {
     const auto& c = at::globalContext();
-    return c.userEnabledCuDNN() | c.benchmarkCuDNN() << 1 | c.deterministicCuDNN() << 2;
+    return c.userEnabledCuDNN() | c.benchmarkCuDNN() << 1 | c.deterministicCuDNN() << 2 | c.userEnabledMkldnn() << 3 |
+           c.allowTF32CuBLAS() << 4 | c.allowTF32CuDNN() << 5;
   }
   bool grad_mode_, inference_mode_, deterministic_;  // a forward may branch on them
-  int threads_, cudnn_;                               // (so may it on these)
+  int threads_, backends_;                            // (so may it on these)
 };
 
 }  // namespace

@@ -1113,12 +1113,18 @@ class ScalesItsInput(torch.nn.Module):
         return x
 
 
-def test_an_input_that_requires_grad_written_in_place_is_written_once():
+def test_an_input_written_in_place_is_written_once_and_refused_where_it_carries_a_gradient():
+    """Eager makes an in-place write into an activation the caller passes part of that tensor's own
+    history (a later `x.sum()` of the caller's differentiates through it), which the engine's call
+    cannot give it: refused, naming the line. An input without a gradient is written once."""
     a = torch.randn(2, 3, requires_grad=True)
+    with pytest.raises(tv.UnsupportedOp, match=r"in-place update of the input 'x', which carries a gradient"):
+        tv.jit(ScalesItsInput())(a * 1)
     tm = tv.jit(ScalesItsInput())
     for _ in range(2):  # the recording's own write is undone, the engine's run writes it once
-        got, want = tm(a * 1), ScalesItsInput()(a * 1)
-        torch.testing.assert_close(got, want)
+        mine, theirs = a.detach().clone(), a.detach().clone()
+        torch.testing.assert_close(tm(mine), ScalesItsInput()(theirs))
+        torch.testing.assert_close(mine, theirs)
 
 
 class Sine(torch.autograd.Function):
@@ -2111,3 +2117,71 @@ def test_values_read_by_a_built_name_deep_or_in_long_tables_are_watched():
     for step in range(3):
         torch.testing.assert_close(tm(x), x * seen[0])
     assert seen[0] == 3.0
+
+
+def _factory_model():
+    cfg = {"scale": 1.0}
+
+    def head(x):
+        return x * cfg["scale"]
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return head(self.lin(x))
+    return Net(), cfg
+
+
+class _Scaler:
+    def __init__(self):
+        self.k = 1.0
+
+    def hook(self, module, inputs, output):
+        return output * self.k
+
+
+def test_a_helpers_closure_a_bound_method_hooks_object_a_patched_forward_and_mkldnn_are_watched():
+    """Each changes between calls and the next call follows eager: a dict in the closure of a helper
+    whose frame runs before its caller names it, the object a bound-method hook reads (`scaler.hook`
+    reading `self.k`), a submodule's forward replaced on the instance, and torch.backends.mkldnn."""
+    torch.manual_seed(0)
+    model, cfg = _factory_model()
+    scaler = _Scaler()
+    model.lin.register_forward_hook(scaler.hook)
+    tm, x = tv.jit(model), torch.randn(2, 4)
+    lin = model.lin
+    changes = [lambda: None, lambda: cfg.update(scale=3.0), lambda: setattr(scaler, "k", 2.0),
+               lambda: setattr(lin, "forward", lambda v: torch.nn.functional.linear(v, lin.weight, lin.bias) * 5.0),
+               lambda: setattr(lin, "forward", lambda v: torch.nn.functional.linear(v, lin.weight, lin.bias) * 7.0)]
+    for change in changes:
+        change()
+        for _ in range(2):
+            torch.testing.assert_close(tm(x), model(x))
+
+    class Branches(torch.nn.Module):
+        def forward(self, x):
+            return x * (1.0 if torch.backends.mkldnn.enabled else 3.0)
+
+    tm, enabled = tv.jit(Branches()), torch.backends.mkldnn.enabled
+    try:
+        for flag in (True, False, True):
+            torch.backends.mkldnn.enabled = flag
+            torch.testing.assert_close(tm(x), Branches()(x))
+    finally:
+        torch.backends.mkldnn.enabled = enabled
+
+
+def test_a_bool_filled_tensor_is_bool():
+    """torch.full(shape, True) is a bool tensor (a causal mask made so, then inverted)."""
+    class Masks(torch.nn.Module):
+        def forward(self, x):
+            keep = torch.full((x.shape[0], x.shape[0]), True).tril()
+            return x.unsqueeze(0).expand(x.shape[0], -1, -1).sum(-1).masked_fill(~keep, 0.0), ~keep
+
+    x = torch.randn(3, 2)
+    got, want = tv.jit(Masks())(x), Masks()(x)
+    assert got[1].dtype == torch.bool
+    torch.testing.assert_close(got, want)

@@ -355,14 +355,30 @@ def forward_hooks(module):
 
 
 def hook_objects(module):
-    """(table, key, hook) of those of forward_hooks that are objects holding state of their own."""
-    return [(table, key, hook) for table, key, hook in forward_hooks(module)
-            if not isinstance(hook, types.FunctionType) and holds_settings(hook) and not isinstance(hook, dict)]
+    """(table, key, object) of a module's forward hooks and pre-hooks that are objects holding state
+    of their own (SaveOutput, a counter; slots ones too), and of the objects whose bound methods are
+    hooks (`scaler.hook`, reading `self.k`), each of those in a one-entry table of its own."""
+    found = []
+    for table in (module._forward_hooks, module._forward_pre_hooks):
+        for key, hook in table.items():
+            holder = table
+            if isinstance(hook, types.MethodType):
+                hook = hook.__self__
+                holder = {key: hook}
+            if holds_fields(hook) and not isinstance(hook, (types.FunctionType, dict, torch.nn.Module)):
+                found.append((holder, key, hook))
+    return found
 
 
 def keyed_attribute(module, name, read):
     """Whether jit.py's key holds a module's attribute `name` (when it is a constant), `read` being
     names_read of the model's modules: one that the code of the model's classes (and their helpers)
     or of the torch.nn layers the module derives from names. An attribute a training loop keeps on
-    the model (`model._step = i`, `model.head.last_norm = x`) that no such code names is not."""
-    return name in read or name in _torch_layer_names(type(module))
+    the model (`model._step = i`, `model.head.last_norm = x`) that no such code names is not. One
+    that hides its class's attribute of that name (`m.lin.forward = ...`, patched per instance) is."""
+    return name in read or name in _torch_layer_names(type(module)) or name in _class_attribute_names(type(module))
+
+
+@functools.lru_cache(maxsize=1024)
+def _class_attribute_names(cls):
+    return frozenset(n for k in cls.__mro__ for n in vars(k))

@@ -28,7 +28,7 @@ import torch.utils._pytree as pytree
 from . import _thunder_viz as _C
 from . import process_group
 from .errors import EagerMismatch, UnsupportedOp
-from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, forward_hooks, hashable, holds_fields,
+from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, hashable, holds_fields, hook_objects,
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
                         too_many_items)
 from .recorder import DTYPES, autocast_state, rebuild_output, record, recording, user_frame
@@ -194,9 +194,8 @@ class _ModuleState:
                             if holds_fields(item) and not isinstance(item, types.ModuleType):
                                 settings(f"{prefix}.{n}[{i}]", item, v, i)
         for prefix, m in named:  # a hook object's own fields (a counter, a flag), as a settings object's
-            for table, k, hook in forward_hooks(m):
-                if holds_fields(hook) and not isinstance(hook, (types.FunctionType, dict)):
-                    settings(f"{prefix}.<hook {type(hook).__name__}>", hook, table, k)
+            for table, k, hook in hook_objects(m):
+                settings(f"{prefix}.<hook {type(hook).__name__}>", hook, table, k)
         # the modules' hooks and torch's global ones run in the forward a recording saw: one added or
         # removed later is a new recording (a backward hook is refused there)
         self.hooks = [(vars(m), n) for m in self.modules for n in _HOOK_DICTS if isinstance(vars(m).get(n), dict)]
@@ -781,10 +780,11 @@ class JittedModule(torch.nn.Module):
 def _torch_modes():
     """torch's global settings a forward may branch on or bake into its trace (torch.zeros(4) takes
     the default dtype); the steady path's CallGuard compares the same."""
-    cudnn = torch.backends.cudnn
+    backends = torch.backends
     return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
-            torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), cudnn.enabled, cudnn.benchmark,
-            cudnn.deterministic)
+            torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), backends.cudnn.enabled,
+            backends.cudnn.benchmark, backends.cudnn.deterministic, backends.mkldnn.enabled,
+            backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32)
 
 
 def _check_first_call(name, rec):

@@ -618,6 +618,7 @@ class Recorder(TorchFunctionMode):
         self.rewritten = {}  # memory span -> (id of the tensor written in place there, the op's index)
         self.keep = []  # tensors whose id() is a key of refs stay alive
         self.owned = {}  # id(tensor) -> what it is, for inputs, parameters and buffers (never updated in place)
+        self.inputs_with_history = {id(t) for t in inputs if t.requires_grad}  # (an activation of the caller's)
         for i, t in enumerate(inputs):
             self._bind(t, ("v", i))
             self.owned[id(t)] = f"the input '{self.program.input_names[i]}'"
@@ -954,6 +955,12 @@ class Recorder(TorchFunctionMode):
                 # engine would read the new value where the old one was saved
                 raise self.unsupported(f"{func_label(func)}: an in-place update of {owner} after a recorded call read it",
                                        key=key, detail="update it before it is read, or compute a new tensor")
+            if id(t) in self.inputs_with_history and torch.is_grad_enabled():
+                # eager makes the write part of the history of the caller's tensor (its later reads
+                # differentiate through it); the engine writes the value only
+                raise self.unsupported(f"{func_label(func)}: an in-place update of {owner}, which carries a gradient",
+                                       key=key, detail="compute a new tensor (x = x * 3 instead of x.mul_(3)), or pass "
+                                                       "the module a copy (x.clone())")
             if owner is not None and owner.startswith("the parameter") and self.data_of.get(id(t), t).requires_grad:
                 # under no_grad eager changes the leaf's value and its later reads differentiate to it;
                 # the trace's reads of the new value would not lead back to the parameter
@@ -1650,6 +1657,16 @@ def _fits(type_text, v):
     }.get(type_text, False)
 
 
+def _eager_kwargs(op, args, kwargs):
+    """The keyword arguments, with the dtype eager's Python binding infers where the dispatch does
+    not: torch 1.13 hands a dispatch mode `aten.full.default([2], True)` for `torch.full((2,), True)`,
+    which then makes an int64 tensor where eager makes a bool one."""
+    if op is torch.ops.aten.full.default and len(args) > 1 and isinstance(args[1], bool) and \
+            (kwargs or {}).get("dtype") is None:
+        return {**(kwargs or {}), "dtype": torch.bool}
+    return kwargs or {}
+
+
 def _numbers_as_tensors(op, args):
     """The arguments with a Python number where the operator's schema takes a Tensor made a 0-dim
     tensor: torch 1.13 hands a dispatch mode `aten.bitwise_or.Tensor(t, 2)` for `t | 2` (the
@@ -1686,7 +1703,7 @@ class _AtenCalls(TorchDispatchMode):
                 self.seen[id(t)] = (t, _storage_version(t), t.detach().clone() if keep else None)
                 if keep and t.grad_fn is not None:
                     self.recorder.had_history.add(id(t))
-        out = func(*_numbers_as_tensors(func, args), **kwargs)
+        out = func(*_numbers_as_tensors(func, args), **_eager_kwargs(func, args, kwargs))
         self.calls.append((func, list(args), dict(kwargs), out))
         return out
 
@@ -1726,7 +1743,7 @@ class _UnseenCalls(TorchDispatchMode):
             # read by no operator)
             rec.unseen_detach = True
         try:
-            out = func(*_numbers_as_tensors(func, args), **(kwargs or {}))
+            out = func(*_numbers_as_tensors(func, args), **_eager_kwargs(func, args, kwargs))
         except BaseException as e:
             if outside:  # (TorchScript's interpreter replaces it by an error without its message)
                 rec.inner_error = rec.inner_error or e
@@ -2742,7 +2759,7 @@ def _list_holder(module, lst):
     """(the __dict__, attribute) of a module or of a module's hook object that holds list `lst`, or
     None: the forward appends to the list held there at each call."""
     holders = [vars(m) for m in module.modules()]
-    holders += [vars(hook) for m in module.modules() for _, _, hook in hook_objects(m)]
+    holders += [vars(hook) for m in module.modules() for _, _, hook in hook_objects(m) if holds_settings(hook)]
     return next(((table, n) for table in holders for n, v in table.items() if v is lst), None)
 
 
@@ -2794,6 +2811,8 @@ def _assignable_state(module, functions):
             if isinstance(hook, types.FunctionType):
                 code_globals[hook.__module__] = hook.__globals__
         for _, _, hook in hook_objects(m):  # a hook object's own state (SaveOutput's outputs list, a counter)
+            if not holds_settings(hook):
+                continue  # (a slots object: its fields are keyed, a change is a new recording)
             contents(vars(hook))
     for fn in functions.values():
         cells = closure_cells(fn)
@@ -3065,16 +3084,20 @@ def _global_values(user_code, before, functions):
         for name in code.co_freevars if cells is not None else ():
             look(code, cells, name)
 
-    visited = []
+    visited, closures_seen = [], set()
     while todo:
         code, g = todo.pop()
         visited.append((code, g))
+        if code in functions:
+            closures_seen.add(code)
         look_all(code, g)
     for code, _ in visited:  # (once every helper the code names is known)
         defaults = function_defaults(functions[code]) if code in functions else None
         for name in defaults or ():
             watch(defaults, name, defaults[name])
-    if len(visited) > len(user_code):  # helpers found after their caller's globals were looked at: again, with their names
+    # again, once every helper and its function are known: a helper found after its caller's globals
+    # were looked at (their names), a function whose frame was seen before its caller named it (its closure)
+    if len(visited) > len(user_code) or any(code in functions and code not in closures_seen for code, _ in visited):
         for code, g in visited:
             look_all(code, g)
     return list(found.values()), list(objects.values()), list(absent.values()), list(sizes.values())
