@@ -8,6 +8,7 @@ module, a dict, a swapped submodule, the default dtype), a draw from Python's ra
 recorded anew), an output that is NaN in eager too; and refusals made inside torch.nn, which name
 the library's line as well as the user's."""
 import collections
+import copy
 import dataclasses
 import enum
 import os
@@ -1113,18 +1114,34 @@ class ScalesItsInput(torch.nn.Module):
         return x
 
 
-def test_an_input_written_in_place_is_written_once_and_refused_where_it_carries_a_gradient():
-    """Eager makes an in-place write into an activation the caller passes part of that tensor's own
-    history (a later `x.sum()` of the caller's differentiates through it), which the engine's call
-    cannot give it: refused, naming the line. An input without a gradient is written once."""
-    a = torch.randn(2, 3, requires_grad=True)
-    with pytest.raises(tv.UnsupportedOp, match=r"in-place update of the input 'x', which carries a gradient"):
-        tv.jit(ScalesItsInput())(a * 1)
-    tm = tv.jit(ScalesItsInput())
-    for _ in range(2):  # the recording's own write is undone, the engine's run writes it once
-        mine, theirs = a.detach().clone(), a.detach().clone()
-        torch.testing.assert_close(tm(mine), ScalesItsInput()(theirs))
-        torch.testing.assert_close(mine, theirs)
+def test_an_input_written_in_place_takes_the_writes_history_as_in_eager():
+    """An in-place write into the call's input is part of that tensor's history in eager: the
+    caller's later reads of it differentiate through the write (an activation scaled in place, then
+    read beside the output; timm's in-place LayerScale on a plain input, whose gamma gets its
+    gradient through the caller's tensor). The engine's call writes it once, with that history, on
+    the recording call and after it, and the write's backward reads the value before it."""
+    torch.manual_seed(0)
+    for make, with_history in ((ScalesItsInput, True), (LayerScaleInPlace, False), (LayerScaleInPlace, True)):
+        model = make()
+        tm, reference = tv.jit(model), copy.deepcopy(model)
+        for _ in range(3):
+            a = torch.randn(2, 4, requires_grad=True)
+            b = a.detach().clone().requires_grad_()
+            mine, theirs = (a * 2, b * 2) if with_history else (a.detach().clone(), b.detach().clone())
+            got, want = tm(mine), reference(theirs)
+            torch.testing.assert_close(got, want)
+            torch.testing.assert_close(mine, theirs)
+            (got.pow(2).sum() + mine.sin().sum()).backward()
+            (want.pow(2).sum() + theirs.sin().sum()).backward()
+            if with_history:
+                torch.testing.assert_close(a.grad, b.grad)
+            for p, q in zip(model.parameters(), reference.parameters()):
+                torch.testing.assert_close(p.grad, q.grad)
+                p.grad, q.grad = None, None
+        with torch.no_grad():
+            mine, theirs = torch.ones(2, 4), torch.ones(2, 4)
+            tm(mine), reference(theirs)
+            torch.testing.assert_close(mine, theirs)
 
 
 class Sine(torch.autograd.Function):

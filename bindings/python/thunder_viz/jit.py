@@ -640,12 +640,16 @@ class JittedModule(torch.nn.Module):
                 # the recording's eager run and the build draw from torch's generators; the call then
                 # draws as a cached call does, from where they were (torch.manual_seed reproduces it)
                 with _generators_kept():
-                    program, eager_out = record(self.module, inputs, names, lambda: self.module(*args, **kwargs))
+                    seen = _stand_ins(inputs)
+                    seen_args, seen_kwargs = rebuild(seen) if seen is not inputs else (args, kwargs)
+                    program, eager_out = record(self.module, seen, names, lambda: self.module(*seen_args, **seen_kwargs),
+                                                own_inputs=seen is not inputs)
                     engine_inputs = _engine_inputs(inputs, program, True)
                     entry = core.build(program.to_dict(), engine_inputs, self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
                     bridge = engine_inputs + self._param_list
-                    entry.set_zero_gradients([(i, bridge[i]) for i in _reached_by_autograd(eager_out, bridge)])
+                    reached = _reached_by_autograd(eager_out, list(seen) + bridge[len(seen):])
+                    entry.set_zero_gradients([(i, bridge[i]) for i in reached])
                 cached = (entry, program)
                 if program.python_draws or program.unreplayable:
                     self._warn_recording_every_call(program)  # not kept: the next call records anew
@@ -742,6 +746,9 @@ class JittedModule(torch.nn.Module):
         outs = list(outs)
         for i in program.detached_outputs:
             outs[i] = outs[i].detach()
+        for i, k in program.rebased_inputs:  # written in place: with the write's history, as eager's
+            with torch.set_grad_enabled(needs_grad):
+                engine_inputs[i].copy_(outs[k])
         for effect in program.side_effects:  # the forward's assignments, with this call's values
             effect.apply(outs, engine_inputs, recorded_call=rec.eager_outputs is not None)
         del outs[program.user_outputs:]
@@ -824,6 +831,17 @@ def _check_dtypes(name, params, buffers):
                 raise UnsupportedOp(f"the {kind} '{n}' of dtype {dtype}", f"{name}'s {kind}s", detail=(
                     "the engine has no complex dtypes; keep the real and imaginary parts (or cos and sin, for "
                     "rotary embeddings) as two real tensors"))
+
+
+def _stand_ins(inputs):
+    """The tensors a recording's eager run takes: each input with a history of the caller's (an
+    activation) as a copy that requires grad, so that an in-place write in forward leaves the
+    caller's tensor and its history as they were (the engine's call then writes it, with the
+    write's history); `inputs` itself where there is none, or where inputs share a tensor."""
+    if not any(t.grad_fn is not None for t in inputs) or _aliases(inputs):
+        return inputs
+    with torch.enable_grad():  # (a copy with a history of its own: eager refuses an in-place write into a leaf)
+        return [t.detach().requires_grad_().clone() if t.grad_fn is not None else t for t in inputs]
 
 
 def _aliases(inputs):

@@ -308,6 +308,7 @@ class Program:
         self.side_effects = []
         self.unreplayable = []
         self.detached_outputs = []    # indices of outputs that carry no gradient
+        self.rebased_inputs = []      # (input, output): an input written in place, its new value with its history
         self.ops = []
         self.outputs = []
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
@@ -618,7 +619,7 @@ class Recorder(TorchFunctionMode):
         self.rewritten = {}  # memory span -> (id of the tensor written in place there, the op's index)
         self.keep = []  # tensors whose id() is a key of refs stay alive
         self.owned = {}  # id(tensor) -> what it is, for inputs, parameters and buffers (never updated in place)
-        self.inputs_with_history = {id(t) for t in inputs if t.requires_grad}  # (an activation of the caller's)
+        self.inputs_written = set()  # ids of the inputs whose writes jit.py makes (Program.rebased_inputs)
         for i, t in enumerate(inputs):
             self._bind(t, ("v", i))
             self.owned[id(t)] = f"the input '{self.program.input_names[i]}'"
@@ -642,6 +643,7 @@ class Recorder(TorchFunctionMode):
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
         self.kept_histories = []  # (file, line) of each in-place write under no_grad that _keep_histories followed
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
+        self.left_the_graph = set()  # ids of those of them that the recording's eager graph reached (detached after it)
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
         self.data_of = {}  # id of a tensor's `.data` -> the tensor
         self.outer_frame = None  # record()'s frame: the user's frames of the forward are below it
@@ -955,12 +957,6 @@ class Recorder(TorchFunctionMode):
                 # engine would read the new value where the old one was saved
                 raise self.unsupported(f"{func_label(func)}: an in-place update of {owner} after a recorded call read it",
                                        key=key, detail="update it before it is read, or compute a new tensor")
-            if id(t) in self.inputs_with_history and torch.is_grad_enabled():
-                # eager makes the write part of the history of the caller's tensor (its later reads
-                # differentiate through it); the engine writes the value only
-                raise self.unsupported(f"{func_label(func)}: an in-place update of {owner}, which carries a gradient",
-                                       key=key, detail="compute a new tensor (x = x * 3 instead of x.mul_(3)), or pass "
-                                                       "the module a copy (x.clone())")
             if owner is not None and owner.startswith("the parameter") and self.data_of.get(id(t), t).requires_grad:
                 # under no_grad eager changes the leaf's value and its later reads differentiate to it;
                 # the trace's reads of the new value would not lead back to the parameter
@@ -983,14 +979,29 @@ class Recorder(TorchFunctionMode):
                 self.rewritten[_memory_span(t)] = (id(t), at)
             return
         if len(written) == 1 and len(outs) == 1 and outs[0] is written[0] and \
-                (not torch.is_grad_enabled() or self.refs[id(written[0])] != self.place[id(written[0])]):
+                (not torch.is_grad_enabled() or self.refs[id(written[0])] != self.place[id(written[0])] or
+                 written[0].requires_grad):
             # Written in place again, or with grad off (which reads it through ltorch.detach): the
             # trace's value of the tensor is a computed one, which the engine does not write into.
             # The new value is computed out of place and copied into the tensor's own place.
             t = written[0]
             new = t.detach().clone()  # stands for the new value in the recording
             unread = id(t) not in self.read_ids
+            graded = self.owned[id(t)].startswith("the input") and torch.is_grad_enabled() and t.requires_grad
+            if graded and id(t) not in self.inputs_written:
+                # the first write into an input in the gradient's path (x.mul_(gamma)): jit.py copies
+                # the new value into the caller's tensor after the call, which the operator's backward
+                # must not read, so the operator reads a copy
+                old = t.detach().clone()
+                self.emit("ltorch.clone", [t], old)
+                op_args = [old if a is t else a for a in op_args]
             self._emit_functional_twin(func, key, op, op_args, op_kwargs, new)
+            if graded or id(t) in self.inputs_written:
+                # eager's write is part of the caller's tensor's history: jit.py writes the new value
+                # with its gradient's path (Program.rebased_inputs), the trace reads it from here on
+                self.inputs_written.add(id(t))
+                self._bind(t, self.refs[id(new)])
+                return
             self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
             if unread:  # its own update is not a read that a later update would invalidate
                 self.read_ids.discard(id(t))
@@ -2617,13 +2628,14 @@ def recorded_symbols():
     return {key: tuple(getattr(h, "symbols", ())) for key, h in HANDLERS.items()}
 
 
-def record(module, inputs, input_names, call=None):
+def record(module, inputs, input_names, call=None, own_inputs=False):
     """Runs the forward under the recorder (`call()`, by default module(*inputs)); returns (Program,
     real output). `inputs` are the call's tensors, in the order of `input_names`. The forward runs
     in the caller's grad mode (a branch on torch.is_grad_enabled() goes the caller's way; jit.py keys
     entries on it): with grad, a `torch.no_grad()` block inside forward is seen as one; without,
     every read is. Under inference mode it runs under no_grad outside it (the recording follows
-    version counters, which inference tensors lack)."""
+    version counters, which inference tensors lack). What the forward writes in place is put back
+    after it, but for the inputs where `own_inputs` (copies of the caller's made for the recording)."""
     _refuse_backward_hooks(module)
     _refuse_cumulative_batch_norms(module)
     _refuse_script_modules(module)
@@ -2655,11 +2667,15 @@ def record(module, inputs, input_names, call=None):
     finally:
         rec.outer_frame = None  # the frame holds the recorder: no cycle keeps its tensors' graphs alive
         with torch.no_grad():
+            kept = {id(t) for t in inputs} if own_inputs else set()
             for t, before in rec.restore_after.values():
+                if id(t) in kept:
+                    continue
                 if t.grad_fn is not None and id(t) not in rec.had_history and t._base is None:
                     # written in place from a tensor that requires grad (x.mul_(gamma)), it joined the
                     # recording's graph: it leaves it, as it came
                     t.detach_()
+                    rec.left_the_graph.add(id(t))
                 t.copy_(before)
                 rec.versions[id(t)] = _storage_version(t)  # the recorder's own write: its value is still the one bound
     if _parameters_by_place(modules) != parameters:
@@ -2695,10 +2711,18 @@ def record(module, inputs, input_names, call=None):
                                 detail="return tensors, or tuples, lists and dicts of tensors (None and numbers may sit beside them)")
     prog.outputs = refs
     prog.user_outputs = len(refs)
+    for i, t in enumerate(inputs):
+        if id(t) in rec.inputs_written:
+            # written in place in the gradient's path (x.mul_(gamma)): jit.py copies this extra
+            # output into the caller's tensor, which takes its history as eager's write gives it
+            rec.output_tensors.append(t)
+            prog.outputs.append(rec.ref(t))
+            prog.rebased_inputs.append((i, len(prog.outputs) - 1))
     _note_side_effects(rec, assignable, _assignable_state(module, functions))
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
-    prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors) if not t.requires_grad]
+    prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors)
+                             if not t.requires_grad and id(t) not in rec.left_the_graph]
     return prog, out
 
 
