@@ -2202,3 +2202,48 @@ def test_a_bool_filled_tensor_is_bool():
     got, want = tv.jit(Masks())(x), Masks()(x)
     assert got[1].dtype == torch.bool
     torch.testing.assert_close(got, want)
+
+
+@dataclasses.dataclass
+class _Batch:
+    x: torch.Tensor
+    scale: float = 2.0
+    out: typing.Optional[torch.Tensor] = None
+
+
+class _TakesBatches(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, batch, store=None):
+        x, scale = (batch.x, batch.scale) if isinstance(batch, _Batch) else (batch["x"], batch["scale"])
+        y = self.lin(x) * scale
+        if store is not None:  # what a feature-matching loss collects
+            store.append(y)
+        return y
+
+
+def test_a_batch_as_a_dataclass_or_userdict_and_containers_the_forward_changes_follow_eager():
+    """A batch passed as a dataclass or a UserDict (Hugging Face's BatchEncoding is one) is flattened
+    as a dict is: its tensors are inputs, its numbers part of the key. A list the call passes and
+    the forward appends to gets this call's tensor at every call (each such call records)."""
+    torch.manual_seed(0)
+    model = _TakesBatches()
+    tm = tv.jit(model)
+    for make in (lambda x, s: _Batch(x, s), lambda x, s: collections.UserDict(x=x, scale=s)):
+        for scale in (2.0, 2.0, 3.0):
+            x = torch.randn(2, 4)
+            torch.testing.assert_close(tm(make(x, scale)), model(make(x, scale)))
+
+    def run(module):
+        store = []
+        out = module(_Batch(torch.ones(2, 4)), store)
+        return out, store
+
+    with pytest.warns(UserWarning, match="every call records"):
+        for _ in range(3):
+            (got, mine), (want, theirs) = run(tm), run(model)
+            assert len(mine) == len(theirs) == 1
+            torch.testing.assert_close(mine[0], theirs[0])
+            torch.testing.assert_close(got, want)

@@ -31,7 +31,7 @@ from .errors import EagerMismatch, UnsupportedOp
 from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, hashable, holds_fields, hook_objects,
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
                         too_many_items)
-from .recorder import DTYPES, autocast_state, rebuild_output, record, recording, user_frame
+from .recorder import DTYPES, autocast_state, rebuild_output, record, recording, register_containers, user_frame
 
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
@@ -396,7 +396,8 @@ def _constant_key(value):
     """A hashable key of a non-tensor leaf of a call's arguments; TypeError for what cannot be one."""
     if value is None or _is_scalar(value):
         return (type(value).__name__, repr(value))
-    raise TypeError(f"jitted modules take tensors, None, numbers and strings (in tuples, lists and dicts), "
+    raise TypeError(f"jitted modules take tensors, None, numbers and strings (in tuples, lists, dicts, "
+                    f"dataclasses and UserDicts), "
                     f"got a {type(value).__name__}")
 
 
@@ -560,6 +561,8 @@ class JittedModule(torch.nn.Module):
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{self._name}.forward{self._signature}: {e}") from None
+        for value in bound.arguments.values():
+            register_containers(value)  # a batch passed as a dataclass or a UserDict (BatchEncoding)
         leaves, spec = pytree.tree_flatten((bound.args, bound.kwargs))
         tensors, constants = [], []
         for i, leaf in enumerate(leaves):
@@ -640,10 +643,11 @@ class JittedModule(torch.nn.Module):
                 # the recording's eager run and the build draw from torch's generators; the call then
                 # draws as a cached call does, from where they were (torch.manual_seed reproduces it)
                 with _generators_kept():
-                    seen = _stand_ins(inputs)
+                    seen = _stand_ins(inputs, args, kwargs)
                     seen_args, seen_kwargs = rebuild(seen) if seen is not inputs else (args, kwargs)
+                    containers = [v for v in list(args) + list(kwargs.values()) if not isinstance(v, torch.Tensor)]
                     program, eager_out = record(self.module, seen, names, lambda: self.module(*seen_args, **seen_kwargs),
-                                                own_inputs=seen is not inputs)
+                                                own_inputs=seen is not inputs, arguments=containers)
                     engine_inputs = _engine_inputs(inputs, program, True)
                     entry = core.build(program.to_dict(), engine_inputs, self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
@@ -833,12 +837,14 @@ def _check_dtypes(name, params, buffers):
                     "rotary embeddings) as two real tensors"))
 
 
-def _stand_ins(inputs):
+def _stand_ins(inputs, args, kwargs):
     """The tensors a recording's eager run takes: each input with a history of the caller's (an
     activation) as a copy that requires grad, so that an in-place write in forward leaves the
     caller's tensor and its history as they were (the engine's call then writes it, with the
-    write's history); `inputs` itself where there is none, or where inputs share a tensor."""
-    if not any(t.grad_fn is not None for t in inputs) or _aliases(inputs):
+    write's history); `inputs` itself where there is none, where inputs share a tensor, or where
+    the call passes containers (which the forward may change: the caller's own are passed)."""
+    if not any(t.grad_fn is not None for t in inputs) or _aliases(inputs) or \
+            not all(v is None or isinstance(v, torch.Tensor) or _is_scalar(v) for v in list(args) + list(kwargs.values())):
         return inputs
     with torch.enable_grad():  # (a copy with a history of its own: eager refuses an in-place write into a leaf)
         return [t.detach().requires_grad_().clone() if t.grad_fn is not None else t for t in inputs]

@@ -32,6 +32,7 @@ What eager torch would compute is what the recording says:
   Python's random, or a change no replay redoes, makes the program one that records every call.
 """
 import builtins
+import collections
 import contextlib
 import dataclasses
 import dis
@@ -2628,22 +2629,25 @@ def recorded_symbols():
     return {key: tuple(getattr(h, "symbols", ())) for key, h in HANDLERS.items()}
 
 
-def record(module, inputs, input_names, call=None, own_inputs=False):
+def record(module, inputs, input_names, call=None, own_inputs=False, arguments=()):
     """Runs the forward under the recorder (`call()`, by default module(*inputs)); returns (Program,
     real output). `inputs` are the call's tensors, in the order of `input_names`. The forward runs
     in the caller's grad mode (a branch on torch.is_grad_enabled() goes the caller's way; jit.py keys
     entries on it): with grad, a `torch.no_grad()` block inside forward is seen as one; without,
     every read is. Under inference mode it runs under no_grad outside it (the recording follows
     version counters, which inference tensors lack). What the forward writes in place is put back
-    after it, but for the inputs where `own_inputs` (copies of the caller's made for the recording)."""
+    after it, but for the inputs where `own_inputs` (copies of the caller's made for the recording).
+    `arguments` are the call's arguments: a forward that changes a list, dict or settings object
+    among them (an activation appended to a list it was passed) records at every call."""
     _refuse_backward_hooks(module)
     _refuse_cumulative_batch_norms(module)
     _refuse_script_modules(module)
     functions = user_functions(module.modules())
     _unoptimize_scripted_functions(module, functions)
     rec = Recorder(module, inputs, input_names, functions)
+    activations = {id(t) for t in inputs if t.grad_fn is not None}  # (before the forward's writes)
     rec.outer_frame = sys._getframe()
-    assignable = _assignable_state(module, functions)
+    assignable = _assignable_state(module, functions, arguments)
     generators = _generator_states(module)
     modules = list(module.modules())
     parameters = _parameters_by_place(modules)
@@ -2691,7 +2695,7 @@ def record(module, inputs, input_names, call=None, own_inputs=False):
     if not prog.python_draws and _generator_states(module) != generators:
         prog.python_draws.append("a generator whose state the forward advanced (Python's or numpy's, or one "
                                  "the module holds)")
-    _register_containers(out)
+    register_containers(out)
     leaves, prog.output_spec = pytree.tree_flatten(out)
     refs = []
     rec.output_tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
@@ -2712,13 +2716,18 @@ def record(module, inputs, input_names, call=None, own_inputs=False):
     prog.outputs = refs
     prog.user_outputs = len(refs)
     for i, t in enumerate(inputs):
+        if id(t) in rec.inputs_written and id(t) in activations and not own_inputs:
+            raise UnsupportedOp(f"an in-place write into the input '{prog.input_names[i]}', which carries the "
+                                "caller's gradient, in a call that passes containers", "forward", detail=(
+                                    "pass the tensor by itself (the recording then writes a copy of it), or "
+                                    "compute a new tensor in forward (x = x * 3 instead of x.mul_(3))"))
         if id(t) in rec.inputs_written:
             # written in place in the gradient's path (x.mul_(gamma)): jit.py copies this extra
             # output into the caller's tensor, which takes its history as eager's write gives it
             rec.output_tensors.append(t)
             prog.outputs.append(rec.ref(t))
             prog.rebased_inputs.append((i, len(prog.outputs) - 1))
-    _note_side_effects(rec, assignable, _assignable_state(module, functions))
+    _note_side_effects(rec, assignable, _assignable_state(module, functions, arguments))
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
     prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors)
@@ -2787,7 +2796,7 @@ def _list_holder(module, lst):
     return next(((table, n) for table in holders for n, v in table.items() if v is lst), None)
 
 
-def _assignable_state(module, functions):
+def _assignable_state(module, functions, arguments=()):
     """What a forward may change in Python (`functions`: closures.user_functions of the model, whose
     closures it may change), before or after it ran:
     - ("attr", module, name) -> value: each module's attributes;
@@ -2796,7 +2805,9 @@ def _assignable_state(module, functions):
       the dicts a hook's closure holds (the features a hook collects);
     - ("list", id(list)) -> (list, items): the lists in those places (activations appended);
     - ("global", id(globals), name) -> (globals, value): those modules' globals, and the variables
-      the closures of the user's functions hold (ClosureCells for `globals`)."""
+      the closures of the user's functions hold (ClosureCells for `globals`);
+    - ("argument", id(container)) -> True for each list and dict among or inside the call's
+      `arguments`, a settings object's (a dataclass batch) and a UserDict's own dict included."""
     state = {}
     dicts, lists = {}, {}
     keyed = set()  # ids of the dicts whose entries jit.py's key holds (a module's dicts and settings objects)
@@ -2853,6 +2864,15 @@ def _assignable_state(module, functions):
             if not (n.startswith("__") and n.endswith("__")):
                 state[("global", id(g), n)] = (g, v)
                 contents(v)
+    before_arguments = set(dicts) | set(lists)
+    for v in arguments:
+        if isinstance(v, collections.UserDict):
+            v = v.data
+        elif holds_settings(v) and not isinstance(v, (dict, types.ModuleType)):
+            v = vars(v)  # (a dataclass batch: its fields)
+        contents(v)
+    for i in (set(dicts) | set(lists)) - before_arguments:
+        state[("argument", i)] = True
     for d in dicts.values():
         state[("size", id(d))] = (d, len(d))
         for k, e in d.items():
@@ -2860,6 +2880,15 @@ def _assignable_state(module, functions):
     for l in lists.values():
         state[("list", id(l))] = (l, tuple(l))
     return state
+
+
+def _changed(old, new):
+    """Whether a list's items or a dict's entry (_assignable_state's values) differ, by identity."""
+    if old is GONE or new is GONE:
+        return old is not new
+    if isinstance(new[1], tuple) and isinstance(new[0], list):
+        return len(new[1]) != len(old[1]) or any(a is not b for a, b in zip(new[1], old[1]))
+    return new[1] is not old[1]
 
 
 def _note_side_effects(rec, before, after):
@@ -2887,8 +2916,12 @@ def _note_side_effects(rec, before, after):
     for key in after.keys() | before.keys():
         old, new = before.get(key, GONE), after.get(key, GONE)
         kind = key[0]
-        if kind == "size":
+        if kind in ("size", "argument"):
             continue  # (what changed it is an entry, below)
+        if kind in ("list", "entry") and ("argument", key[1]) in before and _changed(old, new):
+            # a container the call passed (each call passes its own): no replay reaches the next one's
+            prog.unreplayable.append("a list, dict or object the call passed changed in forward")
+            continue
         if kind == "list":
             if new is GONE or old is GONE or new[1] == old[1]:
                 continue
@@ -3243,26 +3276,30 @@ def _users_module(module):
     return not os.path.abspath(file).startswith(_SKIP_DIRS + _LIBRARY_DIRS)
 
 
-def _register_containers(out):
-    """Makes the output's dataclasses and dict subclasses (Hugging Face's ModelOutput is both) trees
-    torch's pytree flattens and rebuilds as the same type, as their libraries often do themselves."""
+def register_containers(out):
+    """Makes the dataclasses, dict subclasses (Hugging Face's ModelOutput is both) and UserDicts
+    (a BatchEncoding) in an output or argument trees torch's pytree flattens and rebuilds as the
+    same type, as their libraries often do themselves."""
     if isinstance(out, torch.Tensor) or out is None or isinstance(out, (bool, int, float, str)):
         return
     kind = type(out)
     if kind not in pytree.SUPPORTED_NODES:
-        if dataclasses.is_dataclass(out):  # ModelOutput too: rebuilt from its fields, None ones included
+        if dataclasses.is_dataclass(out) and not isinstance(out, type):  # ModelOutput too: None fields included
             names = [f.name for f in dataclasses.fields(out) if f.init]
             _register_node(kind, lambda d, names=names: ([getattr(d, n) for n in names], names),
                            lambda values, names, kind=kind: kind(**dict(zip(names, values))))
         elif isinstance(out, dict):
             _register_node(kind, lambda d: (list(d.values()), list(d.keys())),
                            lambda values, keys, kind=kind: kind(zip(keys, values)))
+        elif isinstance(out, collections.UserDict):
+            _register_node(kind, lambda d: (list(d.data.values()), list(d.data.keys())),
+                           lambda values, keys, kind=kind: kind(dict(zip(keys, values))))
         else:
             return
     children = [getattr(out, f.name) for f in dataclasses.fields(out)] if dataclasses.is_dataclass(out) else \
-        out.values() if isinstance(out, dict) else out if isinstance(out, (list, tuple)) else []
+        out.values() if isinstance(out, (dict, collections.UserDict)) else out if isinstance(out, (list, tuple)) else []
     for child in children:
-        _register_containers(child)
+        register_containers(child)
 
 
 def _register_node(kind, flatten, unflatten):
