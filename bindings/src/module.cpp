@@ -341,13 +341,14 @@ class Entry {
   }
 
   // One gradient per bridge tensor (inputs then parameters); None where the engine gives none.
-  std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents) {
+  std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents,
+                                                  const std::vector<bool>& given) {
     std::vector<at::Tensor> cot;
     for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
     std::vector<at::Tensor> grads;
     {
       py::gil_scoped_release release;
-      grads = run_backward(saved, std::move(cot));
+      grads = run_backward(saved, std::move(cot), given);
     }
     std::vector<std::optional<at::Tensor>> out;
     for (auto& g : grads) out.push_back(g.defined() ? std::optional<at::Tensor>(std::move(g)) : std::nullopt);
@@ -363,8 +364,9 @@ class Entry {
   }
 
   // The backward's run: one gradient per bridge tensor (inputs then parameters), undefined where the
-  // engine gives none. Needs no GIL.
-  std::vector<at::Tensor> run_backward(Saved& saved, std::vector<at::Tensor> cotangents) {
+  // engine gives none or where no output whose cotangent autograd gave (`given`: one flag per output,
+  // false for an output the loss did not use) reaches it. Needs no GIL.
+  std::vector<at::Tensor> run_backward(Saved& saved, std::vector<at::Tensor> cotangents, const std::vector<bool>& given) {
     saved.check_unused();
     saved.check_versions();
     backward_timings_.clear();
@@ -376,10 +378,21 @@ class Entry {
       auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
       if (g.defined() && it != bridge_names_.end()) out[it - bridge_names_.begin()] = g;
     }
+    std::vector<bool> reached(out.size(), output_reach_.size() != given.size());
+    if (output_reach_.size() == given.size())
+      for (size_t k = 0; k < given.size(); ++k)
+        for (size_t i : given[k] ? output_reach_[k] : std::vector<size_t>{})
+          if (i < reached.size()) reached[i] = true;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!reached[i]) out[i] = at::Tensor();  // as eager leaves it: None, not zeros
     for (const auto& z : zero_gradients_)
-      if (!out[z.index].defined()) out[z.index] = at::zeros(z.sizes, z.options);
+      if (!out[z.index].defined() && reached[z.index]) out[z.index] = at::zeros(z.sizes, z.options);
     return out;
   }
+
+  // For each output, the bridge tensors eager autograd reaches from it: a gradient flows to a tensor
+  // only from the outputs the loss used, as in eager (a head whose output the loss ignores: None).
+  void set_output_reach(std::vector<std::vector<size_t>> reach) { output_reach_ = std::move(reach); }
 
   // Bridge tensors that eager autograd reaches from the outputs (a gradient of zeros where nothing
   // flows back, as addmm's bias with beta=0 gets): given by a tensor of the same shape and options,
@@ -432,6 +445,7 @@ class Entry {
     at::TensorOptions options;
   };
   std::vector<ZeroGradient> zero_gradients_;
+  std::vector<std::vector<size_t>> output_reach_;  // empty: every output reaches every tensor
 };
 
 // Called in a catch block: rethrows the exception in flight as the Python exception this module's
@@ -460,6 +474,7 @@ constexpr const char* kNoDoubleBackward =
 struct EngineCall : torch::CustomClassHolder {
   std::shared_ptr<Entry> entry;
   Saved saved;
+  std::vector<std::pair<std::vector<int64_t>, at::TensorOptions>> outputs;  // each output's shape and options
 };
 
 struct EngineNode : torch::autograd::Function<EngineNode> {
@@ -469,6 +484,8 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
     auto outputs = call->entry->run_forward(std::vector<at::Tensor>(tensors.begin(), tensors.begin() + inputs), call->saved);
     ctx->save_for_backward(call->saved.take_outputs(outputs));
     ctx->saved_data["call"] = c10::IValue::make_capsule(call);
+    ctx->set_materialize_grads(false);  // (an output the loss did not use: zeros here, and no gradient from it)
+    for (const auto& o : outputs) call->outputs.emplace_back(o.sizes().vec(), o.options());
     std::vector<at::Tensor> nondifferentiable;
     for (const auto& o : outputs)
       if (!o.is_floating_point()) nondifferentiable.push_back(o);
@@ -484,7 +501,13 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
     std::vector<at::Tensor> grads;
     try {
       call->saved.put_tensors(std::vector<std::optional<at::Tensor>>(saved_outputs.begin(), saved_outputs.end()));
-      grads = call->entry->run_backward(call->saved, std::move(cotangents));
+      std::vector<bool> given(cotangents.size());
+      for (size_t k = 0; k < cotangents.size(); ++k) {
+        given[k] = cotangents[k].defined();
+        if (!given[k] && k < call->outputs.size())
+          cotangents[k] = at::zeros(call->outputs[k].first, call->outputs[k].second);
+      }
+      grads = call->entry->run_backward(call->saved, std::move(cotangents), given);
     } catch (...) {
       rethrow_as_python_error();
     }
@@ -598,9 +621,10 @@ PYBIND11_MODULE(_thunder_viz, m) {
 
   py::class_<Entry, std::shared_ptr<Entry>>(m, "Entry", "One cache entry: the pipeline built for one input metadata.")
       .def("forward", &Entry::forward, "inputs -> ([output tensors], SavedForBackward)")
-      .def("backward", [](Entry& e, std::shared_ptr<Saved> saved, const std::vector<std::optional<at::Tensor>>& cot) {
-        return e.backward(*saved, cot);
-      })
+      .def("backward", [](Entry& e, std::shared_ptr<Saved> saved, const std::vector<std::optional<at::Tensor>>& cot,
+                          const std::vector<bool>& given) { return e.backward(*saved, cot, given); },
+           py::arg("saved"), py::arg("cotangents"), py::arg("given"),
+           "gradients per bridge tensor, from the cotangents (given[k]: whether autograd gave output k's)")
       .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
       .def_property_readonly("has_backward", [](const Entry& e) { return bool(e.built().stages.last(TraceKind::backward)); })
       .def("apply", [](const std::shared_ptr<Entry>& e, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& parameters) {
@@ -619,6 +643,8 @@ PYBIND11_MODULE(_thunder_viz, m) {
       .def("backward_timings", [](const Entry& e) { return timing_tuples(e.backward_timings()); },
            "per-bound-symbol times of the last backward")
       .def_property_readonly("saved_bytes", [](const Entry& e) { return e.built().saved_bytes; })
+      .def("set_output_reach", &Entry::set_output_reach, py::arg("reach"),
+           "[[bridge index, ...] per output]: the tensors eager autograd reaches from each output")
       .def("set_zero_gradients", &Entry::set_zero_gradients, py::arg("like"),
            "[(bridge index, a tensor of its shape and options)]: zeros where the backward gives that one no gradient");
 

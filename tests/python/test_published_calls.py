@@ -2247,3 +2247,43 @@ def test_a_batch_as_a_dataclass_or_userdict_and_containers_the_forward_changes_f
             assert len(mine) == len(theirs) == 1
             torch.testing.assert_close(mine[0], theirs[0])
             torch.testing.assert_close(got, want)
+
+
+class _TwoHeads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(4, 4)
+        self.main = torch.nn.Linear(4, 2)
+        self.aux = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        z = torch.relu(self.body(x))
+        return self.main(z), self.aux(z)
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["engine_node", "python_bridge"])
+def test_a_parameter_only_an_unused_output_reaches_gets_no_gradient_as_in_eager(timed):
+    """A loss of the main logits only: the aux head's parameters keep grad None, as in eager (zeros
+    would move them under AdamW's weight decay); the shared body gets its gradient."""
+    torch.manual_seed(0)
+    model = _TwoHeads()
+    reference = copy.deepcopy(model)
+    tm = tv.jit(model)
+    tm.timing = timed
+    mine = torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.1)
+    theirs = torch.optim.AdamW(reference.parameters(), lr=0.1, weight_decay=0.1)
+    for _ in range(3):
+        x = torch.randn(5, 4)
+        mine.zero_grad(), theirs.zero_grad()
+        tm(x)[0].pow(2).sum().backward()
+        reference(x)[0].pow(2).sum().backward()
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            assert (p.grad is None) == (q.grad is None), name
+            if q.grad is not None:
+                torch.testing.assert_close(p.grad, q.grad)
+        mine.step(), theirs.step()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(p, q)
+    mine.zero_grad(set_to_none=True)
+    tm(x)[1].sum().backward()  # the other head then gets its gradient
+    assert model.aux.weight.grad is not None and model.main.weight.grad is None

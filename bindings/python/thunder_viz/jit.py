@@ -282,11 +282,13 @@ class CallRecord:
 
 def _reached_by_autograd(outputs, tensors):
     """The indices of `tensors` (floating, requiring grad) that eager autograd reaches from the
-    outputs' gradients: each gets a gradient in eager, zeros where nothing flows back (addmm's bias
+    outputs' gradients (an output may be given as the autograd node that made it): each gets a gradient in eager, zeros where nothing flows back (addmm's bias
     with beta=0, an intermediate whose every element a later call overwrote)."""
-    roots = [t for t in pytree.tree_flatten(outputs)[0] if isinstance(t, torch.Tensor) and t.requires_grad]
+    flat = pytree.tree_flatten(outputs)[0]
+    roots = [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad]
     nodes, leaves = set(), {id(t) for t in roots if t.grad_fn is None}
     stack = [t.grad_fn for t in roots if t.grad_fn is not None]
+    stack += [n for n in flat if not isinstance(n, torch.Tensor) and hasattr(n, "next_functions")]  # (a node)
     while stack:
         fn = stack.pop()
         if fn in nodes:
@@ -317,6 +319,7 @@ class _Bridge(torch.autograd.Function):
         if fixup["unshard"] is not None:
             ctx.shapes = [t.shape for t in tensors]
         ctx.out_meta = [(o.shape, o.dtype) for o in outs]
+        ctx.set_materialize_grads(False)  # (an output the loss did not use: zeros here, and no gradient from it)
         nondiff = [o for o in outs if not o.is_floating_point()]
         if nondiff:
             ctx.mark_non_differentiable(*nondiff)
@@ -328,7 +331,7 @@ class _Bridge(torch.autograd.Function):
             raise RuntimeError(_C.NO_DOUBLE_BACKWARD)
         cot = [g if g is not None else torch.zeros(s, dtype=d) for g, (s, d) in zip(grads, ctx.out_meta)]
         ctx.saved.put_tensors(list(ctx.saved_tensors))
-        gs = ctx.entry.backward(ctx.saved, cot)
+        gs = ctx.entry.backward(ctx.saved, cot, [g is not None for g in grads])
         rec = ctx.fixup["record"]
         rec.timings = rec.timings + ctx.entry.backward_timings()
         listeners, rec.backward_listeners = rec.backward_listeners, []
@@ -652,8 +655,12 @@ class JittedModule(torch.nn.Module):
                     entry = core.build(program.to_dict(), engine_inputs, self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
                     bridge = engine_inputs + self._param_list
-                    reached = _reached_by_autograd(eager_out, list(seen) + bridge[len(seen):])
+                    seen_bridge = list(seen) + bridge[len(seen):]
+                    reached = _reached_by_autograd(eager_out, seen_bridge)
                     entry.set_zero_gradients([(i, bridge[i]) for i in reached])
+                    outputs, program.recorded_outputs = program.recorded_outputs, None
+                    if len(outputs) <= 64:  # (each output's walk of eager's graph)
+                        entry.set_output_reach([_reached_by_autograd([t], seen_bridge) for t in outputs])
                 cached = (entry, program)
                 if program.python_draws or program.unreplayable:
                     self._warn_recording_every_call(program)  # not kept: the next call records anew

@@ -310,6 +310,7 @@ class Program:
         self.unreplayable = []
         self.detached_outputs = []    # indices of outputs that carry no gradient
         self.rebased_inputs = []      # (input, output): an input written in place, its new value with its history
+        self.recorded_outputs = None  # eager's tensor of each output, until jit.py has read what they reach
         self.ops = []
         self.outputs = []
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
@@ -644,7 +645,7 @@ class Recorder(TorchFunctionMode):
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
         self.kept_histories = []  # (file, line) of each in-place write under no_grad that _keep_histories followed
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
-        self.left_the_graph = set()  # ids of those of them that the recording's eager graph reached (detached after it)
+        self.left_the_graph = {}  # id -> grad_fn of those of them the recording's eager graph reached (detached after it)
         self.view_of = {}  # id of a view an ATen operator made -> (its base, the operator, its arguments)
         self.data_of = {}  # id of a tensor's `.data` -> the tensor
         self.outer_frame = None  # record()'s frame: the user's frames of the forward are below it
@@ -2678,8 +2679,8 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
                 if t.grad_fn is not None and id(t) not in rec.had_history and t._base is None:
                     # written in place from a tensor that requires grad (x.mul_(gamma)), it joined the
                     # recording's graph: it leaves it, as it came
+                    rec.left_the_graph[id(t)] = t.grad_fn
                     t.detach_()
-                    rec.left_the_graph.add(id(t))
                 t.copy_(before)
                 rec.versions[id(t)] = _storage_version(t)  # the recorder's own write: its value is still the one bound
     if _parameters_by_place(modules) != parameters:
@@ -2730,6 +2731,8 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     _note_side_effects(rec, assignable, _assignable_state(module, functions, arguments))
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
+    # eager's tensor of each output (or the node that made one the recording detached): jit.py reads them once
+    prog.recorded_outputs = [rec.left_the_graph.get(id(t)) or t for t in rec.output_tensors]
     prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors)
                              if not t.requires_grad and id(t) not in rec.left_the_graph]
     return prog, out
