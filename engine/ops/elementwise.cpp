@@ -301,18 +301,29 @@ Out div_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return {reduce_like(b, ga, tensor_at(f, 0)), reduce_like(b, gb, tensor_at(f, 1))};
 }
 
+// torch's pow_backward: the grad of x is 0 where the exponent is 0 (not 0 * x^-1, NaN at x = 0), and
+// the exponent's is 0 where x is 0 and the exponent >= 0 (not out * log(0) = 0 * -inf).
 Out pow_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   Value g = cts[0];
   const Value &x = f.args[0], &y = f.args[1];
   T ga = nullptr, gb = nullptr;
-  if (tensor_at(f, 0)) {  // g * y * x^(y-1)
-    Value y1 = y.is_number() ? num(y.as_double() - 1) : V(sub(b, y, Value::integer(1)));
-    ga = mul(b, g, V(mul(b, y, V(pow(b, x, y1)))));
+  if (T a = tensor_at(f, 0)) {  // g * y * x^(y-1)
+    if (y.is_number() && y.as_double() == 0) {
+      ga = zeros(b, a->shape, a->dtype, a->device);
+    } else {
+      Value y1 = y.is_number() ? num(y.as_double() - 1) : V(sub(b, y, Value::integer(1)));
+      ga = mul(b, g, V(mul(b, y, V(pow(b, x, y1)))));
+      if (!y.is_number()) ga = where(b, eq(b, y, Value::integer(0)), num(0), V(ga));
+    }
   }
-  if (tensor_at(f, 1)) {  // g * out * log(x)
-    T logx = x.is_number() ? nullptr : log(b, x.proxy);
-    Value lx = logx ? V(logx) : num(std::log(x.as_double()));
-    gb = mul(b, g, V(mul(b, V(f.output()), lx)));
+  if (tensor_at(f, 1)) {  // g * out * log(x), 0 where x == 0 and y >= 0
+    Value lx = x.is_number() ? num(std::log(x.as_double())) : V(log(b, x.proxy));
+    T local = mul(b, V(f.output()), lx);
+    if (!x.is_number() || x.as_double() == 0) {
+      Value at_zero = x.is_number() ? num(0) : V(where(b, eq(b, x, Value::integer(0)), num(0), V(local)));
+      local = where(b, ge(b, y, Value::integer(0)), at_zero, V(local));
+    }
+    gb = mul(b, g, V(local));
   }
   return {reduce_like(b, ga, tensor_at(f, 0)), reduce_like(b, gb, tensor_at(f, 1))};
 }

@@ -450,10 +450,24 @@ Out topk_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {  // ltorch.topk(
   return selection_rule(b, f, cts, dim_at(f, 2, tensor_at(f, 0)), true);
 }
 
-// Along a dim; without one (the maximum of every element) the decomposition's rule, amax's.
 bool along_a_dim(const BoundSymbol& f) { return f.args.size() > 1 && f.args[1].kind == Value::Kind::integer; }
 
+// Without a dim, torch's evenly_distribute_backward (not amax's rule): g / count to each element equal
+// to the result, and to the NaN elements when the result is NaN (which equals nothing).
+Out evenly_distributed_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), value = f.output(), g = cts[0].proxy;
+  Out out(f.args.size());
+  if (!is_floating(a->dtype)) return out;
+  T is_nan = ltorch::ne(b, V(value), V(value));
+  T mask = ltorch::where(b, is_nan, V(ltorch::ne(b, V(a), V(a))), V(ltorch::eq(b, V(a), V(value))));
+  T count = ltorch::sum(b, ltorch::convert_element_type(b, mask, g->dtype));
+  T share = ltorch::true_divide(b, V(g), V(count));
+  out[0] = grad::reduce_like(b, ltorch::where(b, mask, V(share), Value::floating(0)), a);
+  return out;
+}
+
 Out extreme_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {  // ltorch.torch_max/torch_min(a, dim, keepdim)
+  if (!along_a_dim(f)) return evenly_distributed_rule(b, f, cts);
   bool keepdim = f.args.size() > 2 && f.args[2].kind == Value::Kind::boolean && f.args[2].b;
   return selection_rule(b, f, cts, dim_at(f, 1, tensor_at(f, 0)), keepdim);
 }
@@ -472,7 +486,7 @@ void register_indexing_gradients() {
   register_grad_rule(op("prims.take"), take_rule);
   for (const char* n : {"ltorch.index_put", "prims.index_put"}) register_grad_rule(op(n), index_put_rule);
   for (const char* n : {"ltorch.topk", "prims.topk"}) register_grad_rule(op(n), topk_rule);
-  for (const char* n : {"ltorch.torch_max", "ltorch.torch_min"}) register_grad_rule(op(n), extreme_rule, along_a_dim);
+  for (const char* n : {"ltorch.torch_max", "ltorch.torch_min"}) register_grad_rule(op(n), extreme_rule);
   for (const char* n : {"ltorch.argmax", "ltorch.argmin", "prims.argmax", "prims.argmin"}) register_not_differentiable(op(n));
 }
 

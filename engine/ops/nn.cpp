@@ -147,11 +147,21 @@ std::optional<int64_t> cross_entropy_ignore_index(Args args, Kw kwargs) {
   return ignore->i;
 }
 
-// 1 where target != ignore_index, as `dtype`, and the target with ignored rows pointing at class 0.
-std::pair<T, T> kept_rows(TraceBuilder& b, const T& target, int64_t ignore_index, DType dtype) {
+// kept: 1 where target != ignore_index, as `dtype`; safe: the target with ignored rows pointing at
+// class 0; valid: target != ignore_index.
+struct KeptRows {
+  T kept, safe, valid;
+};
+KeptRows kept_rows(TraceBuilder& b, const T& target, int64_t ignore_index, DType dtype) {
   T valid = ne(b, V(target), Value::integer(ignore_index));
   T safe = where(b, valid, V(target), Value::integer(0));
-  return {convert_element_type(b, valid, dtype), safe};
+  return {convert_element_type(b, valid, dtype), safe, valid};
+}
+
+// The ignored rows' losses set to 0 (as torch skips them), not multiplied by 0: their gradient is then
+// 0 too where the mean divides by a kept weight of 0 (every row ignored), not 0 * inf.
+T without_ignored(TraceBuilder& b, const T& losses, const T& valid) {
+  return where(b, valid, V(losses), Value::integer(0));
 }
 
 // The class weight of cross_entropy and nll_loss (position 2 or weight=): a tensor [C], null when absent.
@@ -187,12 +197,12 @@ double cross_entropy_label_smoothing(Args args, Kw kwargs) {
 // sum_c (-logp[i, c]); the mean is over the rows whose target is not ignore_index.
 T smoothed_cross_entropy(TraceBuilder& b, const T& logp, const T& target, int64_t ignore_index, double smoothing) {
   int64_t n = logp->shape[0], classes = logp->shape[1];
-  auto [kept, safe] = kept_rows(b, target, ignore_index, logp->dtype);
+  auto [kept, safe, valid] = kept_rows(b, target, ignore_index, logp->dtype);
   T picked = reshape(b, take_along_dim(b, logp, unsqueeze(b, safe, 1), 1), {n});
   T spread = sum(b, logp, {1}, false);
   T hit = mul(b, V(picked), Value::floating(1.0 - smoothing));
   T smooth = mul(b, V(spread), Value::floating(smoothing / static_cast<double>(classes)));
-  T rows = mul(b, V(add(b, V(hit), V(smooth))), V(kept));
+  T rows = without_ignored(b, add(b, V(hit), V(smooth)), valid);
   T total = sum(b, rows, {}, false);
   T count = sum(b, kept, {}, false);
   return neg(b, true_divide(b, V(total), V(count)));
@@ -216,7 +226,7 @@ T general_cross_entropy(TraceBuilder& b, const T& logits, const T& target, const
   }
   flat = reshape(b, flat, {rows, classes});
   T logp = log_softmax(b, flat, 1);
-  auto [kept, safe] = kept_rows(b, reshape(b, target, {rows}), ignore_index, logits->dtype);
+  auto [kept, safe, valid] = kept_rows(b, reshape(b, target, {rows}), ignore_index, logits->dtype);
   T row_weight = row_weights(b, weight, safe, kept);
   T picked = reshape(b, take_along_dim(b, logp, unsqueeze(b, safe, 1), 1), {rows});
   T losses = neg(b, mul(b, V(picked), V(row_weight)));
@@ -226,6 +236,7 @@ T general_cross_entropy(TraceBuilder& b, const T& logits, const T& target, const
     losses = add(b, V(mul(b, V(losses), Value::floating(1.0 - smoothing))),
                  V(mul(b, V(smooth), Value::floating(smoothing / static_cast<double>(classes)))));
   }
+  losses = without_ignored(b, losses, valid);
   if (reduction == "none") return reshape(b, losses, target->shape);
   if (reduction == "sum") return sum(b, losses, {}, false);
   return true_divide(b, V(sum(b, losses, {}, false)), V(sum(b, row_weight, {}, false)));
@@ -287,7 +298,7 @@ Value cross_entropy_impl(TraceBuilder& b, Args args, Kw kwargs) {
     return Value::of(neg(b, mean(b, picked)));
   }
   // The mean over the kept rows: sum(-logp[i, target[i]] * kept[i]) / sum(kept).
-  auto [kept, safe] = kept_rows(b, target, *ignore_index, logits->dtype);
+  auto [kept, safe, valid] = kept_rows(b, target, *ignore_index, logits->dtype);
   T picked = reshape(b, take_along_dim(b, logp, unsqueeze(b, safe, 1), 1), {logits->shape[0]});
   T total = sum(b, mul(b, V(picked), V(kept)), {}, false);
   return Value::of(neg(b, true_divide(b, V(total), V(sum(b, kept, {}, false)))));
@@ -316,10 +327,10 @@ Value nll_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
   std::string reduction = loss_reduction(args, kwargs, 6, 3, 5, "nll_loss");
   const Value* ignore = given(args, kwargs, 4, "ignore_index");
   int64_t ignore_index = ignore ? ignore->i : -100;
-  auto [kept, safe] = kept_rows(b, target, ignore_index, a->dtype);
+  auto [kept, safe, valid] = kept_rows(b, target, ignore_index, a->dtype);
   T row_weight = row_weights(b, class_weight(args, kwargs, a->shape[1], "nll_loss"), safe, kept);
   T picked = reshape(b, take_along_dim(b, a, unsqueeze(b, safe, 1), 1), rows);
-  T losses = neg(b, mul(b, V(picked), V(row_weight)));
+  T losses = without_ignored(b, neg(b, mul(b, V(picked), V(row_weight))), valid);
   if (reduction != "mean") return Value::of(reduced(b, losses, reduction));
   return Value::of(true_divide(b, V(sum(b, losses, {}, false)), V(sum(b, row_weight, {}, false))));
 }
@@ -518,7 +529,7 @@ Value softmax_backward_impl(TraceBuilder& b, Args args, Kw) {
 
 // The gradient of cross_entropy(logits [N, C], target [N]) (mean over N) for the loss's cotangent
 // `grad`: (softmax(logits) - one_hot(target)) * grad / N. With ignore_index (argument 3) the
-// ignored rows get none and the mean is over the kept rows.
+// ignored rows are 0 (even when every row is and grad / 0 is inf) and the mean is over the kept rows.
 Value cross_entropy_backward_impl(TraceBuilder& b, Args args, Kw) {
   T g = tensor_arg(args, 0, "grad"), logits = tensor_arg(args, 1, "logits"), target = tensor_arg(args, 2, "target");
   if (rank(logits) != 2 || rank(target) != 1 || logits->shape[0] != target->shape[0] || rank(g) != 0)
@@ -529,10 +540,10 @@ Value cross_entropy_backward_impl(TraceBuilder& b, Args args, Kw) {
     T diff = sub(b, V(p), V(one_hot(b, target, logits->shape[1], logits->dtype)));
     return Value::of(mul(b, V(diff), V(true_divide(b, V(g), Value::integer(logits->shape[0])))));
   }
-  auto [kept, safe] = kept_rows(b, target, int_arg(args, 3, "ignore_index"), logits->dtype);
+  auto [kept, safe, valid] = kept_rows(b, target, int_arg(args, 3, "ignore_index"), logits->dtype);
   T diff = sub(b, V(p), V(one_hot(b, safe, logits->shape[1], logits->dtype)));
   T scale = true_divide(b, V(g), V(sum(b, kept, {}, false)));
-  return Value::of(mul(b, V(mul(b, V(diff), V(unsqueeze(b, kept, 1)))), V(scale)));
+  return Value::of(where(b, unsqueeze(b, valid, 1), V(mul(b, V(diff), V(scale))), Value::integer(0)));
 }
 
 // dropout(a, p, seed, training, offset): the mask is uniform_philox(seed, offset) < 1 - p. The seed is
@@ -1145,6 +1156,28 @@ Out cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return out;
 }
 
+// binary_cross_entropy(a, target, weight, size_average, reduce, reduction), torch's rules: a's grad is
+// g (a - t) / max((1 - a) a, 1e-12), finite where a is exactly 0 or 1 (the decomposition's clamped
+// logs give 0 * inf there); the target's is g * -logit(a). Each times the weight, / numel for the mean.
+Out binary_cross_entropy_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  T a = tensor_at(f, 0), target = tensor_at(f, 1), g = cts[0].proxy;
+  Value weight = given(f, 2, "weight"), reduction = given(f, 5, "reduction");
+  auto weighted_and_reduced = [&](T grad, const T& like) {
+    if (weight.is_proxy()) grad = mul(b, V(grad), weight);
+    if (reduction.is_none() || reduction.s == "mean") grad = true_divide(b, V(grad), Value::integer(a->numel()));
+    return reduce_like(b, grad, like);
+  };
+  Out out(f.args.size());
+  T one_minus_a = sub(b, Value::floating(1.0), V(a));
+  T denominator = maximum(b, V(mul(b, V(one_minus_a), V(a))), Value::floating(1e-12));
+  out[0] = weighted_and_reduced(true_divide(b, V(mul(b, V(g), V(sub(b, V(a), V(target))))), V(denominator)), a);
+  if (target->requires_grad) {
+    T logit = log(b, true_divide(b, V(a), V(one_minus_a)));
+    out[1] = weighted_and_reduced(mul(b, V(neg(b, logit)), V(g)), target);
+  }
+  return out;
+}
+
 // grad of weight[indices] (gathered along dim 0): embedding_backward (one_hot(indices)^T @ g), with
 // nothing into the padding row.
 T scatter_rows(TraceBuilder& b, const T& weight, const T& indices, const T& g, std::optional<int64_t> padding_idx) {
@@ -1203,6 +1236,7 @@ void register_nn_gradients() {
   register_grad_rule(op("ltorch.softmax"), softmax_rule);
   register_grad_rule(op("ltorch.log_softmax"), log_softmax_rule);
   register_grad_rule(op("ltorch.cross_entropy"), cross_entropy_rule, cross_entropy_rule_applies);
+  register_grad_rule(op("ltorch.binary_cross_entropy"), binary_cross_entropy_rule);
   register_grad_rule(op("ltorch.embedding"), embedding_rule);
   register_grad_rule(op("ltorch.embedding_backward"), embedding_backward_rule);
   for (const char* n : {"ltorch.take_along_dim", "prims.take_along_axis"}) register_grad_rule(op(n), take_along_rule);
@@ -1214,7 +1248,7 @@ void register_nn_gradients() {
   for (const char* n : {"ltorch.layer_norm_backward", "ltorch.softmax_backward", "ltorch.cross_entropy_backward",
                         "ltorch.scaled_dot_product_attention_backward", "ltorch.batch_norm_backward", "ltorch.mse_loss",
                         "ltorch.nll_loss", "ltorch.group_norm", "ltorch.instance_norm", "ltorch.smooth_l1_loss",
-                        "ltorch.binary_cross_entropy", "ltorch.binary_cross_entropy_with_logits"})
+                        "ltorch.binary_cross_entropy_with_logits"})
     register_grad_through_decomposition(op(n));
 }
 
@@ -1515,8 +1549,7 @@ void register_nn_execution() {
     at::Tensor kept = target.ne(int_at(a, 3, "ignore_index"));
     at::Tensor safe = at::where(kept, target, at::zeros_like(target));
     p.scatter_add_(1, safe.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
-    at::Tensor kept_rows = kept.to(p.scalar_type());
-    return RValue::of(p.mul_(kept_rows.unsqueeze(1)).mul_(g.div(kept_rows.sum())));
+    return RValue::of(p.mul_(g.div(kept.sum())).masked_fill_(kept.logical_not().unsqueeze(1), 0));
   });
   exec_rule("ltorch.layer_norm_backward", [](Args a, Kw) {
     at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");

@@ -149,7 +149,8 @@ T cumsum(TraceBuilder& b, const T& a, int64_t dim) {
 // ---- Gradient rules ----
 // Gradient rules of the reductions: the grad is broadcast back over the reduced dims
 // (ltorch.broadcast_in_dim), divided by the count for mean; amax splits the grad evenly among
-// the maxima (as torch does); var_mean combines 2 (a - mean) / (N - correction) and 1 / N.
+// the maxima (as torch does); var_mean combines 2 (a - mean) / (N - correction) and 1 / N; std
+// is var's rule for g / (2 std).
 
 namespace tv {
 
@@ -230,6 +231,18 @@ Out var_mean_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   return finish(b, f, r, ga);
 }
 
+// out = std(a): torch's std_backward, var's rule for g / (2 std), which is 0 where std is 0 (a
+// constant slice) rather than the inf times 0 of differentiating sqrt(var).
+Out std_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
+  Reduction r = read(f);
+  T gv = true_divide(b, cts[0], Value::of(mul(b, Value::of(f.output()), Value::integer(2))));
+  gv = where(b, eq(b, Value::of(f.output()), Value::integer(0)), Value::integer(0), Value::of(gv));
+  T centered = sub(b, Value::of(r.a), Value::of(mean(b, r.a, r.dims, true)));
+  T scaled = mul(b, Value::of(unreduce(b, gv, r.a->shape, r.dims, r.keepdim)),
+                 Value::floating(2.0 / (static_cast<double>(r.count) - correction_of(f))));
+  return finish(b, f, r, mul(b, Value::of(scaled), Value::of(centered)));
+}
+
 // out = cumsum(a, dim): grad_a[i] = sum over j >= i of g[j], a cumsum of the reversed cotangent.
 Out cumsum_rule(TraceBuilder& b, const BoundSymbol& f, Cts cts) {
   T a = tensor_at(f, 0);
@@ -247,7 +260,8 @@ void register_reduction_gradients() {
   register_grad_rule(op("ltorch.mean"), mean_rule);
   for (const char* n : {"ltorch.amax", "prims.amax", "ltorch.amin", "prims.amin"}) register_grad_rule(op(n), extremum_rule);
   for (const char* n : {"ltorch.var_mean", "prims.var_mean"}) register_grad_rule(op(n), var_mean_rule);
-  for (const char* n : {"ltorch.var", "ltorch.std"}) register_grad_through_decomposition(op(n));
+  register_grad_through_decomposition(op("ltorch.var"));
+  register_grad_rule(op("ltorch.std"), std_rule);
   register_grad_rule(op("ltorch.cumsum"), cumsum_rule);
 }
 

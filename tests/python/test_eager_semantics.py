@@ -7,6 +7,7 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import thunder_viz as tv
 
@@ -1138,3 +1139,116 @@ def test_freezing_and_unfreezing_parameters_keeps_both_entries():
                     p -= 0.1 * p.grad
                     q -= 0.1 * q.grad
     assert tm.cache_misses == 2
+
+
+def _input_grads(module, inputs, differentiable):
+    """The outputs of module(*inputs) and the gradients of their sum for the inputs marked in `differentiable`."""
+    leaves = [t.detach().clone().requires_grad_(d) for t, d in zip(inputs, differentiable)]
+    out = module(*leaves)
+    outs = out if isinstance(out, tuple) else (out,)
+    sum(o.sum() for o in outs).backward()
+    return outs, [leaf.grad for leaf in leaves if leaf.requires_grad]
+
+
+def assert_input_grads_match_eager(model, *inputs, differentiable=None):
+    """Outputs and input gradients (NaN and inf included) of a jitted call equal eager autograd's."""
+    differentiable = differentiable or [t.is_floating_point() for t in inputs]
+    got_outs, got = _input_grads(tv.jit(model), inputs, differentiable)
+    want_outs, want = _input_grads(model, inputs, differentiable)
+    for g, w in zip(got_outs, want_outs):
+        torch.testing.assert_close(g, w, equal_nan=True)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, equal_nan=True)
+    return got
+
+
+class _Lambda(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_binary_cross_entropy_gradient_where_the_input_is_exactly_0_or_1(reduction):
+    """torch divides by max((1 - p) p, 1e-12): finite input gradients at p = 0 and 1 (the target's is
+    -logit(p), inf there), weighted, / numel for the mean."""
+    p = torch.tensor([[0.0, 1.0, 0.3], [1.0, 0.0, 0.7]])
+    t = torch.tensor([[1.0, 0.0, 0.5], [1.0, 0.0, 1.0]])
+    w = torch.tensor([0.5, 2.0, 1.0])
+    gp, gt = assert_input_grads_match_eager(_Lambda(lambda p, t: F.binary_cross_entropy(p, t, reduction=reduction)), p, t)
+    assert gp.isfinite().all() and not gt.isfinite().all()
+    gp, _ = assert_input_grads_match_eager(
+        _Lambda(lambda p, t, w: F.binary_cross_entropy(p, t, weight=w, reduction=reduction)), p, t, w,
+        differentiable=[True, True, False])
+    assert gp.isfinite().all()
+
+
+def test_binary_cross_entropy_of_a_saturated_sigmoid_trains_as_eager():
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 1)
+
+        def forward(self, x, t):
+            return F.binary_cross_entropy(torch.sigmoid(self.lin(x)), t)
+
+    torch.manual_seed(0)
+    t = torch.tensor([[1.0], [0.0], [1.0], [0.0]])
+    assert_matches_eager(Net(), torch.randn(4, 4) * 30, t, loss=lambda y: y)
+
+
+def test_std_gradient_of_a_constant_slice_is_zero_as_eager():
+    """torch's std backward sets g / (2 std) to 0 where std is 0, then applies var's rule."""
+    x = torch.tensor([[1.0, 1.0, 1.0], [0.0, 3.0, -3.0]])
+    (g,) = assert_input_grads_match_eager(_Lambda(lambda x: (x.std(1), x.std(1, unbiased=False))), x)
+    assert g[0].tolist() == [0.0, 0.0, 0.0] and g[1].isfinite().all()
+    for fn in (lambda x: x.std(0, keepdim=True), lambda x: torch.std(x, dim=(0, 1), correction=0), lambda x: x.var(1)):
+        assert_input_grads_match_eager(_Lambda(fn), x)
+    (g,) = assert_input_grads_match_eager(_Lambda(lambda x: x.std()), torch.full((2, 3), 2.5))
+    assert g.tolist() == torch.zeros(2, 3).tolist()
+
+
+def test_pow_gradients_at_zero_base_and_zero_exponent_as_eager():
+    """torch's pow backward: the base's gradient is 0 where the exponent is 0, the exponent's is 0
+    where the base is 0 and the exponent >= 0 (not 0 * log(0))."""
+    x = torch.tensor([0.0, 0.0, 2.0, 0.0, 3.0])
+    y = torch.tensor([0.0, 1.0, 0.0, -1.0, 2.5])
+    gx, gy = assert_input_grads_match_eager(_Lambda(torch.pow), x, y)
+    assert gx.tolist()[:3] == [0.0, 1.0, 0.0] and gy.tolist()[:2] == [0.0, 0.0]
+    assert_input_grads_match_eager(_Lambda(lambda x, y: x.relu() ** y.reshape(5, 1)), x, y)  # broadcast
+    assert_input_grads_match_eager(_Lambda(lambda x: (x ** 0, x ** 2, x ** 0.5)), x)
+    (gb,) = assert_input_grads_match_eager(_Lambda(lambda y: (0.0 ** y, 2.0 ** y)), y)
+    assert gb[y >= 0].isfinite().all()  # 0 ** y contributes 0 there, not inf * log(0)
+
+
+@pytest.mark.parametrize("loss", [
+    lambda z, t: F.cross_entropy(z, t, ignore_index=-100),
+    lambda z, t: F.cross_entropy(z, t) + F.cross_entropy(z, t, reduction="none").sum(),
+    lambda z, t: F.cross_entropy(z, t, weight=torch.tensor([0.5, 2.0, 1.0])),
+    lambda z, t: F.cross_entropy(z, t, label_smoothing=0.1),
+    lambda z, t: F.cross_entropy(z, t, weight=torch.tensor([0.5, 2.0, 1.0]), label_smoothing=0.2),
+    lambda z, t: F.cross_entropy(z.reshape(2, 2, 3).transpose(1, 2), t.reshape(2, 2)),
+    lambda z, t: F.nll_loss(F.log_softmax(z, 1), t),
+    lambda z, t: F.nll_loss(z, t, weight=torch.tensor([0.5, 2.0, 1.0]), reduction="sum"),
+], ids=["ignore_index", "default_and_none", "weight", "smoothing", "weight_smoothing", "per_position", "nll", "nll_sum"])
+def test_cross_entropy_gradient_when_every_target_is_ignored_is_zero_as_eager(loss):
+    """The mean over no kept rows is NaN in both; eager's gradient is 0, not 0 * inf."""
+    z = torch.randn(4, 3)
+    for t in (torch.tensor([0, 1, 2, 1]), torch.full((4,), -100)):
+        (gz,) = assert_input_grads_match_eager(_Lambda(loss), z, t)
+    assert gz.tolist() == torch.zeros(4, 3).tolist()
+
+
+def test_extremes_split_the_gradient_among_ties_and_nans_as_eager():
+    """amax and amin share the gradient among the elements equal to the result (NaN everywhere when
+    it is NaN, which equals nothing); max() and min() of every element share it among the NaNs when
+    there is one; max along a dim gives it to the index it took, a NaN's."""
+    x = torch.tensor([[1.0, float("nan"), 2.0], [0.0, 3.0, float("nan")]])
+    ties = torch.tensor([[3.0, 1.0, 3.0], [0.0, 3.0, -1.0]])
+    for fn in (torch.max, torch.min, torch.amax, torch.amin, lambda t: t.max(1).values, lambda t: t.amax(1)):
+        assert_input_grads_match_eager(_Lambda(fn), ties)
+    for fn in (torch.max, torch.min, torch.amax, torch.amin, lambda t: t.max(1).values, lambda t: t.amax(1)):
+        assert_input_grads_match_eager(_Lambda(fn), x)

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <limits>
 
 #include "canonical/canonical.h"
 #include "exec/executor.h"
@@ -603,6 +604,119 @@ TEST(Autograd, GradsEqualLibTorchAutograd) {
       double scale = expected.abs().max().item<double>() + 1e-12;
       double err = (got - expected).abs().max().item<double>();
       EXPECT_LE(err, 1e-5 * std::max(scale, 1.0)) << "input " << i << ": max abs error " << err << " (max |grad| " << scale << ")";
+    }
+  }
+}
+
+// ---- rules at points where a naive derivative is 0 * inf: eager's values, NaN and inf included ----
+namespace {
+
+struct EdgeCase {
+  std::string name;
+  std::vector<at::Tensor> inputs;
+  std::vector<bool> differentiable;
+  std::function<std::vector<ProxyPtr>(TraceBuilder&, const std::vector<ProxyPtr>&)> body;
+  std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)> eager;  // LibTorch's ops, autograd on
+};
+
+at::Tensor values(std::vector<float> v, std::vector<int64_t> shape) { return at::tensor(v).reshape(shape); }
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<EdgeCase> edge_cases() {
+  using R = std::vector<at::Tensor>;
+  using at::Reduction::Mean;
+  at::Tensor p = values({0, 1, 0.3f, 1, 0, 0.7f}, {2, 3}), t = values({1, 0, 0.5f, 1, 0, 1}, {2, 3});
+  at::Tensor base = values({0, 0, 2, 0, 3}, {5}), exponent = values({0, 1, 0, -1, 2.5f}, {5});
+  at::Tensor logits = values({0.5f, -1, 2, 0.1f, 0.3f, -0.2f, 1, 1, 0, -2, 0.4f, 3}, {4, 3});
+  at::Tensor ignored = at::full({4}, -100, at::kLong);
+  auto ce = [](B b, const ProxyPtr& z, const ProxyPtr& target, double smoothing) {
+    return call(b, "ltorch.cross_entropy", {V(z), V(target), Value::none(), Value::none(), Value::integer(-100),
+                                            Value::none(), Value::string("mean"), Value::floating(smoothing)}).proxy;
+  };
+  return {
+      {"binary_cross_entropy_at_0_and_1", {p, t, values({0.5f, 2, 1}, {3})}, {true, true, false},
+       [](B b, P x) {
+         auto bce = [&](Value weight, const char* reduction) {
+           return call(b, "ltorch.binary_cross_entropy", {V(x[0]), V(x[1]), std::move(weight), Value::none(), Value::none(),
+                                                          Value::string(reduction)}).proxy;
+         };
+         return std::vector{bce(V(x[2]), "mean"), bce(Value::none(), "sum"), bce(V(x[2]), "none")};
+       },
+       [](const R& x) {
+         return R{at::binary_cross_entropy(x[0], x[1], x[2], Mean), at::binary_cross_entropy(x[0], x[1], {}, at::Reduction::Sum),
+                  at::binary_cross_entropy(x[0], x[1], x[2], at::Reduction::None)};
+       }},
+      {"std_of_a_constant_row", {values({1, 1, 1, 0, 3, -3}, {2, 3})}, {true},
+       [](B b, P x) {
+         return std::vector{b.call("ltorch.std", {V(x[0]), Value::ints({1}), Value::boolean(false)},
+                                   {{"correction", Value::integer(1)}}).proxy,
+                            b.call("ltorch.std", {V(x[0]), Value::ints({}), Value::boolean(true)},
+                                   {{"correction", Value::integer(0)}}).proxy};
+       },
+       [](const R& x) { return R{at::std(x[0], at::IntArrayRef{1}, true, false), at::std(x[0], at::IntArrayRef{0, 1}, false, true)}; }},
+      {"pow_at_zero", {base, exponent}, {true, true},
+       [](B b, P x) {
+         return std::vector{lt::pow(b, V(x[0]), V(x[1])), lt::pow(b, V(x[0]), Value::integer(0)),
+                            lt::pow(b, Value::floating(0), V(x[1])), lt::pow(b, Value::floating(2), V(x[1]))};
+       },
+       [](const R& x) { return R{at::pow(x[0], x[1]), at::pow(x[0], 0), at::pow(0.0, x[1]), at::pow(2.0, x[1])}; }},
+      {"cross_entropy_every_target_ignored", {logits, ignored}, {true, false},
+       [ce](B b, P x) {
+         Value logp = call(b, "ltorch.log_softmax", {V(x[0]), Value::integer(1)});
+         return std::vector{ce(b, x[0], x[1], 0.0), ce(b, x[0], x[1], 0.1),
+                            call(b, "ltorch.nll_loss", {logp, V(x[1]), Value::none(), Value::none(), Value::integer(-100),
+                                                        Value::none(), Value::string("mean")}).proxy};
+       },
+       [](const R& x) {
+         return R{at::cross_entropy_loss(x[0], x[1], {}, Mean, -100, 0.0), at::cross_entropy_loss(x[0], x[1], {}, Mean, -100, 0.1),
+                  at::nll_loss_nd(at::log_softmax(x[0], 1), x[1], {}, Mean, -100)};
+       }},
+      {"max_min_of_every_element_with_nan", {values({1, kNaN, 2, 0, 3, kNaN}, {2, 3})}, {true},
+       [](B b, P x) {
+         return std::vector{call(b, "ltorch.torch_max", {V(x[0]), Value::none(), Value::boolean(false)}).proxy,
+                            call(b, "ltorch.torch_min", {V(x[0]), Value::none(), Value::boolean(false)}).proxy,
+                            call(b, "ltorch.amax", {V(x[0]), Value::ints({}), Value::boolean(false)}).proxy};
+       },
+       [](const R& x) { return R{at::max(x[0]), at::min(x[0]), at::amax(x[0])}; }},
+  };
+}
+
+}  // namespace
+
+TEST(Autograd, GradsAtEdgePointsEqualLibTorchAutograd) {
+  lt::register_ops();
+  for (const auto& c : edge_cases()) {
+    SCOPED_TRACE(c.name);
+    TraceBuilder b;
+    std::vector<ProxyPtr> xs;
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+      xs.push_back(b.input(make_tensor("x" + std::to_string(i), c.inputs[i].sizes().vec(),
+                                       c.inputs[i].is_floating_point() ? DType::f32 : DType::i64, Device{}, c.differentiable[i])));
+    std::vector<Value> outs;
+    for (const auto& o : c.body(b, xs)) outs.push_back(V(o));
+    auto fb = split_forward_backward(*b.finish(Value::tuple(outs)));
+
+    std::vector<at::Tensor> leaves;
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+      leaves.push_back(c.differentiable[i] ? c.inputs[i].clone().requires_grad_(true) : c.inputs[i]);
+    at::Tensor loss;
+    std::vector<at::Tensor> cts;
+    for (const auto& o : c.eager(leaves)) {
+      cts.push_back(at::ones_like(o.detach()));
+      loss = loss.defined() ? loss + o.sum() : o.sum();
+    }
+    loss.backward();
+
+    exec::Executor ex;
+    auto fwd = ex.run(*fb.forward, exec::tensor_values(c.inputs));
+    auto grads = ex.run(*fb.backward, std::vector<exec::RValue>{fwd[1], exec::RValue::tuple(exec::tensor_values(cts))});
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      if (!c.differentiable[i]) continue;
+      ASSERT_TRUE(grads[i].is_tensor()) << "input " << i;
+      const at::Tensor &got = grads[i].tensor(), &expected = leaves[i].grad();
+      EXPECT_TRUE(at::allclose(got, expected, 1e-5, 1e-6, /*equal_nan=*/true))
+          << "input " << i << ":\n" << got << "\nLibTorch:\n" << expected;
     }
   }
 }
