@@ -50,26 +50,33 @@ namespace py = pybind11;
 namespace tv::py_bindings {
 namespace {
 
+// What jit.py's _meta keys a tensor on.
 struct TensorMeta {
   std::vector<int64_t> sizes;
   at::ScalarType dtype = at::ScalarType::Undefined;
   at::Device device = at::kCPU;
   bool requires_grad = false;
-  bool contiguous = true;  // a forward may read it (x.is_contiguous(); x.view refuses a strided one)
+  bool contiguous = true;        // a forward may read it (x.is_contiguous(); x.view refuses a strided one)
+  std::vector<int64_t> strides;  // a strided one's (a branch on x.stride(); a reshape a view or a copy)
+  bool leaf = false;             // one that requires grad: x.is_leaf, x.grad_fn is None
+  PyTypeObject* type = nullptr;  // an nn.Parameter passed in
 
-  static TensorMeta of(const at::Tensor& t) {
-    return {t.sizes().vec(), t.scalar_type(), t.device(), t.requires_grad(), t.is_contiguous()};
+  static TensorMeta of(PyObject* object, const at::Tensor& t) {
+    bool contiguous = t.is_contiguous();
+    return {t.sizes().vec(), t.scalar_type(), t.device(), t.requires_grad(), contiguous,
+            contiguous ? std::vector<int64_t>{} : t.strides().vec(), t.requires_grad() && !t.grad_fn(), Py_TYPE(object)};
   }
-  bool same(const at::Tensor& t) const {
+  bool same(PyObject* object, const at::Tensor& t) const {
     return t.scalar_type() == dtype && t.device() == device && t.requires_grad() == requires_grad &&
-           t.is_contiguous() == contiguous && t.sizes().equals(sizes);
+           t.is_contiguous() == contiguous && t.sizes().equals(sizes) && Py_TYPE(object) == type &&
+           (contiguous || t.strides().equals(strides)) && (!requires_grad || !t.grad_fn() == leaf);
   }
 };
 
 // The metadata of `object` when it is a tensor.
 std::optional<TensorMeta> meta_of(PyObject* object) {
   if (!THPVariable_Check(object)) return std::nullopt;
-  return TensorMeta::of(THPVariable_Unpack(object));
+  return TensorMeta::of(object, THPVariable_Unpack(object));
 }
 
 // One argument of the recorded call: a tensor's metadata, or a constant of the key.
@@ -88,7 +95,7 @@ struct Argument {
 
   // -1 on an error (the caller clears it: no match).
   int same(PyObject* object) const {
-    if (tensor) return THPVariable_Check(object) && tensor->same(THPVariable_Unpack(object));
+    if (tensor) return THPVariable_Check(object) && tensor->same(object, THPVariable_Unpack(object));
     PyObject* was = constant.ptr();
     if (Py_TYPE(object) != Py_TYPE(was)) return 0;
     if (was == Py_None || PyBool_Check(was)) return object == was;
@@ -200,12 +207,12 @@ class CallGuard {
         now = item.ptr();
       }
       if (p.by_meta) {  // a captured tensor: any tensor of the recorded metadata
-        if (now == nullptr || !THPVariable_Check(now) || !p.meta || !p.meta->same(THPVariable_Unpack(now)))
+        if (now == nullptr || !THPVariable_Check(now) || !p.meta || !p.meta->same(now, THPVariable_Unpack(now)))
           return clear_error_false();
         continue;
       }
       if (now != p.tensor.ptr()) return clear_error_false();
-      if (p.meta && !p.meta->same(THPVariable_Unpack(now))) return false;
+      if (p.meta && !p.meta->same(now, THPVariable_Unpack(now))) return false;
     }
     return true;
   }

@@ -2287,3 +2287,31 @@ def test_a_parameter_only_an_unused_output_reaches_gets_no_gradient_as_in_eager(
     mine.zero_grad(set_to_none=True)
     tm(x)[1].sum().backward()  # the other head then gets its gradient
     assert model.aux.weight.grad is not None and model.main.weight.grad is None
+
+
+def test_what_a_forward_reads_of_its_inputs_metadata_is_keyed_or_recorded_every_call():
+    """Strides (a branch on channels_last or x.stride(); a reshape that is a view for one layout and
+    a copy for another), whether an input that requires grad is a leaf, and its class are part of the
+    key; a read of x.storage_offset() or x._version, which no key holds, records every call."""
+    lin = torch.nn.Linear(4, 4)
+
+    def check(fn, first, second):
+        class Reads(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = lin
+
+            def forward(self, x):
+                return fn(self, x)
+        tm = tv.jit(Reads())
+        for x in (first, second, first):
+            torch.testing.assert_close(tm(x), Reads()(x))
+
+    base = torch.randn(6, 4)
+    with pytest.warns(UserWarning, match="every call"):
+        check(lambda s, x: s.lin(x) * (1 + x.storage_offset()), base[0:2], base[2:4])
+    check(lambda s, x: s.lin(x) * (2 if x.is_leaf else 1), torch.randn(2, 4, requires_grad=True),
+          torch.randn(2, 4, requires_grad=True) * 1)
+    check(lambda s, x: s.lin(x) * (2 if isinstance(x, torch.nn.Parameter) else 1),
+          torch.nn.Parameter(torch.randn(2, 4)), torch.randn(2, 4, requires_grad=True))
+    check(lambda s, x: s.lin(x) * (2 if x.stride()[0] == 1 else 1), torch.randn(4, 3).t(), torch.randn(3, 8)[:, ::2])

@@ -40,7 +40,13 @@ MAX_SETTINGS_TABLES = 4096  # settings objects and dicts whose fields a key hold
 
 
 def _meta(t):
-    return (tuple(t.shape), t.dtype, t.device, t.requires_grad, t.is_contiguous())
+    """What a forward may read of an input tensor without recording it (CallGuard compares the same):
+    its shape, dtype, device, requires_grad and contiguity; the strides of a strided one (a branch
+    on x.stride(), a reshape that is a view for one layout and a copy for another); whether one that
+    requires grad is a leaf (x.is_leaf, x.grad_fn is None); its class (an nn.Parameter passed in)."""
+    contiguous = t.is_contiguous()
+    return (tuple(t.shape), t.dtype, t.device, t.requires_grad, contiguous, None if contiguous else t.stride(),
+            t.requires_grad and t.grad_fn is None, type(t))
 
 
 def _is_scalar(value):

@@ -72,8 +72,12 @@ PASSTHROUGH = {
     "get_device", "stride", "__repr__", "__format__", "__hash__", "nelement",
     "attr:shape", "attr:dtype", "attr:device", "attr:requires_grad", "attr:is_cuda", "attr:ndim", "attr:is_leaf",
     "attr:grad_fn", "attr:layout", "attr:names", "attr:is_sparse", "attr:is_quantized", "attr:is_meta",
-    "attr:_version", "_set_grad_enabled", "is_grad_enabled",
+    "attr:_version", "storage_offset", "_set_grad_enabled", "is_grad_enabled",
 }
+
+# Metadata reads that no cache key holds (a slice's offset into its batch differs from call to call):
+# a forward that reads one records at every call.
+UNKEYED_READS = {"storage_offset", "attr:_version"}
 
 # Calls that read a tensor's memory without running an ATen operator: refused, never recorded.
 READS_DATA = {"tolist", "numpy", "__array__", "data_ptr", "storage", "untyped_storage", "__dlpack__"}
@@ -149,6 +153,18 @@ def _code_in(code, dirs):
 @functools.lru_cache(maxsize=4096)
 def _absolute(filename):
     return os.path.abspath(filename)
+
+
+def _read_by_this_package():
+    """Whether the innermost frame outside torch and the recorder's torch-function handlers is this
+    package's own (a version the recorder reads for itself, not the forward's read)."""
+    f = sys._getframe(2)
+    while f is not None:
+        handler = f.f_code.co_filename == __file__ and f.f_code.co_name in ("__torch_function__", "_torch_function")
+        if not handler and not _code_in(f.f_code, (_TORCH_DIR + os.sep,)):
+            return _code_in(f.f_code, (_PKG_DIR + os.sep,))
+        f = f.f_back
+    return False
 
 
 def user_frame():
@@ -825,6 +841,8 @@ class Recorder(TorchFunctionMode):
     def _torch_function(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         key = func_key(func)
+        if key in UNKEYED_READS and not self.in_getitem and not _read_by_this_package():
+            self.program.unreplayable.append(f"a read of Tensor.{key.replace('attr:', '')}, which the cache key does not hold")
         if key in PASSTHROUGH or (self.in_getitem and (key == "__getitem__" or func is _getitem)):
             return func(*args, **kwargs)
         self.location = user_frame()
@@ -2521,8 +2539,8 @@ def _extreme(name):
             other, dim = dim, None
         if other is not None:
             rec.emit("ltorch.maximum" if name == "max" else "ltorch.minimum", [input, other], out)
-        elif dim is None:
-            rec.emit("ltorch.amax" if name == "max" else "ltorch.amin", [input, [], False], out)
+        elif dim is None:  # (not amax: its gradient splits among ties, max()'s goes to NaNs first)
+            rec.emit(f"ltorch.torch_{name}", [input, None, False], out)
         elif input.dim() == 0:
             raise rec.unsupported(f"torch.{name} of a 0-d tensor along a dim", key=name)
         else:
