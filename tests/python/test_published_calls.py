@@ -2315,3 +2315,31 @@ def test_what_a_forward_reads_of_its_inputs_metadata_is_keyed_or_recorded_every_
     check(lambda s, x: s.lin(x) * (2 if isinstance(x, torch.nn.Parameter) else 1),
           torch.nn.Parameter(torch.randn(2, 4)), torch.randn(2, 4, requires_grad=True))
     check(lambda s, x: s.lin(x) * (2 if x.stride()[0] == 1 else 1), torch.randn(4, 3).t(), torch.randn(3, 8)[:, ::2])
+
+
+class _FeaturesAndToken(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        return h, h[:, 0]  # the features and the class token, a view of them
+
+
+def test_an_output_that_is_a_view_of_another_is_one_for_autograd_too():
+    """The caller scales the token in place and differentiates through the features: as in eager,
+    the write is part of the features' history."""
+    torch.manual_seed(0)
+    model = _FeaturesAndToken()
+    reference = copy.deepcopy(model)
+    tm = tv.jit(model)
+    for _ in range(3):
+        x = torch.randn(2, 3, 4)
+        (h, token), (h_ref, token_ref) = tm(x), reference(x)
+        token.mul_(3.0), token_ref.mul_(3.0)
+        torch.testing.assert_close(h, h_ref)
+        h.pow(2).sum().backward(), h_ref.pow(2).sum().backward()
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, q.grad)
+            p.grad = q.grad = None

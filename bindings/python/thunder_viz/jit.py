@@ -31,7 +31,8 @@ from .errors import EagerMismatch, UnsupportedOp
 from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, hashable, holds_fields, hook_objects,
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
                         too_many_items)
-from .recorder import DTYPES, autocast_state, rebuild_output, record, recording, register_containers, user_frame
+from .recorder import (DTYPES, autocast_state, rebuild_output, record, recording, register_containers, user_frame,
+                       within_output)
 
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
@@ -763,6 +764,9 @@ class JittedModule(torch.nn.Module):
         outs = list(outs)
         for i in program.detached_outputs:
             outs[i] = outs[i].detach()
+        for j, i in program.output_views:  # made a view of the output it lies in, as eager's is
+            if within_output(outs[j], outs[i]) and outs[i].is_contiguous():
+                outs[j] = outs[i].as_strided(outs[j].shape, outs[j].stride(), outs[j].storage_offset())
         for i, k in program.rebased_inputs:  # written in place: with the write's history, as eager's
             with torch.set_grad_enabled(needs_grad):
                 engine_inputs[i].copy_(outs[k])

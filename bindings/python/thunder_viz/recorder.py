@@ -327,6 +327,7 @@ class Program:
         self.detached_outputs = []    # indices of outputs that carry no gradient
         self.rebased_inputs = []      # (input, output): an input written in place, its new value with its history
         self.recorded_outputs = None  # eager's tensor of each output, until jit.py has read what they reach
+        self.output_views = []        # (j, i): output j is a view into output i (recorder._output_views)
         self.ops = []
         self.outputs = []
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
@@ -615,6 +616,27 @@ def _storage_version(t):
         return t._version
     except RuntimeError:  # a tensor made under inference mode has no version counter
         return 0
+
+
+def _output_views(outputs):
+    """[(j, i)]: output j is a view into output i's memory, which i covers (`h, h[:, 0]`): in eager an
+    in-place call on j is part of i's history, so jit.py makes j a view of i (within_output)."""
+    views = []
+    for j, view in enumerate(outputs):
+        for i, base in enumerate(outputs):
+            if i != j and view is not base and base.is_contiguous() and within_output(view, base):
+                views.append((j, i))
+                break
+    return views
+
+
+def within_output(view, base):
+    """Whether `view` lies in the memory of `base`, a contiguous tensor with more elements."""
+    if view.numel() == 0 or view.numel() >= base.numel():
+        return False
+    ptr, lo, hi = _memory_span(view)
+    base_ptr, base_lo, base_hi = _memory_span(base)
+    return ptr == base_ptr and base_lo <= lo and hi <= base_hi
 
 
 def _memory_span(t):
@@ -2749,6 +2771,7 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     _note_side_effects(rec, assignable, _assignable_state(module, functions, arguments))
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
+    prog.output_views = _output_views(rec.output_tensors[:prog.user_outputs])
     # eager's tensor of each output (or the node that made one the recording detached): jit.py reads them once
     prog.recorded_outputs = [rec.left_the_graph.get(id(t)) or t for t in rec.output_tensors]
     prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors)
