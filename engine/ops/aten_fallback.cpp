@@ -479,8 +479,13 @@ namespace {
 // an overload of rand), or draws from the default one without taking it (rand, randn_like, randint,
 // randperm; native_dropout).
 bool draws_random_numbers(const c10::FunctionSchema& schema) {
-  for (const auto& a : schema.arguments())
+  bool dropout = false, train = false;  // (aten::lstm's dropout between layers, when training)
+  for (const auto& a : schema.arguments()) {
     if (a.type()->str().find("Generator") != std::string::npos) return true;
+    dropout = dropout || a.name() == "dropout";
+    train = train || a.name() == "train";
+  }
+  if (dropout && train) return true;
   std::string_view name = schema.name();
   if (name.substr(0, 6) == "aten::") name.remove_prefix(6);
   return name.substr(0, 4) == "rand" || name.find("dropout") != std::string_view::npos;

@@ -2343,3 +2343,20 @@ def test_an_output_that_is_a_view_of_another_is_one_for_autograd_too():
         for p, q in zip(model.parameters(), reference.parameters()):
             torch.testing.assert_close(p.grad, q.grad)
             p.grad = q.grad = None
+
+
+def test_an_lstm_with_dropout_between_layers_draws_as_eager_and_is_refused_with_grad():
+    """Its dropout draws from torch's generator (no eager twin to check a first call against): under
+    no_grad the same seed gives eager's masks. With grad it is refused: the ATen fallback's backward
+    runs the operator again, which would draw other masks."""
+    torch.manual_seed(0)
+    model = torch.nn.LSTM(4, 5, num_layers=2, dropout=0.3)
+    tm, x = tv.jit(model), torch.randn(3, 2, 4)
+    with torch.no_grad():
+        for seed in range(3):
+            torch.manual_seed(seed)
+            got = tm(x)[0]
+            torch.manual_seed(seed)
+            torch.testing.assert_close(got, model(x)[0])
+    with pytest.raises(tv.UnsupportedOp, match="gradient depends on its random draws"):
+        tm(x)

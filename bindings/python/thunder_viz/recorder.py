@@ -328,6 +328,7 @@ class Program:
         self.rebased_inputs = []      # (input, output): an input written in place, its new value with its history
         self.recorded_outputs = None  # eager's tensor of each output, until jit.py has read what they reach
         self.output_views = []        # (j, i): output j is a view into output i (recorder._output_views)
+        self.draws_in_ops = False     # an op draws random numbers its name does not say (an LSTM's dropout)
         self.ops = []
         self.outputs = []
         self.output_spec = None       # torch.utils._pytree spec of what forward returned
@@ -338,7 +339,7 @@ class Program:
     def random(self):
         """Whether an op draws random numbers (dropout, an ATen fallback such as bernoulli_): its
         results are not eager's."""
-        return self.uses_seed or any(any(w in op[0] for w in RANDOM_WORDS) for op in self.ops)
+        return self.uses_seed or self.draws_in_ops or any(any(w in op[0] for w in RANDOM_WORDS) for op in self.ops)
 
     def all_input_names(self):
         names = self.input_names + [c.name for c in self.captured]
@@ -616,6 +617,25 @@ def _storage_version(t):
         return t._version
     except RuntimeError:  # a tensor made under inference mode has no version counter
         return 0
+
+
+def _draw_shapes_gradient(op, args):
+    """Whether an ATen operator's gradient depends on the numbers it draws (rrelu's noise, an LSTM's
+    dropout, normal's std), not only on its inputs: any random operator but those whose eager
+    gradient is none or zero (bernoulli, multinomial, rand_like...)."""
+    name = op._schema.name.split("::")[-1]
+    random = _drops_out_in_training(op, args) or any("Generator" in str(a.type) for a in op._schema.arguments) or \
+        any(w in name for w in RANDOM_WORDS)
+    return random and not name.startswith(("bernoulli", "multinomial", "rand"))
+
+
+def _drops_out_in_training(op, args):
+    """Whether an ATen operator's call draws a dropout mask (aten.lstm with dropout > 0 and train)."""
+    names = [a.name for a in op._schema.arguments]
+    if "dropout" not in names or "train" not in names:
+        return False
+    values = dict(zip(names, args))
+    return bool(values.get("train")) and bool(values.get("dropout"))
 
 
 def _output_views(outputs):
@@ -1059,7 +1079,16 @@ class Recorder(TorchFunctionMode):
         elif native is not None:
             self.emit(native[0], native[1], outs, native[2] if len(native) > 2 else None)
         else:
+            if _draw_shapes_gradient(op, op_args) and torch.is_grad_enabled() and \
+                    any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_flatten(op_args)[0]):
+                # the fallback's backward runs the operator again, which would draw other numbers
+                raise self.unsupported(f"{func_label(func)}: an operator whose gradient depends on its random draws "
+                                       f"({op}), with grad", key=key, detail=(
+                                           "run it under torch.no_grad() or in eval(), or use a layer the engine has "
+                                           "a rule for (nn.Dropout between stacked single-layer nn.LSTMs)"))
             self.emit("torch.ops." + str(op), op_args, outs, op_kwargs)
+            if _drops_out_in_training(op, op_args):
+                self.program.draws_in_ops = True  # (an LSTM's dropout between layers: no eager twin to check)
         self.read_ids.difference_update(unread)
         returns = op._schema.returns
         if len(returns) == 1 and returns[0].alias_info is not None and not returns[0].alias_info.is_write and \
