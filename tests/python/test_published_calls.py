@@ -2317,25 +2317,30 @@ def test_what_a_forward_reads_of_its_inputs_metadata_is_keyed_or_recorded_every_
     check(lambda s, x: s.lin(x) * (2 if x.stride()[0] == 1 else 1), torch.randn(4, 3).t(), torch.randn(3, 8)[:, ::2])
 
 
-class _FeaturesAndToken(torch.nn.Module):
-    def __init__(self):
+class _TwoOutputs(torch.nn.Module):
+    def __init__(self, pick):
         super().__init__()
         self.lin = torch.nn.Linear(4, 4)
+        self.pick = pick
 
     def forward(self, x):
-        h = self.lin(x)
-        return h, h[:, 0]  # the features and the class token, a view of them
+        return self.pick(self.lin(x))
 
 
-def test_an_output_that_is_a_view_of_another_is_one_for_autograd_too():
-    """The caller scales the token in place and differentiates through the features: as in eager,
-    the write is part of the features' history."""
+@pytest.mark.parametrize("pick", [lambda h: (h, h[:, 0]), lambda h: (h, h.transpose(0, 1)),
+                                  lambda h: (h.transpose(0, 1), h[0]), lambda h: (h.sum(0), h.sum(0).unsqueeze(0))],
+                         ids=["token", "transposed", "two_views", "two_same_sums"])
+def test_outputs_share_memory_as_eagers_do_for_values_and_autograd(pick):
+    """The caller scales the second output in place and differentiates through the first: where it is
+    a view of the first (a class token, a transpose, two views of one tensor) the write is part of
+    the first's history, as in eager; where eager made two tensors (the same sum twice, which CSE
+    merges) the first is left as it was."""
     torch.manual_seed(0)
-    model = _FeaturesAndToken()
+    model = _TwoOutputs(pick)
     reference = copy.deepcopy(model)
     tm = tv.jit(model)
     for _ in range(3):
-        x = torch.randn(2, 3, 4)
+        x = torch.randn(3, 4)
         (h, token), (h_ref, token_ref) = tm(x), reference(x)
         token.mul_(3.0), token_ref.mul_(3.0)
         torch.testing.assert_close(h, h_ref)

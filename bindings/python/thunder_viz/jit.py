@@ -32,7 +32,7 @@ from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, 
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
                         too_many_items)
 from .recorder import (DTYPES, autocast_state, rebuild_output, record, recording, register_containers, user_frame,
-                       within_output)
+                       storage_pointer, within_output)
 
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
@@ -764,9 +764,8 @@ class JittedModule(torch.nn.Module):
         outs = list(outs)
         for i in program.detached_outputs:
             outs[i] = outs[i].detach()
-        for j, i in program.output_views:  # made a view of the output it lies in, as eager's is
-            if within_output(outs[j], outs[i]) and outs[i].is_contiguous():
-                outs[j] = outs[i].as_strided(outs[j].shape, outs[j].stride(), outs[j].storage_offset())
+        if len(program.output_memory) > 1:
+            _share_memory_as_eager(outs, program)
         for i, k in program.rebased_inputs:  # written in place: with the write's history, as eager's
             with torch.set_grad_enabled(needs_grad):
                 engine_inputs[i].copy_(outs[k])
@@ -852,6 +851,20 @@ def _check_dtypes(name, params, buffers):
                 raise UnsupportedOp(f"the {kind} '{n}' of dtype {dtype}", f"{name}'s {kind}s", detail=(
                     "the engine has no complex dtypes; keep the real and imaginary parts (or cos and sin, for "
                     "rotary embeddings) as two real tensors"))
+
+
+def _share_memory_as_eager(outs, program):
+    """The outputs' memory shared as eager's was: an output that lies in another output's (`h, h[:, 0]`)
+    made a view of it for autograd too (an in-place call on it is then part of the other's history);
+    one that the engine's run made share another's where eager's did not (CSE merged two same sums)
+    copied."""
+    for j, i in program.output_views:
+        if within_output(outs[j], outs[i]):
+            outs[j] = outs[i].as_strided(outs[j].shape, outs[j].stride(), outs[j].storage_offset())
+    groups = {}
+    for k, group in enumerate(program.output_memory):
+        if groups.setdefault(storage_pointer(outs[k]), group) != group:
+            outs[k] = outs[k].clone()
 
 
 def _stand_ins(inputs, args, kwargs):

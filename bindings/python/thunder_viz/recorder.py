@@ -328,6 +328,7 @@ class Program:
         self.rebased_inputs = []      # (input, output): an input written in place, its new value with its history
         self.recorded_outputs = None  # eager's tensor of each output, until jit.py has read what they reach
         self.output_views = []        # (j, i): output j is a view into output i (recorder._output_views)
+        self.output_memory = []       # per output, eager's group of outputs sharing memory (recorder._memory_groups)
         self.draws_in_ops = False     # an op draws random numbers its name does not say (an LSTM's dropout)
         self.ops = []
         self.outputs = []
@@ -639,24 +640,42 @@ def _drops_out_in_training(op, args):
 
 
 def _output_views(outputs):
-    """[(j, i)]: output j is a view into output i's memory, which i covers (`h, h[:, 0]`): in eager an
-    in-place call on j is part of i's history, so jit.py makes j a view of i (within_output)."""
-    views = []
+    """[(j, i)]: output j lies in the memory of output i, which covers it densely (`h, h[:, 0]`,
+    `h, h.t()`): in eager an in-place call on j is part of i's history, so jit.py makes j a view of
+    i. Of two that cover each other, the later is the view (eager's base first where one is it)."""
+    views, made_views = [], set()
     for j, view in enumerate(outputs):
         for i, base in enumerate(outputs):
-            if i != j and view is not base and base.is_contiguous() and within_output(view, base):
-                views.append((j, i))
-                break
+            if i == j or view is base or i in made_views or not within_output(view, base):
+                continue
+            if within_output(base, view) and view._base is not base and (base._base is view or i > j):
+                continue  # (the same memory: the other is the base)
+            views.append((j, i))
+            made_views.add(j)
+            break
     return views
 
 
+def _memory_groups(outputs):
+    """One number per output, the same for outputs that share memory (`h, h[:, 0]`; a tensor
+    returned twice): jit.py copies an output the engine's run makes share another's memory where
+    eager's did not (two same sums merged by CSE), so that an in-place call on one leaves the other."""
+    first = {}
+    return [first.setdefault(storage_pointer(t), k) for k, t in enumerate(outputs)]
+
+
+def storage_pointer(t):
+    return (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).data_ptr()
+
+
 def within_output(view, base):
-    """Whether `view` lies in the memory of `base`, a contiguous tensor with more elements."""
-    if view.numel() == 0 or view.numel() >= base.numel():
+    """Whether every element of `view` is an element of `base`, whose memory is dense (each element
+    of its span is one of its elements)."""
+    if view.numel() == 0 or base.numel() == 0:
         return False
     ptr, lo, hi = _memory_span(view)
     base_ptr, base_lo, base_hi = _memory_span(base)
-    return ptr == base_ptr and base_lo <= lo and hi <= base_hi
+    return ptr == base_ptr and base_lo <= lo and hi <= base_hi and base_hi - base_lo == base.numel()
 
 
 def _memory_span(t):
@@ -2801,6 +2820,7 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
     prog.output_views = _output_views(rec.output_tensors[:prog.user_outputs])
+    prog.output_memory = _memory_groups(rec.output_tensors[:prog.user_outputs])
     # eager's tensor of each output (or the node that made one the recording detached): jit.py reads them once
     prog.recorded_outputs = [rec.left_the_graph.get(id(t)) or t for t in rec.output_tensors]
     prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors)
