@@ -776,7 +776,8 @@ Value smooth_l1_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
   if (beta < 0) throw OpError("smooth_l1_loss: beta must be >= 0, got " + python_text(*given_beta));
   T diff = sub(b, V(a), V(target));
   T distance = call1(b, "ltorch.abs", {V(diff)});
-  if (beta == 0) return Value::of(reduced(b, distance, reduction));
+  // (beta 0: |d| as where(d > 0, d, -d), whose gradient at d = 0 is eager's -1, not abs's 0)
+  if (beta == 0) return Value::of(reduced(b, where(b, gt(b, V(diff), Value::floating(0)), V(diff), V(neg(b, diff))), reduction));
   T squared = mul(b, V(diff), V(diff));
   T quadratic = mul(b, V(squared), Value::floating(0.5 / beta));
   T linear_part = sub(b, V(distance), Value::floating(0.5 * beta));

@@ -2365,3 +2365,29 @@ def test_an_lstm_with_dropout_between_layers_draws_as_eager_and_is_refused_with_
             torch.testing.assert_close(got, model(x)[0])
     with pytest.raises(tv.UnsupportedOp, match="gradient depends on its random draws"):
         tm(x)
+
+
+def test_seeding_torch_inside_forward_is_refused():
+    """The engine's draws come from the generator's state when a call starts: a forward that seeds
+    (to fix its noise) is refused naming the line, where it would repeat other noise than eager's."""
+    class Seeds(torch.nn.Module):
+        def forward(self, x):
+            torch.manual_seed(0)
+            return x + torch.rand_like(x)
+
+    with pytest.raises(tv.UnsupportedOp, match=r"torch.manual_seed inside forward"):
+        tv.jit(Seeds())(torch.zeros(3))
+
+
+def test_smooth_l1_of_beta_zero_differentiates_a_tie_as_eager():
+    """beta=0 is an L1 loss whose gradient where the input equals the target is -1 in eager (its
+    kernel tests d <= -beta first), not abs's 0."""
+    class Loss(torch.nn.Module):
+        def forward(self, x, target):
+            return torch.nn.functional.smooth_l1_loss(x, target, beta=0.0, reduction="none")
+
+    x, target = torch.tensor([0.0, 1.0, -1.0]), torch.zeros(3)
+    for module in (Loss(), tv.jit(Loss())):
+        a = x.clone().requires_grad_()
+        module(a, target).sum().backward()
+        torch.testing.assert_close(a.grad, torch.tensor([-1.0, 1.0, -1.0]))

@@ -452,7 +452,9 @@ class _RecordingPatches:
                 ("checkpoint", checkpoint.CheckpointFunction, "apply", staticmethod(_checkpoint_block)),
                 ("Function.apply", torch.autograd.Function, "apply", classmethod(_function_apply))] + \
             ([("checkpoint without reentry", checkpoint, "_checkpoint_without_reentrant_generator", _plain_block)]
-             if hasattr(checkpoint, "_checkpoint_without_reentrant_generator") else []) + draws
+             if hasattr(checkpoint, "_checkpoint_without_reentrant_generator") else []) + draws + \
+            [(f"{owner.__name__}.{n}", owner, n, _reseed(f"{owner.__name__}.{n}"))
+             for owner in (torch, torch.random) for n in _RESEEDS if n in vars(owner)]
 
     def enter(self):
         with self._lock:
@@ -485,6 +487,22 @@ _PYTHON_DRAWS = ("random", "uniform", "randint", "randrange", "choice", "choices
                  "normalvariate", "betavariate", "expovariate", "triangular", "getrandbits")
 _NUMPY_DRAWS = ("rand", "randn", "random", "random_sample", "uniform", "randint", "normal", "choice", "permutation",
                 "shuffle", "binomial", "poisson")
+
+
+# What sets torch's generators (called inside forward: refused, _reseed).
+_RESEEDS = ("manual_seed", "seed", "set_rng_state")
+
+
+def _reseed(label):
+    def reseed(*args, **kwargs):
+        rec = getattr(_active, "recorder", None)
+        if rec is not None and not rec.in_call:
+            rec.location = user_frame()
+            raise rec.unsupported(f"{label} inside forward", detail=(
+                "the engine's draws in a call come from the generator's state when the call starts; seed "
+                "before calling the jitted module"))
+        return _patches.original(label)(*args, **kwargs)
+    return reseed
 
 
 def _python_draw(label):
