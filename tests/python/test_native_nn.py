@@ -3,6 +3,7 @@ conv_transpose1d/2d/3d, lstm, gru, smooth_l1_loss, binary_cross_entropy(_with_lo
 cross_entropy with label_smoothing, a class weight, every reduction and logits [N, C, ...]), each run
 through thunder_viz.jit against eager torch (outputs, gradients, buffers, SGD steps) and recorded
 natively: the op is in the trace and no ATen fallback is."""
+import copy
 import os
 import sys
 
@@ -258,3 +259,25 @@ def test_relu6_and_hardtanh_with_eagers_gradient_at_the_bounds():
     torch.testing.assert_close(gx, wx)
     assert str(tv.last_traces(tm)[0]).count("ltorch.hardtanh(") == 4
     check_native(Clipped(), ["ltorch.hardtanh"], torch.randn(3, 4) * 4)
+
+
+@pytest.mark.parametrize("make", [lambda: torch.nn.Conv1d(2, 3, 4, padding="same"),
+                                  lambda: torch.nn.Conv2d(2, 3, (2, 3), padding="same", dilation=(1, 2)),
+                                  lambda: torch.nn.Conv2d(2, 3, 3, padding="same")],
+                         ids=["even_kernel", "even_kernel_dilated", "odd_kernel"])
+def test_a_same_padded_convolution_with_an_even_kernel_pads_its_right_as_torch(make):
+    """padding='same' with an even kernel: half each side and the odd one on the right, as torch's own
+    convolution pads it."""
+    if why := broken_float32_convolution_backward():
+        pytest.skip(why)
+    conv = make()
+    reference = copy.deepcopy(conv)
+    tm = tv.jit(conv)
+    for _ in range(2):
+        x = torch.randn((2, 2, 7) if isinstance(conv, torch.nn.Conv1d) else (2, 2, 6, 7))
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        got, want = tm(a), reference(b)
+        torch.testing.assert_close(got, want)
+        got.pow(2).sum().backward(), want.pow(2).sum().backward()
+        torch.testing.assert_close(a.grad, b.grad)
+        torch.testing.assert_close(conv.weight.grad, reference.weight.grad)

@@ -2281,6 +2281,18 @@ def _conv(n):
         if isinstance(padding, str) and padding not in ("valid", "same"):
             raise rec.unsupported(f"conv{n}d with padding={padding!r}")
         pad = padding if isinstance(padding, str) else _ints(padding)
+        if padding == "same":
+            # as torch's own: half the padding each side, the odd one (an even kernel) on the right
+            dilations = [dilation] * n if isinstance(dilation, int) else list(dilation)
+            totals = [dl * (k - 1) for dl, k in zip(dilations, weight.shape[2:])]
+            pad = [t // 2 for t in totals]
+            extra = [t - 2 * (t // 2) for t in totals]
+            if any(extra):
+                widths = [w for e in reversed(extra) for w in (0, e)]
+                with _outside_the_mode():
+                    padded = torch.nn.functional.pad(input, widths)
+                rec.emit("torch.ops.aten.constant_pad_nd.default", [input, widths, 0.0], padded)
+                input = padded
         rec.emit(f"ltorch.conv{n}d", [input, weight, bias, _ints(stride), pad, _ints(dilation), int(groups)], out)
     h.symbols = (f"ltorch.conv{n}d",)
     return h
