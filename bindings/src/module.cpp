@@ -29,6 +29,7 @@
 
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/graph_task.h>
 
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
@@ -342,13 +343,13 @@ class Entry {
 
   // One gradient per bridge tensor (inputs then parameters); None where the engine gives none.
   std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents,
-                                                  const std::vector<bool>& given) {
+                                                  const std::vector<bool>& given, bool keep) {
     std::vector<at::Tensor> cot;
     for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
     std::vector<at::Tensor> grads;
     {
       py::gil_scoped_release release;
-      grads = run_backward(saved, std::move(cot), given);
+      grads = run_backward(saved, std::move(cot), given, keep);
     }
     std::vector<std::optional<at::Tensor>> out;
     for (auto& g : grads) out.push_back(g.defined() ? std::optional<at::Tensor>(std::move(g)) : std::nullopt);
@@ -365,14 +366,17 @@ class Entry {
 
   // The backward's run: one gradient per bridge tensor (inputs then parameters), undefined where the
   // engine gives none or where no output whose cotangent autograd gave (`given`: one flag per output,
-  // false for an output the loss did not use) reaches it. Needs no GIL.
-  std::vector<at::Tensor> run_backward(Saved& saved, std::vector<at::Tensor> cotangents, const std::vector<bool>& given) {
+  // false for an output the loss did not use) reaches it. The saved values are freed as it goes, or,
+  // where `keep` (backward(retain_graph=True)), kept for another backward. Needs no GIL.
+  std::vector<at::Tensor> run_backward(Saved& saved, std::vector<at::Tensor> cotangents, const std::vector<bool>& given,
+                                       bool keep) {
     saved.check_unused();
     saved.check_versions();
     backward_timings_.clear();
-    saved.used = true;
+    saved.used = !keep;
     auto grads = step_backward(executor(backward_executor_, backward_timings_), module_, built_.stages,
-                               std::exchange(saved.value, {}), cotangents, [this](TraceKind k) { running_ = trace_kind_name(k); });
+                               keep ? saved.value : std::exchange(saved.value, {}), cotangents,
+                               [this](TraceKind k) { running_ = trace_kind_name(k); });
     std::vector<at::Tensor> out(bridge_names_.size());
     for (const auto& [name, g] : grads) {
       auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
@@ -507,7 +511,8 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
         if (!given[k] && k < call->outputs.size())
           cotangents[k] = at::zeros(call->outputs[k].first, call->outputs[k].second);
       }
-      grads = call->entry->run_backward(call->saved, std::move(cotangents), given);
+      grads = call->entry->run_backward(call->saved, std::move(cotangents), given,
+                                        torch::autograd::get_current_graph_task_keep_graph());
     } catch (...) {
       rethrow_as_python_error();
     }
@@ -622,9 +627,12 @@ PYBIND11_MODULE(_thunder_viz, m) {
   py::class_<Entry, std::shared_ptr<Entry>>(m, "Entry", "One cache entry: the pipeline built for one input metadata.")
       .def("forward", &Entry::forward, "inputs -> ([output tensors], SavedForBackward)")
       .def("backward", [](Entry& e, std::shared_ptr<Saved> saved, const std::vector<std::optional<at::Tensor>>& cot,
-                          const std::vector<bool>& given) { return e.backward(*saved, cot, given); },
+                          const std::vector<bool>& given) {
+             return e.backward(*saved, cot, given, torch::autograd::get_current_graph_task_keep_graph());
+           },
            py::arg("saved"), py::arg("cotangents"), py::arg("given"),
-           "gradients per bridge tensor, from the cotangents (given[k]: whether autograd gave output k's)")
+           "gradients per bridge tensor, from the cotangents (given[k]: whether autograd gave output k's); "
+           "the saved values are kept for another backward where autograd keeps the graph (retain_graph=True)")
       .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
       .def_property_readonly("has_backward", [](const Entry& e) { return bool(e.built().stages.last(TraceKind::backward)); })
       .def("apply", [](const std::shared_ptr<Entry>& e, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& parameters) {

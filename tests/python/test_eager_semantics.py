@@ -798,8 +798,7 @@ def test_an_error_in_the_engines_backward_keeps_its_type(timing):
     tm(x)
     loss = tm(x).sum()
     loss.backward(retain_graph=True)
-    with pytest.raises(tv.EngineError, match="backward through the same call twice"):
-        loss.backward()
+    loss.backward()  # (the graph kept: a second backward runs, as eager's)
     loss = tm(x).sum()
     with torch.no_grad():
         tm.module[2].weight.mul_(2.0)  # what the backward saved, changed in place

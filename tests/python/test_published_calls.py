@@ -2391,3 +2391,26 @@ def test_smooth_l1_of_beta_zero_differentiates_a_tie_as_eager():
         a = x.clone().requires_grad_()
         module(a, target).sum().backward()
         torch.testing.assert_close(a.grad, torch.tensor([-1.0, 1.0, -1.0]))
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["engine_node", "python_bridge"])
+def test_a_backward_that_keeps_the_graph_allows_another_as_in_eager(timed):
+    """backward(retain_graph=True), then another backward through the same call (two losses of one
+    forward, a GAN's discriminator and generator losses): the gradients add up as eager's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    reference = copy.deepcopy(model)
+    tm = tv.jit(model)
+    tm.timing = timed
+    for _ in range(2):
+        x = torch.randn(3, 4)
+        for module in (tm, reference):
+            y = module(x)
+            y[:, 0].sum().backward(retain_graph=True)
+            y[:, 1].pow(2).sum().backward()
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, q.grad)
+    y = tm(x)
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="second time|twice"):
+        y.sum().backward()  # (as eager's: the first freed what the second needs)
