@@ -408,6 +408,13 @@ class Entry {
         zero_gradients_.push_back({static_cast<size_t>(i), t.sizes().vec(), t.options()});
   }
 
+  // Whether `t` is one of the module's parameters or buffers (the same tensor, not a copy).
+  bool holds(const at::Tensor& t) const {
+    auto same = [&](const jit::NamedTensor& n) { return n.value->unsafeGetTensorImpl() == t.unsafeGetTensorImpl(); };
+    return std::any_of(module_.parameters.begin(), module_.parameters.end(), same) ||
+           std::any_of(module_.buffers.begin(), module_.buffers.end(), same);
+  }
+
   const BuiltPipeline& built() const { return built_; }
   // Per-bound-symbol timing costs clock reads and a record per statement: off unless asked for.
   bool timed() const { return timed_; }
@@ -486,6 +493,9 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<EngineCall>& call,
                                                 at::TensorList tensors, int64_t inputs) {
     auto outputs = call->entry->run_forward(std::vector<at::Tensor>(tensors.begin(), tensors.begin() + inputs), call->saved);
+    for (auto& o : outputs)
+      if (o.defined() && call->entry->holds(o)) o = o.detach();  // (a buffer returned as it is: autograd's
+                                                                  // bookkeeping of the output must not change it)
     ctx->save_for_backward(call->saved.take_outputs(outputs));
     ctx->saved_data["call"] = c10::IValue::make_capsule(call);
     ctx->set_materialize_grads(false);  // (an output the loss did not use: zeros here, and no gradient from it)
@@ -651,6 +661,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
       .def("backward_timings", [](const Entry& e) { return timing_tuples(e.backward_timings()); },
            "per-bound-symbol times of the last backward")
       .def_property_readonly("saved_bytes", [](const Entry& e) { return e.built().saved_bytes; })
+      .def("holds", &Entry::holds, py::arg("tensor"), "whether the tensor is one of the module's parameters or buffers")
       .def("set_output_reach", &Entry::set_output_reach, py::arg("reach"),
            "[[bridge index, ...] per output]: the tensors eager autograd reaches from each output")
       .def("set_zero_gradients", &Entry::set_zero_gradients, py::arg("like"),

@@ -2414,3 +2414,35 @@ def test_a_backward_that_keeps_the_graph_allows_another_as_in_eager(timed):
     y.sum().backward()
     with pytest.raises(RuntimeError, match="second time|twice"):
         y.sum().backward()  # (as eager's: the first freed what the second needs)
+
+
+class _ReturnsItsBuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("stat", torch.zeros(4))
+        self.register_buffer("cos", torch.randn(8, 4))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.stat.mul_(0.5).add_(x.mean(0))
+        return self.lin(x), self.stat, self.cos[:8]  # (all of the rotary cache: the buffer's own memory)
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["engine_node", "python_bridge"])
+def test_a_buffer_returned_as_it_is_stays_a_buffer(timed):
+    """A forward returning its buffer (a statistic, the whole of a rotary cache) leaves it as eager
+    does: not requiring grad, so that the next call's inputs are as recorded."""
+    torch.manual_seed(0)
+    model = _ReturnsItsBuffer()
+    reference = copy.deepcopy(model)
+    tm = tv.jit(model)
+    tm.timing = timed
+    for _ in range(3):
+        x = torch.randn(3, 4)
+        got, want = tm(x), reference(x)
+        torch.testing.assert_close(got, want)
+        assert not model.stat.requires_grad and not model.cos.requires_grad
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+        got[0].sum().backward(), want[0].sum().backward()
+    torch.testing.assert_close(model.stat, reference.stat)

@@ -73,14 +73,6 @@ def _at(table, key, default=GONE):
         return default
 
 
-def _item(container, index):
-    """container[index], or None where it has no such item."""
-    try:
-        return container[index]
-    except (TypeError, KeyError, IndexError):
-        return None
-
-
 class _Length:
     """A list's length as a CallGuard's attribute: `_Length(items)["len"]`."""
 
@@ -106,8 +98,8 @@ class _ModuleState:
         self._scan()
 
     def _fingerprint(self):
-        kept = tuple(_item(table.get(n), i) is module for table, n, i, module in self.kept)
-        holders = tuple(_item(table, k) is value for table, k, value in self.setting_objects)
+        kept = tuple(_at(table.get(n), i) is module for table, n, i, module in self.kept)
+        holders = tuple(_at(table, k) is value for table, k, value in self.setting_objects)
         holders += tuple(tuple(map(id, table[n].values())) for table, n in self.hooks)  # (a hook's code names attributes)
         holders += tuple(len(items) for items in self.lists)
         return tuple((len(m.__dict__), len(m._parameters), len(m._buffers), tuple(map(id, m._modules.values())))
@@ -215,12 +207,13 @@ class _ModuleState:
         """((default dtype, structure, hooks, constants...), [(name, parameter)], [(name, buffer)]), as
         named_parameters and named_buffers give them (a tensor in two places, tied weights, under its
         first name)."""
-        if self._fingerprint() != self.fingerprint or any(not is_constant(_at(table, n, None)) for _, table, n in self.constants) \
-                or any(is_constant(table.get(n)) for _, table, n in self.kinds):
+        if self._fingerprint() != self.fingerprint or \
+                any(not is_constant(_at(table, n, None)) for _, table, n in self.constants) or \
+                any(is_constant(table.get(n)) for _, table, n in self.kinds):
             self._scan()  # (a place holds another kind of value now: a tensor kept where None was, or back)
         constants = tuple((path, n, hashable(_at(table, n))) for path, table, n in self.constants)
         constants += tuple((path, n, type(table.get(n, GONE)).__name__) for path, table, n in self.kinds)
-        constants += tuple((path, n, deep_value(_item(table, n))) for path, table, n in self.deep)
+        constants += tuple((path, n, deep_value(_at(table, n))) for path, table, n in self.deep)
         hooks = tuple(tuple(table[n]) for table, n in self.hooks)
         kept = tuple(module for _, _, _, module in self.kept)  # (the objects: their parameters are captured)
         return (torch.get_default_dtype(), self.structure, kept, hooks) + constants, \
@@ -236,7 +229,7 @@ class _ModuleState:
         dicts += [table for table in self.settings.values() if isinstance(table, dict)]
         attributes = [(table, n, snapshot(table[n])) for _, table, n in self.constants if _at(table, n) is not GONE]
         attributes += [(table, n, table[n], True) for _, table, n in self.kinds if n in table]
-        attributes += [(table, n, DeepValue(_item(table, n))) for _, table, n in self.deep]  # (never matched)
+        attributes += [(table, n, DeepValue(_at(table, n))) for _, table, n in self.deep]  # (never matched)
         attributes += [(_Length(items), "len", len(items)) for items in self.lists]
         # a hook removed changes its table's size; one registered, torch's count of hook handles
         dicts += [table[n] for table, n in self.hooks]
@@ -319,6 +312,8 @@ class _Bridge(torch.autograd.Function):
     def forward(ctx, entry, fixup, *tensors):
         n = len(fixup["inputs"])
         outs, saved = entry.forward(list(tensors[:n]))
+        # (a buffer or parameter returned as it is: autograd's bookkeeping of the output must not change it)
+        outs = [o.detach() if entry.holds(o) else o for o in outs]
         # autograd holds the saved outputs (without a reference cycle through saved); saved keeps
         # the rest, and the backward frees each after its last use (module.cpp, Saved)
         ctx.save_for_backward(*saved.take_outputs(outs))
