@@ -3294,7 +3294,8 @@ def _reads_keys_at_run_time(code):
     reads is then known only at run time."""
     instructions = list(dis.get_instructions(code))
     for i, ins in enumerate(instructions[1:], 1):
-        if ins.opname == "BINARY_SUBSCR" and instructions[i - 1].opname != "LOAD_CONST":
+        subscript = ins.opname == "BINARY_SUBSCR" or (ins.opname == "BINARY_OP" and ins.argrepr == "[]")  # (3.14's)
+        if subscript and instructions[i - 1].opname not in ("LOAD_CONST", "LOAD_SMALL_INT"):
             return True
         if ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in ("get", "pop", "setdefault", "__getitem__") \
                 and i + 1 < len(instructions) and instructions[i + 1].opname != "LOAD_CONST":
