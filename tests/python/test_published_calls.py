@@ -2328,8 +2328,9 @@ class _TwoOutputs(torch.nn.Module):
 
 
 @pytest.mark.parametrize("pick", [lambda h: (h, h[:, 0]), lambda h: (h, h.transpose(0, 1)),
-                                  lambda h: (h.transpose(0, 1), h[0]), lambda h: (h.sum(0), h.sum(0).unsqueeze(0))],
-                         ids=["token", "transposed", "two_views", "two_same_sums"])
+                                  lambda h: (h.transpose(0, 1), h[0]), lambda h: (h.sum(0), h.sum(0).unsqueeze(0)),
+                                  lambda h: (h, h.narrow(-1, -3, 2))],
+                         ids=["token", "transposed", "two_views", "two_same_sums", "narrowed"])
 def test_outputs_share_memory_as_eagers_do_for_values_and_autograd(pick):
     """The caller scales the second output in place and differentiates through the first: where it is
     a view of the first (a class token, a transpose, two views of one tensor) the write is part of

@@ -1618,9 +1618,21 @@ ATEN_RULES = {
     "aten.mean.dim": lambda out, a, dim, keepdim=False, dtype=None:
         ("ltorch.mean", [a, _dims(dim, a.dim()) or None, bool(keepdim)], {"dtype": None})
         if dtype is None and a.is_floating_point() else None,
+    "aten.narrow.default": lambda out, a, dim, start, length: _narrowed(a, dim, start, length),
     "aten.split.Tensor": lambda outs, a, split_size, dim=0:
         ("ltorch.split", [a, split_size, _dim(dim, a.dim())]) if a.dim() > 0 and split_size > 0 else None,
 }
+
+
+def _narrowed(a, dim, start, length):
+    """aten.narrow as the slice indexing records (prims.slice): its backward reads no value."""
+    if not isinstance(start, int) or not isinstance(length, int) or a.dim() == 0:
+        return None
+    d = _dim(dim, a.dim())
+    start = start + a.shape[d] if start < 0 else start
+    starts, ends = [0] * a.dim(), list(a.shape)
+    starts[d], ends[d] = start, start + length
+    return "prims.slice", [a, starts, ends, [1] * a.dim()]
 
 
 def _same_floating(a, b):
