@@ -518,10 +518,11 @@ def test_a_counter_in_a_hooks_closure_counts_every_call():
     counts = {"n": 0}
     model.register_forward_hook(lambda m, inputs, out: counts.__setitem__("n", counts["n"] + 1))
     tm = tv.jit(model)
-    with pytest.warns(UserWarning, match="set to a value the cache key does not hold"):
-        for _ in range(4):
+    # (the hook's closure is watched: each call's count is another value, so each call records)
+    with pytest.warns(UserWarning, match="recorded its forward anew at 16 calls in a row"):
+        for _ in range(16):
             tm(torch.randn(2, 4))
-    assert counts["n"] == 4
+    assert counts["n"] == 16
 
 
 def test_a_weight_norm_hooks_weight_attribute_is_this_calls():
@@ -2447,3 +2448,66 @@ def test_a_buffer_returned_as_it_is_stays_a_buffer(timed):
         assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
         got[0].sum().backward(), want[0].sum().backward()
     torch.testing.assert_close(model.stat, reference.stat)
+
+
+_ABLATE = False
+
+
+def _ablating_hook(module, inputs, output):
+    if _ABLATE:  # (no torch call while off: no frame of it is seen)
+        return output * 0.0
+
+
+def test_what_a_hook_that_makes_no_torch_call_reads_is_watched():
+    """A forward hook switched by a global flag (an ablation): turned on after a recording made with
+    it off, the next call follows eager."""
+    global _ABLATE
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    model[1].register_forward_hook(_ablating_hook)
+    tm, x = tv.jit(model), torch.randn(3, 4)
+    try:
+        for flag in (False, False, True, True, False):
+            _ABLATE = flag
+            torch.testing.assert_close(tm(x), model(x))
+    finally:
+        _ABLATE = False
+
+
+def test_state_updating_fallbacks_with_grad_and_cached_parametrizations_are_refused():
+    """QAT's fused fake quantization updates its observer's buffers: its ATen fallback's backward
+    would run it again on the updated values (another clamp mask), so with grad it is refused, and
+    runs as eager under no_grad. A parametrized module inside parametrize.cached() is refused (eager
+    computes the weight once in the block); outside it, it runs as eager."""
+    quant = pytest.importorskip("torch.ao.quantization")
+
+    class FakeQuantized(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(8))
+            self.fq = quant.FusedMovingAvgObsFakeQuantize(averaging_constant=0.5, quant_min=0, quant_max=255)
+
+        def forward(self, x):
+            return self.fq(x * self.w)
+
+    model = FakeQuantized()
+    reference = copy.deepcopy(model)
+    with pytest.raises(tv.UnsupportedOp, match="updates the buffer 'fq.activation_post_process.min_val'"):
+        tv.jit(model)(torch.linspace(-1, 1, 8))
+    with torch.no_grad():
+        tm = tv.jit(model)
+        for step in range(3):
+            x = torch.linspace(-1, 1, 8) * (1 + step)
+            torch.testing.assert_close(tm(x), reference(x))
+        torch.testing.assert_close(model.fq.scale, reference.fq.scale)
+
+    parametrize = torch.nn.utils.parametrize
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(4, 4, bias=False)
+    torch.nn.utils.parametrizations.spectral_norm(linear)
+    reference = copy.deepcopy(linear)
+    tm, x = tv.jit(linear), torch.randn(3, 4)
+    torch.testing.assert_close(tm(x), reference(x))
+    with pytest.raises(tv.UnsupportedOp, match=r"parametrize.cached\(\)"), parametrize.cached():
+        tm(x)
+    torch.testing.assert_close(tm(x), reference(x))

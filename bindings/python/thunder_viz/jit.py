@@ -22,8 +22,9 @@ import warnings
 
 import torch
 import torch.nn.modules.module as _nn_module
-from torch.utils.hooks import RemovableHandle as _RemovableHandle
+import torch.nn.utils.parametrize as _parametrize
 import torch.utils._pytree as pytree
+from torch.utils.hooks import RemovableHandle as _RemovableHandle
 
 from . import _thunder_viz as _C
 from . import process_group
@@ -234,6 +235,8 @@ class _ModuleState:
         # a hook removed changes its table's size; one registered, torch's count of hook handles
         dicts += [table[n] for table, n in self.hooks]
         attributes.append((vars(_RemovableHandle), "next_id", _RemovableHandle.next_id))
+        if any(hasattr(m, "parametrizations") for m in self.modules):  # (a call inside parametrize.cached())
+            attributes.append((vars(_parametrize), "_cache_enabled", _parametrize._cache_enabled))
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
         places += [(table, n, child) for table, n, child in self.submodules]
         places += self.setting_objects  # (by identity: self.config = Config(...) is a new scan)
@@ -803,7 +806,7 @@ def _torch_modes():
     """torch's global settings a forward may branch on or bake into its trace (torch.zeros(4) takes
     the default dtype); the steady path's CallGuard compares the same."""
     backends = torch.backends
-    return (torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
+    return (bool(_parametrize._cache_enabled), torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
             torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), backends.cudnn.enabled,
             backends.cudnn.benchmark, backends.cudnn.deterministic, backends.mkldnn.enabled,
             backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32)

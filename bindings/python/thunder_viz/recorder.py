@@ -1116,6 +1116,15 @@ class Recorder(TorchFunctionMode):
         elif native is not None:
             self.emit(native[0], native[1], outs, native[2] if len(native) > 2 else None)
         else:
+            if written and not op._schema.name.endswith("_") and "_norm" not in op._schema.name and \
+                    torch.is_grad_enabled() and any(isinstance(o, torch.Tensor) and o.requires_grad for o in outs):
+                # (an observer's statistics updated by a fake-quantization operator; a norm's running
+                # statistics are not: its training output reads the batch's): the fallback's
+                # backward runs the operator again, which would update them again and differ
+                raise self.unsupported(f"{func_label(func)}: an operator that updates {self.owned[id(written[0])]} "
+                                       f"and is differentiated ({op}), with grad", key=key, detail=(
+                                           "its backward would run it again on the updated values; call it under "
+                                           "torch.no_grad() or in eval() (for QAT: train with eager torch)"))
             if _draw_shapes_gradient(op, op_args) and torch.is_grad_enabled() and \
                     any(isinstance(a, torch.Tensor) and a.requires_grad for a in pytree.tree_flatten(op_args)[0]):
                 # the fallback's backward runs the operator again, which would draw other numbers
@@ -2772,6 +2781,7 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     among them (an activation appended to a list it was passed) records at every call."""
     _refuse_backward_hooks(module)
     _refuse_cumulative_batch_norms(module)
+    _refuse_cached_parametrizations(module)
     _refuse_script_modules(module)
     functions = user_functions(module.modules())
     _unoptimize_scripted_functions(module, functions)
@@ -2821,7 +2831,7 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
         _refuse_overwritten_saved_values(rec, out)
     prog = rec.program
     prog.global_values, prog.global_objects, prog.global_absent, prog.global_sizes = \
-        _global_values(rec.user_code, assignable, dict(rec.functions))
+        _global_values({**_hook_code(modules), **rec.user_code}, assignable, dict(rec.functions))
     _watch_lookups(prog, lookups.found.values())
     if not prog.python_draws and _generator_states(module) != generators:
         prog.python_draws.append("a generator whose state the forward advanced (Python's or numpy's, or one "
@@ -2868,6 +2878,23 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     prog.detached_outputs = [i for i, t in enumerate(rec.output_tensors)
                              if not t.requires_grad and id(t) not in rec.left_the_graph]
     return prog, out
+
+
+def _hook_code(modules):
+    """{code: globals} of the forward hooks of the modules and torch's global ones that are the user's
+    functions (a partial's too): such a hook runs at every call, and one that makes no torch call
+    (`if ABLATE: return o * 0`) leaves no frame the recording sees, though its globals decide."""
+    import torch.nn.modules.module as nn_module
+    tables = [t for m in modules for t in (m._forward_hooks, m._forward_pre_hooks)]
+    tables += [getattr(nn_module, n, {}) for n in ("_global_forward_hooks", "_global_forward_pre_hooks")]
+    found = {}
+    for table in tables:
+        for hook in table.values():
+            fn = getattr(hook, "func", hook)  # (functools.partial)
+            fn = getattr(fn, "__func__", fn)  # (a bound method)
+            if isinstance(fn, types.FunctionType) and not _code_in(fn.__code__, _SKIP_DIRS):
+                found[fn.__code__] = fn.__globals__
+    return found
 
 
 def _refuse_overwritten_saved_values(rec, out):
@@ -3114,6 +3141,21 @@ def _refuse_backward_hooks(module):
         raise UnsupportedOp("a module backward hook", found[0], detail=(
             "the engine's backward runs no module backward hook (register_full_backward_hook, register_backward_hook); "
             "register a hook on the parameters (p.register_hook) or on the jitted module's output instead"))
+
+
+def _refuse_cached_parametrizations(module):
+    """UnsupportedOp for a parametrized module called inside torch.nn.utils.parametrize.cached(): eager
+    computes each parametrized weight once in such a block and reads it after, which a replay of the
+    trace, computing it at every call, would not."""
+    parametrize = sys.modules.get("torch.nn.utils.parametrize")
+    if not getattr(parametrize, "_cache_enabled", 0):
+        return
+    for name, m in module.named_modules():
+        if hasattr(m, "parametrizations"):
+            raise UnsupportedOp("a parametrized module called inside torch.nn.utils.parametrize.cached()",
+                                f"the module '{name or type(m).__name__}'", detail=(
+                                    "eager computes its weight once in the block, the engine at every call: "
+                                    "call the jitted module outside cached()"))
 
 
 def _refuse_script_modules(module):
