@@ -378,9 +378,17 @@ class Entry {
                                keep ? saved.value : std::exchange(saved.value, {}), cotangents,
                                [this](TraceKind k) { running_ = trace_kind_name(k); });
     std::vector<at::Tensor> out(bridge_names_.size());
+    std::vector<const c10::TensorImpl*> given_out;  // (a cotangent passed through as it came: another's too)
+    for (const auto& c : cotangents)
+      if (c.defined()) given_out.push_back(c.unsafeGetTensorImpl());
     for (const auto& [name, g] : grads) {
       auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
-      if (g.defined() && it != bridge_names_.end()) out[it - bridge_names_.begin()] = g;
+      if (!g.defined() || it == bridge_names_.end()) continue;
+      // one tensor given to two (b1 + b2's gradient), or the cotangent itself: each its own, so that a
+      // hook that changes one in place (p.register_hook(lambda g: g.mul_(2))) leaves the others
+      bool again = std::find(given_out.begin(), given_out.end(), g.unsafeGetTensorImpl()) != given_out.end();
+      given_out.push_back(g.unsafeGetTensorImpl());
+      out[it - bridge_names_.begin()] = again ? g.clone() : g;
     }
     std::vector<bool> reached(out.size(), output_reach_.size() != given.size());
     if (output_reach_.size() == given.size())

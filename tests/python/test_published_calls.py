@@ -2511,3 +2511,38 @@ def test_state_updating_fallbacks_with_grad_and_cached_parametrizations_are_refu
     with pytest.raises(tv.UnsupportedOp, match=r"parametrize.cached\(\)"), parametrize.cached():
         tm(x)
     torch.testing.assert_close(tm(x), reference(x))
+
+
+class _ReturnsItsInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+        self.b1 = torch.nn.Parameter(torch.zeros(3))
+        self.b2 = torch.nn.Parameter(torch.zeros(3))
+
+    def forward(self, x):
+        return x, self.lin(x) + self.b1 + self.b2
+
+
+def test_a_returned_input_is_the_callers_tensor_and_gradient_hooks_edit_their_own_gradient():
+    """An input returned as it is comes back as the caller's tensor itself (a hook on it, or a
+    gradient with respect to it, sees every path, as in eager); a parameter hook that edits its
+    gradient in place (clamp_, mul_) changes that parameter's only, where the engine's backward gave
+    two parameters one tensor."""
+    torch.manual_seed(0)
+    model = _ReturnsItsInput()
+    reference = copy.deepcopy(model)
+    for m in (model, reference):
+        m.b1.register_hook(lambda g: g.mul_(2))
+    tm = tv.jit(model)
+    for _ in range(3):
+        x = torch.randn(2, 4, requires_grad=True)
+        y = x.detach().clone().requires_grad_()
+        (same, out), (same_ref, out_ref) = tm(x), reference(y)
+        assert same is x
+        same.register_hook(lambda g: g * 10), same_ref.register_hook(lambda g: g * 10)
+        (same.sum() + out.sum()).backward(), (same_ref.sum() + out_ref.sum()).backward()
+        torch.testing.assert_close(x.grad, y.grad)
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, q.grad)
+            p.grad = q.grad = None

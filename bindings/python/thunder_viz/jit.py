@@ -767,6 +767,8 @@ class JittedModule(torch.nn.Module):
         for i, k in program.rebased_inputs:  # written in place: with the write's history, as eager's
             with torch.set_grad_enabled(needs_grad):
                 engine_inputs[i].copy_(outs[k])
+        for k, i in program.returned_inputs:  # the caller's tensor itself, as eager returns it
+            outs[k] = engine_inputs[i]
         for effect in program.side_effects:  # the forward's assignments, with this call's values
             effect.apply(outs, engine_inputs, recorded_call=rec.eager_outputs is not None)
         del outs[program.user_outputs:]

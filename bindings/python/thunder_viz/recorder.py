@@ -329,6 +329,7 @@ class Program:
         self.recorded_outputs = None  # eager's tensor of each output, until jit.py has read what they reach
         self.output_views = []        # (j, i): output j is a view into output i (recorder._output_views)
         self.output_memory = []       # per output, eager's group of outputs sharing memory (recorder._memory_groups)
+        self.returned_inputs = []     # (output, input): an input the forward returns as it is
         self.draws_in_ops = False     # an op draws random numbers its name does not say (an LSTM's dropout)
         self.ops = []
         self.outputs = []
@@ -2872,6 +2873,10 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
     prog.output_views = _output_views(rec.output_tensors[:prog.user_outputs])
+    # an input returned as it is (`return x, f(x)`): eager's output is the caller's tensor itself
+    at = {id(t): i for i, t in enumerate(inputs)}
+    prog.returned_inputs = [(k, at[id(t)]) for k, t in enumerate(rec.output_tensors[:prog.user_outputs])
+                            if id(t) in at]
     prog.output_memory = _memory_groups(rec.output_tensors[:prog.user_outputs])
     # eager's tensor of each output (or the node that made one the recording detached): jit.py reads them once
     prog.recorded_outputs = [rec.left_the_graph.get(id(t)) or t for t in rec.output_tensors]
