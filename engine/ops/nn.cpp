@@ -1050,7 +1050,11 @@ Out batch_norm_grads(TraceBuilder& b, const BoundSymbol& f, Cts cts, const T& me
   Out out(f.args.size());
   if (!cts[0].is_proxy()) return out;
   T a = tensor_at(f, 0), w = tensor_at(f, 3), bias = tensor_at(f, 4);
-  std::vector<Value> args = {cts[0], V(a), f.args.at(1), f.args.at(2), f.args.at(3), f.args.at(5), f.args.at(7)};
+  // In training the gradient reads the batch's statistics, not the running ones: they are not saved
+  // (a later forward's update of them would fail this backward's check, as eager's does not).
+  bool training = f.args.at(5).kind == Value::Kind::boolean && f.args.at(5).b;
+  std::vector<Value> args = {cts[0], V(a), training ? Value::none() : f.args.at(1),
+                             training ? Value::none() : f.args.at(2), f.args.at(3), f.args.at(5), f.args.at(7)};
   if (mean && rstd) args.insert(args.end(), {V(mean), V(rstd)});
   Value grads = b.call("ltorch.batch_norm_backward", std::move(args));
   out[0] = reduce_like(b, grads.items.at(0).proxy, a);

@@ -281,3 +281,19 @@ def test_a_same_padded_convolution_with_an_even_kernel_pads_its_right_as_torch(m
         got.pow(2).sum().backward(), want.pow(2).sum().backward()
         torch.testing.assert_close(a.grad, b.grad)
         torch.testing.assert_close(conv.weight.grad, reference.weight.grad)
+
+
+def test_two_batches_of_other_sizes_through_a_training_batch_norm_then_one_backward():
+    """Two views of a batch (multi-crop) of different sizes, then one backward: each call's backward
+    reads its own batch statistics, not the running ones the second call updated."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.BatchNorm1d(5))
+    reference = copy.deepcopy(model)
+    tm = tv.jit(model)
+    for _ in range(2):
+        a, b = torch.randn(4, 4), torch.randn(7, 4)
+        (tm(a).sum() + tm(b).pow(2).sum()).backward()
+        (reference(a).sum() + reference(b).pow(2).sum()).backward()
+        for p, q in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(p.grad, q.grad)
+        torch.testing.assert_close(model[1].running_var, reference[1].running_var)
