@@ -2546,3 +2546,98 @@ def test_a_returned_input_is_the_callers_tensor_and_gradient_hooks_edit_their_ow
         for p, q in zip(model.parameters(), reference.parameters()):
             torch.testing.assert_close(p.grad, q.grad)
             p.grad = q.grad = None
+
+
+class _WritesItsInput(torch.nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4))
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "twice":  # (a plain input that the first write makes carry a gradient)
+            x.mul_(self.w)
+            x.add_(self.w)
+            return x * 2
+        if self.how == "no_grad":  # (x's history is kept: later reads differentiate to it)
+            with torch.no_grad():
+                x.add_(1.0)
+            return x * self.w
+        if self.how == "data":
+            x.data.mul_(2.0)
+            return x * self.w
+        x.mul_(self.w)
+        return x.view(-1), x.detach(), x.sum(0)  # (a view of the caller's tensor, a detached one)
+
+
+@pytest.mark.parametrize("how", ["twice", "no_grad", "data", "views"])
+@pytest.mark.parametrize("activation", [False, True], ids=["plain", "activation"])
+def test_inputs_written_in_forward_give_eagers_values_and_gradients(how, activation):
+    """The forward writes its input in place; the caller then reads it beside the outputs and
+    backpropagates through both: values and gradients (of the input's own history too) as eager's."""
+    if how == "twice" and activation:
+        pytest.skip("eager itself refuses: x is read by mul_'s backward after add_ wrote it")
+    torch.manual_seed(0)
+    model = _WritesItsInput(how)
+    reference = copy.deepcopy(model)
+    tm = tv.jit(model)
+    for _ in range(3):
+        a = torch.randn(3, 4, requires_grad=True)
+        b = a.detach().clone().requires_grad_()
+        x, y = (a * 1.5, b * 1.5) if activation else (a.detach().clone(), b.detach().clone())
+        got, want = tm(x), reference(y)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(x, y)
+        got, want = (got,) if isinstance(got, torch.Tensor) else got, (want,) if isinstance(want, torch.Tensor) else want
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+        loss = lambda outs, inp: sum(t.pow(2).sum() for t in outs if t.requires_grad) + inp.sin().sum() * inp.requires_grad
+        loss(got, x).backward(), loss(want, y).backward()
+        torch.testing.assert_close(model.w.grad, reference.w.grad)
+        if activation:
+            torch.testing.assert_close(a.grad, b.grad)
+        model.w.grad = reference.w.grad = None
+
+
+def test_inputs_sharing_memory_written_in_place_are_refused():
+    class Writes(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(4))
+
+        def forward(self, x, y):
+            x.mul_(self.w)
+            return x + y
+
+    b = torch.randn(4, 4, requires_grad=True) * 1.0
+    with pytest.raises(tv.UnsupportedOp):
+        tv.jit(Writes())(b[:3], b[1:])
+
+
+class _ReadsThroughContainers(torch.nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.randn(4))
+        self.b = torch.nn.Parameter(torch.randn(4))
+        self.kind = kind
+        self.ws, self.mixed, self.table, self.cfg = [self.a], [2.0, self.a], {"w": self.a}, types.SimpleNamespace(w=self.a)
+
+    def forward(self, x):
+        return x * {"list": lambda: self.ws[0], "mixed": lambda: self.mixed[1], "dict": lambda: self.table["w"],
+                    "namespace": lambda: self.cfg.w}[self.kind]()
+
+
+@pytest.mark.parametrize("kind", ["list", "mixed", "dict", "namespace"])
+def test_a_parameter_read_through_a_container_is_the_one_there_now(kind):
+    """The place is pointed at another of the module's parameters between calls: the next call reads
+    that one (its gradient too)."""
+    torch.manual_seed(0)
+    model = _ReadsThroughContainers(kind)
+    tm, x = tv.jit(model), torch.randn(3, 4)
+    tm(x).sum().backward()
+    model.ws[0] = model.mixed[1] = model.table["w"] = model.cfg.w = model.b
+    model.zero_grad(set_to_none=True)
+    got = tm(x)
+    torch.testing.assert_close(got, x * model.b)
+    got.sum().backward()
+    assert model.a.grad is None
+    torch.testing.assert_close(model.b.grad, x.sum(0))

@@ -118,6 +118,10 @@ class _ModuleState:
         self.constants, self.kinds, self.settings, classes = [], [], {}, set()
         self.deep = []  # (path, table, name) of what the key compares whole (DeepValue): past the limits above
         self.lists = []  # the lists whose constant items are keyed one by one: their lengths too
+        # (path, table, key) of a parameter or buffer read through a list, dict or settings object: by
+        # identity (another tensor there is read as a captured one, by its place)
+        self.identities = []
+        owned = {id(t) for _, m in named for t in list(m._parameters.values()) + list(m._buffers.values())}
         self.setting_objects = []  # (table, name, object) of each: another put in its place is a new scan
 
         def settings(path, value, holder, key, depth=0):
@@ -145,6 +149,8 @@ class _ModuleState:
                     self.constants.append((path, table, k))
                 elif holds_fields(field):
                     settings(f"{path}.{k}", field, table, k, depth + 1)
+                elif isinstance(field, torch.Tensor) and id(field) in owned:  # (a parameter read as cfg.w)
+                    self.identities.append((f"{path}.{k}", table, k))
                 elif too_many_items(field):
                     self.deep.append((f"{path}.{k}", table, k))
 
@@ -185,10 +191,14 @@ class _ModuleState:
                 else:  # by its type: a tensor kept where None may be put back
                     self.kinds.append((prefix, vars(m), n))
                     mixed = [i for i, item in enumerate(v) if is_constant(item)] if type(v) in (list, tuple) else []
-                    if mixed:  # the constants beside tensors (`self.p = [2.0, w]`), item by item
+                    tensors = [i for i, item in enumerate(v) if isinstance(item, torch.Tensor) and id(item) in owned] \
+                        if type(v) in (list, tuple) and len(v) <= 64 else []
+                    if mixed or tensors:  # the constants beside tensors (`self.p = [2.0, w]`) item by item,
+                        # and which tensor each place holds (`self.ws[0] = self.b`)
                         self.setting_objects.append((vars(m), n, v))  # (another list there: a new scan)
                         self.lists.append(v)
                         self.constants += [(f"{prefix}.{n}[{i}]", v, i) for i in mixed]
+                        self.identities += [(f"{prefix}.{n}[{i}]", v, i) for i in tensors]
                     if type(v) in (list, tuple) and len(v) <= 64:  # settings objects kept in a list
                         for i, item in enumerate(v):
                             if holds_fields(item) and not isinstance(item, types.ModuleType):
@@ -215,6 +225,7 @@ class _ModuleState:
         constants = tuple((path, n, hashable(_at(table, n))) for path, table, n in self.constants)
         constants += tuple((path, n, type(table.get(n, GONE)).__name__) for path, table, n in self.kinds)
         constants += tuple((path, n, deep_value(_at(table, n))) for path, table, n in self.deep)
+        constants += tuple((path, n, id(_at(table, n))) for path, table, n in self.identities)
         hooks = tuple(tuple(table[n]) for table, n in self.hooks)
         kept = tuple(module for _, _, _, module in self.kept)  # (the objects: their parameters are captured)
         return (torch.get_default_dtype(), self.structure, kept, hooks) + constants, \
@@ -240,6 +251,7 @@ class _ModuleState:
         places = [(table, key, table[key]) for _, table, key in self.param_places + self.buffer_places]
         places += [(table, n, child) for table, n, child in self.submodules]
         places += self.setting_objects  # (by identity: self.config = Config(...) is a new scan)
+        places += [(table, n, _at(table, n)) for _, table, n in self.identities]
         places += [(table, n, kept, False, i) for table, n, i, kept in self.kept]
         if program is not None:
             attributes += program.global_values
@@ -769,6 +781,8 @@ class JittedModule(torch.nn.Module):
                 engine_inputs[i].copy_(outs[k])
         for k, i in program.returned_inputs:  # the caller's tensor itself, as eager returns it
             outs[k] = engine_inputs[i]
+        for k, i, shape, strides, offset in program.input_views:  # a view of it, as eager's
+            outs[k] = engine_inputs[i].as_strided(shape, strides, engine_inputs[i].storage_offset() + offset)
         for effect in program.side_effects:  # the forward's assignments, with this call's values
             effect.apply(outs, engine_inputs, recorded_call=rec.eager_outputs is not None)
         del outs[program.user_outputs:]
@@ -868,16 +882,37 @@ def _share_memory_as_eager(outs, program):
 
 
 def _stand_ins(inputs, args, kwargs):
-    """The tensors a recording's eager run takes: each input with a history of the caller's (an
-    activation) as a copy that requires grad, so that an in-place write in forward leaves the
-    caller's tensor and its history as they were (the engine's call then writes it, with the
-    write's history); `inputs` itself where there is none, where inputs share a tensor, or where
-    the call passes containers (which the forward may change: the caller's own are passed)."""
-    if not any(t.grad_fn is not None for t in inputs) or _aliases(inputs) or \
+    """The tensors a recording's eager run takes: a copy of each input (one with a history of the
+    caller's, an activation, as a copy with a history of its own), so that an in-place write in
+    forward leaves the caller's tensors and their histories as they were (the engine's call then
+    writes them, with the write's history); `inputs` itself where inputs share memory, or where the
+    call passes containers (which the forward may change: the caller's own are passed; recorder.py
+    refuses an in-place write into an input there)."""
+    if not inputs or _aliases(inputs) or len({storage_pointer(t) for t in inputs if t.numel()}) < \
+            sum(1 for t in inputs if t.numel()) or any(type(t) is not torch.Tensor or _extent(t) > 2 * t.numel() + 4096
+                                                       for t in inputs) or \
             not all(v is None or isinstance(v, torch.Tensor) or _is_scalar(v) for v in list(args) + list(kwargs.values())):
         return inputs
-    with torch.enable_grad():  # (a copy with a history of its own: eager refuses an in-place write into a leaf)
-        return [t.detach().requires_grad_().clone() if t.grad_fn is not None else t for t in inputs]
+
+    def stand_in(t):
+        """A copy with t's shape, strides and storage offset (what a forward may read of it), its
+        requires_grad and, where t has a history, one of its own (eager refuses an in-place write
+        into a leaf that requires grad, or a view of one)."""
+        memory = torch.empty(_extent(t), dtype=t.dtype, device=t.device)
+        if t.grad_fn is not None:
+            memory = memory.requires_grad_() * 1
+        copy = memory.as_strided(t.shape, t.stride(), t.storage_offset())
+        with torch.no_grad():
+            copy.copy_(t)
+        return copy if t.grad_fn is not None else copy.detach().requires_grad_(t.requires_grad)
+    with torch.enable_grad():
+        return [stand_in(t) for t in inputs]
+
+
+def _extent(t):
+    """The number of elements from t's storage's start to one past t's last."""
+    return t.storage_offset() + 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 0) \
+        if t.numel() else t.storage_offset()
 
 
 def _aliases(inputs):

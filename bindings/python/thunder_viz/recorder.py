@@ -330,6 +330,7 @@ class Program:
         self.output_views = []        # (j, i): output j is a view into output i (recorder._output_views)
         self.output_memory = []       # per output, eager's group of outputs sharing memory (recorder._memory_groups)
         self.returned_inputs = []     # (output, input): an input the forward returns as it is
+        self.input_views = []         # (output, input, shape, strides, offset from the input's): a view of an input returned
         self.draws_in_ops = False     # an op draws random numbers its name does not say (an LSTM's dropout)
         self.ops = []
         self.outputs = []
@@ -665,8 +666,9 @@ def _output_views(outputs):
     views, made_views = [], set()
     for j, view in enumerate(outputs):
         for i, base in enumerate(outputs):
-            if i == j or view is base or i in made_views or not within_output(view, base):
-                continue
+            if i == j or view is base or i in made_views or view.requires_grad != base.requires_grad or \
+                    not within_output(view, base):
+                continue  # (`h.detach(), h`: eager's one carries no gradient, the other does)
             if within_output(base, view) and view._base is not base and (base._base is view or i > j):
                 continue  # (the same memory: the other is the base)
             views.append((j, i))
@@ -1105,6 +1107,10 @@ class Recorder(TorchFunctionMode):
             self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
             if unread:  # its own update is not a read that a later update would invalidate
                 self.read_ids.discard(id(t))
+            if self.owned[id(t)].startswith("the input"):
+                # an input written with grad off (or through .data) keeps its history in eager: later
+                # reads differentiate to it, so the trace reads its place, which now holds the value
+                self._bind(t, self.place[id(t)])
             base = self.data_of.get(id(t))
             if base is not None:  # written through `.data`: the tensor itself holds the new value
                 self._bind(base, self.refs[id(t)])
@@ -2787,7 +2793,6 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     functions = user_functions(module.modules())
     _unoptimize_scripted_functions(module, functions)
     rec = Recorder(module, inputs, input_names, functions)
-    activations = {id(t) for t in inputs if t.grad_fn is not None}  # (before the forward's writes)
     rec.outer_frame = sys._getframe()
     assignable = _assignable_state(module, functions, arguments)
     generators = _generator_states(module)
@@ -2858,11 +2863,11 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     prog.outputs = refs
     prog.user_outputs = len(refs)
     for i, t in enumerate(inputs):
-        if id(t) in rec.inputs_written and id(t) in activations and not own_inputs:
-            raise UnsupportedOp(f"an in-place write into the input '{prog.input_names[i]}', which carries the "
-                                "caller's gradient, in a call that passes containers", "forward", detail=(
-                                    "pass the tensor by itself (the recording then writes a copy of it), or "
-                                    "compute a new tensor in forward (x = x * 3 instead of x.mul_(3))"))
+        if id(t) in rec.inputs_written and not own_inputs:
+            raise UnsupportedOp(f"an in-place write in the gradient's path into the input '{prog.input_names[i]}', in a "
+                                "call that passes containers or inputs that share memory", "forward", detail=(
+                                    "pass the tensors by themselves (the recording then writes copies of them), or "
+                                    "compute a new tensor in forward (x = x * w instead of x.mul_(w))"))
         if id(t) in rec.inputs_written:
             # written in place in the gradient's path (x.mul_(gamma)): jit.py copies this extra
             # output into the caller's tensor, which takes its history as eager's write gives it
@@ -2877,6 +2882,11 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
     at = {id(t): i for i, t in enumerate(inputs)}
     prog.returned_inputs = [(k, at[id(t)]) for k, t in enumerate(rec.output_tensors[:prog.user_outputs])
                             if id(t) in at]
+    # a view of an input returned (`x.mul_(w); return x.view(-1)`): eager's output is a view of the
+    # caller's tensor, whose later writes it shows (stand-ins keep the caller's strides and offset)
+    prog.input_views = [(k, i, tuple(t.shape), t.stride(), t.storage_offset() - x.storage_offset())
+                        for k, t in enumerate(rec.output_tensors[:prog.user_outputs]) if id(t) not in at
+                        for i, x in enumerate(inputs) if t.requires_grad == x.requires_grad and within_output(t, x)]
     prog.output_memory = _memory_groups(rec.output_tensors[:prog.user_outputs])
     # eager's tensor of each output (or the node that made one the recording detached): jit.py reads them once
     prog.recorded_outputs = [rec.left_the_graph.get(id(t)) or t for t in rec.output_tensors]
