@@ -2641,3 +2641,20 @@ def test_a_parameter_read_through_a_container_is_the_one_there_now(kind):
     got.sum().backward()
     assert model.a.grad is None
     torch.testing.assert_close(model.b.grad, x.sum(0))
+
+
+def test_an_expanded_or_strided_input_records_through_its_copy():
+    """The recording's copy of an input keeps its strides and offset, an expanded one's too (its
+    elements overlap): values and the gradient of the tensor it was expanded from are eager's."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    tm = tv.jit(model)
+    for _ in range(2):
+        a = torch.randn(1, 4, requires_grad=True)
+        b = a.detach().clone().requires_grad_()
+        got, want = tm((a * 2).expand(3, 4)), model((b * 2).expand(3, 4))
+        torch.testing.assert_close(got, want)
+        got.sum().backward(), want.sum().backward()
+        torch.testing.assert_close(a.grad, b.grad)
+        x = torch.randn(6, 4)[1::2]
+        torch.testing.assert_close(tm(x), model(x))

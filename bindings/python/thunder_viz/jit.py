@@ -898,12 +898,11 @@ def _stand_ins(inputs, args, kwargs):
         """A copy with t's shape, strides and storage offset (what a forward may read of it), its
         requires_grad and, where t has a history, one of its own (eager refuses an in-place write
         into a leaf that requires grad, or a view of one)."""
-        memory = torch.empty(_extent(t), dtype=t.dtype, device=t.device)
+        with torch.no_grad():  # (the memory from its storage's start: an expanded t has overlapping elements)
+            memory = t.detach().as_strided((_extent(t),), (1,), 0).clone()
         if t.grad_fn is not None:
             memory = memory.requires_grad_() * 1
         copy = memory.as_strided(t.shape, t.stride(), t.storage_offset())
-        with torch.no_grad():
-            copy.copy_(t)
         return copy if t.grad_fn is not None else copy.detach().requires_grad_(t.requires_grad)
     with torch.enable_grad():
         return [stand_in(t) for t in inputs]
