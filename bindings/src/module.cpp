@@ -257,6 +257,8 @@ RankContext current_rank() { return tl_rank.comm ? tl_rank : process_rank().rank
 struct Saved {
   exec::RValue value;
   bool used = false;
+  // each output's shape and options: the zeros of an output whose cotangent autograd did not give
+  std::vector<std::pair<std::vector<int64_t>, at::TensorOptions>> outputs;
 
   // Moves out the tensors that are one of `outputs` (depth first), leaving undefined tensors in
   // their places, and notes the version of every other one.
@@ -342,52 +344,64 @@ class Entry {
   }
 
   // One gradient per bridge tensor (inputs then parameters); None where the engine gives none.
-  std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents,
-                                                  const std::vector<bool>& given, bool keep) {
+  std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents) {
     std::vector<at::Tensor> cot;
     for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
     std::vector<at::Tensor> grads;
     {
       py::gil_scoped_release release;
-      grads = run_backward(saved, std::move(cot), given, keep);
+      grads = run_backward(saved, std::move(cot));
     }
     std::vector<std::optional<at::Tensor>> out;
     for (auto& g : grads) out.push_back(g.defined() ? std::optional<at::Tensor>(std::move(g)) : std::nullopt);
     return out;
   }
 
-  // The forward's run (prologue, forward), its saved values into `saved`. Needs no GIL.
+  // The forward's run (prologue, forward), its saved values and its outputs' shapes into `saved`.
+  // Needs no GIL.
   std::vector<at::Tensor> run_forward(const std::vector<at::Tensor>& inputs, Saved& saved) {
     forward_timings_.clear();
     auto step = step_forward(executor(forward_executor_, forward_timings_), built_.stages, inputs, [this](TraceKind k) { running_ = trace_kind_name(k); });
     saved.value = std::move(step.saved);
+    for (auto& o : step.outputs) {
+      // a buffer returned as it is: a tensor of its own over its memory, so that autograd's
+      // bookkeeping of the output leaves the module's tensor as it is
+      if (o.defined() && holds(o)) o = o.detach();
+      saved.outputs.emplace_back(o.sizes().vec(), o.options());
+    }
     return std::move(step.outputs);
   }
 
-  // The backward's run: one gradient per bridge tensor (inputs then parameters), undefined where the
-  // engine gives none or where no output whose cotangent autograd gave (`given`: one flag per output,
-  // false for an output the loss did not use) reaches it. The saved values are freed as it goes, or,
-  // where `keep` (backward(retain_graph=True)), kept for another backward. Needs no GIL.
-  std::vector<at::Tensor> run_backward(Saved& saved, std::vector<at::Tensor> cotangents, const std::vector<bool>& given,
-                                       bool keep) {
+  // The backward's run, on autograd's thread: one gradient per bridge tensor (inputs then
+  // parameters), undefined where the engine gives none or where no output whose cotangent autograd
+  // gave reaches it (an undefined cotangent: an output the loss did not use, taken as zeros). The
+  // saved values are freed as it goes, or, where autograd keeps the graph (backward(retain_graph=
+  // True)), kept for another backward. Needs no GIL.
+  std::vector<at::Tensor> run_backward(Saved& saved, std::vector<at::Tensor> cotangents) {
     saved.check_unused();
     saved.check_versions();
+    bool keep = torch::autograd::get_current_graph_task_keep_graph();
+    std::vector<bool> given(cotangents.size());
+    for (size_t k = 0; k < cotangents.size(); ++k) {
+      given[k] = cotangents[k].defined();
+      if (!given[k] && k < saved.outputs.size()) cotangents[k] = at::zeros(saved.outputs[k].first, saved.outputs[k].second);
+    }
     backward_timings_.clear();
     saved.used = !keep;
     auto grads = step_backward(executor(backward_executor_, backward_timings_), module_, built_.stages,
                                keep ? saved.value : std::exchange(saved.value, {}), cotangents,
                                [this](TraceKind k) { running_ = trace_kind_name(k); });
     std::vector<at::Tensor> out(bridge_names_.size());
-    std::vector<const c10::TensorImpl*> given_out;  // (a cotangent passed through as it came: another's too)
+    std::vector<const c10::TensorImpl*> handed_out;  // (a cotangent passed through as it came: another's too)
     for (const auto& c : cotangents)
-      if (c.defined()) given_out.push_back(c.unsafeGetTensorImpl());
+      if (c.defined()) handed_out.push_back(c.unsafeGetTensorImpl());
     for (const auto& [name, g] : grads) {
       auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
       if (!g.defined() || it == bridge_names_.end()) continue;
       // one tensor given to two (b1 + b2's gradient), or the cotangent itself: each its own, so that a
       // hook that changes one in place (p.register_hook(lambda g: g.mul_(2))) leaves the others
-      bool again = std::find(given_out.begin(), given_out.end(), g.unsafeGetTensorImpl()) != given_out.end();
-      given_out.push_back(g.unsafeGetTensorImpl());
+      bool again = std::find(handed_out.begin(), handed_out.end(), g.unsafeGetTensorImpl()) != handed_out.end();
+      handed_out.push_back(g.unsafeGetTensorImpl());
       out[it - bridge_names_.begin()] = again ? g.clone() : g;
     }
     std::vector<bool> reached(out.size(), output_reach_.size() != given.size());
@@ -493,7 +507,6 @@ constexpr const char* kNoDoubleBackward =
 struct EngineCall : torch::CustomClassHolder {
   std::shared_ptr<Entry> entry;
   Saved saved;
-  std::vector<std::pair<std::vector<int64_t>, at::TensorOptions>> outputs;  // each output's shape and options
 };
 
 struct EngineNode : torch::autograd::Function<EngineNode> {
@@ -501,13 +514,9 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<EngineCall>& call,
                                                 at::TensorList tensors, int64_t inputs) {
     auto outputs = call->entry->run_forward(std::vector<at::Tensor>(tensors.begin(), tensors.begin() + inputs), call->saved);
-    for (auto& o : outputs)
-      if (o.defined() && call->entry->holds(o)) o = o.detach();  // (a buffer returned as it is: autograd's
-                                                                  // bookkeeping of the output must not change it)
     ctx->save_for_backward(call->saved.take_outputs(outputs));
     ctx->saved_data["call"] = c10::IValue::make_capsule(call);
-    ctx->set_materialize_grads(false);  // (an output the loss did not use: zeros here, and no gradient from it)
-    for (const auto& o : outputs) call->outputs.emplace_back(o.sizes().vec(), o.options());
+    ctx->set_materialize_grads(false);  // (an output the loss did not use: no gradient from it)
     std::vector<at::Tensor> nondifferentiable;
     for (const auto& o : outputs)
       if (!o.is_floating_point()) nondifferentiable.push_back(o);
@@ -523,14 +532,7 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
     std::vector<at::Tensor> grads;
     try {
       call->saved.put_tensors(std::vector<std::optional<at::Tensor>>(saved_outputs.begin(), saved_outputs.end()));
-      std::vector<bool> given(cotangents.size());
-      for (size_t k = 0; k < cotangents.size(); ++k) {
-        given[k] = cotangents[k].defined();
-        if (!given[k] && k < call->outputs.size())
-          cotangents[k] = at::zeros(call->outputs[k].first, call->outputs[k].second);
-      }
-      grads = call->entry->run_backward(call->saved, std::move(cotangents), given,
-                                        torch::autograd::get_current_graph_task_keep_graph());
+      grads = call->entry->run_backward(call->saved, std::move(cotangents));
     } catch (...) {
       rethrow_as_python_error();
     }
@@ -644,13 +646,12 @@ PYBIND11_MODULE(_thunder_viz, m) {
 
   py::class_<Entry, std::shared_ptr<Entry>>(m, "Entry", "One cache entry: the pipeline built for one input metadata.")
       .def("forward", &Entry::forward, "inputs -> ([output tensors], SavedForBackward)")
-      .def("backward", [](Entry& e, std::shared_ptr<Saved> saved, const std::vector<std::optional<at::Tensor>>& cot,
-                          const std::vector<bool>& given) {
-             return e.backward(*saved, cot, given, torch::autograd::get_current_graph_task_keep_graph());
+      .def("backward", [](Entry& e, std::shared_ptr<Saved> saved, const std::vector<std::optional<at::Tensor>>& cot) {
+             return e.backward(*saved, cot);
            },
-           py::arg("saved"), py::arg("cotangents"), py::arg("given"),
-           "gradients per bridge tensor, from the cotangents (given[k]: whether autograd gave output k's); "
-           "the saved values are kept for another backward where autograd keeps the graph (retain_graph=True)")
+           py::arg("saved"), py::arg("cotangents"),
+           "gradients per bridge tensor, from the cotangents (None: an output the loss did not use); the saved "
+           "values are kept for another backward where autograd keeps the graph (retain_graph=True)")
       .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
       .def_property_readonly("has_backward", [](const Entry& e) { return bool(e.built().stages.last(TraceKind::backward)); })
       .def("apply", [](const std::shared_ptr<Entry>& e, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& parameters) {
@@ -669,7 +670,6 @@ PYBIND11_MODULE(_thunder_viz, m) {
       .def("backward_timings", [](const Entry& e) { return timing_tuples(e.backward_timings()); },
            "per-bound-symbol times of the last backward")
       .def_property_readonly("saved_bytes", [](const Entry& e) { return e.built().saved_bytes; })
-      .def("holds", &Entry::holds, py::arg("tensor"), "whether the tensor is one of the module's parameters or buffers")
       .def("set_output_reach", &Entry::set_output_reach, py::arg("reach"),
            "[[bridge index, ...] per output]: the tensors eager autograd reaches from each output")
       .def("set_zero_gradients", &Entry::set_zero_gradients, py::arg("like"),

@@ -32,8 +32,8 @@ from .errors import EagerMismatch, UnsupportedOp
 from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, hashable, holds_fields, hook_objects,
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
                         too_many_items)
-from .recorder import (DTYPES, autocast_state, rebuild_output, record, recording, register_containers, user_frame,
-                       storage_pointer, within_output)
+from .recorder import (DTYPES, autocast_state, memory_span, rebuild_output, record, recording, register_containers,
+                       storage_pointer, user_frame, within_output)
 
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
@@ -297,8 +297,9 @@ class CallRecord:
 
 def _reached_by_autograd(outputs, tensors):
     """The indices of `tensors` (floating, requiring grad) that eager autograd reaches from the
-    outputs' gradients (an output may be given as the autograd node that made it): each gets a gradient in eager, zeros where nothing flows back (addmm's bias
-    with beta=0, an intermediate whose every element a later call overwrote)."""
+    outputs' gradients (an output may be given as the autograd node that made it): each gets a
+    gradient in eager, zeros where nothing flows back (addmm's bias with beta=0, an intermediate
+    whose every element a later call overwrote)."""
     flat = pytree.tree_flatten(outputs)[0]
     roots = [t for t in flat if isinstance(t, torch.Tensor) and t.requires_grad]
     nodes, leaves = set(), {id(t) for t in roots if t.grad_fn is None}
@@ -327,16 +328,14 @@ class _Bridge(torch.autograd.Function):
     def forward(ctx, entry, fixup, *tensors):
         n = len(fixup["inputs"])
         outs, saved = entry.forward(list(tensors[:n]))
-        # (a buffer or parameter returned as it is: autograd's bookkeeping of the output must not change it)
-        outs = [o.detach() if entry.holds(o) else o for o in outs]
         # autograd holds the saved outputs (without a reference cycle through saved); saved keeps
         # the rest, and the backward frees each after its last use (module.cpp, Saved)
         ctx.save_for_backward(*saved.take_outputs(outs))
         ctx.entry, ctx.saved, ctx.fixup = entry, saved, fixup
         if fixup["unshard"] is not None:
             ctx.shapes = [t.shape for t in tensors]
-        ctx.out_meta = [(o.shape, o.dtype) for o in outs]
-        ctx.set_materialize_grads(False)  # (an output the loss did not use: zeros here, and no gradient from it)
+        ctx.out_meta = [(o.shape, o.dtype, o.device) for o in outs]
+        ctx.set_materialize_grads(False)  # (an output the loss did not use: no gradient from it)
         nondiff = [o for o in outs if not o.is_floating_point()]
         if nondiff:
             ctx.mark_non_differentiable(*nondiff)
@@ -346,14 +345,15 @@ class _Bridge(torch.autograd.Function):
     def backward(ctx, *grads):
         if torch.is_grad_enabled():  # autograd enables it in a backward exactly when create_graph is set
             raise RuntimeError(_C.NO_DOUBLE_BACKWARD)
-        cot = [g if g is not None else torch.zeros(s, dtype=d) for g, (s, d) in zip(grads, ctx.out_meta)]
         ctx.saved.put_tensors(list(ctx.saved_tensors))
-        gs = ctx.entry.backward(ctx.saved, cot, [g is not None for g in grads])
+        gs = ctx.entry.backward(ctx.saved, list(grads))  # (None: an output the loss did not use)
         rec = ctx.fixup["record"]
         rec.timings = rec.timings + ctx.entry.backward_timings()
         listeners, rec.backward_listeners = rec.backward_listeners, []
-        for fn in listeners:
-            fn(cot, gs)
+        if listeners:
+            cot = [g if g is not None else torch.zeros(s, dtype=d, device=v) for g, (s, d, v) in zip(grads, ctx.out_meta)]
+            for fn in listeners:
+                fn(cot, gs)
         unshard = ctx.fixup["unshard"]
         if unshard is not None:
             gs = [unshard(g, shape) if g is not None and g.shape != shape else g for g, shape in zip(gs, ctx.shapes)]
@@ -776,7 +776,7 @@ class JittedModule(torch.nn.Module):
             outs[i] = outs[i].detach()
         if len(program.output_memory) > 1:
             _share_memory_as_eager(outs, program)
-        for i, k in program.rebased_inputs:  # written in place: with the write's history, as eager's
+        for k, i in program.rebased_inputs:  # written in place: with the write's history, as eager's
             with torch.set_grad_enabled(needs_grad):
                 engine_inputs[i].copy_(outs[k])
         for k, i in program.returned_inputs:  # the caller's tensor itself, as eager returns it
@@ -822,9 +822,9 @@ def _torch_modes():
     """torch's global settings a forward may branch on or bake into its trace (torch.zeros(4) takes
     the default dtype); the steady path's CallGuard compares the same."""
     backends = torch.backends
-    return (bool(_parametrize._cache_enabled), torch.is_grad_enabled(), torch.is_inference_mode_enabled(), torch.get_default_dtype(),
-            torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(), backends.cudnn.enabled,
-            backends.cudnn.benchmark, backends.cudnn.deterministic, backends.mkldnn.enabled,
+    return (bool(_parametrize._cache_enabled), torch.is_grad_enabled(), torch.is_inference_mode_enabled(),
+            torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(),
+            backends.cudnn.enabled, backends.cudnn.benchmark, backends.cudnn.deterministic, backends.mkldnn.enabled,
             backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32)
 
 
@@ -888,10 +888,11 @@ def _stand_ins(inputs, args, kwargs):
     writes them, with the write's history); `inputs` itself where inputs share memory, or where the
     call passes containers (which the forward may change: the caller's own are passed; recorder.py
     refuses an in-place write into an input there)."""
-    if not inputs or _aliases(inputs) or len({storage_pointer(t) for t in inputs if t.numel()}) < \
-            sum(1 for t in inputs if t.numel()) or any(type(t) is not torch.Tensor or _extent(t) > 2 * t.numel() + 4096
-                                                       for t in inputs) or \
-            not all(v is None or isinstance(v, torch.Tensor) or _is_scalar(v) for v in list(args) + list(kwargs.values())):
+    filled = [t for t in inputs if t.numel()]
+    copyable = inputs and not _aliases(inputs) and len({storage_pointer(t) for t in filled}) == len(filled) and \
+        all(type(t) is torch.Tensor and memory_span(t)[2] <= 2 * t.numel() + 4096 for t in inputs) and \
+        all(v is None or isinstance(v, torch.Tensor) or _is_scalar(v) for v in list(args) + list(kwargs.values()))
+    if not copyable:
         return inputs
 
     def stand_in(t):
@@ -899,19 +900,13 @@ def _stand_ins(inputs, args, kwargs):
         requires_grad and, where t has a history, one of its own (eager refuses an in-place write
         into a leaf that requires grad, or a view of one)."""
         with torch.no_grad():  # (the memory from its storage's start: an expanded t has overlapping elements)
-            memory = t.detach().as_strided((_extent(t),), (1,), 0).clone()
+            memory = t.detach().as_strided((memory_span(t)[2],), (1,), 0).clone()
         if t.grad_fn is not None:
             memory = memory.requires_grad_() * 1
         copy = memory.as_strided(t.shape, t.stride(), t.storage_offset())
         return copy if t.grad_fn is not None else copy.detach().requires_grad_(t.requires_grad)
     with torch.enable_grad():
         return [stand_in(t) for t in inputs]
-
-
-def _extent(t):
-    """The number of elements from t's storage's start to one past t's last."""
-    return t.storage_offset() + 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 0) \
-        if t.numel() else t.storage_offset()
 
 
 def _aliases(inputs):

@@ -325,7 +325,7 @@ class Program:
         self.side_effects = []
         self.unreplayable = []
         self.detached_outputs = []    # indices of outputs that carry no gradient
-        self.rebased_inputs = []      # (input, output): an input written in place, its new value with its history
+        self.rebased_inputs = []      # (output, input): an input written in place, its new value with its history
         self.recorded_outputs = None  # eager's tensor of each output, until jit.py has read what they reach
         self.output_views = []        # (j, i): output j is a view into output i (recorder._output_views)
         self.output_memory = []       # per output, eager's group of outputs sharing memory (recorder._memory_groups)
@@ -694,17 +694,16 @@ def within_output(view, base):
     of its span is one of its elements)."""
     if view.numel() == 0 or base.numel() == 0:
         return False
-    ptr, lo, hi = _memory_span(view)
-    base_ptr, base_lo, base_hi = _memory_span(base)
+    ptr, lo, hi = memory_span(view)
+    base_ptr, base_lo, base_hi = memory_span(base)
     return ptr == base_ptr and base_lo <= lo and hi <= base_hi and base_hi - base_lo == base.numel()
 
 
-def _memory_span(t):
+def memory_span(t):
     """(storage pointer, first element, one past the last element) a tensor may touch."""
-    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     lo = t.storage_offset()
     hi = lo + 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()) if n > 0) if t.numel() else lo
-    return storage.data_ptr(), lo, hi
+    return storage_pointer(t), lo, hi
 
 
 class Recorder(TorchFunctionMode):
@@ -797,7 +796,7 @@ class Recorder(TorchFunctionMode):
         of place) after t's value was bound: views that do not share a version counter (unsafe_split)."""
         if not self.rewritten or t.device.type == "meta":
             return False
-        ptr, lo, hi = _memory_span(t)
+        ptr, lo, hi = memory_span(t)
         bound = self.bound_at.get(id(t), 0)
         return any(writer != id(t) and bound <= at and w_ptr == ptr and w_lo < hi and lo < w_hi
                    for (w_ptr, w_lo, w_hi), (writer, at) in self.rewritten.items())
@@ -1078,7 +1077,7 @@ class Recorder(TorchFunctionMode):
                 self._scatter_chain(chain)
             self._keep_histories(history)
             for t in written:
-                self.rewritten[_memory_span(t)] = (id(t), at)
+                self.rewritten[memory_span(t)] = (id(t), at)
             return
         if len(written) == 1 and len(outs) == 1 and outs[0] is written[0] and \
                 (not torch.is_grad_enabled() or self.refs[id(written[0])] != self.place[id(written[0])] or
@@ -1089,7 +1088,8 @@ class Recorder(TorchFunctionMode):
             t = written[0]
             new = t.detach().clone()  # stands for the new value in the recording
             unread = id(t) not in self.read_ids
-            graded = self.owned[id(t)].startswith("the input") and torch.is_grad_enabled() and t.requires_grad
+            is_input = self.owned[id(t)].startswith("the input")
+            graded = is_input and torch.is_grad_enabled() and t.requires_grad
             if graded and id(t) not in self.inputs_written:
                 # the first write into an input in the gradient's path (x.mul_(gamma)): jit.py copies
                 # the new value into the caller's tensor after the call, which the operator's backward
@@ -1107,7 +1107,7 @@ class Recorder(TorchFunctionMode):
             self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(t)]), new], t)
             if unread:  # its own update is not a read that a later update would invalidate
                 self.read_ids.discard(id(t))
-            if self.owned[id(t)].startswith("the input"):
+            if is_input:
                 # an input written with grad off (or through .data) keeps its history in eager: later
                 # reads differentiate to it, so the trace reads its place, which now holds the value
                 self._bind(t, self.place[id(t)])
@@ -1292,7 +1292,7 @@ class Recorder(TorchFunctionMode):
         transpose or permute of it): a later in-place write into it gives base its new value."""
         if key not in _HANDLER_VIEWS or not isinstance(view, torch.Tensor) or view is base or \
                 view.numel() != base.numel() or view.device.type == "meta" or \
-                _memory_span(view) != _memory_span(base) or id(view) in self.view_of:
+                memory_span(view) != memory_span(base) or id(view) in self.view_of:
             return
         if view.is_contiguous() and base.is_contiguous():
             order = None  # the same elements in the same order
@@ -1804,14 +1804,15 @@ def _fits(type_text, v):
     }.get(type_text, False)
 
 
-def _eager_kwargs(op, args, kwargs):
-    """The keyword arguments, with the dtype eager's Python binding infers where the dispatch does
-    not: torch 1.13 hands a dispatch mode `aten.full.default([2], True)` for `torch.full((2,), True)`,
-    which then makes an int64 tensor where eager makes a bool one."""
-    if op is torch.ops.aten.full.default and len(args) > 1 and isinstance(args[1], bool) and \
-            (kwargs or {}).get("dtype") is None:
-        return {**(kwargs or {}), "dtype": torch.bool}
-    return kwargs or {}
+def _as_eager_calls(op, args, kwargs):
+    """An operator's call as a dispatch mode runs it, as eager's: (args, kwargs) with
+    _numbers_as_tensors' arguments, and the dtype eager's Python binding infers where the dispatch
+    does not (torch 1.13 hands a dispatch mode `aten.full.default([2], True)` for
+    `torch.full((2,), True)`, which then makes an int64 tensor where eager makes a bool one)."""
+    kwargs = kwargs or {}
+    if op is torch.ops.aten.full.default and len(args) > 1 and isinstance(args[1], bool) and kwargs.get("dtype") is None:
+        kwargs = {**kwargs, "dtype": torch.bool}
+    return _numbers_as_tensors(op, args), kwargs
 
 
 def _numbers_as_tensors(op, args):
@@ -1850,7 +1851,8 @@ class _AtenCalls(TorchDispatchMode):
                 self.seen[id(t)] = (t, _storage_version(t), t.detach().clone() if keep else None)
                 if keep and t.grad_fn is not None:
                     self.recorder.had_history.add(id(t))
-        out = func(*_numbers_as_tensors(func, args), **_eager_kwargs(func, args, kwargs))
+        call_args, call_kwargs = _as_eager_calls(func, args, kwargs)
+        out = func(*call_args, **call_kwargs)
         self.calls.append((func, list(args), dict(kwargs), out))
         return out
 
@@ -1890,7 +1892,8 @@ class _UnseenCalls(TorchDispatchMode):
             # read by no operator)
             rec.unseen_detach = True
         try:
-            out = func(*_numbers_as_tensors(func, args), **_eager_kwargs(func, args, kwargs))
+            call_args, call_kwargs = _as_eager_calls(func, args, kwargs)
+            out = func(*call_args, **call_kwargs)
         except BaseException as e:
             if outside:  # (TorchScript's interpreter replaces it by an error without its message)
                 rec.inner_error = rec.inner_error or e
@@ -2197,7 +2200,7 @@ def h_getitem(rec, out, a, idx):
     else:
         rec.emit("ltorch.reshape", [mid, list(out.shape)], out)
     if out is not a and out.device.type != "meta" and out._base is not None and a.is_contiguous() and \
-            _memory_span(out)[0] == _memory_span(a)[0] and id(out) not in rec.view_of:
+            memory_span(out)[0] == memory_span(a)[0] and id(out) not in rec.view_of:
         rec.view_of[id(out)] = (a, "getitem", [a, start, end, strides, list(mid.shape)], {})
 
 
@@ -2873,7 +2876,7 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
             # output into the caller's tensor, which takes its history as eager's write gives it
             rec.output_tensors.append(t)
             prog.outputs.append(rec.ref(t))
-            prog.rebased_inputs.append((i, len(prog.outputs) - 1))
+            prog.rebased_inputs.append((len(prog.outputs) - 1, i))
     _note_side_effects(rec, assignable, _assignable_state(module, functions, arguments))
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
@@ -2900,15 +2903,14 @@ def _hook_code(modules):
     functions (a partial's too): such a hook runs at every call, and one that makes no torch call
     (`if ABLATE: return o * 0`) leaves no frame the recording sees, though its globals decide."""
     import torch.nn.modules.module as nn_module
-    tables = [t for m in modules for t in (m._forward_hooks, m._forward_pre_hooks)]
-    tables += [getattr(nn_module, n, {}) for n in ("_global_forward_hooks", "_global_forward_pre_hooks")]
+    hooks = [hook for m in modules for _, _, hook in forward_hooks(m)]
+    hooks += [hook for n in ("_global_forward_hooks", "_global_forward_pre_hooks") for hook in getattr(nn_module, n, {}).values()]
     found = {}
-    for table in tables:
-        for hook in table.values():
-            fn = getattr(hook, "func", hook)  # (functools.partial)
-            fn = getattr(fn, "__func__", fn)  # (a bound method)
-            if isinstance(fn, types.FunctionType) and not _code_in(fn.__code__, _SKIP_DIRS):
-                found[fn.__code__] = fn.__globals__
+    for hook in hooks:
+        fn = getattr(hook, "func", hook)  # (functools.partial)
+        fn = getattr(fn, "__func__", fn)  # (a bound method)
+        if isinstance(fn, types.FunctionType) and not _code_in(fn.__code__, _SKIP_DIRS):
+            found[fn.__code__] = fn.__globals__
     return found
 
 
