@@ -1109,42 +1109,6 @@ def test_an_in_place_update_of_a_parameter_that_requires_grad_in_forward_is_refu
         tv.jit(ClampsItsWeight())(torch.randn(3, 4))
 
 
-class ScalesItsInput(torch.nn.Module):
-    def forward(self, x):
-        x.mul_(2)
-        return x
-
-
-def test_an_input_written_in_place_takes_the_writes_history_as_in_eager():
-    """An in-place write into the call's input is part of that tensor's history in eager: the
-    caller's later reads of it differentiate through the write (an activation scaled in place, then
-    read beside the output; timm's in-place LayerScale on a plain input, whose gamma gets its
-    gradient through the caller's tensor). The engine's call writes it once, with that history, on
-    the recording call and after it, and the write's backward reads the value before it."""
-    torch.manual_seed(0)
-    for make, with_history in ((ScalesItsInput, True), (LayerScaleInPlace, False), (LayerScaleInPlace, True)):
-        model = make()
-        tm, reference = tv.jit(model), copy.deepcopy(model)
-        for _ in range(3):
-            a = torch.randn(2, 4, requires_grad=True)
-            b = a.detach().clone().requires_grad_()
-            mine, theirs = (a * 2, b * 2) if with_history else (a.detach().clone(), b.detach().clone())
-            got, want = tm(mine), reference(theirs)
-            torch.testing.assert_close(got, want)
-            torch.testing.assert_close(mine, theirs)
-            (got.pow(2).sum() + mine.sin().sum()).backward()
-            (want.pow(2).sum() + theirs.sin().sum()).backward()
-            if with_history:
-                torch.testing.assert_close(a.grad, b.grad)
-            for p, q in zip(model.parameters(), reference.parameters()):
-                torch.testing.assert_close(p.grad, q.grad)
-                p.grad, q.grad = None, None
-        with torch.no_grad():
-            mine, theirs = torch.ones(2, 4), torch.ones(2, 4)
-            tm(mine), reference(theirs)
-            torch.testing.assert_close(mine, theirs)
-
-
 class Sine(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -2566,15 +2530,22 @@ class _WritesItsInput(torch.nn.Module):
         if self.how == "data":
             x.data.mul_(2.0)
             return x * self.w
+        if self.how == "scale":
+            x.mul_(2)
+            return x
+        if self.how == "layer_scale":  # (timm's in-place LayerScale: gamma's gradient goes through x)
+            return x.mul_(self.w)
         x.mul_(self.w)
         return x.view(-1), x.detach(), x.sum(0)  # (a view of the caller's tensor, a detached one)
 
 
-@pytest.mark.parametrize("how", ["twice", "no_grad", "data", "views"])
+@pytest.mark.parametrize("how", ["scale", "layer_scale", "twice", "no_grad", "data", "views"])
 @pytest.mark.parametrize("activation", [False, True], ids=["plain", "activation"])
 def test_inputs_written_in_forward_give_eagers_values_and_gradients(how, activation):
     """The forward writes its input in place; the caller then reads it beside the outputs and
-    backpropagates through both: values and gradients (of the input's own history too) as eager's."""
+    backpropagates through both: values and gradients (of the input's own history too) as eager's.
+    The engine's call writes it once, with the write's history, on the recording call and after it,
+    and the write's backward reads the value before it."""
     if how == "twice" and activation:
         pytest.skip("eager itself refuses: x is read by mul_'s backward after add_ wrote it")
     torch.manual_seed(0)
@@ -2591,7 +2562,10 @@ def test_inputs_written_in_forward_give_eagers_values_and_gradients(how, activat
         got, want = (got,) if isinstance(got, torch.Tensor) else got, (want,) if isinstance(want, torch.Tensor) else want
         assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
         loss = lambda outs, inp: sum(t.pow(2).sum() for t in outs if t.requires_grad) + inp.sin().sum() * inp.requires_grad
-        loss(got, x).backward(), loss(want, y).backward()
+        mine, theirs = loss(got, x), loss(want, y)
+        assert mine.requires_grad == theirs.requires_grad
+        if mine.requires_grad:  # (a plain input scaled: nothing carries a gradient)
+            mine.backward(), theirs.backward()
         torch.testing.assert_close(model.w.grad, reference.w.grad)
         if activation:
             torch.testing.assert_close(a.grad, b.grad)
