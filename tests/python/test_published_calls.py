@@ -66,6 +66,10 @@ CALLS = {
     "where(condition=, input=, other=), matmul(input=, other=)": lambda y, m: torch.where(condition=y > 0, input=y, other=-y) @ torch.matmul(input=y.t(), other=y),
     # torch's Python meta kernel of _cdist_forward cannot take compute_mode=None: run on the CPU instead
     "cdist": lambda y, m: torch.cdist(y, m.other(y)),
+    # an in-place call with an argument its native rule does not take: recorded as the ATen operators it ran
+    "div_(rounding_mode='floor')": lambda y, m: y + (y * 10).div_(3, rounding_mode="floor"),
+    # one sample: input [C], target a 0-d class index
+    "nll_loss of one unbatched sample": lambda y, m: torch.nn.functional.nll_loss(y[0].log_softmax(-1), torch.tensor(2)),
 }
 
 
@@ -2632,3 +2636,12 @@ def test_an_expanded_or_strided_input_records_through_its_copy():
         torch.testing.assert_close(a.grad, b.grad)
         x = torch.randn(6, 4)[1::2]
         torch.testing.assert_close(tm(x), model(x))
+
+
+def test_a_lazy_module_not_yet_run_is_refused_then_follows_eager_once_run():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.LazyLinear(4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    with pytest.raises(tv.UnsupportedOp, match="uninitialised parameter or buffer '0.weight'.*run one forward"):
+        tv.jit(model)(torch.randn(3, 5))
+    model(torch.randn(1, 5))  # gives LazyLinear its weight
+    check_against_eager(model, torch.randn(3, 5))

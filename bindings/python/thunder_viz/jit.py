@@ -552,6 +552,7 @@ class JittedModule(torch.nn.Module):
         # is a new core. One frozen or unfrozen is not (a GAN's loop toggles its discriminator's):
         # which parameters require grad is part of each entry's key.
         named = params + buffers
+        _check_initialised(self._name, named)
         state = ([n for n, _ in named], [id(t) for _, t in named], [(t.shape, t.dtype, t.device) for _, t in named])
         if self._core is None or state != self._core_state:
             _check_dtypes(self._name, params, buffers)
@@ -854,6 +855,16 @@ def _generators_kept():
         torch.set_rng_state(cpu)
         if cuda is not None:
             torch.cuda.set_rng_state_all(cuda)
+
+
+def _check_initialised(name, named):
+    """UnsupportedOp naming a lazy module's parameter or buffer that its first forward has not made yet."""
+    for n, t in named:
+        if torch.nn.parameter.is_lazy(t):
+            raise UnsupportedOp(f"the uninitialised parameter or buffer '{n}' (a lazy module's)", f"{name}'s state",
+                                detail="run one forward of the module eagerly first (model(example_input)), which "
+                                       "gives it its shape, as torch asks before an optimizer is made; then call "
+                                       "the jitted module")
 
 
 def _check_dtypes(name, params, buffers):

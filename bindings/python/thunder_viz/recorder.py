@@ -953,14 +953,21 @@ class Recorder(TorchFunctionMode):
             self.ref(args[0])  # a tensor the recording knows, with its current value
             if id(args[0]) in self.owned:  # an input, parameter or buffer: the engine writes into it too
                 return self._fallback(func, key, args, kwargs)
+            top = self._owned_base(args[0])
+            if top is not None:  # written through a view: the engine's run writes it (see _scatter_chain)
+                self.restore_after.setdefault(id(top), (top, top.detach().clone()))
         # Tensors the call writes besides its output (batch_norm's running statistics): the engine's run
         # writes them, so their values before the recording are put back after it.
         written = handler.writes(*args, **kwargs) if hasattr(handler, "writes") else []
         for t in written:
             self.ref(t)
             self.restore_after.setdefault(id(t), (t, t.detach().clone()))
+        # an in-place call runs once: its ATen operators are watched, to be recorded if the handler
+        # does not take the call's arguments (div_ with a rounding_mode)
+        calls = _AtenCalls(self) if in_place else contextlib.nullcontext()
         try:
-            out = func(*args, **kwargs)
+            with calls:
+                out = func(*args, **kwargs)
         except RuntimeError as e:
             raise self.failed(func, args, kwargs, e) from e
         for t in written:
@@ -977,10 +984,13 @@ class Recorder(TorchFunctionMode):
             except TypeError as e:  # arguments by a name the handler does not take (torch.flip(y, dims=...))
                 raise self.unsupported(func_label(func), key=key, detail=str(e)) from e
         except UnsupportedOp as e:
-            if in_place or len(self.program.ops) != recorded or getattr(e, "final", False):
+            if len(self.program.ops) != recorded or getattr(e, "final", False):
                 raise
             # arguments the native rule does not take (softmax's dtype, cross_entropy's weight, add's
-            # alpha): the call runs again as ATen fallbacks, whose output is the one returned
+            # alpha): the call is recorded as its ATen operators (an in-place one as those it ran), whose
+            # output is the one returned
+            if in_place:
+                return self._record_aten_calls(func, key, args, kwargs, calls, out)
             return self._fallback(func, key, args, kwargs)
         self._scatter_chain(chain)
         self._keep_histories(history)
@@ -1000,8 +1010,10 @@ class Recorder(TorchFunctionMode):
                 out = func(*args, **kwargs)
         except RuntimeError as e:
             raise self.failed(func, args, kwargs, e) from e
-        except UnsupportedOp:
-            raise
+        return self._record_aten_calls(func, key, args, kwargs, calls, out)
+
+    def _record_aten_calls(self, func, key, args, kwargs, calls, out):
+        """Records the ATen operators `calls` watched while func(*args, **kwargs) ran (see _fallback)."""
         for t in calls.written():  # changed in place by the operators, which the engine runs in the same order
             if id(t) in self.refs:
                 self.versions[id(t)] = _storage_version(t)
@@ -1187,11 +1199,20 @@ class Recorder(TorchFunctionMode):
             t = base
         owner = self.owned.get(id(t))
         if chain and owner is not None:
-            raise self.unsupported(f"{func_label(func)}: an in-place write into a view of {owner}", key=key,
-                                   detail="the engine does not write through a view into a tensor the caller or "
-                                          "the module owns: compute a new tensor (x = x.clone(); x[...] = v), or "
-                                          "assign the whole buffer")
+            why = ("a parameter is updated by the optimizer, not in forward" if owner.startswith("the parameter")
+                   else "it requires grad: eager would make it part of this call's graph" if t.requires_grad
+                   else "")
+            if why:
+                raise self.unsupported(f"{func_label(func)}: an in-place write into a view of {owner}", key=key,
+                                       detail=f"{why}; compute a new tensor (x = x.clone(); x[...] = v), or write "
+                                              "it under torch.no_grad() from values that do not require grad")
         return chain
+
+    def _owned_base(self, t):
+        """The input or buffer that `t` is a recorded view of (see _view_chain), or None."""
+        while id(t) in self.view_of:
+            t = self.view_of[id(t)][0]
+        return t if id(t) in self.owned else None
 
     def _scatter_chain(self, chain):
         """Records the new value of each base along a written view's chain (see _view_chain). Each
@@ -1199,6 +1220,15 @@ class Recorder(TorchFunctionMode):
         for view, base, view_op, view_args, view_kwargs in chain:
             self.versions[id(base)] = _storage_version(base)
             self._scatter_back(view, base, view_op, view_args, view_kwargs)
+        top = chain[-1][1] if chain else None
+        if top is not None and id(top) in self.owned:
+            # a cache written through a view (llama's cache_k[:b, pos:pos + n] = k): the trace computes
+            # the buffer's new value out of place and copies it into the buffer's own place, as eager
+            # leaves it
+            with _outside_the_mode():
+                new = top.detach().clone()
+            self._bind(new, self.refs[id(top)])
+            self.emit("torch.ops.aten.copy_.default", [_Encoded(self.place[id(top)]), new], top)
 
     def _scatter_back(self, view, base, op, args, kwargs):
         """Records `base`'s value after its view `view` (op(base, *args[1:])) took a new one."""
@@ -2409,6 +2439,8 @@ def h_nll_loss(rec, out, input, target, weight=None, size_average=None, ignore_i
                reduction="mean"):
     if size_average is not None or reduce is not None:
         raise rec.unsupported("nll_loss with the legacy size_average or reduce (pass reduction=)")
+    if input.dim() == 1:
+        raise rec.unsupported("nll_loss of one unbatched sample")  # (recorded as its ATen operators)
     rec.emit("ltorch.nll_loss", [input, target, weight, None, int(ignore_index), None, reduction], out)
 
 
