@@ -988,6 +988,70 @@ def test_an_attribute_of_the_module_set_on_the_jitted_one_is_the_modules():
     assert not model.training and not tm.training
 
 
+class Backbone(torch.nn.Module):
+    temperature = 1.0  # a class default
+
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+        self.fc = torch.nn.Linear(8, 3)
+        self.register_buffer("scale", torch.ones(1))
+        self.kept_frozen = []
+
+    def forward(self, x):
+        return self.fc(self.body(x)) * self.scale / self.temperature
+
+    def train(self, mode=True):  # a model that keeps a part frozen whatever the mode
+        super().train(mode)
+        self.kept_frozen.append(mode)
+        return self
+
+
+def test_the_jitted_module_is_the_modules_structure_as_eager_walks_and_changes_it():
+    torch.manual_seed(0)
+    model = Backbone()
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    x = torch.randn(2, 4)
+    tm(x)
+    # transfer learning: a new head, a buffer and a class default changed on the jitted module
+    for m in (tm, eager):
+        torch.manual_seed(1)
+        m.fc = torch.nn.Linear(8, 5)
+        m.scale = torch.full((1,), 3.0)
+        m.temperature = 4.0
+    assert model.fc is tm.fc and model.scale is tm.scale and model.temperature == 4.0
+    torch.testing.assert_close(tm(x), eager(x))
+    # walked as the module: the same names everywhere, the module's own train() and apply()
+    assert [n for n, _ in tm.named_modules()] == [n for n, _ in eager.named_modules()]
+    assert [n for n, _ in tm.named_children()] == [n for n, _ in eager.named_children()]
+    assert list(tm.state_dict()) == list(eager.state_dict())
+    tm.eval()
+    assert model.kept_frozen[-1] is False and not model.body.training
+    visited = []
+    tm.apply(lambda m: visited.append(type(m).__name__))
+    assert visited == ["Linear", "ReLU", "Sequential", "Linear", "Backbone"]
+    assert tm.body[0] is model.body[0] and len(tv.jit(model.body)) == 2
+
+
+def test_a_jitted_submodule_reloads_its_parents_checkpoint_and_deepcopy_keeps_its_hooks():
+    torch.manual_seed(0)
+    parent = torch.nn.Sequential()
+    parent.backbone = tv.jit(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh()))
+    parent.head = torch.nn.Linear(4, 2)
+    assert list(parent.state_dict()) == [n for n, _ in parent.named_parameters()]
+    twin = copy.deepcopy(parent)
+    with torch.no_grad():
+        for p in twin.parameters():
+            p.add_(1.0)
+    parent.load_state_dict(twin.state_dict())  # strict: every key matched
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(parent(x), twin(x))
+    tm = tv.jit(torch.nn.Linear(4, 4))
+    tm.register_forward_hook(lambda m, args, out: out * 0)
+    assert copy.deepcopy(tm)(x).abs().sum() == 0
+
+
 @pytest.mark.parametrize("write", ["setitem", "mul_", "clamp_"])
 def test_an_in_place_write_under_no_grad_keeps_the_intermediates_history(write):
     """Eager autograd does not see a write made under no_grad into a tensor that carries a gradient

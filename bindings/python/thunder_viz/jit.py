@@ -443,7 +443,13 @@ class JittedModule(torch.nn.Module):
         if not isinstance(module, torch.nn.Module):
             raise TypeError(f"thunder_viz.jit expects a torch.nn.Module, got {type(module).__name__}")
         super().__init__()
-        self._module = module
+        # The wrapped module's own tables are this module's: its parameters, buffers and submodules
+        # are this module's under the same names (no "_module." prefix in named_modules, state_dict
+        # or a parent's load_state_dict), and one assigned here (tm.fc = nn.Linear(...)) is assigned
+        # to it. The module itself is no submodule, its hooks are its own.
+        for table in ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"):
+            self.__dict__[table] = module.__dict__[table]
+        self.__dict__["_module"] = module
         del self.training  # read from the wrapped module, as Thunder's ThunderModule does
         # the one check of the order: IllegalOrder names the rule and the fix
         _C.validate_order(list(order), semantics, _module_class(module))
@@ -471,11 +477,12 @@ class JittedModule(torch.nn.Module):
         # module again (pick(args, kwargs) -> its tensors in the key's order)
         self._steady = None
         self._distributes = _C.order_facts(self._order)[1]  # ddp or fsdp: calls keep _Bridge
+        self.__dict__["_made"] = True  # from here on, a public attribute set here is the module's (__setattr__)
 
     # -- structure
     @property
     def module(self):
-        return self._modules["_module"]
+        return self.__dict__["_module"]
 
     @property
     def order(self):
@@ -525,23 +532,56 @@ class JittedModule(torch.nn.Module):
     def load_state_dict(self, *a, **k):
         return self.module.load_state_dict(*a, **k)
 
+    # The module's own overrides run, as a call on the module would run them (a train() that keeps
+    # its batch norms frozen), and a function applied reaches the module, not this wrapper.
+    def train(self, mode=True):
+        self.module.train(mode)
+        return self
+
+    def _apply(self, *a, **k):
+        self.module._apply(*a, **k)
+        return self
+
+    def apply(self, fn):
+        self.module.apply(fn)
+        return self
+
+    # A jitted nn.Sequential or ModuleList is indexed, measured and walked as the module is.
+    def __getitem__(self, index):
+        return self.module[index]
+
+    def __len__(self):
+        return len(self.module)
+
+    def __iter__(self):
+        return iter(self.module)
+
+    def __bool__(self):
+        return bool(self.module)
+
     def __getattr__(self, name):
         try:
             return super().__getattr__(name)
         except AttributeError:
             if name.startswith("_"):
                 raise
-        return getattr(self._modules["_module"], name)
+        return getattr(self.__dict__["_module"], name)
 
     def __setattr__(self, name, value):
-        """An attribute the wrapped module has and this one does not (`tm.scale = 0.5`, a dropout
-        rate) is set on the module, which forward reads; anything else is this module's own."""
-        module = self.__dict__.get("_modules", {}).get("_module")
-        if module is not None and not name.startswith("_") and name not in self.__dict__ and \
-                not hasattr(type(self), name) and name in vars(module):
-            setattr(module, name, value)
+        """A public attribute set once this module is made (`tm.scale = 0.5`, `tm.fc = nn.Linear(8, 5)`,
+        a buffer, a class default overridden) is set on the wrapped module, which forward reads, as
+        on a module that eager torch calls; this module's own (cache_hits, timing, ...) stay its own."""
+        if self.__dict__.get("_made") and not name.startswith("_") and name not in self.__dict__ and \
+                not hasattr(type(self), name):
+            setattr(self.__dict__["_module"], name, value)
         else:
             super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if self.__dict__.get("_made") and not name.startswith("_") and name not in self.__dict__:
+            delattr(self.__dict__["_module"], name)
+        else:
+            super().__delattr__(name)
 
     def _get_core(self):
         """The engine core on the module's current tensors, and the key of the module's state."""
@@ -748,7 +788,7 @@ class JittedModule(torch.nn.Module):
 
     def forward(self, *args, **kwargs):
         if recording():  # inside the forward of a module jitted around this one: its trace holds ours
-            return self._modules["_module"](*args, **kwargs)
+            return self.module(*args, **kwargs)
         autocast = autocast_state()
         if autocast is not None and "autocast" not in self._order:
             raise RuntimeError(
@@ -808,8 +848,12 @@ class JittedModule(torch.nn.Module):
         """A jitted copy of a copy of the module (an EMA model, a checkpoint's twin), with the same
         order and options and an empty cache: the engine's state is made anew, not copied."""
         fn = self._lc_cd.fn if self._lc_cd.fn is not self._module else None
-        return JittedModule(copy.deepcopy(self._module, memo), self._order, self._semantics, self._name,
+        twin = JittedModule(copy.deepcopy(self._module, memo), self._order, self._semantics, self._name,
                             fn=copy.deepcopy(fn, memo) if fn is not None else None, history_limit=self.history_limit)
+        for table in _HOOK_DICTS + _MORE_HOOK_DICTS:  # hooks registered on this module are the copy's too
+            if table in self.__dict__:
+                twin.__dict__[table] = copy.deepcopy(self.__dict__[table], memo)
+        return twin
 
     def __reduce__(self):
         raise TypeError(f"a jitted module is not pickled: save {self._name}'s state_dict (tm.state_dict()), or "
