@@ -46,6 +46,7 @@
 #include "exec/executor.h"
 #include "jit/acquire.h"
 #include "ops/aten_fallback.h"
+#include "ops/collectives.h"
 #include "ops/ltorch.h"
 #include "pipeline/pipeline.h"
 #include "replay/module_view.h"
@@ -331,7 +332,11 @@ class Entry {
   Entry(jit::Module module, std::vector<std::string> bridge_names, RankContext rank)
       : module_(std::move(module)), bridge_names_(std::move(bridge_names)), rank_(rank), view_(module_) {}
 
-  void build(const ValidatedOrder& order, const TransformContext& context) { built_ = build_pipeline(module_, order, context); }
+  // `source` is the module this entry's was copied from: its parameters are the caller's tensors.
+  void build(const ValidatedOrder& order, const TransformContext& context, const jit::Module& source) {
+    built_ = build_pipeline(module_, order, context);
+    keep_local_parts(order, context, source);
+  }
 
   py::tuple forward(const std::vector<at::Tensor>& inputs) {
     auto saved = std::make_shared<Saved>();
@@ -360,6 +365,7 @@ class Entry {
   // The forward's run (prologue, forward), its saved values and its outputs' shapes into `saved`.
   // Needs no GIL.
   std::vector<at::Tensor> run_forward(const std::vector<at::Tensor>& inputs, Saved& saved) {
+    take_local_parts();
     forward_timings_.clear();
     auto step = step_forward(executor(forward_executor_, forward_timings_), built_.stages, inputs, [this](TraceKind k) { running_ = trace_kind_name(k); });
     saved.value = std::move(step.saved);
@@ -395,9 +401,10 @@ class Entry {
     std::vector<const c10::TensorImpl*> handed_out;  // (a cotangent passed through as it came: another's too)
     for (const auto& c : cotangents)
       if (c.defined()) handed_out.push_back(c.unsafeGetTensorImpl());
-    for (const auto& [name, g] : grads) {
+    for (auto [name, g] : grads) {
       auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
       if (!g.defined() || it == bridge_names_.end()) continue;
+      g = whole_gradient(name, g);
       // one tensor given to two (b1 + b2's gradient), or the cotangent itself: each its own, so that a
       // hook that changes one in place (p.register_hook(lambda g: g.mul_(2))) leaves the others
       bool again = std::find(handed_out.begin(), handed_out.end(), g.unsafeGetTensorImpl()) != handed_out.end();
@@ -438,6 +445,27 @@ class Entry {
   }
 
   const BuiltPipeline& built() const { return built_; }
+
+  // The collectives the built forward and backward run, in order, as "symbol dtype[shape]": the
+  // ranks of one world must run the same ones, or gloo's transport aborts the process on a size
+  // it did not expect (jit.py compares them across ranks before the first run).
+  std::vector<std::string> collective_calls() const {
+    std::vector<std::string> out;
+    for (TraceKind kind : {TraceKind::forward, TraceKind::backward}) {
+      auto trace = built_.stages.last(kind);
+      if (!trace) continue;
+      for (const auto& s : trace->body) {
+        const std::string& name = s.name();
+        if (name != collectives::kAllReduce && name != collectives::kAllGather && name != collectives::kReduceScatter)
+          continue;
+        std::string call = name;
+        if (!s.args.empty() && s.args[0].is_proxy() && s.args[0].proxy->is_tensor())
+          call += " " + std::string(short_name(s.args[0].proxy->dtype)) + shape_text(s.args[0].proxy->shape);
+        out.push_back(std::move(call));
+      }
+    }
+    return out;
+  }
   // Per-bound-symbol timing costs clock reads and a record per statement: off unless asked for.
   bool timed() const { return timed_; }
   void set_timed(bool on) { timed_ = on; }
@@ -463,9 +491,50 @@ class Entry {
     return *cache.executor;
   }
 
+  // A transform that distributes parameters by parts (fsdp: this rank's shard of dim 0) gives the
+  // built module a tensor of its own for each part. The caller's parameters stay whole and the
+  // caller's optimizer steps them, as eager's: the part is taken from the parameter again before
+  // every run, and the part's gradient comes back whole (gathered from every rank), so that every
+  // rank steps the same whole parameters with the mean gradient, whatever the optimizer.
+  struct LocalPart {
+    std::string name;
+    at::Tensor whole;  // the caller's parameter
+    at::Tensor part;   // what the built module holds
+  };
+  void keep_local_parts(const ValidatedOrder& order, const TransformContext& context, const jit::Module& source) {
+    local_parts_.clear();
+    for (size_t i = 0; i < module_.parameters.size() && i < source.parameters.size(); ++i) {
+      const at::Tensor& built = *module_.parameters[i].value;
+      const at::Tensor& whole = *source.parameters[i].value;
+      if (built.unsafeGetTensorImpl() != whole.unsafeGetTensorImpl())
+        local_parts_.push_back({module_.parameters[i].name, whole, built});
+    }
+    if (!local_parts_.empty()) {
+      order_.emplace(order);
+      context_ = context;
+      context_.broadcast_from_rank0 = nullptr;  // (the build's, once)
+    }
+  }
+  void take_local_parts() {
+    if (local_parts_.empty()) return;
+    at::NoGradGuard no_grad;
+    const Transform* distributor = order_->parameter_distributor();
+    for (auto& p : local_parts_)  // (local_gradient: a whole tensor's part on this rank, a gradient's or not)
+      p.part.copy_(distributor ? distributor->local_gradient(p.whole.detach(), context_) : p.whole.detach());
+  }
+  at::Tensor whole_gradient(const std::string& name, const at::Tensor& g) const {
+    auto it = std::find_if(local_parts_.begin(), local_parts_.end(), [&](const LocalPart& p) { return p.name == name; });
+    if (it == local_parts_.end() || g.sizes() == it->whole.sizes()) return g;
+    at::Tensor gathered = rank_.comm && rank_.world > 1 ? rank_.comm->all_gather(g.contiguous()) : g;
+    return gathered.narrow(0, 0, it->whole.size(0)).reshape(it->whole.sizes());
+  }
+
   jit::Module module_;
   std::vector<std::string> bridge_names_;  // input names, then the parameters' qualified names
   RankContext rank_;
+  std::vector<LocalPart> local_parts_;
+  std::optional<ValidatedOrder> order_;
+  TransformContext context_;
   JitModuleView view_;
   BuiltPipeline built_;
   std::string running_;  // the trace kind being executed, for the timings' labels
@@ -597,7 +666,7 @@ class JitCore {
                             d->name() + " --order " + d->name() + ",jit --world 4");
     {
       py::gil_scoped_release release;
-      entry->build(validated, context);
+      entry->build(validated, context, module_);
     }
     // A Python meta kernel of torch's that failed, and that the build replaced by a run on the CPU
     // (ops/aten_fallback.cpp), leaves its error set: the build succeeded, so it is dropped.
@@ -653,6 +722,8 @@ PYBIND11_MODULE(_thunder_viz, m) {
            "gradients per bridge tensor, from the cotangents (None: an output the loss did not use); the saved "
            "values are kept for another backward where autograd keeps the graph (retain_graph=True)")
       .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
+      .def_property_readonly("collective_calls", &Entry::collective_calls,
+                             "the collectives of the built forward and backward, in order (\"symbol dtype[shape]\")")
       .def_property_readonly("has_backward", [](const Entry& e) { return bool(e.built().stages.last(TraceKind::backward)); })
       .def("apply", [](const std::shared_ptr<Entry>& e, const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& parameters) {
         auto call = c10::make_intrusive<EngineCall>();

@@ -528,8 +528,10 @@ Value softmax_backward_impl(TraceBuilder& b, Args args, Kw) {
 }
 
 // The gradient of cross_entropy(logits [N, C], target [N]) (mean over N) for the loss's cotangent
-// `grad`: (softmax(logits) - one_hot(target)) * grad / N. With ignore_index (argument 3) the
-// ignored rows are 0 (even when every row is and grad / 0 is inf) and the mean is over the kept rows.
+// `grad`: (softmax(logits) - one_hot(target)) * grad / N. With ignore_index (argument 3) the mean is
+// over the kept rows and an ignored row is its softmax times 0, as eager's log_softmax backward
+// leaves it: 0, or NaN where the row's logits make NaN (a fully masked row); not grad / 0's inf
+// times 0 when every row is ignored.
 Value cross_entropy_backward_impl(TraceBuilder& b, Args args, Kw) {
   T g = tensor_arg(args, 0, "grad"), logits = tensor_arg(args, 1, "logits"), target = tensor_arg(args, 2, "target");
   if (rank(logits) != 2 || rank(target) != 1 || logits->shape[0] != target->shape[0] || rank(g) != 0)
@@ -543,7 +545,7 @@ Value cross_entropy_backward_impl(TraceBuilder& b, Args args, Kw) {
   auto [kept, safe, valid] = kept_rows(b, target, int_arg(args, 3, "ignore_index"), logits->dtype);
   T diff = sub(b, V(p), V(one_hot(b, safe, logits->shape[1], logits->dtype)));
   T scale = true_divide(b, V(g), V(sum(b, kept, {}, false)));
-  return Value::of(where(b, unsqueeze(b, valid, 1), V(mul(b, V(diff), V(scale))), Value::integer(0)));
+  return Value::of(where(b, unsqueeze(b, valid, 1), V(mul(b, V(diff), V(scale))), V(mul(b, V(p), Value::integer(0)))));
 }
 
 // dropout(a, p, seed, training, offset): the mask is uniform_philox(seed, offset) < 1 - p. The seed is
@@ -1542,8 +1544,8 @@ void register_nn_execution() {
     const at::Tensor& out = tensor_at(a, 1, "output");
     return RValue::of(at::_softmax_backward_data(tensor_at(a, 0, "grad"), out, int_at(a, 2, "dim"), out.scalar_type()));
   });
-  // softmax - one_hot(target), times g / N; with ignore_index (argument 3) the ignored rows are zero
-  // and N counts the kept rows.
+  // softmax - one_hot(target), times g / N; with ignore_index (argument 3) N counts the kept rows and
+  // an ignored row is its softmax times 0 (NaN where the softmax is, as eager's).
   exec_rule("ltorch.cross_entropy_backward", [](Args a, Kw) {
     const at::Tensor &g = tensor_at(a, 0, "grad"), &target = tensor_at(a, 2, "target");
     at::Tensor p = at::softmax(tensor_at(a, 1, "logits"), 1);
@@ -1553,8 +1555,9 @@ void register_nn_execution() {
     }
     at::Tensor kept = target.ne(int_at(a, 3, "ignore_index"));
     at::Tensor safe = at::where(kept, target, at::zeros_like(target));
+    at::Tensor ignored_rows = p.mul(0);
     p.scatter_add_(1, safe.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
-    return RValue::of(p.mul_(g.div(kept.sum())).masked_fill_(kept.logical_not().unsqueeze(1), 0));
+    return RValue::of(at::where(kept.unsqueeze(1), p.mul_(g.div(kept.sum())), ignored_rows));
   });
   exec_rule("ltorch.layer_norm_backward", [](Args a, Kw) {
     at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");

@@ -64,29 +64,50 @@ def test_ddp_on_two_cpu_ranks_averages_gradients():
         assert "all_reduce" in text
 
 
-def test_fsdp_on_two_cpu_ranks_gives_each_rank_its_shard():
+@pytest.mark.parametrize("order", ["jit,fsdp", "fsdp,jit"])
+def test_fsdp_on_two_cpu_ranks_trains_as_eager_on_the_mean_gradient(order):
+    # each rank keeps whole parameters, which its optimizer steps; the engine takes its shard from them
+    # at every call, and the gradient comes back whole: the mean of the ranks' eager gradients
     torch.manual_seed(0)
     base = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.GELU(), torch.nn.Linear(7, 3))
-    xs = [torch.randn(2, 5) for _ in range(2)]
-    refs = [copy.deepcopy(base) for _ in range(2)]
-    for r, x in zip(refs, xs):
-        r(x).sum().backward()
+    batches = [[torch.randn(2, 5) for _ in range(2)] for _ in range(3)]
+    ref = copy.deepcopy(base)
+    ref_opt = torch.optim.AdamW(ref.parameters(), lr=0.1)
+    want = []
+    for xs in batches:
+        outs, grads = [], []
+        for x in xs:
+            r = copy.deepcopy(ref)
+            y = r(x)
+            y.sum().backward()
+            outs.append(y.detach())
+            grads.append([p.grad for p in r.parameters()])
+        for p, *gs in zip(ref.parameters(), *grads):
+            p.grad = sum(gs) / len(gs)
+        want.append((outs, [p.grad.clone() for p in ref.parameters()]))
+        ref_opt.step()
 
     def rank_fn(rank):
         m = copy.deepcopy(base)
-        tm = tv.jit(tv.fsdp(m))
-        out = tm(xs[rank])
-        out.sum().backward()
-        return out.detach(), {n: p.grad.clone() for n, p in m.named_parameters()}
+        tm = tv.fsdp(tv.jit(m)) if order == "jit,fsdp" else tv.jit(tv.fsdp(m))
+        opt = torch.optim.AdamW(tm.parameters(), lr=0.1)
+        got = []
+        for xs in batches:
+            opt.zero_grad()
+            y = tm(xs[rank])
+            y.sum().backward()
+            got.append((y.detach(), [p.grad.clone() for p in m.parameters()]))
+            opt.step()
+        return got, [p.detach().clone() for p in m.parameters()], str(tv.last_backward_traces(tm)[-1])
 
-    results = tv.run_world(2, rank_fn)
-    for rank, (out, grads) in enumerate(results):
-        assert torch.allclose(out, refs[rank](xs[rank]).detach(), rtol=1e-5, atol=1e-6)
-        for n, p in base.named_parameters():
-            mean = (dict(refs[0].named_parameters())[n].grad + dict(refs[1].named_parameters())[n].grad) / 2
-            rows = -(-p.shape[0] // 2)  # the shard of dim 0 (padded) this rank owns
-            lo, hi = rank * rows, min((rank + 1) * rows, p.shape[0])
-            assert torch.allclose(grads[n][lo:hi], mean[lo:hi], rtol=1e-5, atol=1e-6), n
+    for rank, (got, params, text) in enumerate(tv.run_world(2, rank_fn)):
+        assert "reduce_scatter" in text
+        for step, ((y, grads), (outs, mean)) in enumerate(zip(got, want)):
+            torch.testing.assert_close(y, outs[rank], msg=f"rank {rank} step {step}")
+            for g, m in zip(grads, mean):
+                torch.testing.assert_close(g, m, msg=f"rank {rank} step {step}")
+        for p, q in zip(params, ref.parameters()):
+            torch.testing.assert_close(p, q.detach())
 
 
 def test_inspector_checks_outputs_on_every_rank_and_skips_ddp_gradients():

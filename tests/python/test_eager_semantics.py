@@ -1354,3 +1354,31 @@ def test_extremes_split_the_gradient_among_ties_and_nans_as_eager():
         assert_input_grads_match_eager(_Lambda(fn), ties)
     for fn in (torch.max, torch.min, torch.amax, torch.amin, lambda t: t.max(1).values, lambda t: t.amax(1)):
         assert_input_grads_match_eager(_Lambda(fn), x)
+
+
+class PaddedClassifier(torch.nn.Module):
+    """A fully padded sequence: its attention row is all -inf, its logits NaN, its labels ignored."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x, mask, labels):
+        scores = (x @ x.transpose(1, 2)).masked_fill(~mask[:, None, :], float("-inf")).softmax(-1)
+        logits = self.fc(scores @ x).flatten(0, 1)
+        return torch.nn.functional.cross_entropy(logits, labels.flatten())
+
+
+def test_cross_entropy_over_ignored_rows_with_nan_logits_gives_eagers_nan_gradients():
+    torch.manual_seed(0)
+    model = PaddedClassifier()
+    eager = copy.deepcopy(model)
+    x, mask = torch.randn(2, 3, 4), torch.tensor([[True, True, False], [False, False, False]])
+    labels = torch.tensor([[0, 2, -100], [-100, -100, -100]])
+    got, want = tv.jit(model)(x, mask, labels), eager(x, mask, labels)
+    got.backward()
+    want.backward()
+    torch.testing.assert_close(got, want)
+    for (name, p), q in zip(model.named_parameters(), eager.parameters()):
+        assert p.grad.isnan().any(), name
+        torch.testing.assert_close(p.grad, q.grad, equal_nan=True, msg=name)

@@ -120,3 +120,23 @@ def test_a_rank_that_never_joins_is_named_within_the_timeout():
     rc, text = results[0]
     assert rc == 3, text
     assert "rank(s) 1 of 2 never joined within 5000 ms" in text, text
+
+
+MISMATCH = os.path.join(os.path.dirname(__file__), "launch_mismatch.py")
+
+
+@pytest.mark.parametrize("case,order,says", [
+    ("shapes", "jit,ddp", "the ranks hold different parameters or buffers of Linear: 'weight' is float32["),
+    ("branch", "jit,ddp", "the ranks recorded different programs for Branches: collective 1 is"),
+    ("branch", "fsdp,jit", "the ranks recorded different programs for Branches"),
+    ("no-group", "jit,fsdp", "WORLD_SIZE=2 says this process is one of 2 ranks"),
+])
+def test_ranks_that_disagree_are_refused_naming_what_differs(case, order, says):
+    for rc, text in env_launch(MISMATCH, 2, case, order):
+        assert rc == 3 and says in text, text
+
+
+@pytest.mark.parametrize("order", ["jit,ddp", "fsdp,jit"])
+def test_ranks_that_initialise_their_own_weights_start_from_rank_0s(order):
+    for rc, text in env_launch(MISMATCH, 2, "seeds", order):
+        assert rc == 0 and "ran" in text, text

@@ -321,8 +321,7 @@ def _reached_by_autograd(outputs, tensors):
 class _Bridge(torch.autograd.Function):
     """Engine forward and backward as one autograd node over (inputs, parameters), for a call whose
     backward needs Python (its per-symbol timings, its backward listeners: an Inspector) or whose
-    order distributes parameters (ddp, fsdp; fsdp's gradients come back as this rank's shard and are
-    unsharded here). Every other call takes Entry.apply, the same node in C++."""
+    order distributes parameters (ddp, fsdp). Every other call takes Entry.apply, the same node in C++."""
 
     @staticmethod
     def forward(ctx, entry, fixup, *tensors):
@@ -332,8 +331,6 @@ class _Bridge(torch.autograd.Function):
         # the rest, and the backward frees each after its last use (module.cpp, Saved)
         ctx.save_for_backward(*saved.take_outputs(outs))
         ctx.entry, ctx.saved, ctx.fixup = entry, saved, fixup
-        if fixup["unshard"] is not None:
-            ctx.shapes = [t.shape for t in tensors]
         ctx.out_meta = [(o.shape, o.dtype, o.device) for o in outs]
         ctx.set_materialize_grads(False)  # (an output the loss did not use: no gradient from it)
         nondiff = [o for o in outs if not o.is_floating_point()]
@@ -354,25 +351,7 @@ class _Bridge(torch.autograd.Function):
             cot = [g if g is not None else torch.zeros(s, dtype=d, device=v) for g, (s, d, v) in zip(grads, ctx.out_meta)]
             for fn in listeners:
                 fn(cot, gs)
-        unshard = ctx.fixup["unshard"]
-        if unshard is not None:
-            gs = [unshard(g, shape) if g is not None and g.shape != shape else g for g, shape in zip(gs, ctx.shapes)]
         return (None, None, *gs)
-
-
-def _unshard(world_info):
-    rank, world, _ = world_info
-
-    def f(g, shape):
-        # fsdp gives this rank's shard of dim 0 (padded); the rest of the full gradient is zero here.
-        full = torch.zeros(shape, dtype=g.dtype)
-        rows = g.shape[0]
-        start = rank * rows
-        stop = min(start + rows, shape[0])
-        if stop > start:
-            full[start:stop] = g[: stop - start]
-        return full
-    return f
 
 
 class ProcessGroup:
@@ -596,6 +575,10 @@ class JittedModule(torch.nn.Module):
         state = ([n for n, _ in named], [id(t) for _, t in named], [(t.shape, t.dtype, t.device) for _, t in named])
         if self._core is None or state != self._core_state:
             _check_dtypes(self._name, params, buffers)
+            if self._distributes:
+                process_group.check_launch()
+                if process_group.active():  # every rank starts from rank 0's values, checked against eager
+                    process_group.start_from_rank0(named, self._name)
             self._core = _C.JitCore(self._name, params, buffers)
             self._core_state = state
             self._core_tensors = [t for _, t in named]  # alive, so that no other tensor takes their ids
@@ -712,6 +695,8 @@ class JittedModule(torch.nn.Module):
                     engine_inputs = _engine_inputs(inputs, program, True)
                     entry = core.build(program.to_dict(), engine_inputs, self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
+                    if self._distributes and process_group.active():
+                        process_group.check_same_collectives(entry.collective_calls, self._name)
                     bridge = engine_inputs + self._param_list
                     seen_bridge = list(seen) + bridge[len(seen):]
                     reached = _reached_by_autograd(eager_out, seen_bridge)
@@ -807,8 +792,7 @@ class JittedModule(torch.nn.Module):
         if needs_grad and not (timed or self._distributes):
             outs = entry.apply(engine_inputs, params)  # one autograd node in C++: nothing to do in Python
         elif needs_grad:
-            unshard = _unshard(_C.world_info()) if self._distributes else None
-            fixup = {"inputs": engine_inputs, "unshard": unshard, "record": rec}
+            fixup = {"inputs": engine_inputs, "record": rec}
             outs = _Bridge.apply(entry, fixup, *engine_inputs, *params)
         else:
             outs, _ = entry.forward(engine_inputs)

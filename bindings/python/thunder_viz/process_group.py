@@ -49,6 +49,66 @@ def join(timeout_seconds=DEFAULT_TIMEOUT_SECONDS):
     atexit.register(_C.leave_process_group)
 
 
+def check_launch():
+    """RuntimeError when the environment says this process is one of several ranks (torchrun's
+    WORLD_SIZE) but torch.distributed has no group: each process would train alone, its gradients
+    not averaged."""
+    world = os.environ.get("WORLD_SIZE", "1")
+    if world.isdigit() and int(world) > 1 and not active():
+        raise RuntimeError(
+            f"thunder_viz: WORLD_SIZE={world} says this process is one of {world} ranks (torchrun), but "
+            "torch.distributed is not initialised: call torch.distributed.init_process_group() (backend 'gloo' "
+            "on CPUs, 'nccl' on GPUs) before the first call of a ddp or fsdp module; without it each process "
+            "would train alone and its gradients would not be averaged")
+
+
+def start_from_rank0(named, what):
+    """Before a ddp or fsdp module's first recording: checks that every rank holds tensors of the
+    same names, shapes and dtypes (ValueError naming the first that differs, and the rank), then
+    gives every rank rank 0's values, as torch's DistributedDataParallel does when it wraps a module.
+    A collective: every rank calls it at its first call."""
+    d = torch.distributed
+    mine = [(n, list(t.shape), str(t.dtype).replace("torch.", "")) for n, t in named]
+    every = [None] * d.get_world_size()
+    d.all_gather_object(every, mine)
+    rank = d.get_rank()
+    for other, theirs in enumerate(every):
+        if theirs == mine:
+            continue
+        if [n for n, _, _ in theirs] != [n for n, _, _ in mine]:
+            only = sorted(set(n for n, _, _ in mine) ^ set(n for n, _, _ in theirs)) or ["(the same, in another order)"]
+            detail = f"their names differ: {', '.join(only[:5])}"
+        else:
+            a, b = next((a, b) for a, b in zip(mine, theirs) if a != b)
+            detail = f"'{a[0]}' is {a[2]}{a[1]} on rank {rank} and {b[2]}{b[1]} on rank {other}"
+        raise ValueError(f"thunder_viz: the ranks hold different parameters or buffers of {what}: {detail}; every "
+                         "rank must build the same model (the same constructor arguments) before its first call")
+    with torch.no_grad():
+        for _, t in named:
+            d.broadcast(t.detach(), 0)
+
+
+def check_same_collectives(calls, what):
+    """Before a ddp or fsdp entry's first run: ValueError when the ranks built programs whose
+    collectives differ (a forward that branches on this rank's batch size), which would stop the
+    ranks' transport mid-collective. A collective: every rank calls it after its build."""
+    d = torch.distributed
+    every = [None] * d.get_world_size()
+    d.all_gather_object(every, list(calls))
+    rank = d.get_rank()
+    for other, theirs in enumerate(every):
+        if theirs == list(calls):
+            continue
+        at = next((i for i, (a, b) in enumerate(zip(calls, theirs)) if a != b), min(len(calls), len(theirs)))
+        mine_at = calls[at] if at < len(calls) else "nothing"
+        theirs_at = theirs[at] if at < len(theirs) else "nothing"
+        raise ValueError(
+            f"thunder_viz: the ranks recorded different programs for {what}: collective {at + 1} is {mine_at} on rank "
+            f"{rank} and {theirs_at} on rank {other} ({len(calls)} and {len(theirs)} collectives); the forward took "
+            "another path on one rank (a branch on the batch size or on data, a parameter used on one rank only): "
+            "every rank must run the same computation on inputs of the same structure")
+
+
 def _device():
     """Where torch.distributed's collectives take tensors (NCCL: this rank's GPU)."""
     if torch.distributed.get_backend() == "nccl":
