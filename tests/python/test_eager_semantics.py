@@ -231,6 +231,15 @@ class KeyValueCache(torch.nn.Module):
         return (x @ keys.transpose(1, 2)).softmax(-1) @ keys
 
 
+class PositionsCache(KeyValueCache):
+    """gpt-fast's KVCache.update: the positions a tensor, written through a view of every element."""
+
+    def forward(self, x, input_pos):
+        k_out = self.cache_k[:, :]
+        k_out[:, input_pos] = self.wk(x)
+        return (x @ k_out.transpose(1, 2)).softmax(-1) @ k_out
+
+
 def test_a_cache_buffer_written_through_a_view_follows_eager_over_calls():
     torch.manual_seed(0)
     model = KeyValueCache()
@@ -240,6 +249,14 @@ def test_a_cache_buffer_written_through_a_view_follows_eager_over_calls():
         for start_pos, length in [(0, 3), (3, 1), (4, 1), (0, 3), (3, 1)]:  # the last two: cached entries
             x = torch.randn(2, length, 4)
             torch.testing.assert_close(tm(x, start_pos), eager(x, start_pos))
+            torch.testing.assert_close(model.cache_k, eager.cache_k)
+    model = PositionsCache()
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    with torch.no_grad():
+        for positions in ([0, 1, 2], [3], [4]):
+            x = torch.randn(2, len(positions), 4)
+            torch.testing.assert_close(tm(x, torch.tensor(positions)), eager(x, torch.tensor(positions)))
             torch.testing.assert_close(model.cache_k, eager.cache_k)
 
 

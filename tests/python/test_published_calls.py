@@ -70,6 +70,13 @@ CALLS = {
     "div_(rounding_mode='floor')": lambda y, m: y + (y * 10).div_(3, rounding_mode="floor"),
     # one sample: input [C], target a 0-d class index
     "nll_loss of one unbatched sample": lambda y, m: torch.nn.functional.nll_loss(y[0].log_softmax(-1), torch.tensor(2)),
+    # F.embedding counts a negative padding_idx from the last row (nn.Embedding turns it positive itself)
+    "embedding(padding_idx=-1)": lambda y, m: y + torch.nn.functional.embedding(torch.tensor([0, 3, 3]), m.other.weight, padding_idx=-1),
+    # an accumulator that starts as torch.tensor([]): cat skips it
+    "cat onto torch.tensor([])": lambda y, m: torch.cat([torch.cat([torch.tensor([]), y]), y]),
+    # a bool mask picked by positions (gpt-fast's causal_mask[None, None, input_pos]): a fixed shape
+    "bool mask indexed by a long tensor": lambda y, m: y.masked_fill(~torch.ones(4, 4, dtype=torch.bool).tril()[torch.tensor([0, 2, 3])], 0.0),
+    "embedding(scale_grad_by_freq=True)": lambda y, m: y + torch.nn.functional.embedding(torch.tensor([0, 3, 3]), m.other.weight, scale_grad_by_freq=True),
 }
 
 

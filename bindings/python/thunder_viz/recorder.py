@@ -1052,7 +1052,8 @@ class Recorder(TorchFunctionMode):
             raise self.unsupported(f"{func_label(func)}: {op} gives a shape that depends on the values", key=key,
                                    detail="run on stand-in values of the same shapes it gives other shapes "
                                           "(data-dependent shapes are not traced)")
-        masks = [a for a in pytree.tree_flatten(op_args)[0] if isinstance(a, torch.Tensor) and a.dtype in (torch.bool, torch.uint8)]
+        # (the indices, not the tensor indexed: a bool mask buffer picked by positions has a fixed shape)
+        masks = [a for a in pytree.tree_flatten(op_args[1:])[0] if isinstance(a, torch.Tensor) and a.dtype in (torch.bool, torch.uint8)]
         if str(op).startswith("aten.index.") and masks:
             raise self.unsupported(f"{func_label(func)}: indexing with a bool mask", key="bool_mask",
                                    detail="its shape depends on the values; use torch.where or masked_fill")
@@ -1412,6 +1413,9 @@ class Recorder(TorchFunctionMode):
                 "lost; make it an nn.Parameter of the module or pass it as an argument"))
         if t.dim() == 0:
             self.emit("ltorch.full", [[], t.item(), t.dtype, t.device], t)
+            return
+        if t.numel() == 0:  # torch.tensor([]), an accumulator that torch.cat grows
+            self.emit("ltorch.full", [list(t.shape), 0, t.dtype, t.device], t)
             return
         pieces = [t.reshape(-1)[k:k + 1].clone() for k in range(t.numel())]
         for piece in pieces:
@@ -2063,13 +2067,20 @@ def h_cross_entropy(rec, out, input, target, weight=None, size_average=None, ign
 @_emits('ltorch.embedding')
 def h_embedding(rec, out, input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                 sparse=False):
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise rec.unsupported("embedding with max_norm, scale_grad_by_freq or sparse", final=True,
+    if max_norm is not None:
+        raise rec.unsupported("embedding with max_norm", final=True,
                               detail="max_norm renormalises the weight's rows in place during forward")
+    if sparse:
+        raise rec.unsupported("embedding with sparse=True", final=True,
+                              detail="the engine gives dense gradients; use sparse=False (and a dense optimizer)")
+    if scale_grad_by_freq:
+        raise rec.unsupported("embedding with scale_grad_by_freq")  # (recorded as its ATen operator)
     if padding_idx is None:
         rec.emit("ltorch.embedding", [input, weight], out)
     else:
-        rec.emit("ltorch.embedding", [input, weight, int(padding_idx)], out)
+        # as torch.nn.functional.embedding reads it: a negative index counts from the last row
+        padding_idx = int(padding_idx)
+        rec.emit("ltorch.embedding", [input, weight, padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx], out)
 
 
 @_emits('ltorch.dropout')
@@ -2269,7 +2280,13 @@ def h_chunk(rec, out, a, chunks, dim=0):
 
 @_emits('ltorch.amax', 'ltorch.cat')
 def h_cat(rec, out, tensors, dim=0):
-    rec.emit("ltorch.cat", [list(tensors), _dim(dim, tensors[0].dim())], out)
+    # torch skips a 1-d tensor of no elements beside tensors of more dims (an accumulator that starts
+    # as torch.tensor([])); one that is all of them gives that empty tensor
+    kept = [t for t in tensors if not (t.dim() == 1 and t.numel() == 0)] or list(tensors)[:1]
+    if len(kept) == 1 and kept[0].shape == out.shape:
+        rec.emit("ltorch.clone", [kept[0]], out)
+        return
+    rec.emit("ltorch.cat", [kept, _dim(dim, kept[0].dim())], out)
 
 
 def _dims(dim, ndim):
