@@ -3529,9 +3529,7 @@ def register_containers(out):
     kind = type(out)
     if kind not in pytree.SUPPORTED_NODES:
         if dataclasses.is_dataclass(out) and not isinstance(out, type):  # ModelOutput too: None fields included
-            names = [f.name for f in dataclasses.fields(out) if f.init]
-            _register_node(kind, lambda d, names=names: ([getattr(d, n) for n in names], names),
-                           lambda values, names, kind=kind: kind(**dict(zip(names, values))))
+            _register_node(kind, _flatten_dataclass, functools.partial(_unflatten_dataclass, kind))
         elif isinstance(out, dict):
             _register_node(kind, lambda d: (list(d.values()), list(d.keys())),
                            lambda values, keys, kind=kind: kind(zip(keys, values)))
@@ -3544,6 +3542,35 @@ def register_containers(out):
         out.values() if isinstance(out, (dict, collections.UserDict)) else out if isinstance(out, (list, tuple)) else []
     for child in children:
         register_containers(child)
+
+
+def _flatten_dataclass(d):
+    """A dataclass's values: a dict's items first (a ModelOutput's keys, in their order), then the
+    fields that are no key (None, or an attribute set after it was made: `out.loss = loss`)."""
+    base = _dict_base(type(d))
+    keys = list(base.keys(d)) if base else []
+    attributes = [f.name for f in dataclasses.fields(d) if f.name not in keys]
+    return [base.__getitem__(d, k) for k in keys] + [getattr(d, n) for n in attributes], (keys, attributes)
+
+
+def _unflatten_dataclass(kind, values, names):
+    """The dataclass as it was made, not made again: __init__ and __post_init__ do not run (a
+    ModelOutput's would put a field set after it was made among its keys)."""
+    keys, attributes = names
+    base = _dict_base(kind)
+    d = kind.__new__(kind)
+    for k, v in zip(keys, values):
+        base.__setitem__(d, k, v)
+    for f in dataclasses.fields(kind):
+        object.__setattr__(d, f.name, base.__getitem__(d, f.name) if f.name in keys else None)
+    for n, v in zip(attributes, values[len(keys):]):
+        object.__setattr__(d, n, v)
+    return d
+
+
+def _dict_base(kind):
+    """The builtin mapping a class derives from (OrderedDict keeps its own order), or None."""
+    return collections.OrderedDict if issubclass(kind, collections.OrderedDict) else dict if issubclass(kind, dict) else None
 
 
 def _register_node(kind, flatten, unflatten):
