@@ -2684,3 +2684,30 @@ def test_a_lazy_module_not_yet_run_is_refused_then_follows_eager_once_run():
         tv.jit(model)(torch.randn(3, 5))
     model(torch.randn(1, 5))  # gives LazyLinear its weight
     check_against_eager(model, torch.randn(3, 5))
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+        self.head = torch.nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+backbone = None  # the training script's global, named as the attribute forward reads
+
+
+def test_a_global_holding_the_jitted_module_named_like_an_attribute_keeps_one_entry():
+    global backbone
+    backbone = tv.jit(Classifier())
+    opt = torch.optim.SGD(backbone.parameters(), lr=0.1)
+    for _ in range(5):
+        opt.zero_grad()
+        backbone(torch.randn(3, 4)).sum().backward()
+        opt.step()
+    assert (backbone.cache_misses, backbone.cache_hits) == (1, 4)
+    backbone.eval()  # its mode is still watched
+    backbone(torch.randn(3, 4))
+    assert backbone.cache_misses == 2

@@ -3358,7 +3358,8 @@ def _global_values(user_code, before, functions):
         elif isinstance(value, torch.nn.Module):
             objects[(id(table), name)] = (table, name, value)  # a module it calls: another is a new recording
             for m in value.modules():  # its mode, and a hook added (the model's own modules: jit.py's key)
-                watch(vars(m), "training", m.training)
+                holder = m if "training" in vars(m) else vars(m).get("_module", m)  # (a jitted module: its module's)
+                watch(vars(holder), "training", holder.training)
                 for hooks in (m._forward_hooks, m._forward_pre_hooks):
                     sizes[id(hooks)] = (hooks, len(hooks))
         elif isinstance(value, types.ModuleType) and not _users_module(value):
