@@ -1489,12 +1489,11 @@ void register_nn_execution() {
     double eps = number_at(a, 6, "eps");
     at::Tensor mean = optional_tensor_at(a, 7), invstd = optional_tensor_at(a, 8);
     if (training && (!mean.defined() || !invstd.defined())) {
-      std::vector<int64_t> dims = {0};
-      for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
-      bool half = x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16;  // statistics in float, as the kernel keeps them
-      auto [var, m] = at::var_mean(half ? x.to(at::kFloat) : x, dims, /*unbiased=*/false);
-      mean = m;
-      invstd = (var + eps).rsqrt();
+      // the forward kernel's statistics, in the dtype its backward takes on this device and LibTorch
+      // (float for a half input on CUDA, the input's own on the CPU of LibTorch 1.13)
+      auto stats = at::native_batch_norm(x, weight, at::Tensor(), at::Tensor(), at::Tensor(), /*training=*/true, 0.0, eps);
+      mean = std::get<1>(stats);
+      invstd = std::get<2>(stats);
     }
     auto [ga, gw, gb] = at::native_batch_norm_backward(g, x, weight, optional_tensor_at(a, 2), optional_tensor_at(a, 3), mean,
                                                        invstd, training, eps, {true, weight.defined(), weight.defined()});

@@ -1399,3 +1399,19 @@ def test_cross_entropy_over_ignored_rows_with_nan_logits_gives_eagers_nan_gradie
     for (name, p), q in zip(model.named_parameters(), eager.parameters()):
         assert p.grad.isnan().any(), name
         torch.testing.assert_close(p.grad, q.grad, equal_nan=True, msg=name)
+
+
+def test_a_bfloat16_model_with_batch_norm_trains_as_eager():
+    # (the backward's batch statistics: in the dtype LibTorch's kernel keeps them for this input)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU()).to(torch.bfloat16)
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    for _ in range(2):
+        x = torch.randn(2, 3, 8, 8, dtype=torch.bfloat16)
+        _, got = _run(tm, x, loss=lambda y: y.float().square().sum())
+        _, want = _run(eager, x, loss=lambda y: y.float().square().sum())
+        for name in want:
+            torch.testing.assert_close(got[name], want[name], msg=name)
+    for (name, a), b in zip(model.named_buffers(), eager.buffers()):
+        torch.testing.assert_close(a, b, msg=name)

@@ -19,6 +19,7 @@ import typing
 
 import pytest
 import torch
+import torch.fx
 
 import thunder_viz as tv
 
@@ -2711,3 +2712,15 @@ def test_a_global_holding_the_jitted_module_named_like_an_attribute_keeps_one_en
     backbone.eval()  # its mode is still watched
     backbone(torch.randn(3, 4))
     assert backbone.cache_misses == 2
+
+
+def test_an_fx_graph_module_records_once_and_its_graph_is_no_setting():
+    # (its fx Graph's nodes, shared along the chain, were walked as settings objects: exponential)
+    torch.manual_seed(0)
+    chain = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh()) for _ in range(24)])
+    traced = torch.fx.symbolic_trace(chain)
+    check_against_eager(traced, torch.randn(2, 4))
+    tm = tv.jit(traced)
+    for _ in range(3):
+        tm(torch.randn(2, 4))
+    assert (tm.cache_misses, tm.cache_hits) == (1, 2)

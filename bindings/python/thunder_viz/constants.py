@@ -107,26 +107,28 @@ class DeepValue:
     __hash__ = None
 
 
-def deep_value(value, depth=0, path=()):
+def deep_value(value, depth=0, seen=None):
     """hashable's spelling of a value and of everything it holds: dicts, lists, tuples and the
-    fields of settings objects, at any depth (an object met again inside itself is spelled by its
-    type and identity), tensors by their type (their places are jit.py's captures)."""
+    fields of settings objects, at any depth (an object met again, inside itself or shared by two
+    holders, is spelled by its type and identity the second time: one walk over each object),
+    tensors by their type (their places are jit.py's captures)."""
     if is_constant(value):
         return hashable(value)
     if too_many_items(value) and not isinstance(value, (list, tuple)):  # a numpy array: its bytes
         return ("ndarray", value.dtype.str, value.shape, value.tobytes())
-    if id(value) in path or depth > MAX_DEEP_LEVELS:
+    seen = set() if seen is None else seen
+    if id(value) in seen or depth > MAX_DEEP_LEVELS:
         return ("again", type(value).__name__, id(value))
-    path = path + (id(value),)
+    seen.add(id(value))
     if isinstance(value, dict):
-        return ("dict", tuple((hashable(k), deep_value(v, depth + 1, path)) for k, v in list(value.items())),
+        return ("dict", tuple((hashable(k), deep_value(v, depth + 1, seen)) for k, v in list(value.items())),
                 len(value))
     if type(value) in (list, tuple):
-        return (type(value).__name__, tuple(deep_value(v, depth + 1, path) for v in value), len(value))
+        return (type(value).__name__, tuple(deep_value(v, depth + 1, seen) for v in value), len(value))
     if holds_fields(value) and not isinstance(value, types.ModuleType):
         fields = fields_table(value)
         return (type(value).__qualname__, id(type(value)),
-                tuple((k, deep_value(v, depth + 1, path)) for k, v in list(fields.items())
+                tuple((k, deep_value(v, depth + 1, seen)) for k, v in list(fields.items())
                       if not (isinstance(k, str) and k.startswith("__") and k.endswith("__"))))
     return (type(value).__name__,)
 
@@ -147,8 +149,10 @@ def holds_settings(value):
     a SimpleNamespace, Hugging Face's PretrainedConfig) or a dict of them."""
     if isinstance(value, dict):
         return True
+    # (a GraphModule's fx Graph and Nodes are its code, which its forward is made from, not settings)
     return hasattr(value, "__dict__") and not isinstance(
-        value, (torch.nn.Module, torch.Tensor, type, types.ModuleType, enum.Enum) + FUNCTIONS)
+        value, (torch.nn.Module, torch.Tensor, type, types.ModuleType, enum.Enum) + FUNCTIONS) and \
+        not type(value).__module__.startswith("torch.fx.")
 
 
 def settings_table(value):

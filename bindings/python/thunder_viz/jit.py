@@ -778,9 +778,11 @@ class JittedModule(torch.nn.Module):
         if autocast is not None and "autocast" not in self._order:
             raise RuntimeError(
                 f"thunder_viz: the jitted module was called under torch.autocast({autocast[0]!r}, dtype={autocast[1]}); "
-                "the engine runs the recorded dtypes and does not follow torch's autocast. Apply the engine's "
-                "autocast transform instead (thunder_viz.jit(model, transforms=['autocast'])), or call it "
-                "outside torch.autocast")
+                "the engine runs the recorded dtypes and does not follow torch's autocast. Call it outside "
+                "torch.autocast (on a model cast with .to(torch.bfloat16) for bfloat16 throughout), or apply the "
+                "engine's autocast transform (thunder_viz.jit(model, transforms=['autocast'])), which runs linear "
+                "layers, matmuls and attention in the low dtype and everything else in float32 (not convolutions, "
+                "unlike torch.autocast: its numbers differ from torch.autocast's on a CNN)")
         (entry, program), rec, inputs, rebuild = self._entry(args, kwargs)
         engine_inputs = _engine_inputs(inputs, program, recorded_call=rec.eager_outputs is not None)
         for c in program.captured:

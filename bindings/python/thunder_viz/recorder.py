@@ -930,8 +930,10 @@ class Recorder(TorchFunctionMode):
         self._note_user_code()
         if not self.autocast_at_start and autocast_state() is not None:
             raise self.unsupported("torch.autocast inside forward", detail=(
-                "the engine runs the dtypes the recording saw and does not follow torch's autocast; apply the "
-                "engine's autocast transform (thunder_viz.jit(model, transforms=['autocast'])) or cast explicitly"))
+                "the engine runs the dtypes the recording saw and does not follow torch's autocast; cast "
+                "explicitly (x.to(torch.bfloat16)), or apply the engine's autocast transform "
+                "(thunder_viz.jit(model, transforms=['autocast'])), which runs linear layers, matmuls and attention "
+                "in the low dtype and everything else in float32 (not convolutions, unlike torch.autocast)"))
         if key in ACTS_ON_AUTOGRAD:
             what, why = ACTS_ON_AUTOGRAD[key]
             raise self.unsupported(what, detail=why)
@@ -3287,7 +3289,10 @@ def _refuse_cumulative_batch_norms(module):
                 m.track_running_stats:
             raise UnsupportedOp(f"{type(m).__name__}(momentum=None) in training", f"the module '{name or type(m).__name__}'",
                                 detail="its cumulative average reads num_batches_tracked into Python at every call: "
-                                       "give it a momentum (torch's default is 0.1), or run it in eval()")
+                                       "give it a momentum (torch's default is 0.1), or run it in eval(); "
+                                       "torch.optim.swa_utils.update_bn sets momentum=None for its pass: give it the "
+                                       "module the jitted one wraps (jitted.module; swa_model.module.module for an "
+                                       "AveragedModel of a jitted module), which runs eagerly on the same tensors")
 
 
 def _global_values(user_code, before, functions):
