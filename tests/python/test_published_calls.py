@@ -1136,6 +1136,32 @@ def test_a_complex_buffer_is_refused_naming_it():
         tv.jit(ComplexRotary())(torch.randn(3, 4, 4))
 
 
+class MetaRotary(torch.nn.Module):
+    """Meta's llama as published: freqs_cis a plain complex attribute, sliced at start_pos, broadcast
+    by view, multiplied in complex numbers."""
+
+    def __init__(self):
+        super().__init__()
+        self.wq = torch.nn.Linear(8, 8)
+        freqs = 1.0 / (10000.0 ** (torch.arange(0, 8, 2).float() / 8))
+        self.freqs_cis = torch.polar(torch.ones(16, 4), torch.outer(torch.arange(16).float(), freqs))
+
+    def forward(self, x, start_pos: int):
+        batch, length, _ = x.shape
+        freqs_cis = self.freqs_cis[start_pos:start_pos + length]
+        xq = torch.view_as_complex(self.wq(x).float().reshape(batch, length, -1, 2))
+        shape = [d if i == 1 or i == xq.ndim - 1 else 1 for i, d in enumerate(xq.shape)]
+        return torch.view_as_real(xq * freqs_cis.view(*shape)).flatten(2).type_as(x)
+
+
+def test_complex_numbers_as_metas_llama_writes_them_follow_eager_on_their_real_pairs():
+    torch.manual_seed(0)
+    for start_pos in (0, 3):
+        check_against_eager(MetaRotary(), torch.randn(2, 5, 8), start_pos)
+    with pytest.raises(tv.UnsupportedOp, match=r"torch.exp on a complex tensor.*real pair"):
+        tv.jit(After(lambda y, m: torch.view_as_real(torch.exp(torch.view_as_complex(y.reshape(3, 2, 2))))))(torch.randn(3, 4))
+
+
 class ClampsItsWeight(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -68,7 +68,7 @@ DTYPES = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torc
 # Queries that read metadata only, and grad mode switches (torch 2.x routes `torch.no_grad()`'s
 # through the mode; each recorded call reads the mode it runs in): run, not recorded.
 PASSTHROUGH = {
-    "size", "dim", "ndimension", "numel", "__len__", "is_floating_point", "is_contiguous", "element_size",
+    "size", "dim", "ndimension", "numel", "__len__", "is_floating_point", "is_complex", "is_contiguous", "element_size",
     "get_device", "stride", "__repr__", "__format__", "__hash__", "nelement",
     "attr:shape", "attr:dtype", "attr:device", "attr:requires_grad", "attr:is_cuda", "attr:ndim", "attr:is_leaf",
     "attr:grad_fn", "attr:layout", "attr:names", "attr:is_sparse", "attr:is_quantized", "attr:is_meta",
@@ -252,6 +252,11 @@ class Captured:
             t = t[self.index] if type(t) in (list, tuple) and len(t) > self.index else None
         return t
 
+    def engine_tensor(self, recorded_call=False):
+        """What the engine reads: the tensor, or a complex one's real pair (torch.view_as_real)."""
+        t = self.recorded if recorded_call else self.tensor()
+        return torch.view_as_real(t) if isinstance(t, torch.Tensor) and t.is_complex() else t
+
     def current(self):
         """Whether its place holds a tensor of the metadata the trace was made for."""
         t = self.tensor()
@@ -356,7 +361,7 @@ class Program:
     def captured_tensors(self, recorded_call=False):
         """The captured tensors a call passes: those in their places, or, for the recorded call
         itself, those it read (its forward may have assigned others since)."""
-        return [c.recorded if recorded_call else c.tensor() for c in self.captured]
+        return [c.engine_tensor(recorded_call) for c in self.captured]
 
     @property
     def reads_outside(self):
@@ -611,6 +616,9 @@ def _getitem(self, idx):
         return _patches.original()(self, idx)
     rec.location = user_frame()
     rec.refuse_tensor_bounds(idx)
+    if self.dtype.is_complex:  # (recorded on its real pair, as any call on a complex tensor)
+        with _pop_mode_temporarily():
+            return rec.__torch_function__(_patches.original(), (type(self),), (self, idx), {})
     rec.in_getitem = True  # the original reaches the mode too (as this function): record it once, here
     try:
         with _pop_mode_temporarily():  # the recorder's own torch calls are not the user's
@@ -928,6 +936,9 @@ class Recorder(TorchFunctionMode):
             return func(*args, **kwargs)
         self.location = user_frame()
         self._note_user_code()
+        if key == "view_as_complex" or any(isinstance(a, torch.Tensor) and a.is_complex()
+                                           for a in pytree.tree_flatten((args, kwargs))[0]):
+            return self._complex_call(func, key, args, kwargs)
         if not self.autocast_at_start and autocast_state() is not None:
             raise self.unsupported("torch.autocast inside forward", detail=(
                 "the engine runs the dtypes the recording saw and does not follow torch's autocast; cast "
@@ -999,6 +1010,77 @@ class Recorder(TorchFunctionMode):
         if not in_place and args and isinstance(args[0], torch.Tensor):
             self.note_view(key, out, args[0])
         return out
+
+    # -- complex numbers, as the pairs of reals torch.view_as_real gives (the engine has no complex dtype)
+    def _complex_call(self, func, key, args, kwargs):
+        """A call on complex tensors (Meta's llama rotary embedding: view_as_complex, a product with the
+        frequencies, view_as_real), recorded on their real pairs [..., 2]: a complex tensor's reference
+        is its pair's. Views and indexing act on the pair's leading dims, a product is (ac - bd, ad + bc);
+        any other call on a complex tensor is refused."""
+        with _outside_the_mode():
+            out = func(*args, **kwargs)
+        self.in_call += 1  # (torch's own indexing inside the calls below is theirs, not the user's)
+        try:
+            return self._complex_parts(func, key, args, out)
+        finally:
+            self.in_call -= 1
+
+    def _complex_parts(self, func, key, args, out):
+        this = args[0] if args else None
+        if key == "view_as_complex":
+            self._bind(out, self.ref(this))
+        elif key == "view_as_real":
+            self._bind(out, self._pair(this))
+        elif key in ("view", "reshape") and len(args) >= 2:
+            shape = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple, torch.Size)) else list(args[1:])
+            self._bind(out, self.ref(self._real_call(torch.Tensor.reshape, self._pair_tensor(this), [*out.shape, 2])))
+        elif key == "__getitem__" and len(args) == 2:
+            index = args[1] if isinstance(args[1], tuple) else (args[1],)
+            if not all(isinstance(i, (int, slice)) or i is None or i is Ellipsis for i in index):
+                raise self.unsupported("indexing a complex tensor with tensors", key=key)
+            pair = self._pair_tensor(this)
+            with _outside_the_mode():
+                picked = _patches.original()(pair, index + (slice(None),))
+            h_getitem(self, picked, pair, index + (slice(None),))
+            self._bind(out, self.ref(picked))
+        elif key in ("to", "contiguous", "detach") and out.dtype == this.dtype and out.shape == this.shape:
+            self._bind(out, self._pair(this))  # (the same values: .to(device) where it is)
+        elif key in ("mul", "__mul__", "__rmul__") and len(args) == 2 and all(isinstance(a, torch.Tensor) and a.is_complex() for a in args):
+            a, b = (self._pair_tensor(t) for t in args)
+            parts = [self._real_call(torch.Tensor.select, t, -1, k) for t in (a, b) for k in (0, 1)]
+            a0, a1, b0, b1 = parts
+            mul = torch.Tensor.mul
+            real = self._real_call(torch.Tensor.sub, self._real_call(mul, a0, b0), self._real_call(mul, a1, b1))
+            imaginary = self._real_call(torch.Tensor.add, self._real_call(mul, a0, b1), self._real_call(mul, a1, b0))
+            self._bind(out, self.ref(self._real_call(torch.stack, [real, imaginary], -1)))
+        else:
+            raise self.unsupported(f"{func_label(func)} on a complex tensor", key=key, detail=(
+                "the engine has no complex dtypes: a complex tensor is recorded as its real pair, through "
+                "view_as_complex, view_as_real, view/reshape, basic indexing and a product of two complex tensors; "
+                "write this step with real tensors (or keep cos and sin for a rotary embedding)"))
+        return out
+
+    def _pair(self, t):
+        """The reference of complex `t`'s real pair."""
+        r = self.refs.get(id(t))
+        if r is None:
+            self._adopt(t)  # a captured one (a module's freqs_cis): its place is read as a pair
+            r = self.refs.get(id(t))
+        if r is None:
+            raise self.unsupported("a complex tensor made outside the recorded calls", detail=(
+                "keep it as a plain attribute of the module or a global, or make it in forward"))
+        return r
+
+    def _pair_tensor(self, t):
+        """A real tensor for complex `t`'s pair (torch.view_as_real(t)), bound to its reference."""
+        with _outside_the_mode():
+            pair = torch.view_as_real(t)
+        self._bind(pair, self._pair(t))
+        return pair
+
+    def _real_call(self, func, *args):
+        """func(*args) on real tensors, recorded as any call of forward's is."""
+        return self._torch_function(func, (), args, {})
 
     def _fallback(self, func, key, args, kwargs):
         """A call with no handler, recorded as ATen operators (torch.ops.aten.*: executed through the
@@ -1446,7 +1528,7 @@ class Recorder(TorchFunctionMode):
         if place is None:
             return None
         table, key, name, index = place if len(place) == 4 else place + (None,)
-        if t.dtype not in DTYPES:
+        if t.dtype not in DTYPES and t.dtype not in (torch.complex64, torch.complex128):
             raise self.unsupported(f"the tensor '{name}' of dtype {str(t.dtype).replace('torch.', '')}", detail=(
                 "the engine has no complex dtypes; keep the real and imaginary parts (or cos and sin, for rotary "
                 "embeddings) as two real tensors"))
