@@ -524,9 +524,12 @@ class Entry {
   }
   at::Tensor whole_gradient(const std::string& name, const at::Tensor& g) const {
     auto it = std::find_if(local_parts_.begin(), local_parts_.end(), [&](const LocalPart& p) { return p.name == name; });
-    if (it == local_parts_.end() || g.sizes() == it->whole.sizes()) return g;
+    if (it == local_parts_.end()) return g;
+    // (every rank's part, padded to one size, in rank order: also where a part has the whole's shape,
+    // a parameter of one row; a 0-d parameter's part is one element)
     at::Tensor gathered = rank_.comm && rank_.world > 1 ? rank_.comm->all_gather(g.contiguous()) : g;
-    return gathered.narrow(0, 0, it->whole.size(0)).reshape(it->whole.sizes());
+    int64_t rows = it->whole.dim() == 0 ? 1 : it->whole.size(0);
+    return gathered.narrow(0, 0, rows).reshape(it->whole.sizes());
   }
 
   jit::Module module_;

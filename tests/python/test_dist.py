@@ -64,12 +64,22 @@ def test_ddp_on_two_cpu_ranks_averages_gradients():
         assert "all_reduce" in text
 
 
+class ScaledMlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.GELU(), torch.nn.Linear(7, 1))
+        self.scale = torch.nn.Parameter(torch.tensor(1.5))
+
+    def forward(self, x):
+        return self.body(x) * self.scale
+
+
 @pytest.mark.parametrize("order", ["jit,fsdp", "fsdp,jit"])
 def test_fsdp_on_two_cpu_ranks_trains_as_eager_on_the_mean_gradient(order):
     # each rank keeps whole parameters, which its optimizer steps; the engine takes its shard from them
     # at every call, and the gradient comes back whole: the mean of the ranks' eager gradients
     torch.manual_seed(0)
-    base = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.GELU(), torch.nn.Linear(7, 3))
+    base = ScaledMlp()  # (odd rows, a row that is the whole parameter, a 0-d parameter)
     batches = [[torch.randn(2, 5) for _ in range(2)] for _ in range(3)]
     ref = copy.deepcopy(base)
     ref_opt = torch.optim.AdamW(ref.parameters(), lr=0.1)

@@ -1064,6 +1064,17 @@ def test_a_jitted_submodule_reloads_its_parents_checkpoint_and_deepcopy_keeps_it
     parent.load_state_dict(twin.state_dict())  # strict: every key matched
     x = torch.randn(3, 4)
     torch.testing.assert_close(parent(x), twin(x))
+    parent.head = tv.jit(parent.head)  # a scan for nn.Linear finds a jitted one, as eager's finds the Linear
+    assert [n for n, m in parent.named_modules() if isinstance(m, torch.nn.Linear)] == ["backbone.0", "head"]
+    norm = torch.nn.Sequential()
+    norm.bn = tv.jit(torch.nn.BatchNorm1d(4))
+    old = norm.state_dict()
+    del old["bn.num_batches_tracked"]  # a checkpoint from before the counter: BatchNorm's own loading takes it
+    old._metadata["bn"]["version"] = 1
+    norm.load_state_dict(old, strict=True)
+    backbone = parent.backbone
+    backbone[1] = torch.nn.ReLU()
+    assert isinstance(backbone.module[1], torch.nn.ReLU)
     tm = tv.jit(torch.nn.Linear(4, 4))
     tm.register_forward_hook(lambda m, args, out: out * 0)
     assert copy.deepcopy(tm)(x).abs().sum() == 0
@@ -1415,3 +1426,26 @@ def test_a_bfloat16_model_with_batch_norm_trains_as_eager():
             torch.testing.assert_close(got[name], want[name], msg=name)
     for (name, a), b in zip(model.named_buffers(), eager.buffers()):
         torch.testing.assert_close(a, b, msg=name)
+
+
+ACTIVATIONS = []
+
+
+def _collect(module, args, out):
+    if isinstance(module, torch.nn.Linear):
+        ACTIVATIONS.append(out)
+
+
+def test_a_global_forward_hook_that_collects_activations_collects_at_every_call():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    tm = tv.jit(model)
+    handle = torch.nn.modules.module.register_module_forward_hook(_collect)
+    try:
+        counts = []
+        for _ in range(3):
+            ACTIVATIONS.clear()
+            tm(torch.randn(2, 4))
+            counts.append(len(ACTIVATIONS))
+    finally:
+        handle.remove()
+    assert counts == [2, 2, 2]

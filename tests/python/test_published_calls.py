@@ -2750,3 +2750,22 @@ def test_an_fx_graph_module_records_once_and_its_graph_is_no_setting():
     for _ in range(3):
         tm(torch.randn(2, 4))
     assert (tm.cache_misses, tm.cache_hits) == (1, 2)
+
+
+@dataclasses.dataclass
+class ClassifierOutput:
+    logits: torch.Tensor
+    loss: torch.Tensor = dataclasses.field(init=False)  # set only when labels are given
+
+    def __post_init__(self):
+        self.probs = self.logits.softmax(-1)  # an attribute that is no field
+
+
+def test_a_dataclass_output_keeps_attributes_that_are_no_fields_and_leaves_unset_fields_unset():
+    model = After(lambda y, m: ClassifierOutput(y))
+    x = torch.randn(2, 4)
+    tm = tv.jit(model)
+    for _ in range(2):
+        got, want = tm(x), model(x)
+        assert sorted(vars(got)) == sorted(vars(want)) == ["logits", "probs"]
+        torch.testing.assert_close(got.probs, want.probs)

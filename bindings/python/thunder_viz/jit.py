@@ -511,6 +511,14 @@ class JittedModule(torch.nn.Module):
     def load_state_dict(self, *a, **k):
         return self.module.load_state_dict(*a, **k)
 
+    def _load_from_state_dict(self, *a, **k):  # (a parent's load: the module's own versioned loading)
+        return self.module._load_from_state_dict(*a, **k)
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """The wrapped module's, itself first where this one stands: a scan of a parent's modules for
+        nn.Linear finds a jitted Linear, as eager's finds the Linear."""
+        return self.module.named_modules(memo, prefix, remove_duplicate)
+
     # The module's own overrides run, as a call on the module would run them (a train() that keeps
     # its batch norms frozen), and a function applied reaches the module, not this wrapper.
     def train(self, mode=True):
@@ -528,6 +536,12 @@ class JittedModule(torch.nn.Module):
     # A jitted nn.Sequential or ModuleList is indexed, measured and walked as the module is.
     def __getitem__(self, index):
         return self.module[index]
+
+    def __setitem__(self, index, value):
+        self.module[index] = value
+
+    def __delitem__(self, index):
+        del self.module[index]
 
     def __len__(self):
         return len(self.module)

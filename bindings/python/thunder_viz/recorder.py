@@ -3161,6 +3161,12 @@ def _assignable_state(module, functions, arguments=()):
             if not holds_settings(hook):
                 continue  # (a slots object: its fields are keyed, a change is a new recording)
             contents(vars(hook))
+    import torch.nn.modules.module as nn_module
+    for table in ("_global_forward_hooks", "_global_forward_pre_hooks"):  # torch's, run for every module
+        for hook in getattr(nn_module, table, {}).values():
+            hook = getattr(hook, "__func__", hook)
+            if isinstance(hook, types.FunctionType):
+                code_globals[hook.__module__] = hook.__globals__
     for fn in functions.values():
         cells = closure_cells(fn)
         for n, v in (cells or {}).items():  # a hook's or a factory-made forward's closure
@@ -3626,18 +3632,20 @@ def register_containers(out):
                            lambda values, keys, kind=kind: kind(dict(zip(keys, values))))
         else:
             return
-    children = [getattr(out, f.name) for f in dataclasses.fields(out)] if dataclasses.is_dataclass(out) else \
+    children = _flatten_dataclass(out)[0] if dataclasses.is_dataclass(out) else \
         out.values() if isinstance(out, (dict, collections.UserDict)) else out if isinstance(out, (list, tuple)) else []
     for child in children:
         register_containers(child)
 
 
 def _flatten_dataclass(d):
-    """A dataclass's values: a dict's items first (a ModelOutput's keys, in their order), then the
-    fields that are no key (None, or an attribute set after it was made: `out.loss = loss`)."""
+    """A dataclass's values: a dict's items first (a ModelOutput's keys, in their order), then its
+    attributes that are no key (a field that is None, one set after it was made: `out.loss = loss`,
+    one __post_init__ set; a field never set, init=False, stays unset)."""
     base = _dict_base(type(d))
     keys = list(base.keys(d)) if base else []
-    attributes = [f.name for f in dataclasses.fields(d) if f.name not in keys]
+    names = list(vars(d)) if hasattr(d, "__dict__") else [f.name for f in dataclasses.fields(d) if hasattr(d, f.name)]
+    attributes = [n for n in names if n not in keys]
     return [base.__getitem__(d, k) for k in keys] + [getattr(d, n) for n in attributes], (keys, attributes)
 
 
@@ -3650,7 +3658,8 @@ def _unflatten_dataclass(kind, values, names):
     for k, v in zip(keys, values):
         base.__setitem__(d, k, v)
     for f in dataclasses.fields(kind):
-        object.__setattr__(d, f.name, base.__getitem__(d, f.name) if f.name in keys else None)
+        if f.name in keys:
+            object.__setattr__(d, f.name, base.__getitem__(d, f.name))
     for n, v in zip(attributes, values[len(keys):]):
         object.__setattr__(d, n, v)
     return d
