@@ -22,6 +22,12 @@ std::vector<std::string> parse_order(const std::string& order);
 std::string read_text_file(const std::string& path);
 // Writes a file atomically (the old one stays whole on failure); BadInput naming the path and the reason.
 void write_output_file(const std::string& path, const std::string& contents);
+// The checks write_output_file makes before writing (its folder exists and is writable, an existing
+// file is a regular one the user may replace), as the same BadInput: called before long work, so
+// that an output that cannot be written is refused before the work and not after it.
+void check_output_file(const std::string& path);
+// A write's CaptureError as the text of its BadInput: "cannot write FILE: why", the words said once.
+std::string unwritable(const CaptureError& e);
 // save_capture / load_capture with CaptureError turned into BadInput (its text: file, JSON path, what).
 void save_capture_checked(const Capture& capture, const std::string& path);
 Capture load_capture_checked(const std::string& path);

@@ -13,11 +13,25 @@ std::string read_text_file(const std::string& path) {
   }
 }
 
+std::string unwritable(const CaptureError& e) {
+  const std::string said = "cannot write: ";
+  if (!e.json_path().empty() || e.message().rfind(said, 0) != 0) return std::string("cannot write ") + e.what();
+  return "cannot write " + e.file() + ": " + e.message().substr(said.size());
+}
+
 void write_output_file(const std::string& path, const std::string& contents) {
   try {
     capture_detail::write_file_atomically(path, contents);
   } catch (const CaptureError& e) {
-    throw BadInput(std::string("cannot write ") + e.what());
+    throw BadInput(unwritable(e));
+  }
+}
+
+void check_output_file(const std::string& path) {
+  try {
+    capture_detail::check_writable(path);
+  } catch (const CaptureError& e) {
+    throw BadInput(unwritable(e));
   }
 }
 
@@ -25,7 +39,7 @@ void save_capture_checked(const Capture& capture, const std::string& path) {
   try {
     save_capture(capture, path);
   } catch (const CaptureError& e) {
-    throw BadInput(std::string("cannot write ") + e.what());
+    throw BadInput(unwritable(e));
   }
 }
 

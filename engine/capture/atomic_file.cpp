@@ -54,16 +54,51 @@ std::string write_target(const std::string& path) {
   fail(path, "cannot follow the symbolic link", ELOOP);
 }
 
-// Refuses to replace an existing file the user cannot write (rename would replace it silently).
+// What kind of file `mode` is, for a message ("a character device").
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a named pipe (FIFO)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+// Refuses what rename() would replace wrongly: an existing target that is not a regular file (a
+// device node, a FIFO: rename swaps the node itself for a plain file) or that the user cannot
+// write (rename would replace it silently).
 void check_replaceable(const std::string& path, const std::string& target) {
   struct stat st {};
-  if (::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  if (::stat(target.c_str(), &st) != 0) return;
+  if (!S_ISREG(st.st_mode))
+    throw CaptureError(path, "",
+                       "cannot write: " + (target == path ? std::string("it") : target) + " is " + file_kind(st.st_mode) +
+                           ", not a regular file (left untouched); give the name of a regular file to create or replace");
   if ((st.st_mode & 0222) == 0 || ::access(target.c_str(), W_OK) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     throw CaptureError(path, "",
                        std::string("cannot write: ") + (target == path ? "the file" : target) + " is read-only (mode " +
                            mode + "); make it writable (chmod u+w) or save under another name");
+  }
+}
+
+// Refuses a target whose folder is missing or not writable (the temporary file goes there).
+void check_folder(const std::string& path, const std::string& target) {
+  const std::string folder = folder_of(target);
+  auto refuse = [&](const std::string& what, int err, const std::string& fix) {
+    throw CaptureError(path, "", "cannot write: the folder " + folder + " " + what + " (" + std::strerror(err) + "); " + fix);
+  };
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0) {
+    int err = errno;
+    if (err == ENOENT) refuse("does not exist", err, "create it (mkdir -p " + folder + ") or give a path in an existing folder");
+    refuse("cannot be read", err, "give a path in another folder");
+  }
+  if (!S_ISDIR(st.st_mode)) refuse("is a file", ENOTDIR, "give a path in an existing folder");
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    int err = errno;
+    refuse("is not writable", err, "make it writable or give a path in another folder");
   }
 }
 
@@ -115,13 +150,18 @@ std::string temporary_prefix(const std::string& path) {
   return (p.parent_path() / ("." + p.filename().string() + ".tmp-")).string();
 }
 
-void write_file_atomically(const std::string& path, std::string_view contents) {
-  static std::atomic<unsigned> counter{0};
+void check_writable(const std::string& path) {
   if (path.empty()) throw CaptureError(path, "", "cannot write: the path is empty");
   if (fs::path(path).filename().empty()) throw CaptureError(path, "", "cannot write: the path names a folder");
-
   const std::string target = write_target(path);
   check_replaceable(path, target);
+  check_folder(path, target);
+}
+
+void write_file_atomically(const std::string& path, std::string_view contents) {
+  static std::atomic<unsigned> counter{0};
+  check_writable(path);
+  const std::string target = write_target(path);
   remove_stale_temporaries(target);
 
   TempFile tmp;

@@ -8,6 +8,11 @@
 // no longer runs).
 //  - A symbolic link is written through: its final target is replaced, the link stays a link.
 //  - An existing target without write permission (e.g. mode 0444) is refused, not replaced.
+//  - An existing target that is not a regular file (a device node, a FIFO, a folder) is refused
+//    and left as it is: rename() would swap the node itself for a plain file.
+// check_writable(path) makes the checks a write makes before it writes anything (the path, the
+// target, its folder exists and is writable) and throws the same CaptureError; a command calls it
+// before long work so that an output it cannot write costs nothing.
 // read_whole_file reads at most kMaxInputBytes; a larger (or endless, /dev/zero) input is refused
 // with a CaptureError that names the limit. WholeFile::open gives the same bytes without copying a
 // regular file: it is mapped read-only and its pages are brought in by one system call (a page
@@ -23,6 +28,7 @@ namespace tv::capture_detail {
 std::string temporary_prefix(const std::string& path);
 inline constexpr size_t kMaxInputBytes = size_t(1) << 30;  // 1 GiB
 
+void check_writable(const std::string& path);
 void write_file_atomically(const std::string& path, std::string_view contents);
 std::string read_whole_file(const std::string& path);
 

@@ -84,6 +84,21 @@ if [[ $(cat "$tmp/readonly.tvz.json") == keep ]]; then passes=$((passes + 1)); e
   failures=$((failures + 1))
 fi
 
+# An output that exists and is not a regular file (a device node, a FIFO, or a link to one) is refused and
+# left as it is: a save renames a new file over its target, which would replace the node itself. Private
+# nodes only (mknod needs root; mkfifo does not): never the system's /dev.
+mkfifo "$tmp/fifo.tvz.json"
+check 2 "cannot write .*fifo.tvz.json: it is a named pipe \(FIFO\), not a regular file \(left untouched\)" \
+  "$tool" run --model linear --out "$tmp/fifo.tvz.json"
+ln -s fifo.tvz.json "$tmp/fifo_link.json"
+check 2 "fifo.tvz.json is a named pipe" "$tool" run --model linear --chrome-trace "$tmp/fifo_link.json"
+if mknod -m 666 "$tmp/null" c 1 3 2>/dev/null; then
+  check 2 "cannot write .*null: it is a character device" "$tool" compare --model linear --order jit --order jit --out "$tmp/null"
+  check 2 "cannot write .*null: it is a character device" "$tool" report "$tmp/link.tvz.json" --text "$tmp/null"
+  if [[ -c $tmp/null ]]; then passes=$((passes + 1)); else echo "FAIL: a device node was replaced"; failures=$((failures + 1)); fi
+fi
+if [[ -p $tmp/fifo.tvz.json ]]; then passes=$((passes + 1)); else echo "FAIL: a FIFO was replaced"; failures=$((failures + 1)); fi
+
 # A save killed mid-way leaves a temporary file; the next save of the same file removes it.
 ( exec sleep 0 ) & dead=$!
 wait $dead

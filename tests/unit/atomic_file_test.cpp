@@ -1,8 +1,10 @@
 // Saves lose nothing and leave nothing (engine/capture/atomic_file.h): leftovers of killed saves
-// are removed by the next save, a symbolic link is written through, a read-only file is refused,
-// and an endless input is refused at the size limit.
+// are removed by the next save, a symbolic link is written through, a read-only file or one that is
+// not a regular file (a FIFO, a device node) is refused and kept, a missing folder is named before
+// anything is written, and an endless input is refused at the size limit.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 
 namespace fs = std::filesystem;
 using tv::CaptureError;
+using tv::capture_detail::check_writable;
 using tv::capture_detail::read_whole_file;
 using tv::capture_detail::temporary_prefix;
 using tv::capture_detail::write_file_atomically;
@@ -134,6 +137,56 @@ TEST(AtomicFile, ReadOnlyFileIsRefusedAndKept) {
     EXPECT_NE(std::string(e.what()).find(target + " is read-only"), std::string::npos) << e.what();
   }
   EXPECT_EQ(contents(target), "old");
+}
+
+// rename() over a FIFO or a device node would replace the node itself with a plain file.
+TEST(AtomicFile, NonRegularTargetIsRefusedAndKept) {
+  Folder dir;
+  const std::string fifo = dir.file("fifo.tvz.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string link = dir.file("link.tvz.json");
+  fs::create_symlink("fifo.tvz.json", link);
+  for (const auto& path : {fifo, link}) {
+    try {
+      write_file_atomically(path, "new");
+      ADD_FAILURE() << "replaced a FIFO through " << path;
+    } catch (const CaptureError& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("a named pipe (FIFO), not a regular file"), std::string::npos) << what;
+    }
+    EXPECT_THROW(check_writable(path), CaptureError);
+  }
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_symlink(link));
+  for (const auto& e : fs::directory_iterator(dir.path))
+    EXPECT_TRUE(e.path() == fifo || e.path() == link) << e.path() << " left behind";
+
+  // A device node (private: mknod needs root, so only then).
+  const std::string node = dir.file("null");
+  if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    EXPECT_THROW(write_file_atomically(node, "new"), CaptureError);
+    EXPECT_TRUE(fs::is_character_file(node));
+  }
+}
+
+// What a write would refuse, check_writable refuses before anything is written.
+TEST(AtomicFile, CheckWritableNamesTheMissingFolder) {
+  Folder dir;
+  const std::string inside = dir.file("nodir/run.tvz.json");
+  try {
+    check_writable(inside);
+    ADD_FAILURE() << "a path in a missing folder passed";
+  } catch (const CaptureError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("the folder " + dir.file("nodir") + " does not exist (No such file or directory); create it"),
+              std::string::npos)
+        << what;
+  }
+  std::ofstream(dir.file("plain")) << "x";
+  EXPECT_THROW(check_writable(dir.file("plain/run.tvz.json")), CaptureError);  // a file where a folder should be
+  EXPECT_NO_THROW(check_writable(dir.file("new.tvz.json")));
+  EXPECT_NO_THROW(check_writable(dir.file("plain")));  // a regular file to replace
+  EXPECT_FALSE(fs::exists(dir.file("new.tvz.json"))) << "the check wrote";
 }
 
 TEST(AtomicFile, EndlessInputIsRefusedAtTheLimit) {
