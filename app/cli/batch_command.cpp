@@ -79,6 +79,22 @@ Capture run_case(const BatchConfig& config, const BatchModel& m, int world, cons
   return merged;
 }
 
+std::string capture_path(const std::string& out_dir, const std::string& id) {
+  return (std::filesystem::path(out_dir) / (id + ".tvz.json")).string();
+}
+
+std::string summary_path(const std::string& out_dir) { return (std::filesystem::path(out_dir) / "summary.txt").string(); }
+
+// The files a batch writes into its folder, so that each is checked before the first case runs.
+std::vector<std::string> output_paths(const BatchConfig& config, const std::string& out_dir) {
+  std::vector<std::string> paths{summary_path(out_dir)};
+  for (const auto& m : config.models)
+    for (int world : config.world_sizes)
+      for (const auto& device : config.devices)
+        for (const auto& semantics : config.semantics) paths.push_back(capture_path(out_dir, case_id(m, world, device, semantics)));
+  return paths;
+}
+
 }  // namespace
 
 void add_batch_command(CLI::App& app, Runner& run) {
@@ -101,6 +117,8 @@ void add_batch_command(CLI::App& app, Runner& run) {
       std::error_code ec;
       std::filesystem::create_directories(o->out_dir, ec);
       if (ec) throw BadInput(fmt::format("--out-dir {}: cannot create the folder: {}", o->out_dir, ec.message()));
+      for (const auto& path : output_paths(config, o->out_dir)) check_output_file(path);
+      if (!o->junit.empty()) check_output_file(o->junit);
       Progress progress;
       progress.total = config.models.size() * config.world_sizes.size() * config.devices.size() *
                        config.semantics.size() * config.orders.size();
@@ -114,7 +132,7 @@ void add_batch_command(CLI::App& app, Runner& run) {
               auto start = std::chrono::steady_clock::now();
               auto capture = run_case(config, m, world, device, semantics, c.id, progress);
               c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-              save_capture_checked(capture, (std::filesystem::path(o->out_dir) / (c.id + ".tvz.json")).string());
+              save_capture_checked(capture, capture_path(o->out_dir, c.id));
               for (int i = 0; i < static_cast<int>(capture.pipelines.size()); ++i) {
                 c.orders.push_back(capture.pipelines[i].spec.label());
                 c.verdicts.push_back(pipeline_verdict(capture, i));
@@ -122,7 +140,7 @@ void add_batch_command(CLI::App& app, Runner& run) {
               cases.push_back(std::move(c));
             }
       auto summary = summary_text(cases);
-      write_output_file((std::filesystem::path(o->out_dir) / "summary.txt").string(), summary);
+      write_output_file(summary_path(o->out_dir), summary);
       if (!o->junit.empty()) write_output_file(o->junit, junit_xml(cases, "thunder-viz batch " + o->config));
       std::cout << summary;
       for (const auto& c : cases)

@@ -33,8 +33,11 @@ void add_report_command(CLI::App& app, Runner& run);
 // (exit 2) instead.
 const CLI::Validator& file_name_check();
 // The outputs of the commands that run pipelines (run, compare): --out FILE.tvz.json (the capture)
-// and --chrome-trace FILE.json (its replay timings, capture/chrome_trace.h). write() saves what was
-// asked for, atomically; a file that cannot be written is BadInput naming it.
+// and --chrome-trace FILE.json (its replay timings, capture/chrome_trace.h).
+// check() refuses, before the run, a file that cannot be written (BadInput naming it), so that no
+// work is lost to it. write() comes after the results are printed: it saves what was asked for,
+// atomically, and a file that still cannot be written is an error on stderr naming it; it returns
+// the exit code, `exit_code` or 2 (bad input) where that was 0: a difference (1) stays 1.
 // Under a one-rank-per-process launch only rank 0 writes (the merged capture), unless a path holds
 // "{rank}": then every rank writes its own file there (rank 0's is still the merged one).
 struct CaptureOutputs {
@@ -42,7 +45,8 @@ struct CaptureOutputs {
   std::string chrome_trace;
 
   void add_to(CLI::App& cmd);
-  void write(const Capture& c, const dist::Launch* launch = nullptr) const;
+  void check(const dist::Launch* launch) const;
+  int write(const Capture& c, const dist::Launch* launch, int exit_code) const;
 };
 
 // --launch env and --timeout of the commands that run pipelines (run, compare, rules): one rank per

@@ -46,15 +46,32 @@ std::string path_for_rank(const std::string& path, const dist::Launch* launch) {
 
 }  // namespace
 
-void CaptureOutputs::write(const Capture& c, const dist::Launch* launch) const {
-  if (auto path = path_for_rank(capture, launch); !path.empty()) save_capture_checked(c, path);
-  auto chrome = path_for_rank(chrome_trace, launch);
-  if (chrome.empty()) return;
-  try {
-    save_chrome_trace(c, chrome);
-  } catch (const CaptureError& e) {
-    throw BadInput(std::string("cannot write ") + e.what());
+void CaptureOutputs::check(const dist::Launch* launch) const {
+  for (const auto* path : {&capture, &chrome_trace})
+    if (auto mine = path_for_rank(*path, launch); !mine.empty()) check_output_file(mine);
+}
+
+int CaptureOutputs::write(const Capture& c, const dist::Launch* launch, int exit_code) const {
+  bool written = true;
+  auto report_unwritten = [&](const std::string& what) {
+    report_error(what + " (the results above are not saved there)", kBadInput);
+    written = false;
+  };
+  if (auto path = path_for_rank(capture, launch); !path.empty()) {
+    try {
+      save_capture_checked(c, path);
+    } catch (const BadInput& e) {
+      report_unwritten(e.what());
+    }
   }
+  if (auto chrome = path_for_rank(chrome_trace, launch); !chrome.empty()) {
+    try {
+      save_chrome_trace(c, chrome);
+    } catch (const CaptureError& e) {
+      report_unwritten(unwritable(e));
+    }
+  }
+  return written || exit_code != kOk ? exit_code : static_cast<int>(kBadInput);
 }
 
 }  // namespace tv::cli

@@ -89,11 +89,11 @@ void add_compare_command(CLI::App& app, Runner& run) {
         o->semantics.apply(spec);
         request.pipelines.push_back(spec);
       }
+      o->outputs.check(launch.get());
       auto capture = run_pipelines_checked(request);
-      o->outputs.write(capture, launch.get());
       if (!prints_report(launch.get())) {
         const auto& cmp = capture.comparisons.front();
-        return cmp.verdict == Verdict::different ? static_cast<int>(kDifference) : static_cast<int>(kOk);
+        return o->outputs.write(capture, launch.get(), cmp.verdict == Verdict::different ? kDifference : kOk);
       }
       // Orders were validated by parse_order: a refused order never gets here (exit 2 there), and
       // a failure or refusal of the semantics mode is a failed run (exit 1).
@@ -110,9 +110,9 @@ void add_compare_command(CLI::App& app, Runner& run) {
       std::cout << "verdict: " << verdict_name(cmp.verdict) << " (" << capture.model.name << ", world " << world
                 << (launch ? " processes" : "") << ", " << o->device << ", " << capture.pipelines.front().spec.semantics
                 << (o->semantics.workaround.empty() ? "" : ", workaround " + o->semantics.workaround) << ")\n";
-      if (!exec::device_unavailable(capture.pipelines.front().spec.device, launch ? 1 : world).empty())
-        return static_cast<int>(kBadInput);
-      return cmp.verdict == Verdict::equivalent ? static_cast<int>(kOk) : static_cast<int>(kDifference);
+      int exit_code = cmp.verdict == Verdict::equivalent ? kOk : kDifference;
+      if (!exec::device_unavailable(capture.pipelines.front().spec.device, launch ? 1 : world).empty()) exit_code = kBadInput;
+      return o->outputs.write(capture, launch.get(), exit_code);
     };
   });
 }

@@ -20,6 +20,8 @@ void add_report_command(CLI::App& app, Runner& run) {
   cmd->callback([&run, o] {
     run = [o] {
       if (o->html.empty() && o->text.empty()) throw BadInput("report: give --html OUT.html and/or --text OUT.txt");
+      for (const auto* out : {&o->html, &o->text})
+        if (!out->empty()) check_output_file(*out);
       auto capture = load_capture_checked(o->file);
       auto name = std::filesystem::path(o->file).filename().string();
       if (!o->html.empty()) {

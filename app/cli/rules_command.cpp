@@ -63,6 +63,7 @@ void add_rules_command(CLI::App& app, Runner& run) {
         request.gather_ranks = [l = launch.get()](Capture& c) { gather_ranks(c, *l); };
       }
       request.semantics = o->semantics;
+      if (!o->out.empty() && prints_report(launch.get())) check_output_file(o->out);
       RulesMatrix m;
       {
         ProgressBar bar("rules");
@@ -73,19 +74,25 @@ void add_rules_command(CLI::App& app, Runner& run) {
         }
       }
       if (!prints_report(launch.get())) return static_cast<int>(kOk);  // rank 0 prints and writes the matrix
+      std::cout << (o->format == "markdown" ? rules_markdown(m) : o->format == "json" ? rules_json(m) + "\n" : rules_text(m));
+      int exit_code = kOk;
+      for (const auto& c : m.cells)
+        // A broken run is a failure of the tool's check; a semantics mode's failure or refusal is the finding.
+        if (c.verdict == Verdict::not_comparable && c.outcome == Outcome::failed && c.rule == rule::kRunFailed)
+          exit_code = kDifference;
       if (!o->out.empty()) {
         Capture capture;
         capture.tool_version = "0.1.0";
         capture.model = model_record(request.model, request.params);
         capture.rules = m;
-        save_capture_checked(capture, o->out);
+        try {
+          save_capture_checked(capture, o->out);
+        } catch (const BadInput& e) {
+          report_error(std::string(e.what()) + " (the matrix above is not saved there)", kBadInput);
+          if (exit_code == kOk) exit_code = kBadInput;
+        }
       }
-      std::cout << (o->format == "markdown" ? rules_markdown(m) : o->format == "json" ? rules_json(m) + "\n" : rules_text(m));
-      for (const auto& c : m.cells)
-        // A broken run is a failure of the tool's check; a semantics mode's failure or refusal is the finding.
-        if (c.verdict == Verdict::not_comparable && c.outcome == Outcome::failed && c.rule == rule::kRunFailed)
-          return static_cast<int>(kDifference);
-      return static_cast<int>(kOk);
+      return exit_code;
     };
   });
 }

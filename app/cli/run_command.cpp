@@ -69,13 +69,16 @@ void add_run_command(CLI::App& app, Runner& run) {
       request.pipelines = {spec};
       if (o->cuda_graph) request.cuda_graph_steps = o->graph_steps;
       request.generated_kernels = !o->no_generated_kernels;
+      o->outputs.check(launch.get());
       auto capture = run_pipelines_checked(request);
-      o->outputs.write(capture, launch.get());
       const auto& p = capture.pipelines.front();
       // A pipeline that stopped before building anything is bad input; one that failed while
       // building (the semantics mode's failure) shows its stages, the failed one last.
-      if (!p.error.empty() && (p.outcome.kind == Outcome::refused || p.stages.forward.empty())) throw BadInput(p.error);
-      if (!prints_report(launch.get())) return p.outcome.ok() ? kOk : kDifference;
+      if (!p.error.empty() && (p.outcome.kind == Outcome::refused || p.stages.forward.empty())) {
+        o->outputs.write(capture, launch.get(), kBadInput);
+        throw BadInput(p.error);
+      }
+      if (!prints_report(launch.get())) return o->outputs.write(capture, launch.get(), p.outcome.ok() ? kOk : kDifference);
       PrintOptions options;
       options.depth = o->depth;
       print_stages(std::cout, p, o->stages, options);
@@ -90,7 +93,7 @@ void add_run_command(CLI::App& app, Runner& run) {
       if (!p.error.empty()) std::cout << p.error << "\n";
       std::cout << p.outcome.line() << ": " << request.model << " [" << spec.label() << "] " << reference_words(request)
                 << "\n";
-      return pass ? kOk : kDifference;
+      return o->outputs.write(capture, launch.get(), pass ? kOk : kDifference);
     };
   });
 }

@@ -83,6 +83,10 @@ expect 2 "bad_mode.json: /semantics/1: .*thunder-2023.*valid modes: lazy, thunde
 printf '{"models": [{"name": "gpt", "params": {"layers": 10000, "d_model": 16384}}], "orders": ["jitt"]}' > "$tmp/huge.json"
 expect 2 "huge.json: /orders/0: unknown transform 'jitt'" -- batch "$tmp/huge.json" --out-dir "$tmp/c"  # checked without its weights
 [[ ! -e $tmp/c ]] && ok || fail "a bad config still created the output folder"
+# An output the batch cannot write is refused before the first case runs.
+mkdir -p "$tmp/d" && mkfifo "$tmp/d/summary.txt"
+expect 2 "cannot write .*summary.txt: it is a named pipe" -- batch "$tmp/config.json" --out-dir "$tmp/d"
+[[ -z $(find "$tmp/d" -name '*.tvz.json') ]] && ok || fail "the batch ran before its summary.txt was refused"
 
 # The seed in every semantics mode: lazy passes, thunder-2024-03 fails jit,ddp the seed's way,
 # thunder-2026-01 refuses ddp before jit; one capture per mode (exit 1: not every pipeline is ok).

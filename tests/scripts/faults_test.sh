@@ -99,6 +99,30 @@ if mknod -m 666 "$tmp/null" c 1 3 2>/dev/null; then
 fi
 if [[ -p $tmp/fifo.tvz.json ]]; then passes=$((passes + 1)); else echo "FAIL: a FIFO was replaced"; failures=$((failures + 1)); fi
 
+# An output that cannot be written is refused before the run, which never starts (nothing printed); one
+# that fails after the run (a file size limit) comes after the printed results, whose exit code a
+# difference keeps (1), else 2.
+check 2 "cannot write .*nodir/x.tvz.json: the folder .*nodir does not exist \(No such file or directory\); create it" \
+  "$tool" run --model linear --out "$tmp/nodir/x.tvz.json"
+if grep -q "passed" "$tmp/out"; then echo "FAIL: the run started before its --out was refused"; failures=$((failures + 1)); fi
+check 2 "cannot write .*nodir/t.json: the folder .*nodir does not exist" \
+  "$tool" compare --model linear --order jit --order jit --out "$tmp/ok.tvz.json" --chrome-trace "$tmp/nodir/t.json"
+if grep -q "verdict" "$tmp/out" || [[ -e $tmp/ok.tvz.json ]]; then
+  echo "FAIL: compare ran before its --chrome-trace was refused"; failures=$((failures + 1))
+fi
+echo keep > "$tmp/big.tvz.json"
+size_limited() { (ulimit -f 1; trap '' XFSZ; exec "$@") 2>&1 | cat; return "${PIPESTATUS[0]}"; }
+printed() {  # printed PATTERN: the output of the last check holds PATTERN
+  if grep -qE -- "$1" "$tmp/out"; then passes=$((passes + 1)); else echo "FAIL: '$1' was not printed"; failures=$((failures + 1)); fi
+}
+check 2 "cannot write .*big.tvz.json: cannot write the temporary file: File too large \(the results above are not saved there\)" \
+  size_limited "$tool" compare --model linear --order jit,ddp --order ddp,jit --world 2 --out "$tmp/big.tvz.json"
+printed "^verdict: equivalent"
+check 1 "cannot write .*big.tvz.json: cannot write the temporary file" \
+  size_limited "$tool" compare --model linear --order jit,ddp --order ddp,jit --world 2 --semantics thunder-2024-03 --out "$tmp/big.tvz.json"
+printed "^verdict: not comparable"
+if [[ $(cat "$tmp/big.tvz.json") == keep ]]; then passes=$((passes + 1)); else echo "FAIL: a failed save changed the file"; failures=$((failures + 1)); fi
+
 # A save killed mid-way leaves a temporary file; the next save of the same file removes it.
 ( exec sleep 0 ) & dead=$!
 wait $dead
