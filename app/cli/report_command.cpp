@@ -23,6 +23,9 @@ void add_report_command(CLI::App& app, Runner& run) {
       for (const auto* out : {&o->html, &o->text})
         if (!out->empty()) check_output_file(*out);
       auto capture = load_capture_checked(o->file);
+      // A report covers the whole capture: every stored trace is read before any file is written, so
+      // a damaged one refuses both reports alike (--html diffs every stage, --text lists them).
+      parse_stored_traces(capture);
       auto name = std::filesystem::path(o->file).filename().string();
       if (!o->html.empty()) {
         write_output_file(o->html, html_report(capture, name));

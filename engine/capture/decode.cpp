@@ -6,6 +6,7 @@
 
 #include "format/parser.h"
 #include "transforms/gradient_links.h"
+#include "transforms/names.h"
 #include "session/assess.h"
 
 namespace tv::capture_detail {
@@ -14,6 +15,7 @@ namespace {
 // What one decode needs besides the value at hand.
 struct Context {
   int version = kCaptureVersion;  // the version the document was written in
+  std::string model;              // /model/name
 };
 
 template <class T, class Fn>
@@ -178,7 +180,8 @@ StageTrace stored_trace(const Cursor& text, StageExtras extras) {
           std::string message = r.error ? r.error->message : "unknown parse error";
           throw CaptureError(file, path,
                              "the stored trace does not parse: line " + std::to_string(line) + ", column " +
-                                 std::to_string(column) + ": " + message,
+                                 std::to_string(column) + ": " + message +
+                                 "; the capture is damaged (edited or cut): make it again with the command that wrote it",
                              line, column);
         }
         Trace& trace = const_cast<Trace&>(*r.trace);
@@ -461,9 +464,25 @@ ModelRecord model(const Cursor& c) {
   return m;
 }
 
+// The names of an order must be transforms this tool has, unless the order names what another
+// tool ran: Lightning Thunder's (a Python attach of a ThunderModule records "thunder.jit" and its
+// transforms' class names) or a folder of imported printouts (the model "imported": its case names).
+void check_order(const Cursor& order, const std::vector<std::string>& names, const Context& ctx) {
+  if (ctx.model == "imported" || (!names.empty() && names.front().rfind("thunder.", 0) == 0)) return;
+  const auto& known = kBuiltinTransformNames;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (std::find(known.begin(), known.end(), names[i]) != known.end()) continue;
+    std::string valid;
+    for (const auto& k : known) valid += (valid.empty() ? "" : ", ") + std::string(k);
+    order.at(i).fail("unknown transform '" + names[i] + "'; valid transforms: " + valid +
+                     " (the capture was edited or is damaged: make it again)");
+  }
+}
+
 PipelineSpec spec(const Cursor& c, const Context& ctx) {
   PipelineSpec s;
   s.order = strings(c.field("order"));
+  check_order(c.field("order"), s.order, ctx);
   if (ctx.version >= 3) {
     s.semantics = string_field(c, "semantics");
     s.workaround = string_field(c, "workaround");
@@ -486,6 +505,21 @@ PipelineSpec spec(const Cursor& c, const Context& ctx) {
   return s;
 }
 
+// Each replayed rank is a rank of the pipeline's world, once. Fewer ranks than the world is no
+// disagreement: a pipeline that failed while building has none, and one process of a launch
+// records its own rank alone.
+void check_replay_ranks(const Cursor& ranks, const Replay& replay, int world_size) {
+  std::vector<bool> seen(static_cast<size_t>(world_size), false);
+  for (size_t i = 0; i < replay.ranks.size(); ++i) {
+    const int rank = replay.ranks[i].rank;
+    if (rank < 0 || rank >= world_size)
+      ranks.at(i).field("rank").fail("rank " + std::to_string(rank) + " is not a rank of the pipeline's world of " +
+                                     std::to_string(world_size) + " (/spec/world_size disagrees with the replay)");
+    if (seen[static_cast<size_t>(rank)]) ranks.at(i).field("rank").fail("rank " + std::to_string(rank) + " is replayed twice");
+    seen[static_cast<size_t>(rank)] = true;
+  }
+}
+
 PipelineRecord pipeline(const Cursor& c, const Context& ctx) {
   PipelineRecord p;
   p.spec = spec(c.field("spec"), ctx);
@@ -493,7 +527,10 @@ PipelineRecord pipeline(const Cursor& c, const Context& ctx) {
   p.rule = string_field(c, "rule");
   auto stages = c.field("stages");
   p.stages = ctx.version == 0 ? stages_v0(stages, ctx) : stages_v1(stages, ctx);
-  if (auto r = c.optional_field("replay")) p.replay = replay(*r);
+  if (auto r = c.optional_field("replay")) {
+    p.replay = replay(*r);
+    check_replay_ranks(r->field("ranks"), *p.replay, p.spec.world_size);
+  }
   if (ctx.version >= 2) p.outcome = pipeline_outcome(c.field("outcome"));
   return p;
 }
@@ -529,6 +566,7 @@ Capture decode_capture(Json document, const std::string& file) {
   c.loaded_from_version = ctx.version;
   c.tool_version = string_field(root, "tool_version");
   c.model = model(root.field("model"));
+  ctx.model = c.model.name;
   c.pipelines = list_of<PipelineRecord>(root.field("pipelines"), [&](const Cursor& e) { return pipeline(e, ctx); });
   c.comparisons = list_of<Comparison>(root.field("comparisons"),
                                       [&](const Cursor& e) { return comparison(e, c.pipelines.size(), ctx); });

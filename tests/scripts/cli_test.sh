@@ -99,6 +99,23 @@ expect 2 "damaged.tvz.json: /pipelines/1/stages/forward/0/text: the stored trace
 expect 2 "/pipelines/1/stages/forward/0/text: the stored trace does not parse" -- show "$tmp/damaged.tvz.json" --check
 expect 2 "/pipelines/1/stages/forward/0/text: the stored trace does not parse" -- show "$tmp/damaged.tvz.json" --memory
 expect 2 "show --model: --pipeline, --stage, --memory and --check need a capture FILE" -- show --model linear --check
+# A report covers every stage: --text refuses a damaged one as --html does, before writing either.
+expect 2 "damaged.tvz.json: /pipelines/1/stages/forward/0/text: the stored trace does not parse: line [0-9]+, column [0-9]+: .*make it again" -- report "$tmp/damaged.tvz.json" --text "$tmp/damaged.txt"
+expect 2 "/pipelines/1/stages/forward/0/text: the stored trace does not parse" -- report "$tmp/damaged.tvz.json" --html "$tmp/damaged.html" --text "$tmp/damaged.txt"
+[[ ! -e $tmp/damaged.txt && ! -e $tmp/damaged.html ]] && passes=$((passes + 1)) || { echo "FAIL: a report of a damaged capture was written"; failures=$((failures + 1)); }
+# An order naming no transform, a replayed rank outside the world: refused on load with the JSON path.
+/usr/bin/python3 - "$tmp/seed.tvz.json" "$tmp" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["pipelines"][0]["spec"]["order"] = ["jit", "bogus"]
+json.dump(doc, open(sys.argv[2] + "/bad_order.tvz.json", "w"))
+doc = json.load(open(sys.argv[1]))
+doc["pipelines"][1]["replay"]["ranks"][0]["rank"] = 9
+json.dump(doc, open(sys.argv[2] + "/bad_rank.tvz.json", "w"))
+PY
+expect 2 "bad_order.tvz.json: /pipelines/0/spec/order/1: unknown transform 'bogus'; valid transforms: jit, ddp" -- show "$tmp/bad_order.tvz.json"
+expect 2 "bad_order.tvz.json: /pipelines/0/spec/order/1: unknown transform 'bogus'" -- report "$tmp/bad_order.tvz.json" --text "$tmp/r.txt"
+expect 2 "bad_rank.tvz.json: /pipelines/1/replay/ranks/0/rank: rank 9 is not a rank of the pipeline's world of 2" -- show "$tmp/bad_rank.tvz.json"
 expect 2 "unknown transform 'dpp'" -- compare --model linear --order jit,dpp --order jit --world 2
 # Replay timings as a Chrome trace (Perfetto): one complete event per timed bound symbol, prologue, forward, backward in turn.
 expect 0 "passed: mlp" -- run --model mlp --chrome-trace "$tmp/mlp.chrome.json"

@@ -822,6 +822,41 @@ TEST(CaptureErrors, WorldSizeIsCheckedBeforeItIsNarrowed) {
   }
 }
 
+// An order's names are transforms this tool has, except where another tool named them.
+TEST(CaptureErrors, UnknownTransformInAnOrderNamesItsPath) {
+  Json d = doc_of(small_capture());
+  d["pipelines"][0]["spec"]["order"] = {"jit", "bogus"};
+  auto e = error_of(d.dump());
+  EXPECT_EQ(e.json_path(), "/pipelines/0/spec/order/1");
+  EXPECT_NE(e.message().find("unknown transform 'bogus'; valid transforms: jit, ddp"), std::string::npos) << e.what();
+
+  // Lightning Thunder's own (a Python attach) and a folder of imported printouts' case names load.
+  d["pipelines"][0]["spec"]["order"] = {"thunder.jit", "DDPTransform"};
+  EXPECT_NO_THROW(capture_from_json(d.dump()));
+  d["pipelines"][0]["spec"]["order"] = {"mlp"};
+  d["model"]["name"] = "imported";
+  EXPECT_NO_THROW(capture_from_json(d.dump()));
+}
+
+// Each replayed rank is a rank of the world, once; fewer ranks than the world load (one process's
+// own capture, a pipeline that failed before its ranks ran).
+TEST(CaptureErrors, ReplayedRankOutsideTheWorldNamesItsPath) {
+  Json d = doc_of(realistic_capture());
+  ASSERT_EQ(d["pipelines"][1]["spec"]["world_size"], 2);
+  d["pipelines"][1]["replay"]["ranks"][1]["rank"] = 9;
+  auto e = error_of(d.dump());
+  EXPECT_EQ(e.json_path(), "/pipelines/1/replay/ranks/1/rank");
+  EXPECT_NE(e.message().find("rank 9 is not a rank of the pipeline's world of 2"), std::string::npos) << e.what();
+
+  d["pipelines"][1]["replay"]["ranks"][1]["rank"] = 0;
+  e = error_of(d.dump());
+  EXPECT_NE(e.message().find("rank 0 is replayed twice"), std::string::npos) << e.what();
+
+  d = doc_of(realistic_capture());
+  d["pipelines"][1]["replay"]["ranks"].erase(0);
+  EXPECT_NO_THROW(capture_from_json(d.dump()));
+}
+
 TEST(CaptureErrors, NewerVersionIsRefused) {
   Json d = doc_of(small_capture());
   d["version"] = 7;

@@ -30,6 +30,7 @@
 #include "transforms/distributed_state.h"
 #include "transforms/fsdp.h"
 #include "transforms/hsdp.h"
+#include "transforms/names.h"
 
 using namespace tv;
 
@@ -616,3 +617,11 @@ INSTANTIATE_TEST_SUITE_P(Gloo, TransformsNumerics,
                            return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" +
                                   std::to_string(std::get<2>(info.param));
                          });
+
+// A capture's orders are checked against the names of transforms/names.h (a reader links no
+// transform): the registry must list the same built-ins, in the same order.
+TEST(TransformNames, BuiltinsAreWhatTheRegistryLists) {
+  auto names = transform_names();
+  ASSERT_GE(names.size(), kBuiltinTransformNames.size());
+  for (size_t i = 0; i < kBuiltinTransformNames.size(); ++i) EXPECT_EQ(names[i], kBuiltinTransformNames[i]) << i;
+}
