@@ -15,6 +15,7 @@
 #include "cli/batch_results.h"
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "exec/device_check.h"
 #include "transforms/semantics.h"
 
 namespace tv::cli {
@@ -79,6 +80,16 @@ Capture run_case(const BatchConfig& config, const BatchModel& m, int world, cons
   return merged;
 }
 
+// Every device of the config, at every world size, must be there: a missing GPU is a config error
+// (exit 2) before anything runs, as `compare --device cuda` is, not a failure of every case.
+void check_devices(const BatchConfig& config, const std::string& file) {
+  for (size_t i = 0; i < config.devices.size(); ++i)
+    for (int world : config.world_sizes)
+      if (auto why = exec::device_unavailable(config.devices[i], world); !why.empty())
+        throw BadInput(fmt::format("{}: /devices/{}: {}; or take \"{}\" out of \"devices\"", file, i, why,
+                                   config.devices[i]));
+}
+
 std::string capture_path(const std::string& out_dir, const std::string& id) {
   return (std::filesystem::path(out_dir) / (id + ".tvz.json")).string();
 }
@@ -114,6 +125,7 @@ void add_batch_command(CLI::App& app, Runner& run) {
   cmd->callback([&run, o] {
     run = [o] {
       auto config = load_batch_config(o->config);  // every config error before anything runs
+      check_devices(config, o->config);
       std::error_code ec;
       std::filesystem::create_directories(o->out_dir, ec);
       if (ec) throw BadInput(fmt::format("--out-dir {}: cannot create the folder: {}", o->out_dir, ec.message()));

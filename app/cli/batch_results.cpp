@@ -6,6 +6,12 @@
 
 namespace tv::cli {
 
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
 bool BatchCase::ok() const {
   for (const auto& v : verdicts)
     if (!v.ok) return false;
@@ -21,7 +27,14 @@ std::string summary_text(const std::vector<BatchCase>& cases) {
     for (size_t i = 0; i < c.orders.size(); ++i) {
       const auto& v = c.verdicts[i];
       out += fmt::format("{:<24} {:<{}} {}", c.id, c.orders[i], width + 1, v.line);
-      for (size_t r = 0; r < v.reasons.size(); ++r) out += (r ? "; " : ": ") + v.reasons[r];
+      // The line already says the first reason's first line: the rest only.
+      std::vector<std::string> more = v.reasons;
+      if (!more.empty() && v.line.find(first_line(more.front())) != std::string::npos) {
+        auto rest = more.front().find('\n');
+        if (rest == std::string::npos) more.erase(more.begin());
+        else more.front() = more.front().substr(rest + 1);
+      }
+      for (size_t r = 0; r < more.size(); ++r) out += (r ? "; " : ": ") + more[r];
       out += "\n";
       ++pipelines;
       bad += !v.ok;

@@ -83,6 +83,12 @@ expect 2 "bad_mode.json: /semantics/1: .*thunder-2023.*valid modes: lazy, thunde
 printf '{"models": [{"name": "gpt", "params": {"layers": 10000, "d_model": 16384}}], "orders": ["jitt"]}' > "$tmp/huge.json"
 expect 2 "huge.json: /orders/0: unknown transform 'jitt'" -- batch "$tmp/huge.json" --out-dir "$tmp/c"  # checked without its weights
 [[ ! -e $tmp/c ]] && ok || fail "a bad config still created the output folder"
+# A device this machine lacks is a config error too, as `compare --device cuda` is (only where there is no GPU).
+printf '{"models": ["linear"], "devices": ["cpu", "cuda"]}' > "$tmp/cuda.json"
+if "$tool" compare --model linear --order jit --order jit --device cuda > /dev/null 2>&1; [[ $? -eq 2 ]]; then
+  expect 2 "cuda.json: /devices/1: --device cuda:0: .*take \"cuda:0\" out of \"devices\"" -- batch "$tmp/cuda.json" --out-dir "$tmp/c"
+  [[ $(grep -c "no CUDA\|visible" "$tmp/out") -eq 1 ]] && ok || fail "the missing device is not said once: $(cat "$tmp/out")"
+fi
 # An output the batch cannot write is refused before the first case runs.
 mkdir -p "$tmp/d" && mkfifo "$tmp/d/summary.txt"
 expect 2 "cannot write .*summary.txt: it is a named pipe" -- batch "$tmp/config.json" --out-dir "$tmp/d"
@@ -95,6 +101,9 @@ for f in linear_w2_cpu linear_w2_cpu_thunder-2024-03 linear_w2_cpu_thunder-2026-
   [[ -f $tmp/s/$f.tvz.json ]] && ok || fail "seed_semantics: missing capture $f.tvz.json"
 done
 grep -E "linear_w2_cpu_thunder-2026-01.*ddp,jit.*refused" "$tmp/s/summary.txt" > /dev/null && ok || { fail "thunder-2026-01 does not refuse ddp,jit"; cat "$tmp/s/summary.txt"; }
+# A line says each reason once: the failure's first line is in the verdict, not repeated after it.
+grep -E "ValueError: None had an unexpected type.*: ValueError: None had an unexpected type" "$tmp/s/summary.txt" > /dev/null &&
+  fail "summary.txt repeats a reason: $(grep ValueError "$tmp/s/summary.txt")" || ok
 
 # A damaged capture: exit 2 with the file and a JSON path.
 head -c 3000 "$tmp/a/linear_w1_cpu.tvz.json" > "$tmp/truncated.tvz.json"
