@@ -108,6 +108,7 @@ int run_screenshot(const GuiOptions& o) {
   Panel panel;
   if (!parse_panel(o.panel, &panel)) throw BadInput("--panel " + o.panel + ": unknown panel");
   if (o.file.empty()) make_request(o);
+  tv::app::check_output_file(o.out);  // the PNG is written as the captures are: a file it cannot replace is refused first
   Window window;
   if (!open_window(window, o, false)) return tv::app::kBadInput;
   App app;
@@ -132,7 +133,11 @@ int run_screenshot(const GuiOptions& o) {
   }
   int width = 0, height = 0;
   window.read_pixels(&width, &height);
-  if (!window.write_png(o.out)) throw BadInput(o.out + ": cannot write the PNG");
+  const std::string png = window.png();
+  if (png.empty())
+    throw BadInput(o.out + ": cannot write the PNG: the window gave no pixels to encode; check the X display (DISPLAY) "
+                           "and try a smaller --size");
+  tv::app::write_output_file(o.out, png);
   std::cout << "wrote " << o.out << " (" << width << "x" << height << ", panel " << o.panel << ")\n";
   if (!app.session.error.empty()) {
     std::cerr << "error: " << app.session.error << "\n";

@@ -136,6 +136,17 @@ std::vector<uint8_t> Window::read_pixels(int* width, int* height) const {
   return out;
 }
 
+std::string Window::png() const {
+  int width = 0, height = 0;
+  auto pixels = read_pixels(&width, &height);
+  if (pixels.empty()) return {};
+  for (size_t i = 3; i < pixels.size(); i += 4) pixels[i] = 255;  // opaque PNG
+  std::string bytes;
+  auto append = [](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size); };
+  if (!stbi_write_png_to_func(append, &bytes, width, height, 4, pixels.data(), width * 4)) return {};
+  return bytes;
+}
+
 bool Window::write_png(const std::string& path) const {
   int width = 0, height = 0;
   auto pixels = read_pixels(&width, &height);

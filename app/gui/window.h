@@ -44,6 +44,8 @@ class Window {
   std::vector<uint8_t> read_pixels(int* width, int* height) const;
   // Writes the pixels read_pixels returns as an opaque PNG; false when the file cannot be written.
   bool write_png(const std::string& path) const;
+  // Those pixels as the bytes of an opaque PNG; empty when there are none.
+  std::string png() const;
   GLFWwindow* handle() const { return window_; }
   const std::string& font_warning() const { return font_warning_; }
 

@@ -74,6 +74,17 @@ for a in $PANELS; do
     [[ "$a" < "$b" ]] && check "screenshots $a and $b differ" "$CHECK" differ "$OUT/shot-$a.png" "$OUT/shot-$b.png"
   done
 done
+# A PNG is saved as captures are: a read-only file or a missing folder is refused (exit 2, why and
+# how to fix) before anything renders, and the file is kept.
+echo keep >"$OUT/readonly.png" && chmod 0444 "$OUT/readonly.png"
+"$THUNDER_VIZ" screenshot "$FIXTURES" --panel replay --out "$OUT/readonly.png" >"$OUT/shot-readonly.log" 2>&1
+check "screenshot onto a read-only file: exit 2" test $? -eq 2
+check "screenshot onto a read-only file: says why and the fix" grep -q "read-only (mode 0444); make it writable" "$OUT/shot-readonly.log"
+check "screenshot onto a read-only file: kept" grep -qx keep "$OUT/readonly.png"
+"$THUNDER_VIZ" screenshot "$FIXTURES" --panel replay --out "$OUT/nodir/x.png" >"$OUT/shot-nodir.log" 2>&1
+check "screenshot into a missing folder: exit 2" test $? -eq 2
+check "screenshot into a missing folder: says why and the fix" grep -q "does not exist (No such file or directory); create it" "$OUT/shot-nodir.log"
+chmod u+w "$OUT/readonly.png"
 
 # 3. The scripted driver: jit,ddp -> ddp,jit, run, select a stage, step with the keyboard.
 s="$OUT/order"
