@@ -60,9 +60,9 @@ int main(int argc, char** argv) {
     app.exit(e);
     return tv::cli::kBadInput;
   }
-  if (!run) {
-    std::cout << app.help();
-    return tv::cli::kOk;
+  if (!run) {  // no subcommand: a usage mistake, answered with the help
+    std::cerr << app.help();
+    return tv::cli::kBadInput;
   }
   try {
     return run();

@@ -15,7 +15,8 @@ void add_import_command(CLI::App& app, Runner& run) {
   auto depth = std::make_shared<int>(PrintOptions::kAllLevels);
   auto check = std::make_shared<bool>(false);
   cmd->add_option("FILE", *file, "trace text file, or - for standard input")->required();
-  cmd->add_option("--depth", *depth, "subsymbol levels to print (0: top level only, as trace.python())");
+  cmd->add_option("--depth", *depth, "subsymbol levels to print (0: top level only, as trace.python())")
+      ->check(CLI::Range(0, PrintOptions::kAllLevels));
   cmd->add_flag("--check", *check, "verify the round trip: the reprint must equal the file (exit 1 if not)");
   cmd->callback([&run, file, depth, check] {
     run = [file, depth, check]() -> int {

@@ -34,7 +34,7 @@ void add_run_command(CLI::App& app, Runner& run) {
   cmd->add_option("--world", o->world, "ranks (threads; gloo on cpu, NCCL on cuda)")->check(CLI::Range(1, 64))->capture_default_str();
   cmd->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_flag("--stages", o->stages, "print every stage of every trace, not only the final ones");
-  cmd->add_option("--depth", o->depth, "subsymbol levels to print")->capture_default_str();
+  cmd->add_option("--depth", o->depth, "subsymbol levels to print")->check(CLI::Range(0, PrintOptions::kAllLevels))->capture_default_str();
   cmd->add_flag("--cuda-graph", o->cuda_graph,
                 "then capture the whole step as one CUDA graph, replay it and time it against the step (needs --device cuda)");
   cmd->add_option("--graph-steps", o->graph_steps, "with --cuda-graph: calls each time is the mean of")

@@ -118,7 +118,8 @@ void add_show_capture_options(CLI::App& cmd, ShowCaptureOptions& o) {
       ->capture_default_str();
   cmd.add_option("--pipeline", o.pipeline, "with FILE: only this pipeline (index)");
   cmd.add_option("--stage", o.stage, "with FILE: print this stage (index or pass name) instead of the final trace");
-  cmd.add_option("--depth", o.depth, "subsymbol levels to print (0: top level only, as trace.python())");
+  cmd.add_option("--depth", o.depth, "subsymbol levels to print (0: top level only, as trace.python())")
+      ->check(CLI::Range(0, PrintOptions::kAllLevels));
   cmd.add_flag("--check", o.check,
                "with FILE: parse every stored trace before printing (a load parses a trace when it is first shown), so "
                "a damaged one is reported, with its JSON path, line and column, before any output");

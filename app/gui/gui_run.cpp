@@ -56,7 +56,7 @@ void parse_size(const std::string& text, int* width, int* height) {
   char x = 0;
   std::stringstream ss(text);
   if (!(ss >> *width >> x >> *height) || x != 'x' || *width < 200 || *height < 150 || *width > 16384 || *height > 16384)
-    throw BadInput("--size " + text + ": expected WxH, e.g. 1600x1000 (at least 200x150)");
+    throw BadInput("--size " + text + ": expected WxH from 200x150 to 16384x16384, e.g. 1600x1000");
 }
 
 RunRequest make_request(const GuiOptions& o) {

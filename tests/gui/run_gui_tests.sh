@@ -85,6 +85,9 @@ check "screenshot onto a read-only file: kept" grep -qx keep "$OUT/readonly.png"
 check "screenshot into a missing folder: exit 2" test $? -eq 2
 check "screenshot into a missing folder: says why and the fix" grep -q "does not exist (No such file or directory); create it" "$OUT/shot-nodir.log"
 chmod u+w "$OUT/readonly.png"
+"$THUNDER_VIZ" screenshot "$FIXTURES" --panel replay --out "$OUT/huge.png" --size 100000x100000 >"$OUT/shot-huge.log" 2>&1
+check "screenshot --size out of range: exit 2" test $? -eq 2
+check "screenshot --size out of range: states the range" grep -q "expected WxH from 200x150 to 16384x16384" "$OUT/shot-huge.log"
 
 # 3. The scripted driver: jit,ddp -> ddp,jit, run, select a stage, step with the keyboard.
 s="$OUT/order"

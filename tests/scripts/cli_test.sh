@@ -25,6 +25,8 @@ expect() {
 }
 
 expect 0 "Subcommands" -- --help
+expect 2 "Subcommands" --
+expect 2 "--depth: Value -1 not in range 0 to" -- import "$fixtures/mlp__fwd__00.txt" --depth -1
 expect 0 "gpt" -- models
 expect 0 "def computation\(input, t_weight\)" -- show --model linear --trace computation
 expect 2 "unknown model 'nope'.*linear" -- show --model nope
