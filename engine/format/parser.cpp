@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "format/lexer.h"
@@ -64,6 +65,29 @@ class Scope {
   // A name read that no statement has defined yet: a context object of Thunder's
   // (`_DistributedReduceOps_SUM_0`) unless a later statement defines it.
   void note_undefined_use(const std::string& name, int column) { undefined_uses_.try_emplace(name, line, column); }
+  // A name an import line binds (`import torch`, `from thunder.torch import softmax as sm`).
+  void note_global(const std::string& name) { globals_.insert(name); }
+  // At the end of the function: a name read that nothing defined (a deleted line, a typo).
+  void refuse_never_defined() const {
+    const std::pair<int, int>* first = nullptr;
+    std::string first_name;
+    for (const auto& [name, where] : undefined_uses_) {
+      if (proxies_.count(name) || globals_.count(name) || is_context_object(name)) continue;
+      if (!first || where < *first) {
+        first = &where;
+        first_name = name;
+      }
+    }
+    if (first) {
+      const auto& name = first_name;
+      const auto& where = *first;
+      throw Failure{where.second,
+                    "'" + name + "' is read but never defined: no argument, unpacking or statement of the function "
+                    "defines it; restore the line that defines it (was it deleted or edited?) or import the printout "
+                    "as Thunder wrote it",
+                    where.first};
+    }
+  }
 
   // Defines `name` with `type_text`; reuses the existing proxy when it has the same type, so a
   // subsymbol that redefines its parent's output shares the proxy.
@@ -100,8 +124,14 @@ class Scope {
                   "'" + name + "' is used before it is defined (on line " + std::to_string(line) + ")", use_line};
   }
 
+  // Thunder prints some objects a trace reads but never defines by a name of their own, with a
+  // leading underscore (`_DistributedReduceOps_SUM_0`, `_torch_fx_graph_module_0`): those are no
+  // user's typo.
+  static bool is_context_object(const std::string& name) { return !name.empty() && name[0] == '_'; }
+
   std::map<std::string, ProxyPtr> proxies_;
   std::map<std::string, std::pair<int, int>> undefined_uses_;  // name -> line, column of its first use
+  std::set<std::string> globals_;
 };
 
 // Recursive-descent parser over the tokens of one statement.
@@ -393,6 +423,7 @@ class TraceParser {
       size_t i = preamble(*trace);
       body(*trace, i);
       require_return(*trace);
+      scope_.refuse_never_defined();
       set_sources(*trace, implied_sources(*trace));  // what the headers say (ir/source_location.h)
       result.trace = std::move(trace);
     } catch (const Failure& f) {
@@ -432,6 +463,7 @@ class TraceParser {
         continue;
       } else if (line.rfind("import ", 0) == 0 || line.rfind("from ", 0) == 0) {
         t.imports.emplace_back(line);
+        for (const auto& name : imported_names(line)) scope_.note_global(name);
       } else if (line[0] == '@') {
         t.decorators.emplace_back(line);
       } else if (line.rfind("def ", 0) == 0) {
@@ -442,6 +474,39 @@ class TraceParser {
       }
     }
     throw Failure{1, "no 'def' line: a trace is a function definition"};
+  }
+
+  // The names an import line binds: `import a.b` binds a, `import a.b as c` c, `from m import x,
+  // y as z` x and z.
+  static std::vector<std::string> imported_names(std::string_view line) {
+    std::string text(line);
+    for (char& c : text)
+      if (c == ',' || c == '(' || c == ')') c = ' ';
+    std::vector<std::string> words;
+    for (size_t at = 0; at < text.size();) {
+      auto start = text.find_first_not_of(' ', at);
+      if (start == std::string::npos) break;
+      auto end = text.find(' ', start);
+      if (end == std::string::npos) end = text.size();
+      words.push_back(text.substr(start, end - start));
+      at = end;
+    }
+    std::vector<std::string> names;
+    size_t first = 1;
+    if (!words.empty() && words[0] == "from") {
+      auto import = std::find(words.begin(), words.end(), "import");
+      if (import == words.end()) return names;
+      first = static_cast<size_t>(import - words.begin()) + 1;
+    }
+    for (size_t i = first; i < words.size(); ++i) {
+      if (i + 2 < words.size() + 1 && i + 1 < words.size() && words[i + 1] == "as") {
+        if (i + 2 < words.size()) names.push_back(words[i + 2]);
+        i += 2;
+        continue;
+      }
+      names.push_back(words[i].substr(0, words[i].find('.')));
+    }
+    return names;
   }
 
   static Provenance provenance(std::string_view rest) {

@@ -1,7 +1,9 @@
 // Parser: reads Lightning Thunder's textual trace format back into a Trace.
 // Contract: never throws and never hangs on any input; a malformed text gives a ParseError with a
 // 1-based line and column and a message saying what was expected. A text without a final
-// `return` (a cut-off printout) and a name read before the statement that defines it are errors.
+// `return` (a cut-off printout), a name read before the statement that defines it and a name read
+// that nothing defines (import lines' names and Thunder's `_`-prefixed context objects excepted)
+// are errors.
 // Messages show the input's control bytes as \xNN.
 // Unknown symbols become opaque symbols. What the printer writes parses back to a trace that
 // prints identically; a Thunder printout reprints identically except for the normalisations

@@ -40,6 +40,10 @@ head -n 12 "$fixtures/mlp__fwd__00.txt" > "$tmp/cut.txt"
 expect 2 "cut.txt:12:[0-9]+: expected a 'return' statement" -- import "$tmp/cut.txt"
 printf 'def f(x):\n  t1 = ltorch.neg(t0)\n  t0 = ltorch.neg(x)\n  return t1\n' > "$tmp/order.txt"
 expect 2 "order.txt:2:19: 't0' is used before it is defined" -- import "$tmp/order.txt"
+sed '16,17d' "$fixtures/mlp__fwd__00.txt" > "$tmp/deleted_line.txt"  # the statement defining `input`
+expect 2 "deleted_line.txt:18:21: 'input' is read but never defined.*restore the line" -- import "$tmp/deleted_line.txt"
+sed '35s/t14/t99/' "$fixtures/mlp__fwd__00.txt" > "$tmp/return_undefined.txt"
+expect 2 "return_undefined.txt:35:[0-9]+: 't99' is read but never defined" -- import "$tmp/return_undefined.txt"
 expect 0 "round trip OK" -- import "$src/tests/fixtures/thunder_cpu/gpt_block__bwd__00.python.txt" --depth 0 --check
 expect 0 "passed: mlp" -- run --model mlp
 expect 0 "verdict: equivalent" -- compare --model linear --order jit,ddp --order ddp,jit --world 2

@@ -69,6 +69,23 @@ TEST(ParserErrors, PointsAtLineAndColumn) {
   EXPECT_NE(e.message.find("unterminated string"), std::string::npos);
 }
 
+// A name read that nothing defines (a deleted line, a typo, a return of a name never computed) is
+// refused where it is read; what real printouts read without defining loads: the names import
+// lines bind and Thunder's context objects (`_DistributedReduceOps_SUM_0`).
+TEST(ParserErrors, ANameNeverDefinedIsRefusedWhereItIsRead) {
+  auto e = error_of("def f(x):\n  t0 = ltorch.neg(x)\n  t1 = ltorch.add(t0, y)\n  return t1");
+  EXPECT_EQ(e.line, 3);
+  EXPECT_EQ(e.column, 23);
+  EXPECT_NE(e.message.find("'y' is read but never defined"), std::string::npos) << e.message;
+  e = error_of("def f(x):\n  t0 = ltorch.neg(x)\n  return (t99,)");
+  EXPECT_EQ(e.line, 3);
+  EXPECT_NE(e.message.find("'t99' is read but never defined"), std::string::npos) << e.message;
+
+  EXPECT_TRUE(parse_trace("from thunder.torch import scale\ndef f(x):\n  t0 = ltorch.mul(x, scale)\n  return t0"));
+  EXPECT_TRUE(parse_trace("import numpy as np\ndef f(x):\n  t0 = ltorch.mul(x, np)\n  return t0"));
+  EXPECT_TRUE(parse_trace("def f(x):\n  t0 = ltorch.all_reduce(x, _DistributedReduceOps_SUM_0)\n  return t0"));
+}
+
 TEST(ParserErrors, ControlBytesOfTheInputAreEscapedInMessages) {
   auto e = error_of("import torch\n\ndef computation(x):\n  # x: \"cpu \x1b[31mf32[2]\"");
   EXPECT_EQ(e.message.find('\x1b'), std::string::npos) << e.message;

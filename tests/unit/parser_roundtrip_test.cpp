@@ -416,8 +416,12 @@ class TraceTextGenerator {
       }
     }
     if (level < 3 && chance(0.4)) {
+      const size_t visible = defined_.size();
       int children = uniform(1, 3);
       for (int i = 0; i < children; ++i) out += statement(level + 1);
+      // What a subsymbol defines is its statement's own: the top level never reads it (trace.python()
+      // prints no subsymbols, and a name read that nothing defines is refused).
+      if (level == 0) defined_.resize(visible);
     }
     return out;
   }
