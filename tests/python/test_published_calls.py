@@ -2769,3 +2769,14 @@ def test_a_dataclass_output_keeps_attributes_that_are_no_fields_and_leaves_unset
         got, want = tm(x), model(x)
         assert sorted(vars(got)) == sorted(vars(want)) == ["logits", "probs"]
         torch.testing.assert_close(got.probs, want.probs)
+
+
+def test_a_value_computed_from_constants_alone_is_read_as_a_constant_one_from_the_input_is_refused():
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    # torchvision's Normalize checks `if (std == 0).any():` on a tensor made from its Python list
+    model = torch.nn.Sequential(torchvision.transforms.Normalize([0.5, 0.4, 0.3], [0.2, 0.3, 0.25]),
+                                torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(144, 2))
+    check_against_eager(model, torch.randn(2, 3, 8, 8))
+    with pytest.raises(tv.UnsupportedOp, match="value read into Python"):
+        tv.jit(After(lambda y, m: y * 2 if (y > 0).any() else y))(torch.randn(3, 4))

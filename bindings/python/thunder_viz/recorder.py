@@ -739,6 +739,10 @@ class Recorder(TorchFunctionMode):
         self.place = {key: self.refs[key] for key in self.owned}  # the ref of each one's own place
         self.autocast_at_start = autocast_state() is not None  # the call's own (jit.py refuses it without the engine's transform)
         self.detached = set()  # refs that carry no gradient (made while grad was disabled)
+        # refs of values computed from Python's values alone (torch.tensor(std), then std == 0): the
+        # same at every call of an entry, whose key holds those values, so reading one into Python
+        # (`if (std == 0).any():`, torchvision's Normalize) reads a constant of the recording
+        self.constant_refs = set()
         self.detached_of = {}  # ref -> the ref of its ltorch.detach
         self.dropout_sites = 0
         self.location = None
@@ -872,14 +876,25 @@ class Recorder(TorchFunctionMode):
         enc_kwargs = {k: self.enc(v, grad_off and self.differentiable) for k, v in (kwargs or {}).items()}
         single = isinstance(outs, torch.Tensor)
         outs = [outs] if single else list(outs)
+        of_constants = self._of_constants((list(args), dict(kwargs or {}))) and \
+            not any(word in symbol for word in RANDOM_WORDS + ("philox",))
         slots = []
         for t in outs:
             slot = self._new_slot()
             slots.append(slot)
             self._bind(t, ("v", slot))
+            if of_constants:
+                self.constant_refs.add(("v", slot))
             if grad_off or symbol == "ltorch.detach":
                 self.detached.add(("v", slot))
         self.program.ops.append((symbol, enc_args, enc_kwargs, slots, self._header()))
+
+    def _of_constants(self, args):
+        """Whether every tensor in `args` is known and computed from Python's values alone (an
+        argument _Encoded, the dropout seed, is not)."""
+        leaves = pytree.tree_flatten(args)[0]
+        return not any(isinstance(a, _Encoded) for a in leaves) and all(
+            self.refs.get(id(a)) in self.constant_refs for a in leaves if isinstance(a, torch.Tensor))
 
     def alias(self, out, of):
         r = self.ref(of)
@@ -958,8 +973,10 @@ class Recorder(TorchFunctionMode):
         if handler is None:
             handler = HANDLERS.get(_out_of_place(key)) if _out_of_place(key) else None
             if handler is None:
-                if key in READS_DATA:
+                if key in READS_DATA and not self._of_constants(args):
                     raise self.unsupported(func_label(func), key=key, detail="it reads a tensor's values into Python")
+                if key in READS_DATA:
+                    return func(*args, **kwargs)
                 return self._fallback(func, key, args, kwargs)
             in_place = True
         if in_place and args and isinstance(args[0], torch.Tensor):
@@ -1141,11 +1158,13 @@ class Recorder(TorchFunctionMode):
         if str(op).startswith("aten.index.") and masks:
             raise self.unsupported(f"{func_label(func)}: indexing with a bool mask", key="bool_mask",
                                    detail="its shape depends on the values; use torch.where or masked_fill")
-        if any(not isinstance(o, torch.Tensor) for o in outs):
-            raise self.unsupported(f"{func_label(func)}: a tensor's value read into Python ({op})", key=key,
-                                   detail="data-dependent values and control flow are not traced")
         op_args = [self._constant(a) for a in op_args]
         op_kwargs = {k: self._constant(v) for k, v in op_kwargs.items()}
+        if any(not isinstance(o, torch.Tensor) for o in outs):
+            if self._of_constants((op_args, op_kwargs)):
+                return  # a constant of the recording (see constant_refs): nothing to record
+            raise self.unsupported(f"{func_label(func)}: a tensor's value read into Python ({op})", key=key,
+                                   detail="data-dependent values and control flow are not traced")
         written = [a for a, spec in zip(op_args, op._schema.arguments)
                    if isinstance(a, torch.Tensor) and spec.alias_info is not None and spec.alias_info.is_write]
         for t in written:
