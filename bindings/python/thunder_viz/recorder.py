@@ -1049,7 +1049,6 @@ class Recorder(TorchFunctionMode):
         elif key == "view_as_real":
             self._bind(out, self._pair(this))
         elif key in ("view", "reshape") and len(args) >= 2:
-            shape = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple, torch.Size)) else list(args[1:])
             self._bind(out, self.ref(self._real_call(torch.Tensor.reshape, self._pair_tensor(this), [*out.shape, 2])))
         elif key == "__getitem__" and len(args) == 2:
             index = args[1] if isinstance(args[1], tuple) else (args[1],)
