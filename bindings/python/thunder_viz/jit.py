@@ -167,8 +167,6 @@ class _ModuleState:
                         scanned += hidden
         read = names_read(m for _, m in scanned)  # (what is no part of the key: constants.keyed_attribute)
         for prefix, m in scanned:
-            if isinstance(m, JittedModule):
-                continue  # a jitted module inside the model: its own attributes are its cache's, its module is scanned
             for cls in type(m).__mro__:  # the user's classes' constants and methods (torch's do not change)
                 if is_torchs(cls) or id(cls) in classes:
                     continue

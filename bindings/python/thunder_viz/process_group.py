@@ -69,8 +69,7 @@ def start_from_rank0(named, what):
     A collective: every rank calls it at its first call."""
     d = torch.distributed
     mine = [(n, list(t.shape), str(t.dtype).replace("torch.", "")) for n, t in named]
-    every = [None] * d.get_world_size()
-    d.all_gather_object(every, mine)
+    every = _from_every_rank(mine)
     rank = d.get_rank()
     for other, theirs in enumerate(every):
         if theirs == mine:
@@ -92,10 +91,8 @@ def check_same_collectives(calls, what):
     """Before a ddp or fsdp entry's first run: ValueError when the ranks built programs whose
     collectives differ (a forward that branches on this rank's batch size), which would stop the
     ranks' transport mid-collective. A collective: every rank calls it after its build."""
-    d = torch.distributed
-    every = [None] * d.get_world_size()
-    d.all_gather_object(every, list(calls))
-    rank = d.get_rank()
+    every = _from_every_rank(list(calls))
+    rank = torch.distributed.get_rank()
     for other, theirs in enumerate(every):
         if theirs == list(calls):
             continue
@@ -107,6 +104,13 @@ def check_same_collectives(calls, what):
             f"{rank} and {theirs_at} on rank {other} ({len(calls)} and {len(theirs)} collectives); the forward took "
             "another path on one rank (a branch on the batch size or on data, a parameter used on one rank only): "
             "every rank must run the same computation on inputs of the same structure")
+
+
+def _from_every_rank(value):
+    """Every rank's `value` (a picklable object), in rank order: a collective."""
+    every = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(every, value)
+    return every
 
 
 def _device():
@@ -131,18 +135,6 @@ def mean_over_ranks(tensors):
     return out
 
 
-def local_expected(mean, got):
-    """What this rank must hold of a parameter whose full gradient is `mean`: all of it (ddp), or its
-    shard of dim 0, padded to a multiple of the world size (fsdp)."""
-    if tuple(got.shape) == tuple(mean.shape):
-        return mean
-    rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
-    rows = got.shape[0]
-    padded = torch.zeros((rows * world, *mean.shape[1:]), dtype=mean.dtype, device=mean.device)
-    padded[: mean.shape[0]] = mean
-    return padded[rank * rows:(rank + 1) * rows]
-
-
 def merged_capture(local, timeout_seconds=DEFAULT_TIMEOUT_SECONDS):
     """Every rank's capture gathered to rank 0 and merged (rank 0 gets the merged one, the others their
     own). A collective: every rank calls it; a rank that does not come within the timeout is named."""
@@ -150,8 +142,7 @@ def merged_capture(local, timeout_seconds=DEFAULT_TIMEOUT_SECONDS):
     if d.get_backend() == "gloo":
         # Names the ranks that never came instead of waiting on all_gather_object for torch's 30 minutes.
         d.monitored_barrier(timeout=datetime.timedelta(seconds=timeout_seconds), wait_all_ranks=True)
-    texts = [None] * d.get_world_size()
-    d.all_gather_object(texts, local.to_json())
+    texts = _from_every_rank(local.to_json())
     if d.get_rank() != 0:
         return local
     return _C.merge_rank_captures(texts)

@@ -1047,7 +1047,7 @@ class Recorder(TorchFunctionMode):
         if key == "view_as_complex":
             self._bind(out, self.ref(this))
         elif key == "view_as_real":
-            self._bind(out, self._pair(this))
+            self._bind(out, self.ref(this))
         elif key in ("view", "reshape") and len(args) >= 2:
             self._bind(out, self.ref(self._real_call(torch.Tensor.reshape, self._pair_tensor(this), [*out.shape, 2])))
         elif key == "__getitem__" and len(args) == 2:
@@ -1060,7 +1060,7 @@ class Recorder(TorchFunctionMode):
             h_getitem(self, picked, pair, index + (slice(None),))
             self._bind(out, self.ref(picked))
         elif key in ("to", "contiguous", "detach") and out.dtype == this.dtype and out.shape == this.shape:
-            self._bind(out, self._pair(this))  # (the same values: .to(device) where it is)
+            self._bind(out, self.ref(this))  # (the same values: .to(device) where it is)
         elif key in ("mul", "__mul__", "__rmul__") and len(args) == 2 and all(isinstance(a, torch.Tensor) and a.is_complex() for a in args):
             a, b = (self._pair_tensor(t) for t in args)
             parts = [self._real_call(torch.Tensor.select, t, -1, k) for t in (a, b) for k in (0, 1)]
@@ -1076,22 +1076,12 @@ class Recorder(TorchFunctionMode):
                 "write this step with real tensors (or keep cos and sin for a rotary embedding)"))
         return out
 
-    def _pair(self, t):
-        """The reference of complex `t`'s real pair."""
-        r = self.refs.get(id(t))
-        if r is None:
-            self._adopt(t)  # a captured one (a module's freqs_cis): its place is read as a pair
-            r = self.refs.get(id(t))
-        if r is None:
-            raise self.unsupported("a complex tensor made outside the recorded calls", detail=(
-                "keep it as a plain attribute of the module or a global, or make it in forward"))
-        return r
-
     def _pair_tensor(self, t):
-        """A real tensor for complex `t`'s pair (torch.view_as_real(t)), bound to its reference."""
+        """A real tensor for complex `t`'s pair (torch.view_as_real(t)), bound to its reference (a
+        complex tensor's reference is its pair's; a captured one, freqs_cis, is read as its pair)."""
         with _outside_the_mode():
             pair = torch.view_as_real(t)
-        self._bind(pair, self._pair(t))
+        self._bind(pair, self.ref(t))
         return pair
 
     def _real_call(self, func, *args):
@@ -3469,8 +3459,7 @@ def _global_values(user_code, before, functions):
         elif isinstance(value, torch.nn.Module):
             objects[(id(table), name)] = (table, name, value)  # a module it calls: another is a new recording
             for m in value.modules():  # its mode, and a hook added (the model's own modules: jit.py's key)
-                holder = m if "training" in vars(m) else vars(m).get("_module", m)  # (a jitted module: its module's)
-                watch(vars(holder), "training", holder.training)
+                watch(vars(m), "training", m.training)  # (a jitted module's: its wrapped module's, modules() gives)
                 for hooks in (m._forward_hooks, m._forward_pre_hooks):
                     sizes[id(hooks)] = (hooks, len(hooks))
         elif isinstance(value, types.ModuleType) and not _users_module(value):
