@@ -28,6 +28,7 @@
 #include <torch/extension.h>
 
 #include <torch/csrc/Exceptions.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/graph_task.h>
 
@@ -37,13 +38,16 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "bindings.h"
+#include "aten/convert.h"
 #include "capture/gather.h"
 #include "dist/launch.h"
 #include "dist/world.h"
 #include "exec/executor.h"
+#include "format/printer.h"
 #include "jit/acquire.h"
 #include "ops/aten_fallback.h"
 #include "ops/collectives.h"
@@ -260,6 +264,15 @@ struct Saved {
   bool used = false;
   // each output's shape and options: the zeros of an output whose cotangent autograd did not give
   std::vector<std::pair<std::vector<int64_t>, at::TensorOptions>> outputs;
+  // For a backward with create_graph=True, which runs the forward again: the random generators'
+  // states before the forward drew from them (where it draws other than dropout's seeded masks),
+  // and the module's buffers' versions after it.
+  struct GeneratorState {
+    at::Generator generator;
+    at::Tensor state;
+  };
+  std::vector<GeneratorState> draws;
+  std::vector<uint32_t> buffer_versions;
 
   // Moves out the tensors that are one of `outputs` (depth first), leaving undefined tensors in
   // their places, and notes the version of every other one.
@@ -327,6 +340,49 @@ struct Saved {
   }
 };
 
+// None for an undefined tensor.
+std::vector<std::optional<at::Tensor>> optional_tensors(std::vector<at::Tensor> tensors) {
+  std::vector<std::optional<at::Tensor>> out;
+  for (auto& t : tensors) out.push_back(t.defined() ? std::optional<at::Tensor>(std::move(t)) : std::nullopt);
+  return out;
+}
+
+// A call's inputs and the module's parameters as the forward took them, with their versions: a
+// backward with create_graph=True runs the forward again on them, and refuses (as autograd's own
+// check of saved tensors does) where one was modified in place since.
+class CallInputs {
+ public:
+  CallInputs() = default;
+  // The versions now, or as the caller noted them at the forward.
+  CallInputs(std::vector<at::Tensor> tensors, int64_t inputs, std::vector<uint32_t> versions = {})
+      : tensors_(std::move(tensors)), versions_(std::move(versions)), inputs_(inputs) {
+    if (versions_.size() == tensors_.size()) return;
+    versions_.clear();
+    versions_.reserve(tensors_.size());
+    for (const auto& t : tensors_) versions_.push_back(t.defined() ? t._version() : 0);
+  }
+  // The call's own inputs (without the parameters).
+  std::vector<at::Tensor> inputs() const { return {tensors_.begin(), tensors_.begin() + inputs_}; }
+  // std::runtime_error where a tensor changed since the forward.
+  void check_versions() const {
+    for (size_t i = 0; i < tensors_.size(); ++i)
+      if (tensors_[i].defined() && tensors_[i]._version() != versions_[i])
+        throw_changed(static_cast<int64_t>(i) < inputs_ ? "inputs" : "parameters", tensors_[i], versions_[i]);
+  }
+  [[noreturn]] static void throw_changed(const std::string& kind, const at::Tensor& t, uint32_t version) {
+    throw std::runtime_error(
+        "thunder_viz: a backward with create_graph=True runs the jitted module's forward again, and one of its " + kind +
+        " (" + exec::describe(exec::RValue::of(t)) + ", at version " + std::to_string(version) +
+        " after the forward) has been modified by an inplace operation since (now version " +
+        std::to_string(t._version()) + "): run the backward before the in-place change (an optimizer step)");
+  }
+
+ private:
+  std::vector<at::Tensor> tensors_;  // the inputs, then the parameters
+  std::vector<uint32_t> versions_;
+  int64_t inputs_ = 0;
+};
+
 class Entry {
  public:
   Entry(jit::Module module, std::vector<std::string> bridge_names, RankContext rank)
@@ -335,6 +391,11 @@ class Entry {
   // `source` is the module this entry's was copied from: its parameters are the caller's tensors.
   void build(const ValidatedOrder& order, const TransformContext& context, const jit::Module& source) {
     built_ = build_pipeline(module_, order, context);
+    device_ = device_of_call();
+    auto forward = built_.stages.last(TraceKind::forward);
+    draws_unseeded_ = forward && std::any_of(forward->body.begin(), forward->body.end(), [](const BoundSymbol& s) {
+                        return s.symbol->has("random") && s.name() != "ltorch.dropout";  // (dropout's mask: the seed input's)
+                      });
     keep_local_parts(order, context, source);
   }
 
@@ -357,9 +418,7 @@ class Entry {
       py::gil_scoped_release release;
       grads = run_backward(saved, std::move(cot));
     }
-    std::vector<std::optional<at::Tensor>> out;
-    for (auto& g : grads) out.push_back(g.defined() ? std::optional<at::Tensor>(std::move(g)) : std::nullopt);
-    return out;
+    return optional_tensors(std::move(grads));
   }
 
   // The forward's run (prologue, forward), its saved values and its outputs' shapes into `saved`.
@@ -367,8 +426,11 @@ class Entry {
   std::vector<at::Tensor> run_forward(const std::vector<at::Tensor>& inputs, Saved& saved) {
     take_local_parts();
     forward_timings_.clear();
+    if (draws_unseeded_) saved.draws = generator_states(inputs);
     auto step = step_forward(executor(forward_executor_, forward_timings_), built_.stages, inputs, [this](TraceKind k) { running_ = trace_kind_name(k); });
     saved.value = std::move(step.saved);
+    saved.buffer_versions.clear();
+    for (const auto& b : module_.buffers) saved.buffer_versions.push_back(b.value->_version());
     for (auto& o : step.outputs) {
       // a buffer returned as it is: a tensor of its own over its memory, so that autograd's
       // bookkeeping of the output leaves the module's tensor as it is
@@ -387,40 +449,58 @@ class Entry {
     saved.check_unused();
     saved.check_versions();
     bool keep = torch::autograd::get_current_graph_task_keep_graph();
-    std::vector<bool> given(cotangents.size());
-    for (size_t k = 0; k < cotangents.size(); ++k) {
-      given[k] = cotangents[k].defined();
-      if (!given[k] && k < saved.outputs.size()) cotangents[k] = at::zeros(saved.outputs[k].first, saved.outputs[k].second);
-    }
     backward_timings_.clear();
     saved.used = !keep;
-    auto grads = step_backward(executor(backward_executor_, backward_timings_), module_, built_.stages,
-                               keep ? saved.value : std::exchange(saved.value, {}), cotangents,
-                               [this](TraceKind k) { running_ = trace_kind_name(k); });
-    std::vector<at::Tensor> out(bridge_names_.size());
-    std::vector<const c10::TensorImpl*> handed_out;  // (a cotangent passed through as it came: another's too)
-    for (const auto& c : cotangents)
-      if (c.defined()) handed_out.push_back(c.unsafeGetTensorImpl());
-    for (auto [name, g] : grads) {
-      auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
-      if (!g.defined() || it == bridge_names_.end()) continue;
-      g = whole_gradient(name, g);
-      // one tensor given to two (b1 + b2's gradient), or the cotangent itself: each its own, so that a
-      // hook that changes one in place (p.register_hook(lambda g: g.mul_(2))) leaves the others
-      bool again = std::find(handed_out.begin(), handed_out.end(), g.unsafeGetTensorImpl()) != handed_out.end();
-      handed_out.push_back(g.unsafeGetTensorImpl());
-      out[it - bridge_names_.begin()] = again ? g.clone() : g;
+    // A cotangent without storage of its own (vmap's batched tensor: jacobian(vectorize=True),
+    // autograd.grad(is_grads_batched=True)) goes through ATen's batching rules, statement by statement.
+    bool wrapped = std::any_of(cotangents.begin(), cotangents.end(), [](const at::Tensor& c) { return c.defined() && !c.has_storage(); });
+    if (wrapped && !aten_only_executor_) {
+      exec::ExecOptions eo;
+      eo.device = device_;
+      eo.module = &view_;
+      eo.generated_kernels = false;
+      aten_only_executor_.emplace(eo);
     }
-    std::vector<bool> reached(out.size(), output_reach_.size() != given.size());
-    if (output_reach_.size() == given.size())
-      for (size_t k = 0; k < given.size(); ++k)
-        for (size_t i : given[k] ? output_reach_[k] : std::vector<size_t>{})
-          if (i < reached.size()) reached[i] = true;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (!reached[i]) out[i] = at::Tensor();  // as eager leaves it: None, not zeros
-    for (const auto& z : zero_gradients_)
-      if (!out[z.index].defined() && reached[z.index]) out[z.index] = at::zeros(z.sizes, z.options);
-    return out;
+    return gradients(wrapped ? *aten_only_executor_ : executor(backward_executor_, backward_timings_),
+                     keep ? saved.value : std::exchange(saved.value, {}), saved.outputs, std::move(cotangents));
+  }
+
+  // A backward with create_graph=True (a gradient penalty, a Hessian-vector product, a physics-informed
+  // loss on du/dx): the forward runs again on the call's inputs and the module's parameters with
+  // LibTorch's autograd recording, every statement through ATen (no generated kernel, no direct
+  // cuBLASLt call), then the backward on what that forward saved, recording too. The gradients are
+  // then differentiable in the inputs, the parameters and the cotangents, as eager's are; the
+  // forward's own saved values stay for a backward without create_graph. Refused (EngineError)
+  // where the forward would do again what it did once: a write into a buffer or an input (a
+  // running statistic, a cache), or a collective of ddp/fsdp. Needs no GIL.
+  std::vector<at::Tensor> run_backward_differentiable(const CallInputs& call, const Saved& saved,
+                                                      std::vector<at::Tensor> cotangents) {
+    saved.check_unused();
+    check_differentiable();
+    call.check_versions();
+    for (size_t i = 0; i < module_.buffers.size() && i < saved.buffer_versions.size(); ++i)
+      if (module_.buffers[i].value->_version() != saved.buffer_versions[i])
+        CallInputs::throw_changed("buffers (" + module_.buffers[i].name + ")", *module_.buffers[i].value, saved.buffer_versions[i]);
+    backward_timings_.clear();
+    // the forward's draws again (a reparameterisation's noise, a fallback dropout's mask), then the
+    // generators as they are now
+    struct Restore {
+      std::vector<Saved::GeneratorState> states;
+      ~Restore() {
+        for (auto& s : states) set_generator_state(s);
+      }
+    } restore{generator_states_of(saved.draws)};
+    for (const auto& d : saved.draws) set_generator_state(d);
+    if (!differentiable_executor_) {
+      exec::ExecOptions eo;
+      eo.device = device_;
+      eo.module = &view_;
+      eo.no_grad = false;
+      eo.generated_kernels = false;
+      differentiable_executor_.emplace(eo);
+    }
+    auto step = step_forward(*differentiable_executor_, built_.stages, call.inputs(), [this](TraceKind k) { running_ = trace_kind_name(k); });
+    return gradients(*differentiable_executor_, std::move(step.saved), saved.outputs, std::move(cotangents));
   }
 
   // For each output, the bridge tensors eager autograd reaches from it: a gradient flows to a tensor
@@ -466,6 +546,8 @@ class Entry {
     }
     return out;
   }
+  // The inputs the forward writes into in place (the caller copies the new values in after it).
+  void set_written_inputs(std::vector<std::string> names) { written_inputs_ = std::move(names); }
   // Per-bound-symbol timing costs clock reads and a record per statement: off unless asked for.
   bool timed() const { return timed_; }
   void set_timed(bool on) { timed_ = on; }
@@ -482,6 +564,7 @@ class Entry {
   exec::Executor& executor(CachedExecutor& cache, std::vector<SymbolTiming>& timings) {
     if (!cache.executor || cache.timed != timed_) {
       exec::ExecOptions eo;
+      eo.device = device_;
       eo.module = &view_;
       if (rank_.comm) eo.user = rank_.comm;
       if (timed_) eo.on_timing = timing_recorder(timings, running_);
@@ -489,6 +572,106 @@ class Entry {
       cache.timed = timed_;
     }
     return *cache.executor;
+  }
+
+  // The backward trace on `saved`, with zeros for the cotangents autograd did not give: one gradient
+  // per bridge tensor, kept to what eager autograd reaches (set_output_reach, set_zero_gradients).
+  std::vector<at::Tensor> gradients(exec::Executor& executor, exec::RValue saved,
+                                    const std::vector<std::pair<std::vector<int64_t>, at::TensorOptions>>& outputs,
+                                    std::vector<at::Tensor> cotangents) {
+    std::vector<bool> given(cotangents.size());
+    for (size_t k = 0; k < cotangents.size(); ++k) {
+      given[k] = cotangents[k].defined();
+      if (!given[k] && k < outputs.size()) cotangents[k] = at::zeros(outputs[k].first, outputs[k].second);
+    }
+    auto grads = step_backward(executor, module_, built_.stages, std::move(saved), cotangents,
+                               [this](TraceKind k) { running_ = trace_kind_name(k); });
+    std::vector<at::Tensor> out(bridge_names_.size());
+    std::vector<const c10::TensorImpl*> handed_out;  // (a cotangent passed through as it came: another's too)
+    for (const auto& c : cotangents)
+      if (c.defined()) handed_out.push_back(c.unsafeGetTensorImpl());
+    for (auto [name, g] : grads) {
+      auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
+      if (!g.defined() || it == bridge_names_.end()) continue;
+      g = whole_gradient(name, g);
+      // one tensor given to two (b1 + b2's gradient), or the cotangent itself: each its own, so that a
+      // hook that changes one in place (p.register_hook(lambda g: g.mul_(2))) leaves the others
+      bool again = std::find(handed_out.begin(), handed_out.end(), g.unsafeGetTensorImpl()) != handed_out.end();
+      handed_out.push_back(g.unsafeGetTensorImpl());
+      out[it - bridge_names_.begin()] = again ? g.clone() : g;
+    }
+    std::vector<bool> reached(out.size(), output_reach_.size() != given.size());
+    if (output_reach_.size() == given.size())
+      for (size_t k = 0; k < given.size(); ++k)
+        for (size_t i : given[k] ? output_reach_[k] : std::vector<size_t>{})
+          if (i < reached.size()) reached[i] = true;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!reached[i]) out[i] = at::Tensor();  // as eager leaves it: None, not zeros
+    for (const auto& z : zero_gradients_)
+      if (!out[z.index].defined() && reached[z.index]) out[z.index] = at::zeros(z.sizes, z.options);
+    return out;
+  }
+
+  // Where the call runs: the device of its first tensor input, else of the module's first parameter
+  // or buffer (the CPU for none), as eager's ops run where their tensors are.
+  Device device_of_call() const {
+    for (const auto* tensors : {&module_.inputs, &module_.parameters, &module_.buffers})
+      for (const auto& t : *tensors)
+        if (t.value->defined()) return aten::from_device(t.value->device());
+    return Device{};
+  }
+
+  // The default generators a forward on these inputs draws from (the CPU's, and each input's CUDA
+  // device's), with their states now.
+  static std::vector<Saved::GeneratorState> generator_states(const std::vector<at::Tensor>& inputs) {
+    std::vector<at::Generator> generators{at::detail::getDefaultCPUGenerator()};
+    for (const auto& t : inputs)
+      if (t.defined() && t.is_cuda()) {
+        at::Generator g = at::globalContext().defaultGenerator(t.device());
+        if (std::none_of(generators.begin(), generators.end(), [&](const at::Generator& h) { return h == g; }))
+          generators.push_back(g);
+      }
+    std::vector<Saved::GeneratorState> out;
+    for (auto& g : generators) out.push_back({g, {}});
+    return generator_states_of(out);
+  }
+  static std::vector<Saved::GeneratorState> generator_states_of(const std::vector<Saved::GeneratorState>& of) {
+    std::vector<Saved::GeneratorState> out;
+    for (const auto& s : of) {
+      at::Generator g = s.generator;
+      std::lock_guard<std::mutex> lock(g.mutex());
+      out.push_back({g, g.get_state()});
+    }
+    return out;
+  }
+  static void set_generator_state(const Saved::GeneratorState& s) {
+    at::Generator g = s.generator;
+    std::lock_guard<std::mutex> lock(g.mutex());
+    g.set_state(s.state);
+  }
+
+  // EngineError where running the forward again, for a differentiable backward, would not be the
+  // forward that ran: it writes into module state or an input, or it communicates.
+  void check_differentiable() const {
+    const char* what = "thunder_viz: a backward with create_graph=True through a jitted module";
+    if (!local_parts_.empty() || !collective_calls().empty())
+      throw std::runtime_error(std::string(what) + " whose order distributes it (ddp, fsdp) is not supported: the engine's "
+                               "collectives are not differentiable. Compute that loss without ddp/fsdp, or differentiate "
+                               "without create_graph");
+    if (!written_inputs_.empty())
+      throw std::runtime_error(std::string(what) + " is not supported where its forward writes into its input `" +
+                               written_inputs_.front() + "` in place: the differentiable backward runs the forward "
+                               "again, which would read the written value. Clone the input in forward before changing "
+                               "it, or differentiate without create_graph");
+    auto forward = built_.stages.last(TraceKind::forward);
+    if (!forward) return;
+    for (const auto& s : forward->body)
+      if (ltorch::writes_into_arguments(s))
+        throw std::runtime_error(std::string(what) + " is not supported where its forward writes into a tensor (`" +
+                                 print_statement(s) + "`: a running statistic of a batch norm in training mode, a cache, "
+                                 "an in-place update of an input): the differentiable backward runs the forward again, "
+                                 "which would write twice. Put such layers in eval mode for that loss (model.eval() "
+                                 "for the batch norms), or differentiate without create_graph");
   }
 
   // A transform that distributes parameters by parts (fsdp: this rank's shard of dim 0) gives the
@@ -544,6 +727,11 @@ class Entry {
   std::vector<SymbolTiming> forward_timings_, backward_timings_;
   bool timed_ = false;
   CachedExecutor forward_executor_, backward_executor_;
+  std::optional<exec::Executor> differentiable_executor_;  // made by the first create_graph backward
+  std::optional<exec::Executor> aten_only_executor_;      // made by the first backward of batched cotangents
+  std::vector<std::string> written_inputs_;
+  bool draws_unseeded_ = false;
+  Device device_;  // where the executors run (device_of_call)  // the forward draws random numbers other than dropout's seeded masks
   struct ZeroGradient {
     size_t index;
     std::vector<int64_t> sizes;
@@ -571,21 +759,18 @@ class Entry {
 // per-symbol timings, no backward listeners) and whose order distributes no parameters. Its
 // backward runs on autograd's thread without the GIL; a cotangent autograd has none for is
 // materialised as zeros, as _Bridge does.
-constexpr const char* kNoDoubleBackward =
-    "thunder_viz: a backward with create_graph=True (a gradient penalty, a double backward) through a jitted "
-    "module is not supported: the engine's backward is not itself differentiable. Compute that loss through the "
-    "module itself, or differentiate without create_graph";
-
 struct EngineCall : torch::CustomClassHolder {
   std::shared_ptr<Entry> entry;
   Saved saved;
+  CallInputs inputs;  // for a backward with create_graph=True, which runs the forward again
 };
 
 struct EngineNode : torch::autograd::Function<EngineNode> {
   // tensors: the call's inputs, then the module's parameters (one gradient each).
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const c10::intrusive_ptr<EngineCall>& call,
                                                 at::TensorList tensors, int64_t inputs) {
-    auto outputs = call->entry->run_forward(std::vector<at::Tensor>(tensors.begin(), tensors.begin() + inputs), call->saved);
+    call->inputs = CallInputs(std::vector<at::Tensor>(tensors.begin(), tensors.end()), inputs);
+    auto outputs = call->entry->run_forward(call->inputs.inputs(), call->saved);
     ctx->save_for_backward(call->saved.take_outputs(outputs));
     ctx->saved_data["call"] = c10::IValue::make_capsule(call);
     ctx->set_materialize_grads(false);  // (an output the loss did not use: no gradient from it)
@@ -597,14 +782,15 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list cotangents) {
-    // autograd enables grad mode in a backward exactly when create_graph is set
-    if (at::GradMode::is_enabled()) throw std::runtime_error(kNoDoubleBackward);
     auto call = c10::static_intrusive_pointer_cast<EngineCall>(ctx->saved_data["call"].toCapsule());
     auto saved_outputs = ctx->get_saved_variables();  // autograd's own checks (freed, changed in place)
     std::vector<at::Tensor> grads;
     try {
       call->saved.put_tensors(std::vector<std::optional<at::Tensor>>(saved_outputs.begin(), saved_outputs.end()));
-      grads = call->entry->run_backward(call->saved, std::move(cotangents));
+      if (at::GradMode::is_enabled())  // autograd enables it in a backward exactly when create_graph is set
+        grads = call->entry->run_backward_differentiable(call->inputs, call->saved, std::move(cotangents));
+      else
+        grads = call->entry->run_backward(call->saved, std::move(cotangents));
     } catch (...) {
       rethrow_as_python_error();
     }
@@ -724,6 +910,18 @@ PYBIND11_MODULE(_thunder_viz, m) {
            py::arg("saved"), py::arg("cotangents"),
            "gradients per bridge tensor, from the cotangents (None: an output the loss did not use); the saved "
            "values are kept for another backward where autograd keeps the graph (retain_graph=True)")
+      .def("backward_differentiable", [](Entry& e, const std::vector<at::Tensor>& tensors, int64_t inputs,
+                                          const std::vector<uint32_t>& versions, std::shared_ptr<Saved> saved,
+                                          const std::vector<std::optional<at::Tensor>>& cot) {
+             CallInputs call(tensors, inputs, versions);
+             std::vector<at::Tensor> c;
+             for (const auto& t : cot) c.push_back(t ? *t : at::Tensor());
+             py::gil_scoped_release release;
+             return optional_tensors(e.run_backward_differentiable(call, *saved, std::move(c)));
+           },
+           py::arg("tensors"), py::arg("inputs"), py::arg("versions"), py::arg("saved"), py::arg("cotangents"),
+           "as backward, differentiable (for create_graph=True): runs the forward again on the call's tensors "
+           "(its `inputs` first inputs, then the parameters; their versions at the forward) with autograd recording")
       .def_property_readonly("stages", [](const Entry& e) { return stages_dict(e.built().stages); })
       .def_property_readonly("collective_calls", &Entry::collective_calls,
                              "the collectives of the built forward and backward, in order (\"symbol dtype[shape]\")")
@@ -744,6 +942,8 @@ PYBIND11_MODULE(_thunder_viz, m) {
       .def("backward_timings", [](const Entry& e) { return timing_tuples(e.backward_timings()); },
            "per-bound-symbol times of the last backward")
       .def_property_readonly("saved_bytes", [](const Entry& e) { return e.built().saved_bytes; })
+      .def("set_written_inputs", &Entry::set_written_inputs, py::arg("names"),
+           "the inputs the forward writes into in place (a backward with create_graph=True refuses them)")
       .def("set_output_reach", &Entry::set_output_reach, py::arg("reach"),
            "[[bridge index, ...] per output]: the tensors eager autograd reaches from each output")
       .def("set_zero_gradients", &Entry::set_zero_gradients, py::arg("like"),
@@ -785,7 +985,6 @@ PYBIND11_MODULE(_thunder_viz, m) {
   }, py::arg("name"), py::arg("got"), py::arg("want"), py::arg("min_tolerance") = 0.0,
      "A TensorCheck of `got` against the reference `want` (None: no reference, a failure), as replay checks.");
 
-  m.attr("NO_DOUBLE_BACKWARD") = kNoDoubleBackward;
   m.def("make_cotangents", [](const std::vector<at::Tensor>& outputs, uint64_t seed) {
     std::vector<std::optional<at::Tensor>> out;
     for (const auto& c : make_cotangents(outputs, seed)) out.push_back(c.defined() ? std::optional<at::Tensor>(c) : std::nullopt);

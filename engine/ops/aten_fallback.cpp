@@ -1,8 +1,10 @@
 #include "ops/aten_fallback.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
 #include <mutex>
@@ -395,6 +397,10 @@ RValue vjp(const std::vector<RValue>& a, const RKwargs&) {
   const auto& cotangents = rarg(a, 3, "cotangents").items;
   const auto& wants = rarg(a, 4, "wants").items;
 
+  // In a run that records autograd itself (a backward with create_graph=True), the arguments stay
+  // in its graph and the gradients are made with their own graph, differentiable in turn.
+  const bool recorded_run = at::GradMode::is_enabled() &&
+                              !c10::impl::tls_is_dispatch_keyset_excluded(c10::autograd_dispatch_keyset);
   AutogradOn autograd;
   std::vector<at::Tensor> leaves;  // in the order of the arguments (a list's tensors in order), as the meta's grads
   // Arguments LibTorch's autograd says the operator is not differentiable in (soft_margin_loss's
@@ -403,7 +409,9 @@ RValue vjp(const std::vector<RValue>& a, const RKwargs&) {
   auto prepare = [&](RValue& arg, const RValue* want, bool writes, bool differentiable) {
     if (!arg.is_tensor()) return;
     if (want && want->kind == RValue::Kind::boolean && want->b) {
-      leaves.push_back(arg.t.detach().requires_grad_(true));
+      // (in a recorded run a copy in the graph: the variable of this argument alone, where another
+      // argument is computed from it or is the same tensor, yet differentiable in the outer graph)
+      leaves.push_back(recorded_run && arg.t.requires_grad() ? arg.t.clone() : arg.t.detach().requires_grad_(true));
       // An in-place op's self: a copy of the leaf, which autograd lets it write into.
       if (differentiable) {
         arg = RValue::of(writes ? leaves.back().clone() : leaves.back());
@@ -442,15 +450,23 @@ RValue vjp(const std::vector<RValue>& a, const RKwargs&) {
       not_differentiable.push_back(argument);
     }
   }
-  at::Tensor objective;
-  for (size_t i = 0; i < outs.size() && i < cotangents.size(); ++i) {
-    if (!cotangents[i].is_tensor() || !outs[i].t.requires_grad()) continue;
-    at::Tensor term = (outs[i].t * cotangents[i].t).sum();
-    objective = objective.defined() ? objective + term : term;
-  }
-  if (objective.defined() && !leaves.empty()) objective.backward({}, false, false, leaves);
+  // (the cotangents as grad_outputs, not a sum of products with them: in a recorded run the
+  // products would also differentiate through the cotangents, which depend on the same arguments;
+  // under vmap, jacobian(vectorize=True), they are batched)
+  std::vector<at::Tensor> differentiated, given;
+  for (size_t i = 0; i < outs.size() && i < cotangents.size(); ++i)
+    if (cotangents[i].is_tensor() && outs[i].t.requires_grad()) {
+      const at::Tensor &out = outs[i].t, &c = cotangents[i].t;
+      differentiated.push_back(out);
+      at::Tensor g = c.scalar_type() == out.scalar_type() ? c : c.to(out.scalar_type());
+      given.push_back(g.sizes() == out.sizes() ? g : g.expand_as(out));
+    }
+  std::vector<at::Tensor> gs(leaves.size());
+  if (!differentiated.empty() && !leaves.empty())
+    gs = torch::autograd::grad(differentiated, leaves, given, /*retain_graph=*/recorded_run, /*create_graph=*/recorded_run,
+                               /*allow_unused=*/true);
   std::vector<RValue> grads;
-  for (const auto& l : leaves) grads.push_back(RValue::of(l.grad().defined() ? l.grad() : at::zeros_like(l)));
+  for (size_t i = 0; i < leaves.size(); ++i) grads.push_back(RValue::of(gs[i].defined() ? gs[i] : at::zeros_like(leaves[i])));
   return result(std::move(grads));
 }
 

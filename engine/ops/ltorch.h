@@ -33,6 +33,10 @@ using Dims = std::vector<int64_t>;
 
 void register_ops();
 
+// Whether running the statement writes into one of its arguments: a symbol with the "effect" trait,
+// except a batch or instance norm that updates no running statistic (eval mode, or none given).
+bool writes_into_arguments(const BoundSymbol& s);
+
 // Linear algebra
 T linear(TraceBuilder&, const T& x, const T& weight, const T& bias /* may be null */);
 T matmul(TraceBuilder&, const T& a, const T& b);

@@ -9,6 +9,7 @@
 // LibTorch's fused kernel for it: as a chain of single ops a backward reads and writes its
 // activations several times over.
 // The file holds, in order, each op's meta and decomposition, its gradient rule, its execution rule.
+#include <ATen/core/grad_mode.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -907,6 +908,19 @@ T take_along_dim(TraceBuilder& b, const T& a, const T& indices, int64_t dim) {
   return call1(b, "ltorch.take_along_dim", {V(a), V(indices), Value::integer(dim)});
 }
 
+bool writes_into_arguments(const BoundSymbol& s) {
+  if (!s.symbol->has("effect")) return false;
+  const std::string& name = s.name();
+  bool batch = name == "ltorch.batch_norm" || name == "ltorch.native_batch_norm";
+  if (!batch && name != "ltorch.instance_norm") return true;
+  std::vector<Value> in = by_position(s.args, s.kwargs.vec(), {"input", "running_mean", "running_var", "weight", "bias",
+                                                               "training", "momentum", "eps"});
+  bool statistics = !in[1].is_none() || !in[2].is_none();
+  // (training for a batch norm; use_input_stats, None meaning true, for an instance norm)
+  bool from_batch = in[5].is_none() ? !batch : in[5].kind == Value::Kind::boolean ? in[5].b : true;
+  return statistics && from_batch;
+}
+
 }  // namespace tv::ltorch
 
 // ---- Gradient rules ----
@@ -1548,15 +1562,23 @@ void register_nn_execution() {
   exec_rule("ltorch.cross_entropy_backward", [](Args a, Kw) {
     const at::Tensor &g = tensor_at(a, 0, "grad"), &target = tensor_at(a, 2, "target");
     at::Tensor p = at::softmax(tensor_at(a, 1, "logits"), 1);
+    // In place where nothing records; a run that records autograd (a create_graph backward) keeps
+    // the softmax its own backward saved.
+    const bool in_place = !at::GradMode::is_enabled();
+    auto minus_one_at = [&](const at::Tensor& index) {
+      at::Tensor ones = at::full({target.size(0), 1}, -1.0, p.options());
+      p = in_place ? p.scatter_add_(1, index.unsqueeze(1), ones) : p.scatter_add(1, index.unsqueeze(1), ones);
+    };
+    auto times = [&](const at::Tensor& scale) { return in_place ? p.mul_(scale) : p.mul(scale); };
     if (a.size() < 4 || a[3].is_none()) {
-      p.scatter_add_(1, target.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
-      return RValue::of(p.mul_(g.div(static_cast<double>(target.size(0)))));
+      minus_one_at(target);
+      return RValue::of(times(g.div(static_cast<double>(target.size(0)))));
     }
     at::Tensor kept = target.ne(int_at(a, 3, "ignore_index"));
     at::Tensor safe = at::where(kept, target, at::zeros_like(target));
     at::Tensor ignored_rows = p.mul(0);
-    p.scatter_add_(1, safe.unsqueeze(1), at::full({target.size(0), 1}, -1.0, p.options()));
-    return RValue::of(at::where(kept.unsqueeze(1), p.mul_(g.div(kept.sum())), ignored_rows));
+    minus_one_at(safe);
+    return RValue::of(at::where(kept.unsqueeze(1), times(g.div(kept.sum())), ignored_rows));
   });
   exec_rule("ltorch.layer_norm_backward", [](Args a, Kw) {
     at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");

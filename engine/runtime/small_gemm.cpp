@@ -2,6 +2,7 @@
 
 #ifdef TV_HAVE_CUDA
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cublasLt.h>
@@ -179,7 +180,9 @@ bool small_gemm_available() { return true; }
 at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
   if (!a.defined() || !b.defined() || !a.is_cuda() || !b.is_cuda() || a.dim() != 2 || b.dim() != 2) return {};
   if (a.device() != b.device() || a.scalar_type() != b.scalar_type() || !supported_dtype(a.scalar_type())) return {};
-  if (a.is_conj() || b.is_conj() || a.is_neg() || b.is_neg()) return {};
+  if (a.is_conj() || b.is_conj() || a.is_neg() || b.is_neg() || !a.has_storage() || !b.has_storage()) return {};
+  // (a run that records autograd, a create_graph backward: ATen's product, which autograd knows)
+  if (at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad() || (bias.defined() && bias.requires_grad()))) return {};
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   if (b.size(0) != k || m == 0 || n == 0 || k == 0 || m * n > kSmallGemmOutputs || k > kSmallGemmDepth) return {};
   if (bias.defined() && (!bias.is_cuda() || bias.device() != a.device() || bias.scalar_type() != a.scalar_type() ||

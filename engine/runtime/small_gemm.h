@@ -7,7 +7,9 @@
 // Contract: small_gemm(a, b, bias) returns a @ b (+ bias added to every row) as a new contiguous
 // [m, n] tensor, or an undefined tensor when it does not apply: not CUDA or not this build's,
 // a dtype other than f32/bf16/f16, operands on different devices or of different dtypes, more
-// than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read, or no
+// than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read, an
+// operand autograd would record (grad mode on and it requires grad) or without storage (a batched
+// tensor), or no
 // algorithm for the shape. The caller then runs ATen. Thread-safe; plans live for the process.
 #pragma once
 #include <ATen/core/Tensor.h>

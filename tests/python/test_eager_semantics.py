@@ -906,17 +906,19 @@ def test_backward_hooks_the_engine_would_not_run_are_refused(kind):
 
 
 @pytest.mark.parametrize("timed", [False, True], ids=["engine node", "python bridge"])
-def test_a_double_backward_says_the_engines_backward_is_not_differentiable(timed):
+def test_a_double_backward_is_eagers(timed):
+    """(tests/python/test_double_backward.py has the training loops that need it)"""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
     tm = tv.jit(model)
     tm.timing = timed
     x = torch.randn(3, 4, requires_grad=True)
-    with pytest.raises(RuntimeError, match="create_graph=True .* not supported"):
-        torch.autograd.grad(tm(x).sum(), x, create_graph=True)
-    gx, = torch.autograd.grad(tm(x).sum(), x)  # without create_graph, as eager
-    want, = torch.autograd.grad(model(x).sum(), x)
+    gx, = torch.autograd.grad(tm(x).sum(), x, create_graph=True)
+    want, = torch.autograd.grad(model(x).sum(), x, create_graph=True)
     torch.testing.assert_close(gx, want)
+    got2, = torch.autograd.grad(gx.square().sum(), x)
+    want2, = torch.autograd.grad(want.square().sum(), x)
+    torch.testing.assert_close(got2, want2)
 
 
 def test_grad_and_inference_modes_are_the_callers_and_each_has_its_entry():
@@ -1449,3 +1451,18 @@ def test_a_global_forward_hook_that_collects_activations_collects_at_every_call(
     finally:
         handle.remove()
     assert counts == [2, 2, 2]
+
+
+def test_a_python_float_meets_a_float64_tensor_as_a_double():
+    """torch.tensor(0.1) is float32: a float64 product with it is off by float32's rounding of 0.1."""
+    class Scaled(torch.nn.Module):
+        def forward(self, x, n):
+            return x * 0.1, n * 0.5
+
+    x, n = torch.randn(2, 3, dtype=torch.float64), torch.arange(3)
+    got, want = tv.jit(Scaled())(x, n), Scaled()(x, n)
+    assert got[0].dtype == torch.float64 and got[1].dtype == want[1].dtype == torch.float32
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
+    attention = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    q = torch.randn(2, 3, 4, dtype=torch.float64)
+    torch.testing.assert_close(tv.jit(attention)(q, q, q)[0], attention(q, q, q)[0])

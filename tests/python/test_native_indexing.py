@@ -138,3 +138,23 @@ def test_interpolate_without_grad_matches_eager():
     x = torch.randn(2, 3, 5, 4)
     with torch.no_grad():
         torch.testing.assert_close(tv.jit(model)(x), model(x))
+
+
+def test_select_below_a_torch_function_is_a_slice_and_a_reshape():
+    """aten.select (x.select(d, i), and torch 2's multi_head_attention_forward taking q, k, v from
+    the packed projection) is recorded as indexing is, not as an ATen fallback."""
+    class Selecting(torch.nn.Module):
+        def forward(self, x):
+            return x.select(1, -2) * 2 + torch.select(x, 0, 1).sum()
+
+    x = torch.randn(3, 4, requires_grad=True)
+    tm = tv.jit(Selecting())
+    y = tm(x)
+    (g,) = torch.autograd.grad(y.sum(), x)
+    want_x = x.detach().clone().requires_grad_()
+    want = Selecting()(want_x)
+    want.sum().backward()
+    torch.testing.assert_close(y, want)
+    torch.testing.assert_close(g, want_x.grad)
+    program = str(tv.last_traces(tm)[0])
+    assert "torch.ops.aten" not in program and program.count("prims.slice") == 2, program

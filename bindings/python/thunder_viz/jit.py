@@ -329,6 +329,8 @@ class _Bridge(torch.autograd.Function):
         # the rest, and the backward frees each after its last use (module.cpp, Saved)
         ctx.save_for_backward(*saved.take_outputs(outs))
         ctx.entry, ctx.saved, ctx.fixup = entry, saved, fixup
+        # (for a backward with create_graph=True, which runs the forward again on them)
+        ctx.tensors, ctx.versions = tensors, [t._version for t in tensors]
         ctx.out_meta = [(o.shape, o.dtype, o.device) for o in outs]
         ctx.set_materialize_grads(False)  # (an output the loss did not use: no gradient from it)
         nondiff = [o for o in outs if not o.is_floating_point()]
@@ -338,10 +340,12 @@ class _Bridge(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if torch.is_grad_enabled():  # autograd enables it in a backward exactly when create_graph is set
-            raise RuntimeError(_C.NO_DOUBLE_BACKWARD)
         ctx.saved.put_tensors(list(ctx.saved_tensors))
-        gs = ctx.entry.backward(ctx.saved, list(grads))  # (None: an output the loss did not use)
+        if torch.is_grad_enabled():  # autograd enables it in a backward exactly when create_graph is set
+            gs = ctx.entry.backward_differentiable(list(ctx.tensors), len(ctx.fixup["inputs"]), ctx.versions, ctx.saved,
+                                                   list(grads))
+        else:
+            gs = ctx.entry.backward(ctx.saved, list(grads))  # (None: an output the loss did not use)
         rec = ctx.fixup["record"]
         rec.timings = rec.timings + ctx.entry.backward_timings()
         listeners, rec.backward_listeners = rec.backward_listeners, []
@@ -707,6 +711,8 @@ class JittedModule(torch.nn.Module):
                     engine_inputs = _engine_inputs(inputs, program, True)
                     entry = core.build(program.to_dict(), engine_inputs, self._order,
                                        self._semantics, self._workaround(), _module_class(self.module))
+                    if program.rebased_inputs:  # (what a create_graph backward, running the forward again, refuses)
+                        entry.set_written_inputs([program.all_input_names()[i] for _, i in program.rebased_inputs])
                     if self._distributes and process_group.active():
                         process_group.check_same_collectives(entry.collective_calls, self._name)
                     bridge = engine_inputs + self._param_list

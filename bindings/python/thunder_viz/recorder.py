@@ -1225,6 +1225,11 @@ class Recorder(TorchFunctionMode):
         native = rule(outs[0] if len(outs) == 1 else outs, *op_args, **op_kwargs) if rule is not None else None
         if native is not None and native[0] == "alias":
             self.alias(outs[0], native[1])
+        elif native is not None and native[0] == "select":
+            (a, starts, ends, strides), d = native[1], native[2]
+            sliced = a.narrow(d, starts[d], 1)  # (the slice's value, for its slot: below the recording)
+            self.emit("prims.slice", [a, starts, ends, strides], sliced)
+            self.emit("ltorch.reshape", [sliced, list(outs[0].shape)], outs)
         elif native is not None:
             self.emit(native[0], native[1], outs, native[2] if len(native) > 2 else None)
         else:
@@ -1734,6 +1739,12 @@ ATEN_RULES = {
     "aten.addmm.default": lambda out, input, a, b, beta=1, alpha=1:
         ("ltorch.addmm", [input, a, b], {"beta": beta, "alpha": alpha}) if _floating(input, a, b) else None,
     "aten.view.default": lambda out, a, size: ("ltorch.reshape", [a, list(out.shape)]),
+    # (torch 2's multi_head_attention_forward unflattens its packed projection with these)
+    "aten.unsqueeze.default": lambda out, a, dim: ("ltorch.unsqueeze", [a, _dim(dim, a.dim() + 1)]),
+    "aten.squeeze.dim": lambda out, a, dim: ("ltorch.reshape", [a, list(out.shape)]),
+    "aten.squeeze.dims": lambda out, a, dims: ("ltorch.reshape", [a, list(out.shape)]),
+    # (torch 2's multi_head_attention_forward takes q, k and v from the unflattened projection so)
+    "aten.select.int": lambda out, a, dim, index: _selected(a, dim, index),
     "aten._unsafe_view.default": lambda out, a, size: ("ltorch.reshape", [a, list(out.shape)]),
     "aten.transpose.int": lambda out, a, d0, d1:
         ("ltorch.transpose", [a, _dim(d0, a.dim()), _dim(d1, a.dim())]) if a.dim() >= 2 else None,
@@ -1764,6 +1775,17 @@ ATEN_RULES = {
     "aten.split.Tensor": lambda outs, a, split_size, dim=0:
         ("ltorch.split", [a, split_size, _dim(dim, a.dim())]) if a.dim() > 0 and split_size > 0 else None,
 }
+
+
+def _selected(a, dim, index):
+    """aten.select as indexing records x[..., i]: ("select", the slice's arguments), recorded as a
+    prims.slice and a reshape that drops the dim."""
+    if not isinstance(index, int) or a.dim() == 0:
+        return None
+    d = _dim(dim, a.dim())
+    index = index + a.shape[d] if index < 0 else index
+    sliced = _narrowed(a, d, index, 1)
+    return ("select", sliced[1], d) if sliced is not None else None
 
 
 def _narrowed(a, dim, start, length):
@@ -1948,8 +1970,15 @@ def _numbers_as_tensors(op, args):
     schema = getattr(op, "_schema", None)
     if schema is None or not any(isinstance(a, (bool, int, float)) for a in args):
         return args
-    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
-    return [torch.tensor(a, device=device) if isinstance(a, (bool, int, float)) and i < len(schema.arguments) and
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    device = tensors[0].device if tensors else None
+    # a float as eager's wrapped double where it meets a float64 tensor (torch.tensor(0.1) is float32:
+    # x * 0.1 off by float32's rounding of 0.1); elsewhere the default dtype, as a wrapped float promotes to
+    double = any(t.dtype in (torch.float64, torch.complex128) for t in tensors)
+
+    def tensor(a):
+        return torch.tensor(a, device=device, dtype=torch.float64 if double and isinstance(a, float) else None)
+    return [tensor(a) if isinstance(a, (bool, int, float)) and i < len(schema.arguments) and
             str(schema.arguments[i].type) == "Tensor" else a for i, a in enumerate(args)]
 
 
@@ -2565,9 +2594,30 @@ def _legacy_reduction(rec, name, size_average, reduce):
         raise rec.unsupported(f"{name} with the legacy size_average/reduce")
 
 
-@_emits('ltorch.smooth_l1_loss')
+def _smooth_l1_of_beta_zero_is_l1():
+    """Whether this torch's F.smooth_l1_loss computes beta=0 as l1_loss (torch 2 does; its gradient
+    where the input equals the target is then abs's 0, where smooth_l1's kernel gives -1)."""
+    x = torch.zeros(1, requires_grad=True)
+    torch.nn.functional.smooth_l1_loss(x, torch.zeros(1), beta=0.0).backward()
+    return x.grad.item() == 0.0
+
+
+_BETA_ZERO_IS_L1 = _smooth_l1_of_beta_zero_is_l1()
+
+
+@_emits('ltorch.smooth_l1_loss', 'ltorch.sub', 'ltorch.abs', 'ltorch.mean', 'ltorch.sum')
 def h_smooth_l1_loss(rec, out, input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     _legacy_reduction(rec, "smooth_l1_loss", size_average, reduce)
+    if beta == 0 and _BETA_ZERO_IS_L1 and input.shape == target.shape:  # as this torch's F computes it: l1_loss
+        difference = input - target
+        rec.emit("ltorch.sub", [input, target], difference)
+        if reduction == "none":
+            rec.emit("ltorch.abs", [difference], out)
+            return
+        distance = difference.abs()
+        rec.emit("ltorch.abs", [difference], distance)
+        rec.emit("ltorch.mean" if reduction == "mean" else "ltorch.sum", [distance, None, False], out, {"dtype": None})
+        return
     if input.shape != target.shape:
         raise rec.unsupported("smooth_l1_loss of an input and a target of different shapes")
     rec.emit("ltorch.smooth_l1_loss", [input, target, None, None, reduction, float(beta)], out)
