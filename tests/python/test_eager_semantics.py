@@ -637,6 +637,28 @@ def test_jitted_module_is_an_nn_module_with_the_wrapped_names():
     assert seen == [(2, 3)]
 
 
+def test_the_history_keeps_no_tensor_of_a_call_once_it_has_returned():
+    """An output (or an input) the caller drops is freed then, not history_limit calls later: 100
+    calls' logits, or a decoding loop's caches, would otherwise stay in memory. (A cache entry keeps
+    the input of the call that built it, its example.)"""
+    import gc
+    import weakref
+
+    tm = tv.jit(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh()))
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            for hit in (False, True):  # a miss (recorded and checked against eager), then a hit
+                x = torch.randn(3, 4)
+                out = tm(x)
+                if grad:
+                    out.sum().backward()
+                dropped = [weakref.ref(out)] + ([weakref.ref(x)] if hit else [])
+                del out, x
+                gc.collect()
+                assert all(r() is None for r in dropped)
+    assert all(rec.outputs is None for rec in tv.history(tm))
+
+
 def test_call_history_is_bounded():
     tm = tv.jit(torch.nn.Linear(4, 4), history_limit=5)
     x = torch.randn(2, 4)

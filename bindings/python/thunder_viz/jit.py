@@ -275,7 +275,7 @@ class CallRecord:
 
     def __init__(self, key, hit, entry, order):
         self.key, self.hit, self.entry, self.order = key, hit, entry, list(order)
-        self.outputs = []
+        self.outputs = []  # the call's outputs, while it runs (its listeners read them)
         # (trace, index, symbol, output, microseconds, device_timer, start_microseconds) of every
         # bound symbol of this call when it was timed (tm.timing, or an Inspector attached): prologue
         # and forward, then backward once it has run.
@@ -846,6 +846,9 @@ class JittedModule(torch.nn.Module):
         rec.rebuild_arguments = rebuild
         for fn in list(self._listeners):
             fn(self, rec, inputs)
+        # the history keeps the call's stages, not its tensors: the outputs held by a record would
+        # live on for history_limit more calls (100 of a model's logits, a KV cache per call)
+        rec.outputs = rec.eager_outputs = rec.rebuild_arguments = None
         return rebuild_output(program, list(outs))
 
     def __deepcopy__(self, memo):
