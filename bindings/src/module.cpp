@@ -251,6 +251,14 @@ RankContext current_rank() { return tl_rank.comm ? tl_rank : process_rank().rank
 
 // ---------------------------------------------------------------- jit core and cache entries
 
+// A second backward through one call, whose first backward freed what it saved: eager allows it where
+// the two losses' graphs share nothing (two independent heads of one forward).
+constexpr const char* kSecondBackward =
+    "thunder_viz: a second backward through the same jitted call: the call is one autograd node, and the first "
+    "backward freed the values it saved. Eager torch allows this only where the two losses share no part of the "
+    "graph (two independent heads of one forward). Call backward once on the sum of the losses, or pass "
+    "retain_graph=True to the first backward";
+
 // What a call's forward saved for its backward. The tensors that are also the call's outputs go to
 // autograd (save_for_backward of the autograd node, EngineNode's or jit.py's _Bridge): held here,
 // they would keep their own graph alive through a cycle that nothing frees when no backward runs.
@@ -308,7 +316,7 @@ struct Saved {
   }
   // std::runtime_error when a backward has run on these values already (it freed them).
   void check_unused() const {
-    if (used) throw std::runtime_error("backward through the same call twice (saved values are freed after the first)");
+    if (used) throw std::runtime_error(kSecondBackward);
   }
   // std::runtime_error when a tensor kept here was modified in place since the forward (as
   // autograd's own check says it); its references are dropped with the versions.
@@ -783,7 +791,13 @@ struct EngineNode : torch::autograd::Function<EngineNode> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx, torch::autograd::variable_list cotangents) {
     auto call = c10::static_intrusive_pointer_cast<EngineCall>(ctx->saved_data["call"].toCapsule());
-    auto saved_outputs = ctx->get_saved_variables();  // autograd's own checks (freed, changed in place)
+    torch::autograd::variable_list saved_outputs;
+    try {
+      saved_outputs = ctx->get_saved_variables();  // autograd's own checks (freed, changed in place)
+    } catch (const c10::Error& e) {
+      if (std::string(e.what()).find("backward through the graph a second time") == std::string::npos) throw;
+      throw std::runtime_error(std::string(kSecondBackward) + " (" + e.what_without_backtrace() + ")");
+    }
     std::vector<at::Tensor> grads;
     try {
       call->saved.put_tensors(std::vector<std::optional<at::Tensor>>(saved_outputs.begin(), saved_outputs.end()));
@@ -957,6 +971,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
            py::arg("semantics") = "lazy", py::arg("workaround") = "", py::arg("module_class") = "torch.nn.modules.module.Module");
 
   // Orders as the engine validates them (transforms/order.h): the Python door checks each order once.
+  m.attr("SECOND_BACKWARD") = kSecondBackward;
   m.def("transform_names", &transform_names, "every transform name the engine knows, jit first");
   m.def("symbol_names", &symbol_names, "every engine symbol a recorded program can call (ltorch.*, prims.*)");
   m.def("validate_order", [](const std::vector<std::string>& order, const std::string& semantics,

@@ -1488,3 +1488,67 @@ def test_a_python_float_meets_a_float64_tensor_as_a_double():
     attention = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
     q = torch.randn(2, 3, 4, dtype=torch.float64)
     torch.testing.assert_close(tv.jit(attention)(q, q, q)[0], attention(q, q, q)[0])
+
+
+def test_a_recording_leaves_tensors_no_python_sequence():
+    """The recording replaces Tensor.__getitem__ while it runs; putting it back must leave the
+    class's C slots as they were (CPython keeps a generic sequence slot after the delete, and
+    torch.tensor([torch.tensor(0.5)]) then fails with "len() of a 0-d tensor")."""
+    losses = [torch.tensor(0.5), torch.tensor(0.25)]
+    tv.jit(torch.nn.Linear(4, 2))(torch.randn(3, 4))
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor([0.5, 0.25]))
+    torch.testing.assert_close(torch.LongTensor([[torch.tensor(3), torch.tensor(1)]]), torch.tensor([[3, 1]]))
+    assert torch.randn(3, 2)[1].shape == (2,)
+
+
+W = torch.ones(2, 3, requires_grad=True)  # (a module-level tensor: a place the recording finds)
+
+
+def test_functional_call_on_the_jitted_module_uses_the_given_tensors_or_says_why_not():
+    """torch.nn.utils.stateless.functional_call (MAML, ensembles) with the jitted module's own
+    parameter names runs the wrapped module with the values given (it ran the module's own,
+    silently); a replacement the recording cannot place is refused, naming functional_call."""
+    from torch.nn.utils.stateless import functional_call
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    tm = tv.jit(copy.deepcopy(model))
+    x = torch.randn(4, 3)
+    outs = []
+    for m in (model, tm):
+        W.grad = None
+        out = functional_call(m, {"weight": W}, (x,))
+        out.sum().backward()
+        outs.append((out, W.grad))
+    for got, want in zip(outs[1], outs[0]):
+        torch.testing.assert_close(got, want)
+    torch.testing.assert_close(tm(x), model(x))  # its own parameters again
+    local = torch.ones(2, 3, requires_grad=True)
+    with pytest.raises(tv.UnsupportedOp, match="functional_call on the module itself"):
+        functional_call(tm, {"weight": local}, (x,))
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["engine node", "python bridge"])
+def test_a_second_backward_through_one_call_says_what_eager_allows_and_the_way_out(timed):
+    class Heads(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.actor, self.critic = torch.nn.Linear(4, 2), torch.nn.Linear(4, 1)
+
+        def forward(self, x):
+            return self.actor(x).softmax(-1), self.critic(x)
+
+    tm = tv.jit(Heads())
+    tm.timing = timed
+    probs, value = tm(torch.randn(3, 4))
+    probs[:, 0].log().mean().backward()
+    with pytest.raises(RuntimeError, match="second backward through the same jitted call.*sum of the losses"):
+        value.pow(2).mean().backward()
+
+
+def test_sparse_and_transform_wrapped_inputs_are_refused_naming_them():
+    tm = tv.jit(torch.nn.Linear(3, 2))
+    with pytest.raises(TypeError, match="sparse_coo tensor.*to_dense"):
+        tm(torch.randn(4, 3).to_sparse())
+    functorch = pytest.importorskip("functorch")
+    with pytest.raises(TypeError, match="without storage of its own.*vmap"):
+        functorch.vmap(tm)(torch.randn(5, 1, 3))

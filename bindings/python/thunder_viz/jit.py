@@ -340,7 +340,13 @@ class _Bridge(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        ctx.saved.put_tensors(list(ctx.saved_tensors))
+        try:
+            saved = ctx.saved_tensors
+        except RuntimeError as e:
+            if "backward through the graph a second time" not in str(e):
+                raise
+            raise RuntimeError(f"{_C.SECOND_BACKWARD} ({e})") from None
+        ctx.saved.put_tensors(list(saved))
         if torch.is_grad_enabled():  # autograd enables it in a backward exactly when create_graph is set
             gs = ctx.entry.backward_differentiable(list(ctx.tensors), len(ctx.fixup["inputs"]), ctx.versions, ctx.saved,
                                                    list(grads))
@@ -387,6 +393,28 @@ class CompileData:
             raise TypeError("thunder_viz: _lc_cd.fn takes thunder_viz.ddp(_lc_cd.fn) or thunder_viz.fsdp(_lc_cd.fn)")
         self._owner._apply_after_jit(value.tv_transforms[len(before):])
         self._fn = value
+
+
+def _refuse_unsupported_tensors(name, args, kwargs, error):
+    """TypeError naming the argument when a call failed on a tensor the engine does not take: a
+    sparse one, or a wrapper without storage of its own (functorch's vmap and grad, forward-mode AD's
+    dual tensors); otherwise nothing (the error stands)."""
+    for path, t in pytree.tree_flatten_with_path((args, kwargs))[0] if hasattr(pytree, "tree_flatten_with_path") else \
+            enumerate(pytree.tree_flatten((args, kwargs))[0]):
+        if not isinstance(t, torch.Tensor):
+            continue
+        what = None
+        if t.layout != torch.strided:
+            what, way_out = f"a {t.layout} tensor", "pass it dense (t.to_dense()), or call the module itself"
+        else:
+            try:
+                t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+            except (NotImplementedError, RuntimeError):
+                what = "a tensor without storage of its own (a transform's wrapper: functorch/torch.func vmap or grad)"
+                way_out = "call the module itself under such transforms"
+        if what is not None:
+            raise TypeError(f"thunder_viz: {name} was called with {what}, which the engine does not run: {way_out} "
+                            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})") from error
 
 
 def _module_class(module):
@@ -781,9 +809,13 @@ class JittedModule(torch.nn.Module):
         """forward, and the jitted module's own hooks. torch's global module hooks are not run on
         this wrapper: the recording ran them on the wrapped module, so the trace holds them (and the
         key watches their tables)."""
-        if any(vars(self).get(n) for n in _HOOK_DICTS + _MORE_HOOK_DICTS):
-            return super().__call__(*args, **kwargs)
-        return self.forward(*args, **kwargs)
+        try:
+            if any(vars(self).get(n) for n in _HOOK_DICTS + _MORE_HOOK_DICTS):
+                return super().__call__(*args, **kwargs)
+            return self.forward(*args, **kwargs)
+        except (NotImplementedError, RuntimeError) as e:
+            _refuse_unsupported_tensors(self._name, args, kwargs, e)
+            raise
 
     def prepare(self, *args, **kwargs):
         """Acquires (or finds in the cache) the traces for these arguments without running them."""
@@ -792,6 +824,18 @@ class JittedModule(torch.nn.Module):
     def forward(self, *args, **kwargs):
         if recording():  # inside the forward of a module jitted around this one: its trace holds ours
             return self.module(*args, **kwargs)
+        swapped = self.__dict__.get("_attr_to_path")
+        if swapped and not self.__dict__.get("_reparametrized"):
+            # torch 1.13's functional_call(tm, {"weight": w}) swaps the names on this wrapper, by its
+            # class; the forward that runs is the wrapped module's, which takes the same replacements
+            from torch.nn.utils import stateless
+            values = {name: getattr(self, name) for name in swapped}
+            self.__dict__["_reparametrized"] = True
+            try:
+                with stateless._reparametrize_module(self.module, values):
+                    return self.forward(*args, **kwargs)
+            finally:
+                del self.__dict__["_reparametrized"]
         autocast = autocast_state()
         if autocast is not None and "autocast" not in self._order:
             raise RuntimeError(

@@ -466,6 +466,7 @@ class _RecordingPatches:
     def enter(self):
         with self._lock:
             if self._users == 0:
+                self._tensor_slots = _TypeSlots(torch.Tensor)
                 for label, owner, name, replacement in self._targets():
                     defined = next(k.__dict__[name] for k in getattr(owner, "__mro__", (owner,)) if name in k.__dict__)
                     self._saved[label] = (owner, name, owner.__dict__.get(name, _ABSENT), defined)
@@ -481,11 +482,43 @@ class _RecordingPatches:
                         delattr(owner, name)  # it was inherited
                     else:
                         setattr(owner, name, own)
+                self._tensor_slots.restore()
 
     def original(self, label="__getitem__"):
         """The attribute as its class defines it: the method, the data descriptor, a classmethod's
         descriptor (bound with __get__)."""
         return self._saved[label][3]
+
+
+class _TypeSlots:
+    """A class's C-level sequence and mapping slots, as they are now, to put back later. Setting
+    `torch.Tensor.__getitem__` and deleting it again does not restore them: CPython then leaves a
+    generic sq_item on the class, and every tensor passes PySequence_Check, so that
+    `torch.tensor([torch.tensor(0.5)])` raises "len() of a 0-d tensor" in the rest of the process.
+    (CPython's PyTypeObject layout, 64-bit: tp_as_sequence and tp_as_mapping at bytes 104 and 112.)"""
+
+    _SEQUENCE, _MAPPING = (104, 10), (112, 3)  # (offset of the table's pointer, slots in the table)
+
+    def __init__(self, cls):
+        import ctypes
+        self._cls, self._ctypes = cls, ctypes
+        usable = sys.implementation.name == "cpython" and ctypes.sizeof(ctypes.c_void_p) == 8 and \
+            not hasattr(sys, "gettotalrefcount")  # (a debug build's objects start with two more pointers)
+        self._saved = [(table, list(table)) for table in map(self._table, (self._SEQUENCE, self._MAPPING))
+                       if table is not None] if usable else []
+
+    def _table(self, where):
+        ctypes = self._ctypes
+        offset, slots = where
+        address = ctypes.c_void_p.from_address(id(self._cls) + offset).value
+        return (ctypes.c_void_p * slots).from_address(address) if address else None
+
+    def restore(self):
+        for table, values in self._saved:
+            for i, v in enumerate(values):
+                table[i] = v
+        if self._saved:
+            self._ctypes.pythonapi.PyType_Modified(self._ctypes.py_object(self._cls))
 
 
 _ABSENT = object()
@@ -1505,9 +1538,12 @@ class Recorder(TorchFunctionMode):
         if not writes_as_literal(t):
             return
         if t.requires_grad:
+            swapped = any("_attr_to_path" in vars(m) for m in self.module.modules()) if self.module is not None else False
             raise self.unsupported("a tensor that requires grad and is no parameter", detail=(
                 f"a tensor of shape {list(t.shape)} found in no module attribute nor global: its gradient would be "
-                "lost; make it an nn.Parameter of the module or pass it as an argument"))
+                "lost; make it an nn.Parameter of the module or pass it as an argument" + (
+                    " (torch.nn.utils.stateless.functional_call's replacements are such tensors: call "
+                    "functional_call on the module itself, not on the jitted one)" if swapped else "")))
         if t.dim() == 0:
             self.emit("ltorch.full", [[], t.item(), t.dtype, t.device], t)
             return
