@@ -2,7 +2,7 @@
 // one generated kernel, and that kernel's source.
 // Contract: plan_region(region) splits the region's members, in order, into steps. A step is
 // either one member run as usual, or a kernel: a maximal run of two or more consecutive members
-// that are pointwise ops the generator knows (add, sub, mul, div, neg, exp, log, erf, tanh, sqrt,
+// (or, on the CPU, a `where` alone) that are pointwise ops the generator knows (add, sub, mul, div, neg, exp, log, erf, tanh, sqrt,
 // rsqrt, sigmoid, pow, where, in their ltorch and prims spellings) whose output tensors all have
 // the same shape and the same floating dtype, whose tensor arguments have that dtype (a `where`
 // condition may be bool) and whose other arguments are number literals. A kernel reads its

@@ -306,6 +306,61 @@ TEST(CpuCodegen, TranscendentalFunctionsAtTheEdgesGiveATensNumbers) {
   }
 }
 
+// A where alone is a kernel too (a relu's backward, where(a <= 0, 0, g)): on the CPU a select of
+// bits, with either side a tensor or a number, infinities and NaN passed through as they are.
+constexpr const char* kWhereAlone = R"(import torch
+import thunder.torch as ltorch
+from thunder.executors.torchex import no_autocast
+
+@torch.no_grad()
+@no_autocast
+def computation(a, g, h):
+  # a: "cpu DT[3, 700]"
+  # g: "cpu DT[3, 700]"
+  # h: "cpu DT[3, 700]"
+  t0 = ltorch.le(a, 0.0)  # t0: "cpu b8[3, 700]"
+  t1 = ltorch.where(t0, 0.0, g)  # t1: "cpu DT[3, 700]"
+  t2 = ltorch.where(t0, g, -1.5)  # t2: "cpu DT[3, 700]"
+  t3 = ltorch.le(g, 0.0)  # t3: "cpu b8[3, 700]"
+  t4 = ltorch.where(t3, g, h)  # t4: "cpu DT[3, 700]"
+  return (t1, t2, t4)
+)";
+
+TEST(CpuCodegen, AWhereAloneIsAKernelThatSelectsAsATen) {
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const std::string dt = dtype == at::kFloat ? "f32" : "f64";
+    SCOPED_TRACE(dt);
+    std::string text = kWhereAlone;
+    for (size_t at = text.find("DT"); at != std::string::npos; at = text.find("DT", at)) text.replace(at, 2, dt);
+    auto parsed = parse_trace(text);
+    ASSERT_TRUE(parsed) << (parsed.error ? parsed.error->message : "");
+    auto fused = passes::fusion_grouping(*parsed.trace);
+    at::manual_seed(7);
+    double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    at::Tensor a = at::randn({3, 700}, at::TensorOptions().dtype(dtype));
+    at::Tensor g = at::randn({3, 700}, at::TensorOptions().dtype(dtype));
+    g.view(-1).slice(0, 0, 4).copy_(at::tensor({inf, -inf, nan, -0.0}).to(dtype));
+    at::Tensor h = at::randn({3, 700}, at::TensorOptions().dtype(dtype));
+    auto run = [&](bool generated) {
+      exec::ExecOptions o;
+      o.generated_kernels = generated;
+      exec::Executor e(o);
+      auto out = exec::tensors_of(e.run(*fused, {a, g, h}));
+      // (t1 and t2 side by side are one kernel; t4 after the comparison is one alone)
+      EXPECT_EQ(e.generated_kernel_launches(), generated ? 2u : 0u) << print_trace(*fused);
+      return out;
+    };
+    auto generated = run(true), members = run(false);
+    ASSERT_EQ(generated.size(), 3u);
+    for (size_t i = 0; i < generated.size(); ++i) {
+      SCOPED_TRACE("output " + std::to_string(i));
+      EXPECT_TRUE(at::equal(generated[i].isnan(), members[i].isnan()));
+      EXPECT_TRUE(at::equal(generated[i].nan_to_num(0, 0, 0), members[i].nan_to_num(0, 0, 0)));
+      EXPECT_TRUE(at::equal(at::signbit(generated[i].nan_to_num(0)), at::signbit(members[i].nan_to_num(0))));
+    }
+  }
+}
+
 // On the CPU: one gpt step with the evaluator against the same step member by member.
 TEST(CpuCodegen, GeneratedKernelsGiveTheMembersNumbersOnAGptStep) {
   auto b = build_gpt({{"layers", "2"}});
