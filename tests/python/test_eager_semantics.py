@@ -1552,3 +1552,30 @@ def test_sparse_and_transform_wrapped_inputs_are_refused_naming_them():
     functorch = pytest.importorskip("functorch")
     with pytest.raises(TypeError, match="without storage of its own.*vmap"):
         functorch.vmap(tm)(torch.randn(5, 1, 3))
+
+
+def test_a_distribution_validating_its_arguments_is_refused_naming_validate_args():
+    class Policy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mu = torch.nn.Linear(4, 2)
+
+        def forward(self, s):
+            return torch.distributions.Normal(self.mu(s), 1.0).log_prob(torch.zeros(2))
+
+    with pytest.raises(tv.UnsupportedOp, match="validate_args=False"):
+        tv.jit(Policy())(torch.randn(3, 4))
+
+
+def test_a_packed_sequence_is_refused_naming_the_padded_batch():
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = torch.nn.GRU(4, 3)
+
+        def forward(self, x, lengths):
+            packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths)
+            return self.gru(packed)[1]
+
+    with pytest.raises(tv.UnsupportedOp, match="PackedSequence.*padded batch"):
+        tv.jit(Encoder())(torch.randn(5, 2, 4), torch.tensor([5, 3]))

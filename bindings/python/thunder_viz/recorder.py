@@ -490,6 +490,32 @@ class _RecordingPatches:
         return self._saved[label][3]
 
 
+# Libraries whose own Python code reads tensors' values, and what to do instead: (a path inside the
+# library, the hint); and torch.nn's RNNs given a PackedSequence. Checked against the frames of a
+# refused call.
+_LIBRARY_HINTS = (
+    ("torch/distributions/", "torch.distributions checks its arguments' values in Python (validate_args): "
+                             "construct the distribution with validate_args=False"),
+)
+_PACKED_HINT = ("a PackedSequence carries its batch sizes as values read into Python: pass the padded batch to the "
+                "RNN (and mask the padding) instead of pack_padded_sequence")
+
+
+def _library_hint():
+    """The hint of the first library of _LIBRARY_HINTS among the caller's frames, or None."""
+    packed = torch.nn.utils.rnn.PackedSequence
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = frame.f_code.co_filename.replace(os.sep, "/")
+        for part, hint in _LIBRARY_HINTS:
+            if part in path:
+                return hint
+        if "torch/nn/" in path and any(isinstance(v, packed) for v in frame.f_locals.values()):
+            return _PACKED_HINT
+        frame = frame.f_back
+    return None
+
+
 class _TypeSlots:
     """A class's C-level sequence and mapping slots, as they are now, to put back later. Setting
     `torch.Tensor.__getitem__` and deleting it again does not restore them: CPython then leaves a
@@ -952,6 +978,9 @@ class Recorder(TorchFunctionMode):
         if inside is not None and inside != (file, line):
             code_inside = linecache.getline(*inside).strip()
             detail = f"inside {shown_path(inside[0])}:{inside[1]} ({code_inside})" + (f"; {detail}" if detail else "")
+        hint = _library_hint()
+        if hint:
+            detail = f"{detail}; {hint}" if detail else hint
         error = UnsupportedOp(what, f"{shown_path(file)}:{line}", code, ALTERNATIVES.get(key or "", []), detail)
         error.final = final
         return error
