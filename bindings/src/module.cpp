@@ -348,7 +348,12 @@ struct Saved {
   }
 };
 
-// None for an undefined tensor.
+// An undefined tensor for None, and back.
+std::vector<at::Tensor> defined_or_empty(const std::vector<std::optional<at::Tensor>>& tensors) {
+  std::vector<at::Tensor> out;
+  for (const auto& t : tensors) out.push_back(t ? *t : at::Tensor());
+  return out;
+}
 std::vector<std::optional<at::Tensor>> optional_tensors(std::vector<at::Tensor> tensors) {
   std::vector<std::optional<at::Tensor>> out;
   for (auto& t : tensors) out.push_back(t.defined() ? std::optional<at::Tensor>(std::move(t)) : std::nullopt);
@@ -419,8 +424,7 @@ class Entry {
 
   // One gradient per bridge tensor (inputs then parameters); None where the engine gives none.
   std::vector<std::optional<at::Tensor>> backward(Saved& saved, const std::vector<std::optional<at::Tensor>>& cotangents) {
-    std::vector<at::Tensor> cot;
-    for (const auto& c : cotangents) cot.push_back(c ? *c : at::Tensor());
+    std::vector<at::Tensor> cot = defined_or_empty(cotangents);
     std::vector<at::Tensor> grads;
     {
       py::gil_scoped_release release;
@@ -463,9 +467,7 @@ class Entry {
     // autograd.grad(is_grads_batched=True)) goes through ATen's batching rules, statement by statement.
     bool wrapped = std::any_of(cotangents.begin(), cotangents.end(), [](const at::Tensor& c) { return c.defined() && !c.has_storage(); });
     if (wrapped && !aten_only_executor_) {
-      exec::ExecOptions eo;
-      eo.device = device_;
-      eo.module = &view_;
+      exec::ExecOptions eo = options();
       eo.generated_kernels = false;
       aten_only_executor_.emplace(eo);
     }
@@ -497,12 +499,11 @@ class Entry {
       ~Restore() {
         for (auto& s : states) set_generator_state(s);
       }
-    } restore{generator_states_of(saved.draws)};
+    } restore;
+    for (const auto& d : saved.draws) restore.states.push_back(state_of(d.generator));
     for (const auto& d : saved.draws) set_generator_state(d);
     if (!differentiable_executor_) {
-      exec::ExecOptions eo;
-      eo.device = device_;
-      eo.module = &view_;
+      exec::ExecOptions eo = options();
       eo.no_grad = false;
       eo.generated_kernels = false;
       differentiable_executor_.emplace(eo);
@@ -569,11 +570,16 @@ class Entry {
     std::optional<exec::Executor> executor;
     bool timed = false;
   };
+  // What every executor of this entry runs with: the call's device and the module's view.
+  exec::ExecOptions options() const {
+    exec::ExecOptions eo;
+    eo.device = device_;
+    eo.module = &view_;
+    return eo;
+  }
   exec::Executor& executor(CachedExecutor& cache, std::vector<SymbolTiming>& timings) {
     if (!cache.executor || cache.timed != timed_) {
-      exec::ExecOptions eo;
-      eo.device = device_;
-      eo.module = &view_;
+      exec::ExecOptions eo = options();
       if (rank_.comm) eo.user = rank_.comm;
       if (timed_) eo.on_timing = timing_recorder(timings, running_);
       cache.executor.emplace(eo);
@@ -632,25 +638,18 @@ class Entry {
   // The default generators a forward on these inputs draws from (the CPU's, and each input's CUDA
   // device's), with their states now.
   static std::vector<Saved::GeneratorState> generator_states(const std::vector<at::Tensor>& inputs) {
-    std::vector<at::Generator> generators{at::detail::getDefaultCPUGenerator()};
+    std::vector<Saved::GeneratorState> out{state_of(at::detail::getDefaultCPUGenerator())};
     for (const auto& t : inputs)
       if (t.defined() && t.is_cuda()) {
         at::Generator g = at::globalContext().defaultGenerator(t.device());
-        if (std::none_of(generators.begin(), generators.end(), [&](const at::Generator& h) { return h == g; }))
-          generators.push_back(g);
+        if (std::none_of(out.begin(), out.end(), [&](const Saved::GeneratorState& s) { return s.generator == g; }))
+          out.push_back(state_of(g));
       }
-    std::vector<Saved::GeneratorState> out;
-    for (auto& g : generators) out.push_back({g, {}});
-    return generator_states_of(out);
-  }
-  static std::vector<Saved::GeneratorState> generator_states_of(const std::vector<Saved::GeneratorState>& of) {
-    std::vector<Saved::GeneratorState> out;
-    for (const auto& s : of) {
-      at::Generator g = s.generator;
-      std::lock_guard<std::mutex> lock(g.mutex());
-      out.push_back({g, g.get_state()});
-    }
     return out;
+  }
+  static Saved::GeneratorState state_of(at::Generator g) {
+    std::lock_guard<std::mutex> lock(g.mutex());
+    return {g, g.get_state()};
   }
   static void set_generator_state(const Saved::GeneratorState& s) {
     at::Generator g = s.generator;
@@ -738,8 +737,8 @@ class Entry {
   std::optional<exec::Executor> differentiable_executor_;  // made by the first create_graph backward
   std::optional<exec::Executor> aten_only_executor_;      // made by the first backward of batched cotangents
   std::vector<std::string> written_inputs_;
-  bool draws_unseeded_ = false;
-  Device device_;  // where the executors run (device_of_call)  // the forward draws random numbers other than dropout's seeded masks
+  bool draws_unseeded_ = false;  // the forward draws random numbers other than dropout's seeded masks
+  Device device_;               // where the executors run (device_of_call)
   struct ZeroGradient {
     size_t index;
     std::vector<int64_t> sizes;
@@ -928,8 +927,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
                                           const std::vector<uint32_t>& versions, std::shared_ptr<Saved> saved,
                                           const std::vector<std::optional<at::Tensor>>& cot) {
              CallInputs call(tensors, inputs, versions);
-             std::vector<at::Tensor> c;
-             for (const auto& t : cot) c.push_back(t ? *t : at::Tensor());
+             std::vector<at::Tensor> c = defined_or_empty(cot);
              py::gil_scoped_release release;
              return optional_tensors(e.run_backward_differentiable(call, *saved, std::move(c)));
            },
@@ -1001,9 +999,7 @@ PYBIND11_MODULE(_thunder_viz, m) {
      "A TensorCheck of `got` against the reference `want` (None: no reference, a failure), as replay checks.");
 
   m.def("make_cotangents", [](const std::vector<at::Tensor>& outputs, uint64_t seed) {
-    std::vector<std::optional<at::Tensor>> out;
-    for (const auto& c : make_cotangents(outputs, seed)) out.push_back(c.defined() ? std::optional<at::Tensor>(c) : std::nullopt);
-    return out;
+    return optional_tensors(make_cotangents(outputs, seed));
   }, py::arg("outputs"), py::arg("seed"),
      "The cotangents a replay draws for these outputs from `seed` (None for a non-floating output).");
 

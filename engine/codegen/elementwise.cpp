@@ -279,8 +279,8 @@ RegionPlan plan_region(const BoundSymbol& region) {
     // A where alone too, on the CPU: ATen's CPU where of LibTorch 1.13 takes 3 ns an element (a
     // relu's backward, where(a <= 0, 0, g), 30 times eager's threshold_backward)
     const std::string& name = members[i].name();
-    if (!kernel && (name == "ltorch.where" || name == "prims.where") && members[i].outputs[0]->device.kind == Device::Kind::cpu)
-      kernel = make_kernel(region, i, i);
+    bool cpu = members[i].outputs[0]->device.kind == Device::Kind::cpu;
+    if (!kernel && cpu && (name == "ltorch.where" || name == "prims.where")) kernel = make_kernel(region, i, i);
     if (!kernel) {
       single(i++);
       continue;

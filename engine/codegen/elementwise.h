@@ -2,17 +2,18 @@
 // one generated kernel, and that kernel's source.
 // Contract: plan_region(region) splits the region's members, in order, into steps. A step is
 // either one member run as usual, or a kernel: a maximal run of two or more consecutive members
-// (or, on the CPU, a `where` alone) that are pointwise ops the generator knows (add, sub, mul, div, neg, exp, log, erf, tanh, sqrt,
-// rsqrt, sigmoid, pow, where, in their ltorch and prims spellings) whose output tensors all have
-// the same shape and the same floating dtype, whose tensor arguments have that dtype (a `where`
-// condition may be bool) and whose other arguments are number literals. A kernel reads its
-// `inputs` (at most 8 proxies the run reads and does not define, in order of first read) and
-// writes its `outputs` (at most 8: the run's values read after the run or returned by the region,
-// in definition order); values used only inside the run are never stored. `source` is a CUDA C++
-// function template for ATen's jiterator (at::cuda::CompileAndLaunchKernel, outputs returned by
-// reference): `template <typename T> void <name>(T in0, ..., T& out0, ...)`, computed in T, the
-// opmath type the jiterator instantiates it with (float for f32, bf16 and f16). The same members
-// give the same source and name, whatever the shapes, so one compiled kernel serves every layer.
+// (or, on the CPU, a `where` alone) that are pointwise ops the generator knows (add, sub, mul, div,
+// neg, exp, log, erf, tanh, sqrt, rsqrt, sigmoid, pow, where, in their ltorch and prims spellings)
+// whose output tensors all have the same shape and the same floating dtype, whose tensor arguments
+// have that dtype (a `where` condition may be bool) and whose other arguments are number literals.
+// A kernel reads its `inputs` (at most 8 proxies the run reads and does not define, in order of
+// first read) and writes its `outputs` (at most 8: the run's values read after the run or returned
+// by the region, in definition order); values used only inside the run are never stored. `source`
+// is a CUDA C++ function template for ATen's jiterator (at::cuda::CompileAndLaunchKernel, outputs
+// returned by reference): `template <typename T> void <name>(T in0, ..., T& out0, ...)`, computed
+// in T, the opmath type the jiterator instantiates it with (float for f32, bf16 and f16). The same
+// members give the same source and name, whatever the shapes, so one compiled kernel serves every
+// layer.
 // `program` is the same computation as data, one instruction per member, for an evaluator that
 // runs it element by element (the CPU's: exec/pointwise_cpu.h); it follows ATen's CPU kernels where
 // they special-case (pow by 2, 0.5, 1 or -1; a number operand rounded to the dtype first).

@@ -466,7 +466,8 @@ RValue vjp(const std::vector<RValue>& a, const RKwargs&) {
     gs = torch::autograd::grad(differentiated, leaves, given, /*retain_graph=*/recorded_run, /*create_graph=*/recorded_run,
                                /*allow_unused=*/true);
   std::vector<RValue> grads;
-  for (size_t i = 0; i < leaves.size(); ++i) grads.push_back(RValue::of(gs[i].defined() ? gs[i] : at::zeros_like(leaves[i])));
+  for (size_t i = 0; i < leaves.size(); ++i)
+    grads.push_back(RValue::of(gs[i].defined() ? gs[i] : at::zeros_like(leaves[i])));
   return result(std::move(grads));
 }
 

@@ -182,7 +182,8 @@ at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor
   if (a.device() != b.device() || a.scalar_type() != b.scalar_type() || !supported_dtype(a.scalar_type())) return {};
   if (a.is_conj() || b.is_conj() || a.is_neg() || b.is_neg() || !a.has_storage() || !b.has_storage()) return {};
   // (a run that records autograd, a create_graph backward: ATen's product, which autograd knows)
-  if (at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad() || (bias.defined() && bias.requires_grad()))) return {};
+  if (at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad() || (bias.defined() && bias.requires_grad())))
+    return {};
   int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   if (b.size(0) != k || m == 0 || n == 0 || k == 0 || m * n > kSmallGemmOutputs || k > kSmallGemmDepth) return {};
   if (bias.defined() && (!bias.is_cuda() || bias.device() != a.device() || bias.scalar_type() != a.scalar_type() ||

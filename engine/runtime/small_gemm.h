@@ -9,8 +9,8 @@
 // a dtype other than f32/bf16/f16, operands on different devices or of different dtypes, more
 // than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read, an
 // operand autograd would record (grad mode on and it requires grad) or without storage (a batched
-// tensor), or no
-// algorithm for the shape. The caller then runs ATen. Thread-safe; plans live for the process.
+// tensor), or no algorithm for the shape. The caller then runs ATen. Thread-safe; plans live for
+// the process.
 #pragma once
 #include <ATen/core/Tensor.h>
 

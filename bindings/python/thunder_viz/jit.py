@@ -399,8 +399,7 @@ def _refuse_unsupported_tensors(name, args, kwargs, error):
     """TypeError naming the argument when a call failed on a tensor the engine does not take: a
     sparse one, or a wrapper without storage of its own (functorch's vmap and grad, forward-mode AD's
     dual tensors); otherwise nothing (the error stands)."""
-    for path, t in pytree.tree_flatten_with_path((args, kwargs))[0] if hasattr(pytree, "tree_flatten_with_path") else \
-            enumerate(pytree.tree_flatten((args, kwargs))[0]):
+    for t in pytree.tree_flatten((args, kwargs))[0]:
         if not isinstance(t, torch.Tensor):
             continue
         what = None

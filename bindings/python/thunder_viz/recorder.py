@@ -2659,21 +2659,20 @@ def _legacy_reduction(rec, name, size_average, reduce):
         raise rec.unsupported(f"{name} with the legacy size_average/reduce")
 
 
+@functools.lru_cache(maxsize=None)
 def _smooth_l1_of_beta_zero_is_l1():
     """Whether this torch's F.smooth_l1_loss computes beta=0 as l1_loss (torch 2 does; its gradient
-    where the input equals the target is then abs's 0, where smooth_l1's kernel gives -1)."""
+    where the input equals the target is then abs's 0, where smooth_l1's kernel gives -1). Asked
+    once, at the first such call (not at import)."""
     x = torch.zeros(1, requires_grad=True)
     torch.nn.functional.smooth_l1_loss(x, torch.zeros(1), beta=0.0).backward()
     return x.grad.item() == 0.0
 
 
-_BETA_ZERO_IS_L1 = _smooth_l1_of_beta_zero_is_l1()
-
-
 @_emits('ltorch.smooth_l1_loss', 'ltorch.sub', 'ltorch.abs', 'ltorch.mean', 'ltorch.sum')
 def h_smooth_l1_loss(rec, out, input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     _legacy_reduction(rec, "smooth_l1_loss", size_average, reduce)
-    if beta == 0 and _BETA_ZERO_IS_L1 and input.shape == target.shape:  # as this torch's F computes it: l1_loss
+    if beta == 0 and input.shape == target.shape and _smooth_l1_of_beta_zero_is_l1():  # as this torch's F: l1_loss
         difference = input - target
         rec.emit("ltorch.sub", [input, target], difference)
         if reduction == "none":
