@@ -6,8 +6,9 @@
 //    the user's file:line header. Its forward makes each call with TraceBuilder::call, the one
 //    path for every op (no per-op code here); an unknown symbol is an OpError.
 //  - JitCore holds the engine Module whose parameters ARE the torch module's tensors (shared
-//    TensorImpl, no copy). build() makes a cache entry: a copy of that module with the inputs,
-//    the pipeline built for the transform order (transform_module, acquisition, autograd, passes).
+//    TensorImpl, no copy). build() makes a cache entry: a copy of that module with the call's
+//    inputs (dropped once built), the pipeline built for the transform order (transform_module,
+//    acquisition, autograd, passes).
 //  - Entry.forward runs prologue -> forward (step_forward of engine/replay/step.h, as replay does)
 //    and returns the output tensors and the saved-for-backward values; Entry.backward runs the
 //    backward trace (step_backward) and returns one gradient per bridge tensor (inputs, then the
@@ -405,6 +406,9 @@ class Entry {
   void build(const ValidatedOrder& order, const TransformContext& context, const jit::Module& source) {
     built_ = build_pipeline(module_, order, context);
     device_ = device_of_call();
+    // The call that built the entry needs its inputs no more: kept, they would hold that call's
+    // batch (its images, a KV cache) for as long as the entry is cached.
+    for (auto& input : module_.inputs) input.value = std::make_shared<at::Tensor>();
     auto forward = built_.stages.last(TraceKind::forward);
     draws_unseeded_ = forward && std::any_of(forward->body.begin(), forward->body.end(), [](const BoundSymbol& s) {
                         return s.symbol->has("random") && s.name() != "ltorch.dropout";  // (dropout's mask: the seed input's)

@@ -31,6 +31,19 @@ def test_classifier_follows_eager(name, tmp_path):
         torch.testing.assert_close(tm(x), model(x))
 
 
+def test_a_memory_efficient_densenet_follows_eager(tmp_path):
+    """densenet's memory_efficient layers checkpoint their batch norm: eager's backward recomputes
+    it, which takes the batch into the running statistics a second time; the buffers after the
+    steps are eager's."""
+    if why := broken_float32_convolution_backward():
+        pytest.skip(why)
+    torch.manual_seed(0)
+    model = torchvision.models.DenseNet(growth_rate=8, block_config=(2, 2), num_init_features=16, bn_size=2,
+                                        memory_efficient=True, num_classes=10)
+    tm = check_against_eager(model, torch.randn(*IMAGES["shape"]), tmp_path=tmp_path)
+    assert int(model.features.denseblock1.denselayer1.norm1.num_batches_tracked) == 2 * 2  # two steps, twice each
+
+
 def test_vision_transformer_follows_eager(tmp_path):
     torch.manual_seed(0)
     model = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,

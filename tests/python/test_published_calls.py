@@ -936,6 +936,53 @@ def test_a_checkpointed_block_gets_eagers_gradients(options):
     assert model.inner[0].weight.grad is not None
 
 
+class CheckpointedNorm(torch.nn.Module):
+    """A batch norm inside a checkpointed block (densenet's memory_efficient layers), with a dropout
+    inside the block or not."""
+
+    def __init__(self, dropout=False, **options):
+        super().__init__()
+        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh(),
+                                         *([torch.nn.Dropout(0.5)] if dropout else []))
+        self.out = torch.nn.Linear(4, 2)
+        self.options = options
+
+    def forward(self, x):
+        import torch.utils.checkpoint
+        return self.out(torch.utils.checkpoint.checkpoint(self.block, x, **self.options))
+
+
+@pytest.mark.parametrize("options", [{"use_reentrant": True}, {"use_reentrant": False}], ids=["reentrant", "non-reentrant"])
+def test_a_checkpointed_batch_norm_updates_its_statistics_as_eagers_recomputation(options):
+    """Eager's checkpoint recomputes the block in backward, which updates the running statistics a
+    second time: after training steps the buffers are eager's; under no_grad (no recomputation)
+    they are updated once, as eager's."""
+    torch.manual_seed(0)
+    model = CheckpointedNorm(**options)
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    x = torch.randn(6, 4, requires_grad=True)
+    for _ in range(3):
+        tm(x).square().sum().backward()
+        eager(x).square().sum().backward()
+    with torch.no_grad():
+        tm(x)
+        eager(x)
+    norm, eager_norm = model.block[1], eager.block[1]
+    assert int(norm.num_batches_tracked) == int(eager_norm.num_batches_tracked) == 7
+    torch.testing.assert_close(norm.running_mean, eager_norm.running_mean)
+    torch.testing.assert_close(norm.running_var, eager_norm.running_var)
+    for p, q in zip(model.parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    assert str(tv.last_traces(tm)[0]).count("batch_norm") >= 1
+
+
+def test_a_checkpointed_block_with_a_dropout_and_a_batch_norm_is_refused_naming_the_way_out():
+    tm = tv.jit(CheckpointedNorm(dropout=True, use_reentrant=True))
+    with pytest.raises(tv.UnsupportedOp, match="draws random numbers and updates a buffer.*memory_efficient=False"):
+        tm(torch.randn(6, 4, requires_grad=True))
+
+
 class MomentumEncoder(torch.nn.Module):
     """MoCo's key encoder: its parameters follow the query encoder's by an in-place momentum update
     under no_grad at every forward."""

@@ -37,6 +37,7 @@ import contextlib
 import dataclasses
 import dis
 import functools
+import inspect
 import linecache
 import os
 import random
@@ -429,7 +430,8 @@ class _RecordingPatches:
     - the reentrant checkpoint (torch.utils.checkpoint's default in torch 1.13) runs its block under
       no_grad, which a recording would take for the user's own no_grad block (no gradient through the
       block): its block runs as a plain call, which is what it computes; so does the non-reentrant
-      one of torch 2.x, whose setup applies an autograd.Function of torch's (it only saves inputs);
+      one (torch 2.x's setup applies an autograd.Function of torch's: it only saves inputs); a block
+      that writes a buffer runs twice, as eager's recomputation does (_BlockStart);
     - any other torch.autograd.Function applied in forward is refused: its forward runs under no_grad
       and its backward is its own code;
     - a draw from Python's `random` module (or numpy's, when numpy is loaded) made by the forward is
@@ -459,7 +461,9 @@ class _RecordingPatches:
                 ("checkpoint", checkpoint.CheckpointFunction, "apply", staticmethod(_checkpoint_block)),
                 ("Function.apply", torch.autograd.Function, "apply", classmethod(_function_apply))] + \
             ([("checkpoint without reentry", checkpoint, "_checkpoint_without_reentrant_generator", _plain_block)]
-             if hasattr(checkpoint, "_checkpoint_without_reentrant_generator") else []) + draws + \
+             if hasattr(checkpoint, "_checkpoint_without_reentrant_generator") else
+             [("checkpoint without reentry", checkpoint, "_checkpoint_without_reentrant", _unreentered_block)]
+             if hasattr(checkpoint, "_checkpoint_without_reentrant") else []) + draws + \
             [(f"{owner.__name__}.{n}", owner, n, _reseed(f"{owner.__name__}.{n}"))
              for owner in (torch, torch.random) for n in _RESEEDS if n in vars(owner)]
 
@@ -616,14 +620,77 @@ def _checkpoint_block(function, preserve_rng_state, *args):
         # as torch's: with no input that requires grad, nothing in the block gets a gradient
         with torch.no_grad():
             return function(*args)
-    return function(*args)
+    if not torch.is_grad_enabled():  # (no graph, so no recomputation in backward)
+        return function(*args)
+    before = _BlockStart.now()
+    out = function(*args)
+    before.redo_writes(function, args, {})
+    return out
 
 
-def _plain_block(*args, **kwargs):
+def _plain_block(function, *args, **kwargs):
     """torch.utils.checkpoint.checkpoint(use_reentrant=False) of torch 2.x calls its block between
     two steps of this generator, which save the inputs for a recomputation in backward: the engine
-    differentiates the block itself, so the steps do nothing."""
+    differentiates the block itself, so the steps do nothing but redo the block's writes
+    (_BlockStart). The generator's own parameters (preserve_rng_state, context_fn, ...; their
+    number differs between torch versions) come before the block's arguments."""
+    before = _BlockStart.now()
     yield
+    if torch.is_grad_enabled():
+        before.redo_writes(function, args[_generator_settings() - 1:], kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _generator_settings():
+    """How many positional parameters torch's _checkpoint_without_reentrant_generator takes before
+    the block's arguments (its *args)."""
+    params = inspect.signature(_patches.original("checkpoint without reentry")).parameters.values()
+    return next(i for i, p in enumerate(params) if p.kind is inspect.Parameter.VAR_POSITIONAL)
+
+
+def _unreentered_block(function, preserve_rng_state=True, *args, **kwargs):
+    """torch 1.13's checkpoint(use_reentrant=False): saved-tensor hooks around a call of the block,
+    which recompute it in backward; the engine differentiates the block itself."""
+    before = _BlockStart.now() if torch.is_grad_enabled() else None
+    out = function(*args, **kwargs)
+    if before is not None:
+        before.redo_writes(function, args, kwargs)
+    return out
+
+
+@dataclasses.dataclass
+class _BlockStart:
+    """The recording's state where a checkpointed block starts. Eager's checkpoint recomputes the
+    block in backward, and the recomputation writes the buffers the block wrote a second time (a
+    BatchNorm's running statistics take the batch twice). redo_writes records the block once more,
+    its outputs dropped, where it wrote a buffer, so that the trace writes them twice too. The
+    second write happens in the call's forward, not in its backward: a step that reads the buffers
+    between the two, or that runs no backward, would not see eager's values. A block that writes a
+    buffer and draws random numbers is refused: eager's recomputation replays the draws, the
+    recording cannot."""
+    recorder: object
+    buffers: list
+    versions: list
+    random: bool
+
+    @staticmethod
+    def now():
+        rec = getattr(_active, "recorder", None)
+        buffers = list(rec.module.buffers()) if rec is not None and rec.module is not None else []
+        return _BlockStart(rec, buffers, [b._version for b in buffers], rec is not None and rec.program.random)
+
+    def redo_writes(self, function, args, kwargs):
+        rec = self.recorder
+        if rec is None or all(b._version == v for b, v in zip(self.buffers, self.versions)):
+            return
+        if rec.program.random and not self.random:
+            rec.location = user_frame()
+            raise rec.unsupported("a checkpointed block that draws random numbers and updates a buffer", detail=(
+                "torch.utils.checkpoint recomputes the block in backward, updating the buffer again (BatchNorm's "
+                "running statistics) with the same random draws, which the recording cannot replay: take the "
+                "dropout out of the checkpointed block, or call the model without checkpointing (densenet: "
+                "memory_efficient=False)"))
+        function(*args, **kwargs)
 
 
 _patches = _RecordingPatches()
