@@ -58,6 +58,7 @@ def _is_scalar(value):
 # A module's hook tables, and torch.nn's global ones (those of the running torch version that exist).
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 _MORE_HOOK_DICTS = ("_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs")
+_ALL_HOOK_DICTS = _HOOK_DICTS + _MORE_HOOK_DICTS
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                       "_global_backward_pre_hooks")
 # A module's own tables, which the key reads otherwise (parameters, buffers, submodules, hooks).
@@ -809,8 +810,10 @@ class JittedModule(torch.nn.Module):
         this wrapper: the recording ran them on the wrapped module, so the trace holds them (and the
         key watches their tables)."""
         try:
-            if any(vars(self).get(n) for n in _HOOK_DICTS + _MORE_HOOK_DICTS):
-                return super().__call__(*args, **kwargs)
+            tables = self.__dict__
+            for n in _ALL_HOOK_DICTS:
+                if tables.get(n):
+                    return super().__call__(*args, **kwargs)
             return self.forward(*args, **kwargs)
         except (NotImplementedError, RuntimeError) as e:
             _refuse_unsupported_tensors(self._name, args, kwargs, e)
@@ -874,7 +877,8 @@ class JittedModule(torch.nn.Module):
         for effect in program.side_effects:  # the forward's assignments, with this call's values
             effect.apply(outs, engine_inputs, recorded_call=rec.eager_outputs is not None)
         del outs[program.user_outputs:]
-        rec.outputs = [o.detach() for o in outs]
+        if rec.eager_outputs is not None or self._listeners:
+            rec.outputs = [o.detach() for o in outs]
         if rec.eager_outputs is not None and not program.random:
             try:
                 _check_first_call(self._name, rec)
@@ -892,7 +896,7 @@ class JittedModule(torch.nn.Module):
         # the history keeps the call's stages, not its tensors: the outputs held by a record would
         # live on for history_limit more calls (100 of a model's logits, a KV cache per call)
         rec.outputs = rec.eager_outputs = rec.rebuild_arguments = None
-        return rebuild_output(program, list(outs))
+        return rebuild_output(program, outs)
 
     def __deepcopy__(self, memo):
         """A jitted copy of a copy of the module (an EMA model, a checkpoint's twin), with the same
@@ -900,7 +904,7 @@ class JittedModule(torch.nn.Module):
         fn = self._lc_cd.fn if self._lc_cd.fn is not self._module else None
         twin = JittedModule(copy.deepcopy(self._module, memo), self._order, self._semantics, self._name,
                             fn=copy.deepcopy(fn, memo) if fn is not None else None, history_limit=self.history_limit)
-        for table in _HOOK_DICTS + _MORE_HOOK_DICTS:  # hooks registered on this module are the copy's too
+        for table in _ALL_HOOK_DICTS:  # hooks registered on this module are the copy's too
             if table in self.__dict__:
                 twin.__dict__[table] = copy.deepcopy(self.__dict__[table], memo)
         return twin

@@ -1351,7 +1351,9 @@ class Recorder(TorchFunctionMode):
             return
         unread = [id(t) for t in written if id(t) not in self.read_ids]
         rule = ATEN_RULES.get(str(op)) if not written else None
-        native = rule(outs[0] if len(outs) == 1 else outs, *op_args, **op_kwargs) if rule is not None else None
+        native = self._as_linear(str(op), op_args, op_kwargs, outs) if rule is not None else None
+        if native is None and rule is not None:
+            native = rule(outs[0] if len(outs) == 1 else outs, *op_args, **op_kwargs)
         if native is not None and native[0] == "alias":
             self.alias(outs[0], native[1])
         elif native is not None and native[0] == "select":
@@ -1386,6 +1388,28 @@ class Recorder(TorchFunctionMode):
         if len(returns) == 1 and returns[0].alias_info is not None and not returns[0].alias_info.is_write and \
                 op_args and isinstance(op_args[0], torch.Tensor) and isinstance(op_out, torch.Tensor):
             self.view_of[id(op_out)] = (op_args[0], op, op_args, op_kwargs)
+
+    def _as_linear(self, op, args, kwargs, outs):
+        """("ltorch.linear", [x, w, bias]) for aten's mm(x, w.t()) and addmm(bias, x, w.t()) (what
+        F.linear becomes below a torch function with no handler: multi_head_attention_forward's
+        projections), None otherwise. Recorded as the product with the transposed weight, the weight's
+        gradient would come back transposed, [in, out] read as [out, in], and autograd would copy it
+        into the parameter's layout at every step; linear's rule computes it in that layout."""
+        if op not in ("aten.mm.default", "aten.addmm.default") or kwargs and op == "aten.mm.default":
+            return None
+        *bias, x, wt = args
+        if op == "aten.addmm.default" and (kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1):
+            return None
+        view = self.view_of.get(id(wt))
+        if view is None or str(view[1]) not in ("aten.t.default", "aten.transpose.int") or view[0].dim() != 2 or \
+                str(view[1]) == "aten.transpose.int" and view[2][1] % 2 == view[2][2] % 2:
+            return None
+        w = view[0]
+        if bias and (bias[0].dim() != 1 or bias[0].shape[0] != w.shape[0]):
+            return None
+        if not _same_floating(x, w) or bias and not _same_floating(x, bias[0]):
+            return None
+        return ("ltorch.linear", [x, w, bias[0] if bias else None])
 
     def _histories(self, tensors):
         """[(tensor, its reference)] of those that carry a gradient, when an in-place call under
@@ -3868,6 +3892,8 @@ def _register_node(kind, flatten, unflatten):
 
 def rebuild_output(prog, tensors):
     """forward's output structure again, with the engine's tensors in the recorded tensors' places."""
+    if prog.output_spec.type is None and not prog.output_constants:  # (a tensor alone)
+        return tensors[0]
     it = iter(tensors)
     n = prog.output_spec.num_leaves
     leaves = [prog.output_constants[i] if i in prog.output_constants else next(it) for i in range(n)]
