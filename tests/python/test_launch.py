@@ -101,6 +101,31 @@ def test_torchrun(tmp_path, world, order):
     assert_merged(out, world, order.split(","))
 
 
+def nccl_skip_reason():
+    import torch
+    import thunder_viz as tv
+    if not torch.cuda.is_available():
+        return "no CUDA GPU here (runs on the GPU machines: tests/gpu/run_gpu_tests.sh)"
+    if not tv._C.nccl_available():
+        return "the engine was built without NCCL (/usr/local/cuda has none)"
+    return None
+
+
+@pytest.mark.parametrize("order", ["jit,ddp", "ddp,jit", "jit,fsdp", "fsdp,jit"])
+def test_torchrun_on_gpus_over_nccl(tmp_path, order):
+    """torchrun with one rank per GPU (two where there are two), torch.distributed over NCCL: the
+    engine's collectives run on NCCL and every rank's gradients are the mean eager gradient."""
+    if why := nccl_skip_reason():
+        pytest.skip(why)
+    import torch
+    world = min(2, torch.cuda.device_count())
+    out = tmp_path / "merged.tvz.json"
+    rc, text = torchrun(WORKER, world, order, str(out), "mlp", "cuda")
+    assert rc == 0, text
+    assert text.count("gradients checked True, passed True, gradients on cuda") == world, text
+    assert_merged(out, world, order.split(","))
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_plain_environment_variables(tmp_path, world):
     out = tmp_path / "rank{rank}.tvz.json"
