@@ -3,6 +3,7 @@ blocks, in-place calls, dropout's randomness, embedding's padding row, cross_ent
 targets, replaced parameters, hooks added later, double backward and autocast. Every number is
 checked against eager autograd."""
 import copy
+import os
 import warnings
 
 import pytest
@@ -1590,3 +1591,24 @@ def test_a_packed_sequence_is_refused_naming_the_padded_batch():
 
     with pytest.raises(tv.UnsupportedOp, match="PackedSequence.*padded batch"):
         tv.jit(Encoder())(torch.randn(5, 2, 4), torch.tensor([5, 3]))
+
+
+@pytest.mark.parametrize("env,kept", [({}, True), ({"THUNDER_VIZ_HEAP": "system"}, False),
+                                      ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1048576"}, False)],
+                         ids=["default", "THUNDER_VIZ_HEAP=system", "GLIBC_TUNABLES"])
+def test_the_first_call_keeps_freed_memory_in_the_heap_unless_the_process_chose_its_own_policy(env, kept):
+    """glibc's malloc thresholds are set at the first jitted call (a step's freed memory stays in the
+    heap instead of being faulted in again at the next step), once per process, and not where the
+    process chose a malloc policy of its own."""
+    import subprocess
+    import sys
+    code = ("import torch, thunder_viz as tv\n"
+            "from thunder_viz import heap\n"
+            "assert heap._decided is None\n"
+            "tm = tv.jit(torch.nn.Linear(3, 2)); tm(torch.randn(4, 3)).sum().backward()\n"
+            "print('kept', heap._decided)\n")
+    environ = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "THUNDER_VIZ_HEAP")}
+    out = subprocess.run([sys.executable, "-c", code], env={**environ, **env}, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"kept {kept}" in out.stdout

@@ -27,7 +27,7 @@ import torch.utils._pytree as pytree
 from torch.utils.hooks import RemovableHandle as _RemovableHandle
 
 from . import _thunder_viz as _C
-from . import process_group
+from . import heap, process_group
 from .errors import EagerMismatch, UnsupportedOp
 from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, hashable, holds_fields, hook_objects,
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
@@ -727,6 +727,7 @@ class JittedModule(torch.nn.Module):
             # may change the module: the next call then reads it anew)
             guard = self._steady_guard(args, kwargs, inputs, cached[1] if hit else None)
             if not hit:
+                heap.keep_freed_memory()  # (once per process)
                 names = _unique(self._tensor_names(bind()), len(inputs))
                 # the recording's eager run and the build draw from torch's generators; the call then
                 # draws as a cached call does, from where they were (torch.manual_seed reproduces it)

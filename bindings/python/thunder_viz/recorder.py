@@ -665,7 +665,8 @@ class _BlockStart:
     BatchNorm's running statistics take the batch twice). redo_writes records the block once more,
     its outputs dropped, where it wrote a buffer, so that the trace writes them twice too. The
     second write happens in the call's forward, not in its backward: a step that reads the buffers
-    between the two, or that runs no backward, would not see eager's values. A block that writes a
+    between the two, that runs no backward, or that runs two forwards before one backward would not
+    see eager's values (bindings/README.md says so). A block that writes a
     buffer and draws random numbers is refused: eager's recomputation replays the draws, the
     recording cannot."""
     recorder: object
