@@ -1612,3 +1612,34 @@ def test_the_first_call_keeps_freed_memory_in_the_heap_unless_the_process_chose_
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert f"kept {kept}" in out.stdout
+
+
+class Symmetric(torch.nn.Module):
+    def forward(self, X):
+        return X.triu() + X.triu(1).transpose(-1, -2)
+
+
+def test_a_parametrization_of_the_jitted_module_is_refused_naming_the_module_and_nothing_is_lost():
+    """register_parametrization(tm, ...) would give the wrapper a property its wrapped module's forward
+    never reads (torch deletes the tensor from the tables they share): refused, the tensor put back;
+    the module itself parametrized after jit, or before, gives eager's numbers."""
+    import torch.nn.utils.parametrize as parametrize
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    x = torch.randn(3, 4)
+    before = tm(x)
+    with pytest.raises(tv.UnsupportedOp, match=r"register_parametrization\(tm.module, 'weight'"):
+        parametrize.register_parametrization(tm, "weight", Symmetric())
+    assert type(tm) is tv.JittedModule and "weight" in model._parameters
+    torch.testing.assert_close(tm(x), before)
+    parametrize.register_parametrization(tm.module, "weight", Symmetric())
+    parametrize.register_parametrization(eager, "weight", Symmetric())
+    for _ in range(2):
+        got, want = tm(x), eager(x)
+        got.square().sum().backward()
+        want.square().sum().backward()
+        torch.testing.assert_close(got, want)
+    for p, q in zip(model.parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)

@@ -19,6 +19,7 @@ import copy
 import inspect
 import types
 import warnings
+import weakref
 
 import torch
 import torch.nn.modules.module as _nn_module
@@ -33,7 +34,7 @@ from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, 
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
                         too_many_items)
 from .recorder import (DTYPES, autocast_state, memory_span, rebuild_output, record, recording, register_containers,
-                       storage_pointer, user_frame, within_output)
+                       shown_path, storage_pointer, user_frame, within_output)
 
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
@@ -597,14 +598,37 @@ class JittedModule(torch.nn.Module):
         if self.__dict__.get("_made") and not name.startswith("_") and name not in self.__dict__ and \
                 not hasattr(type(self), name):
             setattr(self.__dict__["_module"], name, value)
+        elif name == "__class__" and isinstance(value, type) and value is not type(self) and \
+                issubclass(value, type(self)) and value.__name__.startswith("Parametrized"):
+            self._refuse_parametrization()
         else:
             super().__setattr__(name, value)
 
     def __delattr__(self, name):
         if self.__dict__.get("_made") and not name.startswith("_") and name not in self.__dict__:
-            delattr(self.__dict__["_module"], name)
+            module = self.__dict__["_module"]
+            for table in (module._parameters, module._buffers):
+                if name in table:  # (put back if this is torch's parametrization of this wrapper: __class__)
+                    self.__dict__["_deleted_state"] = (table, name, weakref.ref(table[name]))
+            delattr(module, name)
         else:
             super().__delattr__(name)
+
+    def _refuse_parametrization(self):
+        """torch.nn.utils.parametrize.register_parametrization(tm, name, ...) deletes the tensor (from
+        the tables this wrapper shares with the module), then gives this wrapper a class of its own
+        with a property in the tensor's place, which the wrapped module's forward would not read:
+        the tensor is put back and the call refused, naming the module to parametrize instead."""
+        deleted = self.__dict__.pop("_deleted_state", None)
+        if deleted is not None and deleted[2]() is not None:
+            table, name, tensor = deleted
+            table[name] = tensor()
+        file, line = user_frame()
+        name = deleted[1] if deleted is not None else "a tensor"
+        raise UnsupportedOp(f"register_parametrization on the jitted module ({name})", f"{shown_path(file)}:{line}",
+                            detail=f"parametrize the module itself, whose forward reads it: "
+                                   f"register_parametrization(tm.module, {name!r}, ...) (or before thunder_viz.jit); "
+                                   f"the next call records the parametrized forward")
 
     def _get_core(self):
         """The engine core on the module's current tensors, and the key of the module's state."""
