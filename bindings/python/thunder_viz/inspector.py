@@ -1,5 +1,6 @@
 """attach(): an Inspector recording every call's stage history, for our jitted modules and for
 Lightning Thunder's ThunderModule (whose printouts are imported with the engine's parser)."""
+import contextlib
 import collections
 import os
 import re
@@ -246,12 +247,28 @@ def _stored_tensors(model, inputs):
         cotangents = _C.make_cotangents([o.detach() for o in outputs], _COTANGENT_SEED)
         pairs = [(o, c) for o, c in zip(outputs, cotangents) if c is not None and o.requires_grad]
         wanted = [(n, leaf) for n, leaf in leaves.items() if leaf.requires_grad]
-        grads = torch.autograd.grad([o for o, _ in pairs], [leaf for _, leaf in wanted], [c for _, c in pairs],
-                                    allow_unused=True) if pairs and wanted else []
+        with _buffers_kept(module):
+            grads = torch.autograd.grad([o for o, _ in pairs], [leaf for _, leaf in wanted], [c for _, c in pairs],
+                                        allow_unused=True) if pairs and wanted else []
     stored.update({f"output:{i}": o.detach().cpu().clone() for i, o in enumerate(outputs)})
     stored.update({f"grad:{n}": g.detach().cpu().clone() for (n, _), g in zip(wanted, grads) if g is not None})
     stored["cotangent_seed"] = torch.tensor(_COTANGENT_SEED, dtype=torch.int64)
     return stored
+
+
+@contextlib.contextmanager
+def _buffers_kept(module):
+    """The module's buffers as they were, after an eager reference's backward: a checkpointed block
+    recomputed there (torch.utils.checkpoint) runs on the module's own buffers, functional_call's
+    copies being gone by then, and would update its batch norms' running statistics."""
+    kept = [(b, b.detach().clone()) for b in module.buffers()]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, value in kept:  # (compared: batch_norm writes its statistics without a new version)
+                if not torch.equal(b, value):
+                    b.copy_(value)
 
 
 def _functional_call(module, tensors, args, kwargs):
@@ -305,8 +322,9 @@ def _check_against_eager(tm, rec, inputs, call):
         wanted = [r for r in refs if r.requires_grad]
         failed = None
         try:
-            found = torch.autograd.grad([o for o, _ in pairs], wanted, [c for _, c in pairs],
-                                        allow_unused=True) if pairs and wanted else []
+            with _buffers_kept(module):
+                found = torch.autograd.grad([o for o, _ in pairs], wanted, [c for _, c in pairs],
+                                            allow_unused=True) if pairs and wanted else []
         except Exception as e:  # noqa: BLE001 - the user's backward goes on; the call says why
             failed = f"eager reference backward failed: {type(e).__name__}: {e}"
             found = [None] * len(wanted)

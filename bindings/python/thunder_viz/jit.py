@@ -33,7 +33,7 @@ from .errors import EagerMismatch, UnsupportedOp
 from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, hashable, holds_fields, hook_objects,
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
                         too_many_items)
-from .recorder import (DTYPES, autocast_state, memory_span, rebuild_output, record, recording, register_containers,
+from .recorder import (DTYPES, BlockInput, autocast_state, memory_span, rebuild_output, record, recording, register_containers,
                        shown_path, storage_pointer, user_frame, within_output)
 
 DEFAULT_HISTORY_LIMIT = 100
@@ -888,6 +888,8 @@ class JittedModule(torch.nn.Module):
         else:
             outs, _ = entry.forward(engine_inputs)
         outs = list(outs)
+        if program.recomputations and needs_grad:  # (the outputs are still the call's node's own)
+            _recompute_in_backward(program, outs)
         for i in program.detached_outputs:
             outs[i] = outs[i].detach()
         if len(program.output_memory) > 1:
@@ -950,6 +952,25 @@ def _torch_modes():
             torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(), torch.get_num_threads(),
             backends.cudnn.enabled, backends.cudnn.benchmark, backends.cudnn.deterministic, backends.mkldnn.enabled,
             backends.cuda.matmul.allow_tf32, backends.cudnn.allow_tf32)
+
+
+def _recompute_in_backward(program, outs):
+    """Runs the call's checkpointed blocks that wrote buffers again, eagerly and under no_grad, once
+    the call's backward has run (recorder._BlockStart): eager's checkpoint recomputes them there,
+    and the recomputation updates the buffers (a BatchNorm's running statistics) a second time. The
+    last block first, as eager's backward meets them. A call whose outputs get no backward runs none."""
+    node = next((o.grad_fn for o in outs if o.grad_fn is not None), None)
+    if node is None:
+        return
+    given = lambda v: outs[v.k].detach() if isinstance(v, BlockInput) else v  # (no cycle through the node)
+    blocks = [(function, *pytree.tree_map(given, (args, kwargs))) for function, args, kwargs in program.recomputations]
+
+    def recompute(grad_inputs, grad_outputs):
+        with torch.no_grad():
+            for function, args, kwargs in reversed(blocks):
+                function(*args, **kwargs)
+
+    node.register_hook(recompute)
 
 
 def _check_first_call(name, rec):

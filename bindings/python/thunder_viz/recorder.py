@@ -332,6 +332,9 @@ class Program:
         self.unreplayable = []
         self.detached_outputs = []    # indices of outputs that carry no gradient
         self.rebased_inputs = []      # (output, input): an input written in place, its new value with its history
+        # (function, args, kwargs) with BlockInput(k) in the tensors' places: a checkpointed block that
+        # wrote buffers, run again in the call's backward (_BlockStart); output k is the tensor
+        self.recomputations = []
         self.recorded_outputs = None  # eager's tensor of each output, until jit.py has read what they reach
         self.output_views = []        # (j, i): output j is a view into output i (recorder._output_views)
         self.output_memory = []       # per output, eager's group of outputs sharing memory (recorder._memory_groups)
@@ -662,13 +665,11 @@ def _unreentered_block(function, preserve_rng_state=True, *args, **kwargs):
 class _BlockStart:
     """The recording's state where a checkpointed block starts. Eager's checkpoint recomputes the
     block in backward, and the recomputation writes the buffers the block wrote a second time (a
-    BatchNorm's running statistics take the batch twice). redo_writes records the block once more,
-    its outputs dropped, where it wrote a buffer, so that the trace writes them twice too. The
-    second write happens in the call's forward, not in its backward: a step that reads the buffers
-    between the two, that runs no backward, or that runs two forwards before one backward would not
-    see eager's values (bindings/README.md says so). A block that writes a
-    buffer and draws random numbers is refused: eager's recomputation replays the draws, the
-    recording cannot."""
+    BatchNorm's running statistics take the batch twice). redo_writes notes a block that wrote a
+    buffer, with its arguments (Program.recomputations, which the trace returns as extra outputs);
+    jit.py runs the block again, eagerly and under no_grad, when the call's backward runs, as
+    eager's recomputation does. A block that writes a buffer and draws random numbers is refused:
+    eager's recomputation replays the draws, the run in backward would not."""
     recorder: object
     buffers: list
     versions: list
@@ -691,7 +692,21 @@ class _BlockStart:
                 "running statistics) with the same random draws, which the recording cannot replay: take the "
                 "dropout out of the checkpointed block, or call the model without checkpointing (densenet: "
                 "memory_efficient=False)"))
-        function(*args, **kwargs)
+        rec.recomputed_blocks.append((function, args, kwargs))
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockInput:
+    """Output k of the program in a recomputed block's arguments (Program.recomputations)."""
+    k: int
+
+
+def _block_input(rec, prog, value):
+    if not isinstance(value, torch.Tensor):
+        return value
+    rec.output_tensors.append(value)
+    prog.outputs.append(rec.ref(value))
+    return BlockInput(len(prog.outputs) - 1)
 
 
 _patches = _RecordingPatches()
@@ -879,6 +894,7 @@ class Recorder(TorchFunctionMode):
         self.unseen_detach = False  # whether one read a detach's output under grad (TorchScript's differentiable graph)
         self.inner_error = None  # an error raised while recording an operator TorchScript dispatched
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
+        self.recomputed_blocks = []  # (function, args, kwargs) of checkpointed blocks that wrote buffers
         self.kept_histories = []  # (file, line) of each in-place write under no_grad that _keep_histories followed
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
         self.left_the_graph = {}  # id -> grad_fn of those of them the recording's eager graph reached (detached after it)
@@ -3224,6 +3240,8 @@ def record(module, inputs, input_names, call=None, own_inputs=False, arguments=(
             rec.output_tensors.append(t)
             prog.outputs.append(rec.ref(t))
             prog.rebased_inputs.append((len(prog.outputs) - 1, i))
+    for function, args, kwargs in rec.recomputed_blocks:
+        prog.recomputations.append((function, *pytree.tree_map(lambda v: _block_input(rec, prog, v), (list(args), kwargs))))
     _note_side_effects(rec, assignable, _assignable_state(module, functions, arguments))
     # outputs that carry no gradient in eager (y.detach(), made under no_grad, an op on those):
     # returned without autograd history
