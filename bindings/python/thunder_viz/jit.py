@@ -33,8 +33,8 @@ from .errors import EagerMismatch, UnsupportedOp
 from .constants import (GONE, MAX_NESTING, DeepValue, deep_value, fields_table, hashable, holds_fields, hook_objects,
                         is_constant, is_torchs, keyed_attribute, names_of_settings_class, names_read, snapshot,
                         too_many_items)
-from .recorder import (DTYPES, BlockInput, autocast_state, memory_span, rebuild_output, record, recording, register_containers,
-                       shown_path, storage_pointer, user_frame, within_output)
+from .recorder import (DTYPES, BlockInput, autocast_state, memory_span, rebuild_output, record, recording,
+                       register_containers, shown_path, storage_pointer, user_frame, within_output)
 
 DEFAULT_HISTORY_LIMIT = 100
 MAX_CACHE_ENTRIES = 64  # the oldest entry goes beyond it (each holds its traces and executors)
