@@ -990,6 +990,37 @@ def test_a_checkpointed_batch_norm_updates_its_statistics_as_eagers_recomputatio
         torch.testing.assert_close(p.grad, q.grad)
 
 
+class CheckpointedFunctionalNorm(torch.nn.Module):
+    """F.batch_norm on running statistics of the module's own, with no batch counter: torch 1.13
+    writes them without a new version."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.register_buffer("mean", torch.zeros(4))
+        self.register_buffer("var", torch.ones(4))
+
+    def block(self, x):
+        return torch.nn.functional.batch_norm(self.linear(x), self.mean, self.var, training=True).tanh()
+
+    def forward(self, x):
+        import torch.utils.checkpoint
+        return torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=False)
+
+
+def test_a_checkpointed_functional_batch_norm_updates_its_statistics_as_eagers_recomputation():
+    torch.manual_seed(0)
+    model = CheckpointedFunctionalNorm()
+    eager = copy.deepcopy(model)
+    tm = tv.jit(model)
+    x = torch.randn(6, 4, requires_grad=True)
+    for _ in range(2):
+        tm(x).sum().backward()
+        eager(x).sum().backward()
+    torch.testing.assert_close(model.mean, eager.mean)
+    torch.testing.assert_close(model.var, eager.var)
+
+
 @pytest.mark.parametrize("options", [{"use_reentrant": True}, {"use_reentrant": False}], ids=["reentrant", "non-reentrant"])
 def test_an_inspectors_eager_reference_leaves_a_checkpointed_batch_norms_statistics_alone(options):
     """The Inspector's eager reference runs on copies of the buffers, but a checkpointed block's

@@ -26,22 +26,18 @@ def keep_freed_memory():
     """Sets the thresholds once per process (see the module's text); whether they are set."""
     global _decided
     if _decided is None:
-        _decided = _own_policy() is None and _set_thresholds()
+        _decided = not _policy_chosen_elsewhere() and _set_thresholds()
     return _decided
 
 
-def _own_policy():
-    """Why the process keeps its own malloc policy, or None."""
-    if os.environ.get("THUNDER_VIZ_HEAP") == "system":
-        return "THUNDER_VIZ_HEAP=system"
-    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
-        return "GLIBC_TUNABLES"
-    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_"):
-        if name in os.environ:
-            return name
-    if platform.libc_ver()[0] != "glibc":
-        return "not glibc"
-    return None
+def _policy_chosen_elsewhere():
+    """Whether the process keeps a malloc policy of its own, or the C library is not glibc."""
+    if os.environ.get("THUNDER_VIZ_HEAP") == "system" or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+        return True
+    if any(name in os.environ for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
+                                           "MALLOC_MMAP_MAX_")):
+        return True
+    return platform.libc_ver()[0] != "glibc"
 
 
 def _set_thresholds():

@@ -673,17 +673,21 @@ class _BlockStart:
     recorder: object
     buffers: list
     versions: list
+    side_writes: int
     random: bool
 
     @staticmethod
     def now():
         rec = getattr(_active, "recorder", None)
-        buffers = list(rec.module.buffers()) if rec is not None and rec.module is not None else []
-        return _BlockStart(rec, buffers, [b._version for b in buffers], rec is not None and rec.program.random)
+        if rec is None:
+            return _BlockStart(None, [], [], 0, False)
+        buffers = list(rec.module.buffers()) if rec.module is not None else []
+        return _BlockStart(rec, buffers, [b._version for b in buffers], rec.side_writes, rec.program.random)
 
     def redo_writes(self, function, args, kwargs):
         rec = self.recorder
-        if rec is None or all(b._version == v for b, v in zip(self.buffers, self.versions)):
+        if rec is None or rec.side_writes == self.side_writes and \
+                all(b._version == v for b, v in zip(self.buffers, self.versions)):
             return
         if rec.program.random and not self.random:
             rec.location = user_frame()
@@ -895,6 +899,9 @@ class Recorder(TorchFunctionMode):
         self.inner_error = None  # an error raised while recording an operator TorchScript dispatched
         self.restore_after = {}  # id -> (tensor, its value before the recording wrote into it)
         self.recomputed_blocks = []  # (function, args, kwargs) of checkpointed blocks that wrote buffers
+        # tensors written by calls besides their output (batch_norm's statistics, which torch 1.13
+        # writes without a new version), counted
+        self.side_writes = 0
         self.kept_histories = []  # (file, line) of each in-place write under no_grad that _keep_histories followed
         self.had_history = set()  # ids of those of them that had a grad_fn before the recording
         self.left_the_graph = {}  # id -> grad_fn of those of them the recording's eager graph reached (detached after it)
@@ -1138,6 +1145,7 @@ class Recorder(TorchFunctionMode):
         for t in written:
             self.ref(t)
             self.restore_after.setdefault(id(t), (t, t.detach().clone()))
+        self.side_writes += len(written)
         # an in-place call runs once: its ATen operators are watched, to be recorded if the handler
         # does not take the call's arguments (div_ with a rounding_mode)
         calls = _AtenCalls(self) if in_place else contextlib.nullcontext()
@@ -1368,9 +1376,10 @@ class Recorder(TorchFunctionMode):
             return
         unread = [id(t) for t in written if id(t) not in self.read_ids]
         rule = ATEN_RULES.get(str(op)) if not written else None
-        native = self._as_linear(str(op), op_args, op_kwargs, outs) if rule is not None else None
-        if native is None and rule is not None:
-            native = rule(outs[0] if len(outs) == 1 else outs, *op_args, **op_kwargs)
+        native = None
+        if rule is not None:
+            native = self._as_linear(str(op), op_args, op_kwargs) or \
+                rule(outs[0] if len(outs) == 1 else outs, *op_args, **op_kwargs)
         if native is not None and native[0] == "alias":
             self.alias(outs[0], native[1])
         elif native is not None and native[0] == "select":
@@ -1406,7 +1415,7 @@ class Recorder(TorchFunctionMode):
                 op_args and isinstance(op_args[0], torch.Tensor) and isinstance(op_out, torch.Tensor):
             self.view_of[id(op_out)] = (op_args[0], op, op_args, op_kwargs)
 
-    def _as_linear(self, op, args, kwargs, outs):
+    def _as_linear(self, op, args, kwargs):
         """("ltorch.linear", [x, w, bias]) for aten's mm(x, w.t()) and addmm(bias, x, w.t()) (what
         F.linear becomes below a torch function with no handler: multi_head_attention_forward's
         projections), None otherwise. Recorded as the product with the transposed weight, the weight's
