@@ -28,6 +28,7 @@ class App {
   std::string font_warning;
   bool quit = false;
   long frames = 0;
+  long drawn_frames = 0;  // of those, the frames the window drew (the others equalled the last drawn)
 
   // Draws one frame of the UI (between Window::begin_frame and end_frame).
   void frame();

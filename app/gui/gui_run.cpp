@@ -95,6 +95,7 @@ int run_gui(const GuiOptions& o) {
     window.begin_frame(scripted || o.frames > 0 ? 0.0 : (app.session.worker.busy() ? 0.05 : 0.25));
     app.frame();
     window.end_frame();
+    app.drawn_frames = window.drawn_frames();
     if (o.frames > 0 && app.frames >= o.frames) break;
   }
   app.session.worker.join();

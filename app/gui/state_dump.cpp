@@ -231,6 +231,7 @@ json dump_state(const App& app) {
   const Session& s = app.session;
   json j;
   j["frames"] = app.frames;
+  j["drawn_frames"] = app.drawn_frames;
   j["source"] = s.source;
   j["busy"] = s.worker.busy();
   j["error"] = s.error;

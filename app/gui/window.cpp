@@ -8,6 +8,7 @@
 
 #include <cfloat>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -32,6 +33,57 @@ std::string find_font() {
   return "";
 }
 
+// Everything that decides a frame's pixels, in order: the framebuffer's size, the clear colour, and
+// each draw list's vertices, indices and commands. ImGui's only texture is the font atlas, built
+// once, so a texture id names the same pixels from frame to frame.
+template <typename Put>
+void walk_frame(const ImDrawData& data, int width, int height, const ImVec4& background, Put put) {
+  put(&width, sizeof width);
+  put(&height, sizeof height);
+  put(&background, sizeof background);
+  put(&data.DisplayPos, sizeof data.DisplayPos);
+  put(&data.DisplaySize, sizeof data.DisplaySize);
+  put(&data.FramebufferScale, sizeof data.FramebufferScale);
+  put(&data.CmdListsCount, sizeof data.CmdListsCount);
+  for (int i = 0; i < data.CmdListsCount; ++i) {
+    const ImDrawList& list = *data.CmdLists[i];
+    const int vertices = list.VtxBuffer.Size, indices = list.IdxBuffer.Size, commands = list.CmdBuffer.Size;
+    put(&vertices, sizeof vertices);
+    put(list.VtxBuffer.Data, sizeof(ImDrawVert) * vertices);
+    put(&indices, sizeof indices);
+    put(list.IdxBuffer.Data, sizeof(ImDrawIdx) * indices);
+    put(&commands, sizeof commands);
+    for (const ImDrawCmd& cmd : list.CmdBuffer) {
+      put(&cmd.ClipRect, sizeof cmd.ClipRect);
+      put(&cmd.TextureId, sizeof cmd.TextureId);
+      put(&cmd.VtxOffset, sizeof cmd.VtxOffset);
+      put(&cmd.IdxOffset, sizeof cmd.IdxOffset);
+      put(&cmd.ElemCount, sizeof cmd.ElemCount);
+      put(&cmd.UserCallback, sizeof cmd.UserCallback);
+    }
+  }
+}
+
+// Whether `drawn` holds this frame, compared in place (a still frame copies nothing).
+bool same_frame(const std::vector<char>& drawn, const ImDrawData& data, int width, int height, const ImVec4& background) {
+  size_t at = 0;
+  bool same = true;
+  walk_frame(data, width, height, background, [&](const void* bytes, size_t size) {
+    if (!same) return;
+    same = size <= drawn.size() - at && std::memcmp(drawn.data() + at, bytes, size) == 0;
+    at += size;
+  });
+  return same && at == drawn.size();
+}
+
+void keep_frame(std::vector<char>* drawn, const ImDrawData& data, int width, int height, const ImVec4& background) {
+  drawn->clear();
+  walk_frame(data, width, height, background, [drawn](const void* bytes, size_t size) {
+    const char* p = static_cast<const char*>(bytes);
+    drawn->insert(drawn->end(), p, p + size);
+  });
+}
+
 }  // namespace
 
 bool Window::open(const WindowOptions& options, std::string* error) {
@@ -53,6 +105,8 @@ bool Window::open(const WindowOptions& options, std::string* error) {
   }
   glfwMakeContextCurrent(window_);
   glfwSwapInterval(options.visible ? 1 : 0);
+  glfwSetWindowUserPointer(window_, this);
+  glfwSetWindowRefreshCallback(window_, [](GLFWwindow* w) { static_cast<Window*>(glfwGetWindowUserPointer(w))->exposed_ = true; });
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
@@ -108,8 +162,14 @@ void Window::end_frame() {
   ImGui::Render();
   int w = 0, h = 0;
   glfwGetFramebufferSize(window_, &w, &h);
-  glViewport(0, 0, w, h);
   const auto bg = theme().background;
+  // Under a software renderer drawing is most of a frame; a still UI need not pay it again.
+  const ImDrawData& data = *ImGui::GetDrawData();
+  if (!exposed_ && !draw_unchanged_ && !capture_pixels_ && same_frame(drawn_, data, w, h, bg)) return;
+  keep_frame(&drawn_, data, w, h, bg);
+  exposed_ = false;
+  ++drawn_frames_;
+  glViewport(0, 0, w, h);
   glClearColor(bg.x, bg.y, bg.z, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT);
   ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());

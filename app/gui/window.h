@@ -2,7 +2,9 @@
 // Contract: `open` fails with a message (no display, no OpenGL 3) instead of aborting; a hidden
 // window (screenshots) renders exactly like a visible one. `read_pixels` returns the back buffer
 // of the last rendered frame as RGBA rows, top row first. A synthetic mouse is fed to ImGui after
-// the platform backend's update, exactly where the backend feeds the real one.
+// the platform backend's update, exactly where the backend feeds the real one. A frame whose draw
+// lists, size and background equal the last drawn frame's is not drawn or swapped again (the
+// window already shows it), unless the window was exposed or pixels are being captured.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -38,7 +40,11 @@ class Window {
   void begin_frame(double wait_seconds = 0.0);
   // From the next begin_frame on, ImGui sees this mouse instead of the platform's (when active).
   void set_synthetic_mouse(const SyntheticMouse& mouse) { synthetic_mouse_ = mouse; }
-  void end_frame();    // render and swap
+  void end_frame();    // render and swap, unless the window already shows this frame
+  // Draw every frame, changed or not (the GUI benchmark's cost of drawing).
+  void draw_unchanged_frames(bool on) { draw_unchanged_ = on; }
+  // Frames drawn and swapped since the window opened (the others were unchanged).
+  long drawn_frames() const { return drawn_frames_; }
   // Keep a copy of the back buffer of every frame rendered while on (before the swap).
   void capture_pixels(bool on) { capture_pixels_ = on; }
   std::vector<uint8_t> read_pixels(int* width, int* height) const;
@@ -58,6 +64,10 @@ class Window {
   SyntheticMouse synthetic_mouse_;
   int last_width_ = 0, last_height_ = 0;
   std::vector<uint8_t> pixels_;
+  bool draw_unchanged_ = false;
+  bool exposed_ = true;             // the platform asked for the window's contents again
+  std::vector<char> drawn_;         // the last drawn frame's draw data, flattened
+  long drawn_frames_ = 0;
 };
 
 }  // namespace tv::gui

@@ -7,12 +7,15 @@
 //  (c) a capture file (e.g. a 32-layer gpt): time from asking to open it to the end of the first
 //      frame that shows it, the frames drawn meanwhile, then trace-view frames.
 // A frame is Window::begin_frame + App::frame + Window::end_frame (which waits for the GPU with
-// glFinish), in a hidden window without vsync, with a synthetic mouse over the panel.
+// glFinish), in a hidden window without vsync, with a synthetic mouse over the panel. The window
+// draws a frame only when it differs from the last one drawn ("drawn" counts those); the still
+// rows are also measured with every frame drawn, the cost of drawing that screen.
 // Usage: tv_bench_gui [--capture FILE.tvz.json] [--frames N] [--size WxH]
 #include <GL/gl.h>
 #include <imgui.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -31,7 +34,8 @@ using namespace tv::gui;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr float kWheel = -4.0f;  // wheel steps a frame, downwards (ImGui scrolls 5 font heights a step)
+constexpr float kWheel = -4.0f;  // wheel steps a frame, downwards (ImGui scrolls 5 font heights a step);
+                                 // turned back at either end of the view
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -81,9 +85,11 @@ struct Series {
   std::string what;
   std::vector<double> total, ui;
   int vertices = 0;  // what the last frame drew (ImDrawData::TotalVtxCount)
-  void add(std::pair<double, double> t) {
+  long drawn = 0;    // frames the window drew (the others equalled the frame before)
+  void add(std::pair<double, double> t, bool was_drawn) {
     total.push_back(t.first);
     ui.push_back(t.second);
+    drawn += was_drawn;
     vertices = ImGui::GetDrawData() ? ImGui::GetDrawData()->TotalVtxCount : 0;
   }
 };
@@ -95,6 +101,7 @@ class Bench {
 
   // One frame: {whole frame ms, App::frame ms}.
   std::pair<double, double> frame(float wheel = 0) {
+    drawn_before_ = window_.drawn_frames();
     SyntheticMouse m = mouse_;
     m.wheel = wheel;
     window_.set_synthetic_mouse(m);
@@ -106,8 +113,30 @@ class Bench {
     window_.end_frame();
     return {ms_since(start), ui};
   }
+  bool drawn() const { return window_.drawn_frames() > drawn_before_; }  // by the last frame()
+  void add_frame(Series* s, float wheel = 0) {
+    auto t = frame(wheel);
+    s->add(t, drawn());
+  }
   void frames(Series* s, int n, float wheel = 0) {
-    for (int i = 0; i < n; ++i) s->add(frame(wheel));
+    for (int i = 0; i < n; ++i) add_frame(s, wheel);
+  }
+  // `n` frames turning the wheel `steps` a frame, downwards first; a frame that drew nothing (the
+  // view at its end) turns the wheel the other way. `moved()` sums what each frame changed.
+  template <typename Moved>
+  void wheel_frames(Series* s, int n, float steps, Moved moved) {
+    nudge_mouse();
+    for (int i = 0; i < n; ++i) {
+      add_frame(s, steps);
+      moved();
+      if (!drawn()) steps = -steps;
+    }
+  }
+  // The same frames with every one drawn, changed or not.
+  void frames_all_drawn(Series* s, int n) {
+    window_.draw_unchanged_frames(true);
+    frames(s, n);
+    window_.draw_unchanged_frames(false);
   }
   // Brings `panel` to the front (empty), then hands `capture` to the session the way a load does
   // (through the worker) and draws until `ready`; returns the time of those frames: the frame
@@ -127,6 +156,16 @@ class Bench {
   void put_mouse(float fx, float fy) {
     mouse_ = {true, fx * static_cast<float>(width_), fy * static_cast<float>(height_), false, 0};
   }
+  // Moves the mouse past ImGui's drag threshold and back. ImGui keeps wheeling the window the wheel
+  // last scrolled (an earlier bench's) until the mouse moves or two seconds pass, and still frames
+  // that are not drawn take far less.
+  void nudge_mouse() {
+    const float by = 2 * ImGui::GetIO().MouseDragThreshold;
+    mouse_.x += by;
+    frame();
+    mouse_.x -= by;
+    frame();
+  }
   // Scrolls the trace view back to its top (ImGui keeps a window's scroll between benches).
   void trace_to_top() {
     app.trace.scroll_to = 0;
@@ -136,19 +175,20 @@ class Bench {
 
  private:
   Window& window_;
+  long drawn_before_ = 0;
   int width_, height_;
   SyntheticMouse mouse_{true, -1, -1, false, 0};
 };
 
 void header() {
-  std::printf("| view | content | frames | first frame ms | median ms | p95 ms | median UI ms | vertices | n |\n"
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf("| view | content | frames | first frame ms | median ms | p95 ms | median UI ms | vertices | drawn | n |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 }
 
 void row(const std::string& view, const std::string& content, const std::string& first_ms, const Series& s) {
-  std::printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %d | %zu |\n", view.c_str(), content.c_str(), s.what.c_str(),
-              first_ms.c_str(), bench::percentile(s.total, 50), bench::percentile(s.total, 95),
-              bench::percentile(s.ui, 50), s.vertices, s.total.size());
+  std::printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %d | %ld | %zu |\n", view.c_str(), content.c_str(),
+              s.what.c_str(), first_ms.c_str(), bench::percentile(s.total, 50), bench::percentile(s.total, 95),
+              bench::percentile(s.ui, 50), s.vertices, s.drawn, s.total.size());
 }
 
 std::string fixed(double v) {
@@ -159,17 +199,23 @@ std::string fixed(double v) {
 
 // Wheel-scrolls the trace view for `n` frames; names the series with the lines moved per frame.
 void wheel_trace(Bench& b, Series* s, int n) {
-  const int top = b.app.trace.first_visible;
-  b.frames(s, n, kWheel);
-  s->what += " (" + std::to_string((b.app.trace.first_visible - top) / std::max(n - 1, 1)) + " lines a frame)";
+  long lines = 0;
+  int at = b.app.trace.first_visible;
+  b.wheel_frames(s, n, kWheel, [&] {
+    lines += std::abs(b.app.trace.first_visible - at);
+    at = b.app.trace.first_visible;
+  });
+  s->what += " (" + std::to_string(lines / n) + " lines a frame)";
 }
 
 void empty_window_bench(Window& window, const WindowOptions& size, int n) {
   Bench b(window, size);
   b.put_mouse(0.65f, 0.5f);
-  Series still{"still", {}, {}};
+  Series still{"still", {}, {}}, drawn{"still, every frame drawn", {}, {}};
   b.frames(&still, n);
+  b.frames_all_drawn(&drawn, n);
   row("(none)", "empty window, no capture", "-", still);
+  row("(none)", "empty window, no capture", "-", drawn);
 }
 
 void trace_view_bench(Window& window, const WindowOptions& size, int n) {
@@ -181,16 +227,18 @@ void trace_view_bench(Window& window, const WindowOptions& size, int n) {
   double first = b.show(std::move(c), Panel::trace, [&] { return b.app.trace.text() != nullptr; });
   size_t lines = b.app.trace.text()->line_count();
   std::string content = std::to_string(lines) + " lines (generated)";
-  Series still{"still, mouse on a line", {}, {}}, wheel{"wheel scrolling", {}, {}},
-      jump{"jump to a random line every frame", {}, {}};
+  Series still{"still, mouse on a line", {}, {}}, drawn{"still, every frame drawn", {}, {}},
+      wheel{"wheel scrolling", {}, {}}, jump{"jump to a random line every frame", {}, {}};
   b.frames(&still, n);
+  b.frames_all_drawn(&drawn, n);
   wheel_trace(b, &wheel, n);
   std::mt19937 random(7);
   for (int i = 0; i < n; ++i) {
     b.app.trace.scroll_to = static_cast<int>(random() % lines);
-    jump.add(b.frame());
+    b.add_frame(&jump);
   }
   row("trace", content, fixed(first), still);
+  row("trace", content, "", drawn);
   row("trace", content, "", wheel);
   row("trace", content, "", jump);
 }
@@ -214,7 +262,7 @@ void diff_view_bench(Window& window, const WindowOptions& size, int n) {
                         " + " + std::to_string(d.count(DiffKind::removed)) + " -";
   Series still{"still", {}, {}}, wheel{"wheel scrolling (4 wheel steps a frame)", {}, {}};
   b.frames(&still, n);
-  b.frames(&wheel, n, kWheel);
+  b.wheel_frames(&wheel, n, kWheel, [] {});
   row("diff", content, fixed(first), still);
   row("diff", content, "", wheel);
 }
@@ -227,7 +275,7 @@ void capture_bench(Window& window, const WindowOptions& size, const std::string&
   auto start = Clock::now();
   b.app.session.load_file(path);
   Series loading{"frames drawn while loading", {}, {}};
-  while (!b.app.session.capture && b.app.session.error.empty()) loading.add(b.frame());
+  while (!b.app.session.capture && b.app.session.error.empty()) b.add_frame(&loading);
   if (!b.app.session.error.empty()) throw std::runtime_error(b.app.session.error);
   const double open_to_first = ms_since(start);  // the last frame above adopted the capture and drew it
   const double first = loading.total.back();

@@ -648,6 +648,23 @@ check "pipelines: a click shows that pipeline's trace" json "$s.state.json" /sel
 check "pipelines: ... its final backward" json "$s.state.json" /selected/kind eq '"backward"'
 check "pipelines: ... in the trace view" json "$s.state.json" /panel eq '"trace"'
 
+# 21. A still window is not drawn again: 30 frames with nothing changing draw at most one; moving
+# the mouse onto a proxy (its tooltip) draws again; a screenshot after still frames shows the trace.
+s="$OUT/still"
+script "$s.script.json" '[
+  {"wait_idle": true}, {"select_stage": {"pipeline": 0, "kind": "forward", "stage": -1}},
+  {"select_panel": "trace"}, {"frames": 10}, {"dump": "'"$s"'.a.json"}, {"frames": 30}, {"dump": "'"$s"'.b.json"},
+  {"mouse_move": "trace/proxy/t0"}, {"frames": 3}, {"dump": "'"$s"'.c.json"}, {"frames": 30},
+  {"screenshot": "'"$s"'.png"}, {"frames": 1}, {"quit": true}]'
+"$GUI" gui --model linear --script "$s.script.json" --dump-state "$s.state.json" >"$s.log" 2>&1
+check "still: exit 0" test $? -eq 0
+check "still: no script error" no_script_errors "$s.state.json"
+drawn_a=$(get "$s.a.json" /drawn_frames) drawn_b=$(get "$s.b.json" /drawn_frames) drawn_c=$(get "$s.c.json" /drawn_frames)
+check "still: 30 still frames drew $((drawn_b - drawn_a))" test $((drawn_b - drawn_a)) -le 1
+check "still: a tooltip drew again ($((drawn_c - drawn_b)))" test $((drawn_c - drawn_b)) -ge 1
+check "still: every frame counted" json "$s.b.json" /frames ge 40
+check "still: the screenshot shows the trace" "$CHECK" nonblank "$s.png"
+
 # 15. Real input: the rules click, stage-diff navigation, the forward <-> backward click and the source pane driven by
 # X events (xdotool moves the pointer and clicks, and presses keys, in the Xvfb window).
 if ! command -v xdotool >/dev/null 2>&1; then
