@@ -1,6 +1,6 @@
 #include "passes/dce.h"
 
-#include <set>
+#include <unordered_set>
 
 #include "passes/pass_util.h"
 
@@ -17,7 +17,7 @@ bool never_collected(const BoundSymbol& b) {
 
 TracePtr dead_code_elimination(const Trace& t) {
   PassTimer timer;
-  std::set<std::string> needed = returned_names(t);
+  std::unordered_set<std::string> needed = returned_names(t);
   std::vector<bool> keep(t.body.size(), false);
   for (size_t i = t.body.size(); i-- > 0;) {
     const BoundSymbol& b = t.body[i];
@@ -29,7 +29,7 @@ TracePtr dead_code_elimination(const Trace& t) {
     for (const auto& p : reads(b)) needed.insert(p->name);
   }
 
-  std::set<std::string> defined;
+  std::unordered_set<std::string> defined;
   for (const auto& p : t.params) defined.insert(p.proxy->name);
   auto out = derive_without_body(t, "Dead Code Elimination");
   for (size_t i = 0; i < t.body.size(); ++i) {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
-#include <set>
+#include <unordered_set>
 #include <unordered_map>
 
 #include "passes/delete_last_used.h"
@@ -35,7 +35,7 @@ BoundSymbol make_region(std::vector<BoundSymbol> members, const std::unordered_m
                         size_t end, int index) {
   BoundSymbol r;
   r.symbol = &fusion_symbol(index);
-  std::set<std::string> defined, taken;
+  std::unordered_set<std::string> defined, taken;
   for (const auto& m : members) {
     for (const auto& p : reads(m))
       if (!defined.count(p->name) && taken.insert(p->name).second) r.args.push_back(Value::of(p));

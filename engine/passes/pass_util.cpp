@@ -54,8 +54,8 @@ std::vector<ProxyPtr> proxies_of(const Value& v) {
 
 std::vector<ProxyPtr> reads(const BoundSymbol& b) { return b.inputs(); }
 
-std::set<std::string> returned_names(const Trace& t) {
-  std::set<std::string> out;
+std::unordered_set<std::string> returned_names(const Trace& t) {
+  std::unordered_set<std::string> out;
   for (const auto& p : proxies_of(t.returned())) out.insert(p->name);
   return out;
 }

@@ -7,7 +7,7 @@
 // by name, as in Thunder). PassTimer measures a pass and names it in the provenance.
 #pragma once
 #include <chrono>
-#include <set>
+#include <unordered_set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,7 +27,7 @@ std::vector<ProxyPtr> reads(const BoundSymbol& b);
 // Every proxy inside a value, depth first.
 std::vector<ProxyPtr> proxies_of(const Value& v);
 // Names of the proxies the trace returns.
-std::set<std::string> returned_names(const Trace& t);
+std::unordered_set<std::string> returned_names(const Trace& t);
 
 // Bytes of a tensor proxy (numel x element size); 0 for anything else.
 int64_t tensor_bytes(const Proxy& p);

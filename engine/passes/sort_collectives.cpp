@@ -27,7 +27,7 @@ std::vector<bool> movable_statements(const Trace& t) {
   std::unordered_map<std::string_view, std::vector<size_t>> readers;
   for (size_t i = 0; i < t.body.size(); ++i)
     for (const auto& p : reads(t.body[i])) readers[p->name].push_back(i);
-  std::set<std::string> returned = returned_names(t);
+  std::unordered_set<std::string> returned = returned_names(t);
   std::vector<bool> movable(t.body.size(), false);
   for (size_t i = t.body.size(); i-- > 0;) {
     const BoundSymbol& b = t.body[i];

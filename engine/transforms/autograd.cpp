@@ -12,9 +12,9 @@
 
 #include <chrono>
 #include <deque>
-#include <map>
+#include <unordered_map>
 #include <optional>
-#include <set>
+#include <unordered_set>
 #include <stdexcept>
 
 #include "format/printer.h"
@@ -36,7 +36,7 @@ bool differentiable_value(const ProxyPtr& p) { return p->is_tensor() && is_float
 struct ForwardSweep {
   explicit ForwardSweep(TraceBuilder& names) : names(names) {}
 
-  std::set<std::string> diff;              // names of values that depend on a differentiable input
+  std::unordered_set<std::string> diff;    // names of values that depend on a differentiable input
   std::vector<BoundSymbol> body;           // the augmented forward's statements
   std::vector<const BoundSymbol*> tape;    // differentiable statements, forward order
   std::deque<BoundSymbol> with_residues;   // statements the sweep made (the tape points into them)
@@ -81,7 +81,7 @@ struct ForwardSweep {
 };
 
 struct Cotangents {
-  std::map<std::string, ProxyPtr> of;
+  std::unordered_map<std::string, ProxyPtr> of;
 
   void accumulate(TraceBuilder& bwd, const std::string& name, const ProxyPtr& g) {
     auto [it, fresh] = of.emplace(name, g);
@@ -100,7 +100,7 @@ void check_grad(const BoundSymbol& b, const ProxyPtr& arg, const ProxyPtr& g) {
 }
 
 // Gives each differentiable argument of `b` its share of `grads` (a list for a list argument).
-void distribute(TraceBuilder& bwd, Cotangents& cts, const std::set<std::string>& diff, const BoundSymbol& b,
+void distribute(TraceBuilder& bwd, Cotangents& cts, const std::unordered_set<std::string>& diff, const BoundSymbol& b,
                 const std::vector<Value>& grads) {
   auto give = [&](const Value& arg, const Value& g) {
     if (!arg.is_proxy() || !g.is_proxy() || !diff.count(arg.proxy->name)) return;
@@ -118,7 +118,7 @@ void distribute(TraceBuilder& bwd, Cotangents& cts, const std::set<std::string>&
 
 // Keeps the statements whose outputs the return (transitively) reads.
 std::vector<BoundSymbol> eliminate_dead_code(std::vector<BoundSymbol> body, const Value& returned) {
-  std::set<std::string> live;
+  std::unordered_set<std::string> live;
   for_each_proxy(returned, [&](const ProxyPtr& p) { live.insert(p->name); });
   std::vector<BoundSymbol> kept;
   for (auto it = body.rbegin(); it != body.rend(); ++it) {
@@ -226,7 +226,7 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
   std::vector<BoundSymbol> grad_body = eliminate_dead_code(std::move(bwd.trace().body), grads_value);
 
   // 4. Saved for backward: forward values read by the backward, in order of first use.
-  std::set<std::string> defined, seen;
+  std::unordered_set<std::string> defined, seen;
   for (const auto& c : cotangent_inputs) defined.insert(c->name);
   auto read = [&](const ProxyPtr& p) {
     if (defined.count(p->name) || !seen.insert(p->name).second) return;

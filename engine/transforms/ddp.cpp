@@ -118,11 +118,11 @@ std::vector<size_t> parameter_gradient_slots(const StageHistory& h) {
   std::vector<size_t> slots;
   if (h.forward.empty()) return slots;
   const Trace& computation = *h.forward.front().trace;
-  std::vector<std::string> params;
-  if (auto prologue = h.last(TraceKind::prologue)) params = parameter_proxies(*prologue);
+  std::unordered_set<std::string> params;
+  if (auto prologue = h.last(TraceKind::prologue))
+    for (auto& name : parameter_proxies(*prologue)) params.insert(std::move(name));
   for (size_t i = 0; i < computation.params.size(); ++i)
-    for (const auto& p : params)
-      if (p == computation.params[i].proxy->name) slots.push_back(i);
+    if (params.count(computation.params[i].proxy->name)) slots.push_back(i);
   return slots;
 }
 
