@@ -36,7 +36,7 @@ SymbolRegistry::SymbolRegistry() {
 
 const Symbol* SymbolRegistry::find(std::string_view name, PrintForm form) const {
   std::lock_guard lock(mutex_);
-  auto it = symbols_.find(std::pair{std::string(name), form});
+  auto it = symbols_.find(std::pair{name, form});
   return it == symbols_.end() ? nullptr : it->second.get();
 }
 
@@ -54,8 +54,9 @@ const Symbol& SymbolRegistry::add(Symbol symbol) {
 
 const Symbol& SymbolRegistry::find_or_opaque(std::string_view name, PrintForm form) {
   std::lock_guard lock(mutex_);
-  auto key = std::pair{std::string(name), form};
-  auto& slot = symbols_[key];
+  auto it = symbols_.find(std::pair{name, form});
+  if (it != symbols_.end() && it->second) return *it->second;
+  auto& slot = symbols_[std::pair{std::string(name), form}];
   if (!slot) {
     slot = std::make_unique<Symbol>();
     slot->name = std::string(name);

@@ -50,6 +50,16 @@ struct Symbol {
 };
 
 class SymbolRegistry {
+  // Orders keys by (name, form); a key asked for as a view is compared without being copied.
+  struct KeyLess {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const std::pair<A, PrintForm>& a, const std::pair<B, PrintForm>& b) const {
+      return std::pair<std::string_view, PrintForm>(a.first, a.second) <
+             std::pair<std::string_view, PrintForm>(b.first, b.second);
+    }
+  };
+
  public:
   static SymbolRegistry& global();
 
@@ -64,7 +74,7 @@ class SymbolRegistry {
  private:
   SymbolRegistry();
   mutable std::mutex mutex_;
-  std::map<std::pair<std::string, PrintForm>, std::unique_ptr<Symbol>, std::less<>> symbols_;
+  std::map<std::pair<std::string, PrintForm>, std::unique_ptr<Symbol>, KeyLess> symbols_;
 };
 
 // The structural symbols every trace uses, registered by the IR itself.
