@@ -106,7 +106,8 @@ bool Window::open(const WindowOptions& options, std::string* error) {
   glfwMakeContextCurrent(window_);
   glfwSwapInterval(options.visible ? 1 : 0);
   glfwSetWindowUserPointer(window_, this);
-  glfwSetWindowRefreshCallback(window_, [](GLFWwindow* w) { static_cast<Window*>(glfwGetWindowUserPointer(w))->exposed_ = true; });
+  glfwSetWindowRefreshCallback(window_,
+                               [](GLFWwindow* w) { static_cast<Window*>(glfwGetWindowUserPointer(w))->exposed_ = true; });
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();

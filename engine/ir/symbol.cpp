@@ -55,15 +55,14 @@ const Symbol& SymbolRegistry::add(Symbol symbol) {
 const Symbol& SymbolRegistry::find_or_opaque(std::string_view name, PrintForm form) {
   std::lock_guard lock(mutex_);
   auto it = symbols_.find(std::pair{name, form});
-  if (it != symbols_.end() && it->second) return *it->second;
-  auto& slot = symbols_[std::pair{std::string(name), form}];
-  if (!slot) {
-    slot = std::make_unique<Symbol>();
-    slot->name = std::string(name);
-    slot->form = form;
-    slot->opaque = true;
+  if (it == symbols_.end()) {
+    auto opaque = std::make_unique<Symbol>();
+    opaque->name = std::string(name);
+    opaque->form = form;
+    opaque->opaque = true;
+    it = symbols_.emplace(std::pair{opaque->name, form}, std::move(opaque)).first;
   }
-  return *slot;
+  return *it->second;
 }
 
 std::vector<const Symbol*> SymbolRegistry::all() const {

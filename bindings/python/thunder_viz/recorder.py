@@ -686,8 +686,8 @@ class _BlockStart:
 
     def redo_writes(self, function, args, kwargs):
         rec = self.recorder
-        if rec is None or rec.side_writes == self.side_writes and \
-                all(b._version == v for b, v in zip(self.buffers, self.versions)):
+        if rec is None or (rec.side_writes == self.side_writes and
+                           all(b._version == v for b, v in zip(self.buffers, self.versions))):
             return
         if rec.program.random and not self.random:
             rec.location = user_frame()
