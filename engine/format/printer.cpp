@@ -7,58 +7,66 @@ namespace {
 
 // Thunder writes type texts between double quotes as they are; a quote, a backslash or a control
 // character in a type text of ours is escaped so that the text reads back.
-std::string quoted_type(const Proxy& p) {
-  std::string out = "\"";
-  for (char c : type_text(p)) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "\\x%02x", c);
-          out += hex;
-        } else {
-          out += c;
-        }
+void append_quoted_type(std::string& out, const Proxy& p) {
+  out += '"';
+  size_t start = out.size();
+  append_type_text(out, p);
+  auto needs_escape = [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; };
+  if (std::any_of(out.begin() + start, out.end(), needs_escape)) {
+    std::string raw = out.substr(start);
+    out.resize(start);
+    for (char c : raw) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02x", c);
+            out += hex;
+          } else {
+            out += c;
+          }
+      }
     }
   }
-  return out + "\"";
+  out += '"';
 }
 
 // A proxy the parser met without a type comment prints without one.
 bool has_type(const Proxy& p) { return !(p.kind == ProxyKind::other && p.other_text.empty()); }
 
-std::string call_args(const std::vector<Value>& args, const Kwargs& kwargs, size_t first = 0) {
-  std::string out;
+// Arguments from `first` on, then keyword arguments, separated by ", " (after a non-empty text).
+void append_call_args(std::string& out, const std::vector<Value>& args, const Kwargs& kwargs, size_t first = 0) {
+  size_t start = out.size();
   for (size_t i = first; i < args.size(); ++i) {
-    if (!out.empty()) out += ", ";
-    out += python_text(args[i]);
+    if (out.size() != start) out += ", ";
+    append_python_text(out, args[i]);
   }
   for (const auto& [k, v] : kwargs) {
-    if (!out.empty()) out += ", ";
-    out += k + "=" + python_text(v);
+    if (out.size() != start) out += ", ";
+    out += k;
+    out += '=';
+    append_python_text(out, v);
   }
-  return out;
 }
 
-std::string arg_text(const BoundSymbol& b, size_t i) {
-  return i < b.args.size() ? python_text(b.args[i]) : "None";
+void append_arg(std::string& out, const BoundSymbol& b, size_t i) {
+  if (i < b.args.size()) append_python_text(out, b.args[i]);
+  else out += "None";
 }
 
-std::string annotated(const BoundSymbol& b, const std::string& rhs) {
-  auto out = b.output();
-  if (!out) return rhs;
-  return out->name + ": " + quoted_type(*out) + " = " + rhs;
-}
-
-std::string names_of(const std::vector<ProxyPtr>& ps) {
-  std::string out;
-  for (size_t i = 0; i < ps.size(); ++i) out += (i ? ", " : "") + ps[i]->name;
-  return out;
+// `t0: "T" = ` before the right-hand side of an annotated assignment; nothing without an output.
+void append_annotation(std::string& out, const BoundSymbol& b) {
+  auto output = b.output();
+  if (!output) return;
+  out += output->name;
+  out += ": ";
+  append_quoted_type(out, *output);
+  out += " = ";
 }
 
 size_t count_proxies(const Value& v) {
@@ -68,21 +76,41 @@ size_t count_proxies(const Value& v) {
 }
 
 // The left-hand side of a call: `t0`, `(t0, t1)`, or the target the outputs were written as.
-std::string assigned_text(const BoundSymbol& b) {
+void append_assigned(std::string& out, const BoundSymbol& b) {
   if (b.output_target && count_proxies(*b.output_target) == b.outputs.size()) {
     size_t next = 0;
-    return python_text(map_proxies(*b.output_target, [&](const ProxyPtr&) { return b.outputs[next++]; }));
+    append_python_text(out, map_proxies(*b.output_target, [&](const ProxyPtr&) { return b.outputs[next++]; }));
+    return;
   }
-  if (b.outputs.size() == 1) return b.outputs[0]->name;
-  return "(" + names_of(b.outputs) + ")";
+  if (b.outputs.size() == 1) {
+    out += b.outputs[0]->name;
+    return;
+  }
+  out += '(';
+  for (size_t i = 0; i < b.outputs.size(); ++i) {
+    if (i) out += ", ";
+    out += b.outputs[i]->name;
+  }
+  out += ')';
 }
 
-// `  # t0: "T", t1: "T"` for the outputs that have a type; empty when none has.
-std::string type_comment(const std::vector<ProxyPtr>& outputs) {
-  std::string types;
-  for (const auto& o : outputs)
-    if (has_type(*o)) types += (types.empty() ? "" : ", ") + o->name + ": " + quoted_type(*o);
-  return types.empty() ? types : "  # " + types;
+// `  # t0: "T", t1: "T"` for the outputs that have a type; nothing when none has.
+void append_type_comment(std::string& out, const std::vector<ProxyPtr>& outputs) {
+  bool first = true;
+  for (const auto& o : outputs) {
+    if (!has_type(*o)) continue;
+    out += first ? "  # " : ", ";
+    out += o->name;
+    out += ": ";
+    append_quoted_type(out, *o);
+    first = false;
+  }
+}
+
+std::string arg_text(const BoundSymbol& b, size_t i) {
+  std::string out;
+  append_arg(out, b, i);
+  return out;
 }
 
 // `a, b, = c` as Thunder wraps it: parts `a, `, `b, `, `= c`, a backslash ending a line whenever
@@ -102,11 +130,10 @@ std::vector<std::string> unpack_lines(const BoundSymbol& b) {
   return lines;
 }
 
-// Emits `line` at top level, or as a comment `depth` levels down.
-void emit(std::string& out, int depth, const std::string& line) {
+// Starts a line at top level, or as a comment `depth` levels down.
+void begin_line(std::string& out, int depth) {
   out += "\n  ";
   if (depth > 0) out.append(2 * depth, ' ').append("# ");
-  out += line;
 }
 
 void print_body(std::string& out, const std::vector<BoundSymbol>& body, int depth, int max_depth, bool headers,
@@ -117,21 +144,29 @@ void print_body(std::string& out, const std::vector<BoundSymbol>& body, int dept
   for (const auto& b : body) {
     if (depth == 0 && headers && !b.header.empty()) {
       out += "\n";
-      emit(out, 0, "# " + b.header);
+      begin_line(out, 0);
+      out += "# ";
+      out += b.header;
       owned_by(nullptr, 2);
     }
     if (b.symbol->form == PrintForm::unpack_sequence && !b.outputs.empty()) {
       for (const auto& line : unpack_lines(b)) {
-        emit(out, depth, line);
+        begin_line(out, depth);
+        out += line;
         owned_by(&b, 1);
       }
       for (const auto& o : b.outputs)
         if (has_type(*o)) {
-          emit(out, depth, "# " + o->name + ": " + quoted_type(*o));
+          begin_line(out, depth);
+          out += "# ";
+          out += o->name;
+          out += ": ";
+          append_quoted_type(out, *o);
           owned_by(&b, 1);
         }
     } else {
-      emit(out, depth, print_statement(b));
+      begin_line(out, depth);
+      append_statement(out, b);
       owned_by(&b, 1);
     }
     if (depth < max_depth) print_body(out, b.subsymbols, depth + 1, max_depth, headers, owners);
@@ -141,45 +176,102 @@ void print_body(std::string& out, const std::vector<BoundSymbol>& body, int dept
 }  // namespace
 
 std::string print_statement(const BoundSymbol& b) {
+  std::string out;
+  append_statement(out, b);
+  return out;
+}
+
+void append_statement(std::string& out, const BoundSymbol& b) {
   const auto& name = b.symbol->name;
+  auto call = [&](size_t first_arg) {
+    out += name;
+    out += '(';
+    append_call_args(out, b.args, b.kwargs, first_arg);
+    out += ')';
+  };
   switch (b.symbol->form) {
     case PrintForm::call: {
-      std::string call = name + "(" + call_args(b.args, b.kwargs) + ")";
-      if (b.outputs.empty() && !b.output_target) return call;
-      return assigned_text(b) + " = " + call + type_comment(b.outputs);
+      bool assigns = !b.outputs.empty() || b.output_target;
+      if (assigns) {
+        append_assigned(out, b);
+        out += " = ";
+      }
+      call(0);
+      if (assigns) append_type_comment(out, b.outputs);
+      return;
     }
-    case PrintForm::annotated_call: return annotated(b, name + "(" + call_args(b.args, b.kwargs) + ")");
+    case PrintForm::annotated_call:
+      append_annotation(out, b);
+      call(0);
+      return;
     case PrintForm::method:
-      return annotated(b, arg_text(b, 0) + "." + name + "(" + call_args(b.args, b.kwargs, 1) + ")");
-    case PrintForm::subscript: return annotated(b, arg_text(b, 0) + "[" + arg_text(b, 1) + "]");
+      append_annotation(out, b);
+      append_arg(out, b, 0);
+      out += '.';
+      call(1);
+      return;
+    case PrintForm::subscript:
+      append_annotation(out, b);
+      append_arg(out, b, 0);
+      out += '[';
+      append_arg(out, b, 1);
+      out += ']';
+      return;
     case PrintForm::attribute:
-      return annotated(b, arg_text(b, 0) + "." + (b.args.size() > 1 ? b.args[1].s : std::string()));
-    case PrintForm::globals_lookup: return annotated(b, "globals()[" + arg_text(b, 0) + "]");
-    case PrintForm::unpack_sequence: {
-      std::string lhs;
-      for (const auto& o : b.outputs) lhs += o->name + ", ";
-      if (!lhs.empty()) lhs.pop_back();
-      return lhs + " = " + arg_text(b, 0);
+      append_annotation(out, b);
+      append_arg(out, b, 0);
+      out += '.';
+      if (b.args.size() > 1) out += b.args[1].s;
+      return;
+    case PrintForm::globals_lookup:
+      append_annotation(out, b);
+      out += "globals()[";
+      append_arg(out, b, 0);
+      out += ']';
+      return;
+    case PrintForm::unpack_sequence: {  // `a, b, = c`: each name and ", ", the last space dropped
+      size_t start = out.size();
+      for (const auto& o : b.outputs) {
+        out += o->name;
+        out += ", ";
+      }
+      if (out.size() != start) out.pop_back();
+      out += " = ";
+      append_arg(out, b, 0);
+      return;
     }
     case PrintForm::unpack_trivial: {
       auto o = b.output();
-      return o ? "# " + o->name + ": " + quoted_type(*o) : "# <nothing>";
+      if (!o) {
+        out += "# <nothing>";
+        return;
+      }
+      out += "# ";
+      out += o->name;
+      out += ": ";
+      append_quoted_type(out, *o);
+      return;
     }
-    case PrintForm::del: {
-      std::string out = "del ";
-      for (size_t i = 0; i < b.args.size(); ++i) out += (i ? ", " : "") + python_text(b.args[i]);
-      return out;
-    }
+    case PrintForm::del:
+      out += "del ";
+      for (size_t i = 0; i < b.args.size(); ++i) {
+        if (i) out += ", ";
+        append_python_text(out, b.args[i]);
+      }
+      return;
     case PrintForm::ret: {
       bool bare = std::find(b.tags.begin(), b.tags.end(), kBareTupleTag) != b.tags.end();
+      out += "return ";
       if (bare && !b.args.empty() && b.args[0].kind == Value::Kind::tuple && b.args[0].items.size() > 1) {
         auto text = python_text(b.args[0]);
-        return "return " + text.substr(1, text.size() - 2);
+        out.append(text, 1, text.size() - 2);
+        return;
       }
-      return "return " + arg_text(b, 0);
+      append_arg(out, b, 0);
+      return;
     }
   }
-  return name;
+  out += name;
 }
 
 std::string print_bound_symbol(const BoundSymbol& b, int depth) {

@@ -27,6 +27,7 @@ struct PrintOptions {
 std::string print_trace(const Trace&, const PrintOptions& = {});
 // One statement without indentation or comment prefix, e.g. `t0 = prims.add(a, b)  # t0: "cpu f32[2]"`.
 std::string print_statement(const BoundSymbol&);
+void append_statement(std::string& out, const BoundSymbol&);  // print_statement appended to `out`
 // The lines of one bound symbol as they appear in a trace body (with subsymbols to `depth`).
 std::string print_bound_symbol(const BoundSymbol&, int depth = PrintOptions::kAllLevels);
 

@@ -49,12 +49,19 @@ ProxyPtr renamed(const Proxy& p, std::string name) {
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
+  std::string s;
+  append_shape_text(s, shape);
+  return s;
+}
+
+void append_shape_text(std::string& out, const std::vector<int64_t>& shape) {
+  out += '[';
+  char digits[24];
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(shape[i]);
+    if (i) out += ", ";
+    out.append(digits, std::to_chars(digits, digits + sizeof digits, shape[i]).ptr);
   }
-  return s + "]";
+  out += ']';
 }
 
 std::string_view distribution_name(Distribution d) {
@@ -132,12 +139,10 @@ std::optional<Device> parse_future_device(std::string_view s) {
   return Device::parse("cuda:" + std::string(s.substr(0, s.size() - 1)));
 }
 
-}  // namespace
-
-std::string type_text(const Proxy& p) {
+// The type text of the kinds other than a tensor.
+std::string other_type_text(const Proxy& p) {
   switch (p.kind) {
-    case ProxyKind::tensor:
-      return p.device.str() + " " + std::string(short_name(p.dtype)) + shape_text(p.shape);
+    case ProxyKind::tensor: break;
     case ProxyKind::future_tensor:
       return "FUTURE " + future_device_text(p.device) + " " + std::string(short_name(p.dtype)) +
              shape_text(p.shape);
@@ -148,6 +153,26 @@ std::string type_text(const Proxy& p) {
     case ProxyKind::other: return p.other_text;
   }
   return "Any";
+}
+
+}  // namespace
+
+std::string type_text(const Proxy& p) {
+  std::string out;
+  append_type_text(out, p);
+  return out;
+}
+
+void append_type_text(std::string& out, const Proxy& p) {
+  if (p.kind != ProxyKind::tensor) {
+    out += other_type_text(p);
+    return;
+  }
+  if (p.device.kind == Device::Kind::cpu) out += "cpu";
+  else out += p.device.str();
+  out += ' ';
+  out += short_name(p.dtype);
+  append_shape_text(out, p.shape);
 }
 
 std::optional<Proxy> parse_type_text(std::string_view s, std::string name, std::string* error) {

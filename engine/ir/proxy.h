@@ -50,7 +50,9 @@ ProxyPtr make_number(std::string name, NumberType type, std::optional<double> va
 ProxyPtr renamed(const Proxy& p, std::string name);
 
 std::string type_text(const Proxy&);
+void append_type_text(std::string& out, const Proxy&);  // type_text appended to `out`
 std::string shape_text(const std::vector<int64_t>& shape);  // "[2, 5]"
+void append_shape_text(std::string& out, const std::vector<int64_t>& shape);
 std::string_view distribution_name(Distribution);
 
 // Parses a type text into a proxy named `name`. Returns nullopt and sets `error` on bad text.

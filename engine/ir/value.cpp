@@ -1,5 +1,6 @@
 #include "ir/value.h"
 
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
 
@@ -34,40 +35,59 @@ std::vector<int64_t> Value::as_ints() const {
 }
 
 std::string python_text(const Value& v) {
+  std::string out;
+  append_python_text(out, v);
+  return out;
+}
+
+void append_python_text(std::string& out, const Value& v) {
   using K = Value::Kind;
   switch (v.kind) {
-    case K::none: return "None";
-    case K::boolean: return v.b ? "True" : "False";
-    case K::integer: return std::to_string(v.i);
+    case K::none: out += "None"; return;
+    case K::boolean: out += v.b ? "True" : "False"; return;
+    case K::integer: {
+      char digits[24];
+      auto end = std::to_chars(digits, digits + sizeof digits, v.i).ptr;
+      out.append(digits, end);
+      return;
+    }
     case K::floating:  // as Thunder prints floats: repr, except for the non-finite ones
-      if (std::isnan(v.f)) return "float('NaN')";
-      if (std::isinf(v.f)) return v.f > 0 ? "float('inf')" : "-float('inf')";
-      return python_float_repr(v.f);
-    case K::string: return python_string_repr(v.s);
-    case K::dtype: return v.s.empty() ? std::string(torch_name(v.dtype)) : v.s;
-    case K::device: return "torch.device(\"" + v.device.str() + "\")";
-    case K::proxy: return v.proxy ? v.proxy->name : "None";
-    case K::name: return v.s;
+      if (std::isnan(v.f)) out += "float('NaN')";
+      else if (std::isinf(v.f)) out += v.f > 0 ? "float('inf')" : "-float('inf')";
+      else out += python_float_repr(v.f);
+      return;
+    case K::string: out += python_string_repr(v.s); return;
+    case K::dtype:
+      if (v.s.empty()) out += torch_name(v.dtype);
+      else out += v.s;
+      return;
+    case K::device: out += "torch.device(\""; out += v.device.str(); out += "\")"; return;
+    case K::proxy: out += v.proxy ? std::string_view(v.proxy->name) : std::string_view("None"); return;
+    case K::name: out += v.s; return;
     case K::tuple:
     case K::list: {
-      std::string out = v.kind == K::tuple ? "(" : "[";
+      out += v.kind == K::tuple ? '(' : '[';
       for (size_t i = 0; i < v.items.size(); ++i) {
         if (i) out += ", ";
-        out += python_text(v.items[i]);
+        append_python_text(out, v.items[i]);
       }
-      if (v.kind == K::tuple && v.items.size() == 1) out += ",";
-      return out + (v.kind == K::tuple ? ")" : "]");
+      if (v.kind == K::tuple && v.items.size() == 1) out += ',';
+      out += v.kind == K::tuple ? ')' : ']';
+      return;
     }
     case K::dict: {
-      std::string out = "{";
+      out += '{';
       for (size_t i = 0; i < v.entries.size(); ++i) {
         if (i) out += ", ";
-        out += python_text(v.entries[i].first) + ": " + python_text(v.entries[i].second);
+        append_python_text(out, v.entries[i].first);
+        out += ": ";
+        append_python_text(out, v.entries[i].second);
       }
-      return out + "}";
+      out += '}';
+      return;
     }
   }
-  return "None";
+  out += "None";
 }
 
 void for_each_proxy(const Value& v, const std::function<void(const ProxyPtr&)>& fn) {

@@ -56,6 +56,7 @@ inline Value::Value() = default;
 using Kwargs = std::vector<std::pair<std::string, Value>>;
 
 std::string python_text(const Value&);
+void append_python_text(std::string& out, const Value&);  // python_text appended to `out`
 // Calls `fn` on every proxy inside `v`, depth first, left to right.
 void for_each_proxy(const Value& v, const std::function<void(const ProxyPtr&)>& fn);
 // Rebuilds `v` with each proxy replaced by `fn(proxy)`.
