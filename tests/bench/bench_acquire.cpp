@@ -1,6 +1,8 @@
 // Benchmark: acquisition plus printing of `gpt` for several depths (microseconds per bound
-// symbol), the parse time of the largest Thunder fixture, and of traces of 10 000 to 40 000
-// parameters. Results go to BENCHMARKS.md.
+// symbol), the parse time of the largest Thunder fixture, of traces of 10 000 to 40 000
+// parameters, and the print time of long traces (the GUI's trace view prints a trace before its
+// first frame). Results go to BENCHMARKS.md.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -61,6 +63,36 @@ int main(int argc, char** argv) {
     trace += "\n  return p0";
     double parse_us = bench::median_us(5, [&] { parse_trace(trace); });
     std::cout << "| " << n << " | " << parse_us / 1000 << " | " << parse_us / n << " |\n";
+  }
+
+  // A chain of element-wise calls, each with its prims subsymbol and a source comment every 8th
+  // (the GUI benchmark's long trace: 2.25 lines a statement), printed with every level.
+  std::cout << "\n| statements | printed lines | print ms | ns per line |\n| --- | --- | --- | --- |\n";
+  for (int n : {4444, 44440}) {
+    std::ostringstream out;
+    out << "import torch\nimport thunder.torch as ltorch\n\n@torch.no_grad()\ndef computation(x, w):\n"
+        << "  # x: \"cpu f32[64, 256]\"\n  # w: \"cpu f32[64, 256]\"\n";
+    std::string prev = "x";
+    for (int i = 0; i < n; ++i) {
+      const char* op = i % 2 ? "mul" : "add";
+      std::string name = "t" + std::to_string(i);
+      if (i % 8 == 0) out << "\n  # model.py:" << 100 + i % 900 << ": \t    h = torch." << op << "(h, w)\n";
+      out << "  " << name << " = ltorch." << op << "(" << prev << ", w)  # " << name << ": \"cpu f32[64, 256]\"\n"
+          << "    # " << name << " = prims." << op << "(" << prev << ", w)  # " << name << ": \"cpu f32[64, 256]\"\n";
+      prev = name;
+    }
+    out << "  return " << prev << "\n";
+    auto parsed = parse_trace(out.str());
+    if (!parsed) {
+      std::cerr << "the generated trace does not parse: " << parsed.error->message << "\n";
+      return 1;
+    }
+    size_t lines = 0;
+    double print_us = bench::median_us(7, [&] {
+      auto printed = print_trace(*parsed.trace);
+      lines = std::count(printed.begin(), printed.end(), '\n') + 1;
+    });
+    std::cout << "| " << n << " | " << lines << " | " << print_us / 1000 << " | " << print_us * 1000 / lines << " |\n";
   }
   return 0;
 }
