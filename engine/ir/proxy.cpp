@@ -139,22 +139,6 @@ std::optional<Device> parse_future_device(std::string_view s) {
   return Device::parse("cuda:" + std::string(s.substr(0, s.size() - 1)));
 }
 
-// The type text of the kinds other than a tensor.
-std::string other_type_text(const Proxy& p) {
-  switch (p.kind) {
-    case ProxyKind::tensor: break;
-    case ProxyKind::future_tensor:
-      return "FUTURE " + future_device_text(p.device) + " " + std::string(short_name(p.dtype)) +
-             shape_text(p.shape);
-    case ProxyKind::number: return number_text(p);
-    case ProxyKind::collection: return "Collection";
-    case ProxyKind::any: return "Any";
-    case ProxyKind::string: return "str";
-    case ProxyKind::other: return p.other_text;
-  }
-  return "Any";
-}
-
 }  // namespace
 
 std::string type_text(const Proxy& p) {
@@ -164,15 +148,27 @@ std::string type_text(const Proxy& p) {
 }
 
 void append_type_text(std::string& out, const Proxy& p) {
-  if (p.kind != ProxyKind::tensor) {
-    out += other_type_text(p);
-    return;
+  switch (p.kind) {
+    case ProxyKind::tensor:
+      out += p.device.str();
+      out += ' ';
+      out += short_name(p.dtype);
+      append_shape_text(out, p.shape);
+      return;
+    case ProxyKind::future_tensor:
+      out += "FUTURE ";
+      out += future_device_text(p.device);
+      out += ' ';
+      out += short_name(p.dtype);
+      append_shape_text(out, p.shape);
+      return;
+    case ProxyKind::number: out += number_text(p); return;
+    case ProxyKind::collection: out += "Collection"; return;
+    case ProxyKind::any: out += "Any"; return;
+    case ProxyKind::string: out += "str"; return;
+    case ProxyKind::other: out += p.other_text; return;
   }
-  if (p.device.kind == Device::Kind::cpu) out += "cpu";
-  else out += p.device.str();
-  out += ' ';
-  out += short_name(p.dtype);
-  append_shape_text(out, p.shape);
+  out += "Any";
 }
 
 std::optional<Proxy> parse_type_text(std::string_view s, std::string name, std::string* error) {
