@@ -4,9 +4,12 @@ the idle time inside that span; communication (NCCL kernels) and how much of it 
 compute; the costliest kernels by name. Two files: the same summary side by side. With --by-op,
 also the kernels each ATen call launched (the outermost CPU op around the launch, matched by its
 correlation id): where a host-bound step's launches come from. Launches outside any ATen op (the
-engine's generated kernels, its direct cuBLASLt calls) count under "(no ATen op)".
+engine's generated kernels, its direct cuBLASLt calls) count under "(no ATen op)". With --host,
+where the busiest thread's host time went: its outermost ATen calls by name (calls, total and mean
+microseconds), the CUDA runtime calls made outside any ATen call, and the rest of the span, which is
+the caller's own work between calls (the engine's executor, or PyTorch's Python and autograd).
 
-Usage: /usr/bin/python3 timeline.py ENGINE.json [TORCH.json] [--top 12] [--by-op]
+Usage: /usr/bin/python3 timeline.py ENGINE.json [TORCH.json] [--top 12] [--by-op] [--host]
 """
 import argparse
 import bisect
@@ -112,6 +115,55 @@ def summarise(path, top):
     return out
 
 
+def outermost_ops(events):
+    """Per thread, its outermost ATen calls in time order."""
+    outermost = collections.defaultdict(list)
+    for e in sorted((e for e in events if e.get("cat") == "cpu_op"), key=lambda e: (e["tid"], e["ts"], -e["dur"])):
+        ops = outermost[e["tid"]]
+        if not ops or e["ts"] >= ops[-1]["ts"] + ops[-1]["dur"]:
+            ops.append(e)
+    return outermost
+
+
+def host_time(path, top):
+    """Lines: the busiest thread's span split into its outermost ATen calls (by name), CUDA runtime
+    calls outside them, and the caller's own time between them."""
+    with open(path) as f:
+        data = json.load(f)
+    events = [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
+    outermost = outermost_ops(events)
+    if not outermost:
+        fail(f"{path}: no ATen calls in the trace")
+    tid, ops = max(outermost.items(), key=lambda kv: len(kv[1]))
+    start = ops[0]["ts"]
+    end = max(e["ts"] + e["dur"] for e in ops)
+    in_ops = union([(e["ts"], e["ts"] + e["dur"]) for e in ops])
+    starts = [e["ts"] for e in ops]
+    runtime = collections.defaultdict(lambda: [0.0, 0])
+    for e in events:
+        if e.get("cat") not in ("cuda_runtime", "cuda_driver") or e["tid"] != tid or not start <= e["ts"] <= end:
+            continue
+        i = bisect.bisect_right(starts, e["ts"]) - 1
+        if i >= 0 and ops[i]["ts"] + ops[i]["dur"] >= e["ts"]:
+            continue
+        runtime[e["name"]][0] += e["dur"]
+        runtime[e["name"]][1] += 1
+    outside = sum(t for t, _ in runtime.values())
+    span = end - start
+    out = [f"{path}: host thread {tid}: span {span / 1e3:.2f} ms; in {len(ops)} ATen calls {in_ops / 1e3:.2f} ms, "
+           f"in {sum(n for _, n in runtime.values())} CUDA runtime calls outside them {outside / 1e3:.2f} ms, "
+           f"the caller's own work {(span - in_ops - outside) / 1e3:.2f} ms"]
+    names = collections.defaultdict(lambda: [0.0, 0])
+    for e in ops:
+        names[e["name"]][0] += e["dur"]
+        names[e["name"]][1] += 1
+    for name, (t, n) in sorted(names.items(), key=lambda kv: -kv[1][0])[:top]:
+        out.append(f"    {t / 1e3:8.3f} ms  x{n:<5} {t / n:7.1f} us  {name}")
+    for name, (t, n) in sorted(runtime.items(), key=lambda kv: -kv[1][0])[:top]:
+        out.append(f"    {t / 1e3:8.3f} ms  x{n:<5} {t / n:7.1f} us  {name} (outside ATen calls)")
+    return out
+
+
 def kernels_by_op(path, top):
     """Lines: per outermost ATen op, its calls and the kernels launched inside them; then the
     commonest (op, kernel) pairs."""
@@ -121,11 +173,7 @@ def kernels_by_op(path, top):
     kernels = {e.get("args", {}).get("correlation"): e for e in events
                if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
     launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
-    outermost = collections.defaultdict(list)  # thread -> its outermost ops, in time order
-    for e in sorted((e for e in events if e.get("cat") == "cpu_op"), key=lambda e: (e["tid"], e["ts"], -e["dur"])):
-        ops = outermost[e["tid"]]
-        if not ops or e["ts"] >= ops[-1]["ts"] + ops[-1]["dur"]:
-            ops.append(e)
+    outermost = outermost_ops(events)
     starts = {tid: [e["ts"] for e in ops] for tid, ops in outermost.items()}
     calls = collections.Counter(e["name"] for ops in outermost.values() for e in ops)
     per_op, pairs = collections.Counter(), collections.Counter()
@@ -150,12 +198,16 @@ def main():
     ap.add_argument("traces", nargs="+", metavar="TRACE.json")
     ap.add_argument("--top", type=int, default=12, help="costliest kernels listed per device")
     ap.add_argument("--by-op", action="store_true", help="also the kernels each ATen call launched")
+    ap.add_argument("--host", action="store_true", help="also where the busiest host thread's time went")
     args = ap.parse_args()
     for path in args.traces:
         print("\n".join(summarise(path, args.top)))
     if args.by_op:
         for path in args.traces:
             print("\n".join(kernels_by_op(path, args.top)))
+    if args.host:
+        for path in args.traces:
+            print("\n".join(host_time(path, args.top)))
 
 
 if __name__ == "__main__":
