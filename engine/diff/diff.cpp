@@ -9,6 +9,15 @@
 namespace tv {
 namespace {
 
+// A row without its texts (align's caller fills them).
+DiffRow row_of(DiffKind kind, int left, int right) {
+  DiffRow row;
+  row.kind = kind;
+  row.left = left;
+  row.right = right;
+  return row;
+}
+
 // The statement with every proxy name blanked: aligns values computed the same way.
 std::string blind_key(const BoundSymbol& b) {
   BoundSymbol blind = b;
@@ -55,7 +64,7 @@ std::vector<DiffRow> align(const std::vector<std::string>& a, const std::vector<
       run.compose();
       for (const auto& [elem, info] : run.getSes().getSequence()) {
         if (info.type == dtl::SES_COMMON)
-          rows.push_back({DiffKind::changed, removed[info.beforeIdx - 1].left, added[info.afterIdx - 1].right});
+          rows.push_back(row_of(DiffKind::changed, removed[info.beforeIdx - 1].left, added[info.afterIdx - 1].right));
         else if (info.type == dtl::SES_DELETE)
           rows.push_back(removed[info.beforeIdx - 1]);
         else
@@ -68,11 +77,11 @@ std::vector<DiffRow> align(const std::vector<std::string>& a, const std::vector<
   for (const auto& [elem, info] : d.getSes().getSequence()) {
     if (info.type == dtl::SES_COMMON) {
       flush();
-      rows.push_back({DiffKind::same, static_cast<int>(info.beforeIdx - 1), static_cast<int>(info.afterIdx - 1)});
+      rows.push_back(row_of(DiffKind::same, static_cast<int>(info.beforeIdx - 1), static_cast<int>(info.afterIdx - 1)));
     } else if (info.type == dtl::SES_DELETE) {
-      removed.push_back({DiffKind::removed, static_cast<int>(info.beforeIdx - 1), -1});
+      removed.push_back(row_of(DiffKind::removed, static_cast<int>(info.beforeIdx - 1), -1));
     } else {
-      added.push_back({DiffKind::added, -1, static_cast<int>(info.afterIdx - 1)});
+      added.push_back(row_of(DiffKind::added, -1, static_cast<int>(info.afterIdx - 1)));
     }
   }
   flush();
