@@ -138,6 +138,7 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bi
   if (!x.is_cuda() || x.dim() < 2 || w.dim() != 2 || (x.dim() > 2 && !x.is_contiguous()) ||
       (bias.defined() && bias.dim() != 1))
     return at::linear(x, w, bias);
+  if (at::Tensor out = small_linear(x, w, bias); out.defined()) return out;
   int64_t rows = x.numel() / std::max<int64_t>(x.size(-1), 1), cols = w.size(0);
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
   shape.push_back(cols);

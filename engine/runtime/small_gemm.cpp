@@ -3,6 +3,7 @@
 #ifdef TV_HAVE_CUDA
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cublasLt.h>
@@ -27,9 +28,8 @@ struct Operand {
   bool ok = false;
 };
 
-// t [r, c] such that op(stored) = t^T.
-Operand operand_of(const at::Tensor& t) {
-  int64_t r = t.size(0), c = t.size(1), s0 = t.stride(0), s1 = t.stride(1);
+// A matrix [r, c] with strides s0, s1 such that op(stored) = its transpose.
+Operand operand_of(int64_t r, int64_t c, int64_t s0, int64_t s1) {
   if ((s1 == 1 || c == 1) && s0 >= std::max<int64_t>(c, 1)) return {false, c, r, s0, true};  // row-major
   if ((s0 == 1 || r == 1) && s1 >= std::max<int64_t>(r, 1)) return {true, r, c, s1, true};   // column-major
   return {};
@@ -173,28 +173,34 @@ struct Plans {
 
 bool supported_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf; }
 
-}  // namespace
-
-bool small_gemm_available() { return true; }
-
-at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
-  if (!a.defined() || !b.defined() || !a.is_cuda() || !b.is_cuda() || a.dim() != 2 || b.dim() != 2) return {};
-  if (a.device() != b.device() || a.scalar_type() != b.scalar_type() || !supported_dtype(a.scalar_type())) return {};
-  if (a.is_conj() || b.is_conj() || a.is_neg() || b.is_neg() || !a.has_storage() || !b.has_storage()) return {};
+// Whether tensors a and b (and bias, when defined) can enter a product here at all.
+bool operands_apply(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
+  if (!a.defined() || !b.defined() || !a.is_cuda() || !b.is_cuda()) return false;
+  if (a.device() != b.device() || a.scalar_type() != b.scalar_type() || !supported_dtype(a.scalar_type())) return false;
+  if (a.is_conj() || b.is_conj() || a.is_neg() || b.is_neg() || !a.has_storage() || !b.has_storage()) return false;
   // (a run that records autograd, a create_graph backward: ATen's product, which autograd knows)
   if (at::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad() || (bias.defined() && bias.requires_grad())))
+    return false;
+  return true;
+}
+
+// The product of the [m, k] matrix `a` (of tensor a_data's storage and device) and the [k, n]
+// matrix `b`, plus bias, into a new contiguous tensor of `out_shape` (m * n elements): both
+// operands are given by their sizes and strides, so that no view of them is made.
+at::Tensor product(const at::Tensor& a_data, const Operand& a, const at::Tensor& b_data, const Operand& b,
+                   const at::Tensor& bias, int64_t m, int64_t n, int64_t k, at::IntArrayRef out_shape) {
+  if (m == 0 || n == 0 || k == 0 || m * n > kSmallGemmOutputs || k > kSmallGemmDepth) return {};
+  if (bias.defined() && (!bias.is_cuda() || bias.device() != a_data.device() ||
+                         bias.scalar_type() != a_data.scalar_type() || bias.dim() != 1 || bias.size(0) != n ||
+                         !bias.is_contiguous() || alignment_of(bias.data_ptr()) < 16))
     return {};
-  int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  if (b.size(0) != k || m == 0 || n == 0 || k == 0 || m * n > kSmallGemmOutputs || k > kSmallGemmDepth) return {};
-  if (bias.defined() && (!bias.is_cuda() || bias.device() != a.device() || bias.scalar_type() != a.scalar_type() ||
-                         bias.dim() != 1 || bias.size(0) != n || !bias.is_contiguous() ||
-                         alignment_of(bias.data_ptr()) < 16))
-    return {};
-  PlanKey key{a.get_device(), a.scalar_type(), at::globalContext().allowTF32CuBLAS(), bias.defined(), operand_of(b),
-              operand_of(a), m, n, alignment_of(b.data_ptr()), alignment_of(a.data_ptr()), 0};
-  if (!key.x.ok || !key.y.ok) return {};
-  c10::cuda::CUDAGuard guard(a.device());
-  at::Tensor out = at::empty({m, n}, a.options());
+  if (!a.ok || !b.ok) return {};
+  PlanKey key{static_cast<int>(a_data.get_device()), a_data.scalar_type(), at::globalContext().allowTF32CuBLAS(), bias.defined(), b, a,
+              m, n, alignment_of(b_data.data_ptr()), alignment_of(a_data.data_ptr()), 0};
+  c10::cuda::CUDAGuard guard(a_data.device());
+  // (the CUDA allocation without the dispatcher's round trip of at::empty: a host-bound step makes
+  // one per product)
+  at::Tensor out = at::detail::empty_cuda(out_shape, a_data.options());
   key.align_d = alignment_of(out.data_ptr());
   auto [handle, plan] = Plans::instance().of(key);
   if (!plan || !plan->found) return {};
@@ -203,11 +209,33 @@ at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor
   std::lock_guard<std::mutex> lock(plan->use);
   if (bias_pointer)
     cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof(bias_pointer));
-  cublasStatus_t status = cublasLtMatmul(handle, plan->desc, &one, b.data_ptr(), plan->x, a.data_ptr(), plan->y, &zero,
-                                         out.data_ptr(), plan->d, out.data_ptr(), plan->d, &plan->algo, nullptr, 0,
-                                         c10::cuda::getCurrentCUDAStream(a.get_device()).stream());
+  cublasStatus_t status = cublasLtMatmul(handle, plan->desc, &one, b_data.data_ptr(), plan->x, a_data.data_ptr(),
+                                         plan->y, &zero, out.data_ptr(), plan->d, out.data_ptr(), plan->d, &plan->algo,
+                                         nullptr, 0, c10::cuda::getCurrentCUDAStream(a_data.get_device()).stream());
   if (status != CUBLAS_STATUS_SUCCESS) return {};
   return out;
+}
+
+}  // namespace
+
+bool small_gemm_available() { return true; }
+
+at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
+  if (!operands_apply(a, b, bias) || a.dim() != 2 || b.dim() != 2 || b.size(0) != a.size(1)) return {};
+  int64_t m = a.size(0), n = b.size(1);
+  return product(a, operand_of(m, a.size(1), a.stride(0), a.stride(1)), b,
+                 operand_of(b.size(0), n, b.stride(0), b.stride(1)), bias, m, n, a.size(1), {m, n});
+}
+
+at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+  if (!operands_apply(x, w, bias) || x.dim() < 1 || w.dim() != 2 || !x.is_contiguous()) return {};
+  int64_t k = x.size(-1), n = w.size(0);
+  if (w.size(1) != k || k == 0) return {};
+  int64_t m = x.numel() / k;
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
+  shape.push_back(n);
+  // x read as [m, k] row-major; w [n, k] read transposed, as [k, n] with its strides swapped.
+  return product(x, operand_of(m, k, k, 1), w, operand_of(k, n, w.stride(1), w.stride(0)), bias, m, n, k, shape);
 }
 
 #else
@@ -215,6 +243,8 @@ at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor
 bool small_gemm_available() { return false; }
 
 at::Tensor small_gemm(const at::Tensor&, const at::Tensor&, const at::Tensor&) { return {}; }
+
+at::Tensor small_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&) { return {}; }
 
 #endif
 

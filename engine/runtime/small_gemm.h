@@ -9,8 +9,10 @@
 // a dtype other than f32/bf16/f16, operands on different devices or of different dtypes, more
 // than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read, an
 // operand autograd would record (grad mode on and it requires grad) or without storage (a batched
-// tensor), or no algorithm for the shape. The caller then runs ATen. Thread-safe; plans live for
-// the process.
+// tensor), or no algorithm for the shape. The caller then runs ATen. small_linear(x, w, bias) is
+// a linear layer's x @ w^T (+ bias) for a contiguous x [..., k] and w [n, k], shaped [..., n], under
+// the same conditions; it reads both where they lie, making no view of them. Outputs come from the
+// CUDA caching allocator directly, as at::empty's would. Thread-safe; plans live for the process.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -22,6 +24,7 @@ constexpr int64_t kSmallGemmOutputs = int64_t{1} << 18;  // m * n
 constexpr int64_t kSmallGemmDepth = 1 << 14;             // k
 
 at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias = {});
+at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {});
 
 // Whether small_gemm can run at all here (a build with CUDA and cuBLASLt).
 bool small_gemm_available();

@@ -11,6 +11,7 @@
 
 #include "bench_util.h"
 #include "exec/device_check.h"
+#include "runtime/small_gemm.h"
 
 namespace tv {
 namespace {
@@ -50,6 +51,11 @@ int run(int argc, char** argv) {
     time("addmm, bias 1-D " + shape, [&] { return at::addmm(b, x2, w.t()); });
     time("addmm, bias expanded " + shape, [&] { return at::addmm(b.expand({tokens, out}), x2, w.t()); });
     time("mm " + shape, [&] { return at::mm(x2, w.t()); });
+    if (cuda) {
+      // The executor's linear on CUDA: one cuBLASLt call with the bias in its epilogue.
+      time("small_gemm of views, bias " + shape, [&] { return exec::small_gemm(x.view({tokens, d}), w.t(), b).view({2, 16, out}); });
+      time("small_linear, bias " + shape, [&] { return exec::small_linear(x, w, b); });
+    }
     auto g = at::randn({tokens, out}, on);
     time("mm dX [32,out]x[out,64]", [&] { return at::mm(g, w); });
     time("mm dW [out,32]x[32,64]", [&] { return at::mm(g.t(), x2); });

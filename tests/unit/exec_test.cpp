@@ -1414,6 +1414,36 @@ TEST(SmallGemm, MatchesTheProductForEveryLayout) {
   EXPECT_FALSE(exec::small_gemm(at::randn({1024, 64}, on), at::randn({64, 1024}, on)).defined()) << "large output";
 }
 
+// small_linear, the executor's linear on CUDA, against double-precision x @ w^T + bias: a batch of
+// tokens, a weight stored row-major and as a transposed view, with and without a bias, in f32 and
+// bf16; a strided x is declined (the caller runs ATen then).
+TEST(SmallGemm, LinearMatchesTheProduct) {
+  if (auto why = exec::device_unavailable("cuda:0"); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  auto on = at::TensorOptions().device(at::kCUDA);
+  at::Tensor x = at::randn({2, 16, 64}, on);
+  for (bool weight_transposed : {false, true})
+    for (bool with_bias : {false, true})
+      for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+        std::string what = std::string(weight_transposed ? "w a transposed view" : "w row-major") +
+                           (with_bias ? ", bias" : "") + (dtype == at::kFloat ? ", f32" : ", bf16");
+        at::Tensor w = (weight_transposed ? at::randn({64, 48}, on).t() : at::randn({48, 64}, on)).to(dtype);
+        at::Tensor bias = with_bias ? at::randn({48}, on).to(dtype) : at::Tensor();
+        at::Tensor xd = x.to(dtype);
+        at::Tensor got = exec::small_linear(xd, w, bias);
+        ASSERT_TRUE(got.defined()) << what;
+        EXPECT_EQ(got.sizes(), (std::vector<int64_t>{2, 16, 48})) << what;
+        EXPECT_TRUE(got.is_contiguous()) << what;
+        at::Tensor want = at::linear(xd.to(at::kDouble), w.to(at::kDouble), with_bias ? bias.to(at::kDouble) : at::Tensor());
+        double tolerance = dtype == at::kFloat ? 1e-4 : 5e-2;
+        double scale = std::max(1.0, want.abs().max().item<double>());
+        EXPECT_LE((got.to(at::kDouble) - want).abs().max().item<double>(), tolerance * scale) << what;
+      }
+  at::Tensor w = at::randn({48, 64}, on);
+  EXPECT_FALSE(exec::small_linear(x.transpose(0, 1), w).defined()) << "strided x";
+  EXPECT_FALSE(exec::small_linear(x, at::randn({48, 32}, on)).defined()) << "depths differ";
+  EXPECT_FALSE(exec::small_linear(x.cpu(), w.cpu()).defined()) << "CPU operands";
+}
+
 TEST_F(ExecTest, ExecWrongInputCount) {
   TracePtr t = trace_of({randn({2})}, [](TraceBuilder& b, const P& p) { return V(ltorch::neg(b, p[0])); });
   EXPECT_NE(error_of([&] { Executor().run(*t, Ts{}); }).find("expects 1 inputs, got 0"), std::string::npos);
