@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include "passes/residual_epilogues.h"
+
 namespace tv::codegen {
 namespace {
 
@@ -243,6 +245,20 @@ std::optional<ElementwiseKernel> make_kernel(const BoundSymbol& region, size_t f
   return k;
 }
 
+// Whether `name` is a region output or read by a member after `member`.
+bool read_beyond(const BoundSymbol& region, size_t member, const std::string& name) {
+  for (const auto& o : region.outputs)
+    if (o->name == name) return true;
+  bool read = false;
+  for (size_t m = member + 1; m < region.subsymbols.size() && !read; ++m) {
+    const BoundSymbol& b = region.subsymbols[m];
+    auto check = [&](const ProxyPtr& p) { read = read || p->name == name; };
+    for (const auto& a : b.args) for_each_proxy(a, check);
+    for (const auto& [k, v] : b.kwargs) for_each_proxy(v, check);
+  }
+  return read;
+}
+
 }  // namespace
 
 bool is_generated_pointwise(std::string_view symbol) { return op_kind(symbol).has_value(); }
@@ -262,6 +278,17 @@ RegionPlan plan_region(const BoundSymbol& region) {
     plan.steps.push_back(std::move(s));
   };
   for (size_t i = 0; i < members.size();) {
+    size_t residual_arg = 0;
+    if (i + 1 < members.size() && passes::linear_feeds_add(members[i], members[i + 1], &residual_arg) &&
+        !read_beyond(region, i + 1, members[i].outputs[0]->name)) {
+      RegionStep s;
+      s.member = i;
+      s.linear_residual = true;
+      s.residual_arg = residual_arg;
+      plan.steps.push_back(std::move(s));
+      i += 2;
+      continue;
+    }
     auto sig = pointwise_signature(members[i]);
     if (!sig) {
       single(i++);

@@ -16,6 +16,7 @@
 #include "ops/ltorch.h"
 #include "runtime/aten_util.h"
 #include "runtime/rule_util.h"
+#include "runtime/small_gemm.h"
 
 namespace tv::exec {
 
@@ -31,6 +32,7 @@ struct Executor::RegionPlans {
   };
   std::unordered_map<const BoundSymbol*, Entry> by_region;
   size_t launches = 0;
+  size_t residual_epilogues = 0;
 
   Entry& of(const BoundSymbol& region) {
     std::string first = region.outputs.empty() ? "" : region.outputs[0]->name;
@@ -42,6 +44,8 @@ struct Executor::RegionPlans {
 };
 
 namespace {
+
+constexpr uint32_t kNoId = UINT32_MAX;  // no proxy (a None argument)
 
 // An id for each name a trace uses, so that a run finds values by index instead of hashing
 // names. A proxy's id is found by its address; holding the proxy keeps that address from being
@@ -374,6 +378,16 @@ class Run {
           for (const auto& name : step.kernel.inputs) in.push_back(ids_.of(name));
           for (const auto& name : step.kernel.outputs) out.push_back(ids_.of(name));
         }
+        if (step.linear_residual) {  // x, w, the bias (kNoId for None), the residual; the add's output
+          const BoundSymbol& linear = region.subsymbols[step.member];
+          const BoundSymbol& add = region.subsymbols[step.member + 1];
+          for (size_t a = 0; a < 3; ++a)
+            in.push_back(a < linear.args.size() && linear.args[a].kind == Value::Kind::proxy
+                             ? ids_.of(linear.args[a].proxy)
+                             : kNoId);
+          in.push_back(ids_.of(add.args[step.residual_arg].proxy));
+          out.push_back(ids_.of(add.outputs[0]));
+        }
         entry.kernel_inputs.push_back(std::move(in));
         entry.kernel_outputs.push_back(std::move(out));
       }
@@ -381,6 +395,13 @@ class Run {
     }
     for (size_t s = 0; s < entry.plan.steps.size(); ++s) {
       const auto& step = entry.plan.steps[s];
+      if (step.linear_residual) {
+        if (!run_linear_residual(entry.kernel_inputs[s], entry.kernel_outputs[s][0], inner)) {
+          member(step.member);
+          member(step.member + 1);
+        }
+        continue;
+      }
       if (!step.is_kernel) {
         member(step.member);
         continue;
@@ -409,6 +430,24 @@ class Run {
       ++plans_->launches;
       for (size_t o = 0; o < k.outputs.size(); ++o) inner.set(entry.kernel_outputs[s][o], RValue::of(std::move(outputs[o])));
     }
+  }
+
+  // A region's linear and the add it feeds as one product (codegen's linear_residual step): `in`
+  // the ids of x, w, the bias (kNoId: none) and the residual, `out` the add's. False, having set
+  // nothing, where small_linear declines (the CPU, large or strided operands, a residual the add
+  // would broadcast): the caller then runs the two members.
+  bool run_linear_residual(const std::vector<uint32_t>& in, uint32_t out, Scope& inner) const {
+    auto tensor = [&](uint32_t id) {
+      const RValue* v = id == kNoId ? nullptr : inner.find(id);
+      return v && v->is_tensor() ? v->t : at::Tensor();
+    };
+    at::Tensor x = tensor(in[0]), w = tensor(in[1]), residual = tensor(in[3]);
+    if (!x.defined() || !x.is_cuda() || !w.defined() || !residual.defined()) return false;
+    at::Tensor result = small_linear(x, w, tensor(in[2]), residual);
+    if (!result.defined()) return false;
+    inner.set(out, RValue::of(std::move(result)));
+    ++plans_->residual_epilogues;
+    return true;
   }
 
   // `known`: the statement's ids when the trace has them (null: each proxy's id is looked up).
@@ -642,6 +681,8 @@ Executor::Executor(ExecOptions options)
 }
 
 size_t Executor::generated_kernel_launches() const { return plans_->launches; }
+
+size_t Executor::residual_epilogues() const { return plans_->residual_epilogues; }
 
 std::vector<RValue> tensor_values(const std::vector<at::Tensor>& tensors) {
   std::vector<RValue> out;

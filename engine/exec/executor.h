@@ -44,7 +44,9 @@ struct ExecOptions {
   bool move_inputs = true;        // move input tensors and module parameters to `device`
   bool no_grad = true;            // run under c10::NoGradGuard, as Thunder's traces do (and below autograd)
   bool decompose = false;         // prefer subsymbols over a composite's rule (tests decompositions)
-  bool generated_kernels = true;  // fusion regions' pointwise runs as one generated kernel each
+  // Fusion regions run by their plans (codegen/elementwise.h): pointwise runs as one generated
+  // kernel each, and on CUDA a linear with the add it feeds as one product; else member by member.
+  bool generated_kernels = true;
   const ModuleView* module = nullptr;  // what globals()['__function_obj'] resolves to
   // Entries of thunder._get_cache_info() that differ from the defaults (default_dtype float32,
   // default_device cpu, is_autocast_enabled False, alias_tensor_indices '', is_grad_enabled True,
@@ -93,6 +95,8 @@ class Executor {
   const std::optional<NonFiniteReport>& first_non_finite() const { return first_non_finite_; }
   // Generated kernels launched by this executor's runs so far.
   size_t generated_kernel_launches() const;
+  // Linear and add pairs of fusion regions run as one product so far (passes/residual_epilogues.h).
+  size_t residual_epilogues() const;
 
   // Each fusion region's plan, made on its first run (keyed by the bound symbol, checked against
   // its shape so that a trace freed and another allocated at the same address is planned anew).

@@ -29,10 +29,10 @@ int region_index(const BoundSymbol& b) {
   }
 }
 
-// `read_last`: the last body position reading each name; a member's output is a region output
-// when something at or after `end` (the first position after the region) reads it.
-BoundSymbol make_region(std::vector<BoundSymbol> members, const std::unordered_map<std::string, size_t>& read_last,
-                        size_t end, int index) {
+}  // namespace
+
+BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
+                               const std::unordered_map<std::string, size_t>& read_last, size_t end, int index) {
   BoundSymbol r;
   r.symbol = &fusion_symbol(index);
   std::unordered_set<std::string> defined, taken;
@@ -51,7 +51,11 @@ BoundSymbol make_region(std::vector<BoundSymbol> members, const std::unordered_m
   return r;
 }
 
-}  // namespace
+int next_fusion_index(const std::vector<BoundSymbol>& body) {
+  int next = 0;
+  for (const auto& b : body) next = std::max(next, region_index(b) + 1);
+  return next;
+}
 
 bool is_fusion_region(const BoundSymbol& b) { return b.symbol->has("fusion"); }
 
@@ -81,8 +85,7 @@ TracePtr fusion_grouping(const Trace& t) {
   const bool clears = has_collection_clears(t);
   std::vector<BoundSymbol> body = had_dels ? strip_deletions(t.body, clears) : t.body;
 
-  int next = 0;
-  for (const auto& b : body) next = std::max(next, region_index(b) + 1);
+  int next = next_fusion_index(body);
 
   // The last position reading each name (the return statement included): the outputs of a region
   // are what is read after it. One pass, not a set of names per position (quadratic in the body).
@@ -96,7 +99,7 @@ TracePtr fusion_grouping(const Trace& t) {
     while (j < body.size() && fusible(body[j])) ++j;
     if (j - i >= 2) {
       std::vector<BoundSymbol> members(body.begin() + i, body.begin() + j);
-      out.push_back(make_region(std::move(members), read_last, j, next++));
+      out.push_back(make_fusion_region(std::move(members), read_last, j, next++));
       i = j;
     } else {
       out.push_back(body[i]);

@@ -10,11 +10,24 @@
 // subsymbols. Existing `del`s are regenerated. `unfuse` puts the members back in place of their
 // regions, so unfuse(fusion_grouping(t)) is canonically t (without dels). Provenance "Fusion".
 #pragma once
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include "ir/trace.h"
 
 namespace tv::passes {
 
 TracePtr fusion_grouping(const Trace&);
+// A region of `members` (consecutive body statements ending before position `end`) numbered
+// `index`: its inputs are the proxies the members read and do not define, in order of first read;
+// its outputs the members' outputs that `read_last` (the last position reading each name, the
+// return included) shows read at or after `end`, else the last member's. For passes that make
+// regions of their own.
+BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
+                               const std::unordered_map<std::string, size_t>& read_last, size_t end, int index);
+// The K of the next region in a body: one more than any fusionK already in it (0 if none).
+int next_fusion_index(const std::vector<BoundSymbol>& body);
 // The trace with every region replaced by its members (provenance kept).
 TracePtr unfuse(const Trace&);
 bool is_fusion_region(const BoundSymbol&);

@@ -9,3 +9,4 @@
 #include "passes/memory.h"
 #include "passes/pass_util.h"
 #include "passes/remat.h"
+#include "passes/residual_epilogues.h"

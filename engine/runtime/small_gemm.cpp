@@ -48,12 +48,12 @@ struct PlanKey {
   bool tf32, bias;
   Operand x, y;  // x = b, y = a (see above)
   int64_t m, n;
-  uint32_t align_x, align_y, align_d;
+  uint32_t align_x, align_y, align_d, align_c;  // align_c: the residual's (C), else align_d
 
   bool operator==(const PlanKey& o) const {
     return device == o.device && dtype == o.dtype && tf32 == o.tf32 && bias == o.bias && same(x, o.x) &&
            same(y, o.y) && m == o.m && n == o.n && align_x == o.align_x && align_y == o.align_y &&
-           align_d == o.align_d;
+           align_d == o.align_d && align_c == o.align_c;
   }
   static bool same(const Operand& p, const Operand& q) {
     return p.transposed == q.transposed && p.rows == q.rows && p.cols == q.cols && p.ld == q.ld;
@@ -67,7 +67,8 @@ struct PlanKeyHash {
     for (uint64_t v : {uint64_t(k.device), uint64_t(k.dtype), uint64_t(k.tf32), uint64_t(k.bias),
                        uint64_t(k.x.transposed), uint64_t(k.x.rows), uint64_t(k.x.cols), uint64_t(k.x.ld),
                        uint64_t(k.y.transposed), uint64_t(k.y.rows), uint64_t(k.y.cols), uint64_t(k.y.ld),
-                       uint64_t(k.m), uint64_t(k.n), uint64_t(k.align_x), uint64_t(k.align_y), uint64_t(k.align_d)})
+                       uint64_t(k.m), uint64_t(k.n), uint64_t(k.align_x), uint64_t(k.align_y), uint64_t(k.align_d),
+                       uint64_t(k.align_c)})
       mix(v);
     return h;
   }
@@ -125,8 +126,8 @@ std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const PlanKey& k) {
                                        sizeof(k.align_x));
   cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &k.align_y,
                                        sizeof(k.align_y));
-  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &k.align_d,
-                                       sizeof(k.align_d));
+  cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &k.align_c,
+                                       sizeof(k.align_c));
   cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &k.align_d,
                                        sizeof(k.align_d));
   cublasLtMatmulHeuristicResult_t result{};
@@ -185,10 +186,12 @@ bool operands_apply(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
 }
 
 // The product of the [m, k] matrix `a` (of tensor a_data's storage and device) and the [k, n]
-// matrix `b`, plus bias, into a new contiguous tensor of `out_shape` (m * n elements): both
-// operands are given by their sizes and strides, so that no view of them is made.
+// matrix `b`, plus bias, plus residual (contiguous, m * n elements, or undefined), into a new
+// contiguous tensor of `out_shape` (m * n elements): both operands are given by their sizes and
+// strides, so that no view of them is made.
 at::Tensor product(const at::Tensor& a_data, const Operand& a, const at::Tensor& b_data, const Operand& b,
-                   const at::Tensor& bias, int64_t m, int64_t n, int64_t k, at::IntArrayRef out_shape) {
+                   const at::Tensor& bias, const at::Tensor& residual, int64_t m, int64_t n, int64_t k,
+                   at::IntArrayRef out_shape) {
   if (m == 0 || n == 0 || k == 0 || m * n > kSmallGemmOutputs || k > kSmallGemmDepth) return {};
   if (bias.defined() && (!bias.is_cuda() || bias.device() != a_data.device() ||
                          bias.scalar_type() != a_data.scalar_type() || bias.dim() != 1 || bias.size(0) != n ||
@@ -196,21 +199,23 @@ at::Tensor product(const at::Tensor& a_data, const Operand& a, const at::Tensor&
     return {};
   if (!a.ok || !b.ok) return {};
   PlanKey key{static_cast<int>(a_data.get_device()), a_data.scalar_type(), at::globalContext().allowTF32CuBLAS(), bias.defined(), b, a,
-              m, n, alignment_of(b_data.data_ptr()), alignment_of(a_data.data_ptr()), 0};
+              m, n, alignment_of(b_data.data_ptr()), alignment_of(a_data.data_ptr()), 0, 0};
   c10::cuda::CUDAGuard guard(a_data.device());
   // (the CUDA allocation without the dispatcher's round trip of at::empty: a host-bound step makes
   // one per product)
   at::Tensor out = at::detail::empty_cuda(out_shape, a_data.options());
   key.align_d = alignment_of(out.data_ptr());
+  key.align_c = residual.defined() ? alignment_of(residual.data_ptr()) : key.align_d;
   auto [handle, plan] = Plans::instance().of(key);
   if (!plan || !plan->found) return {};
-  float one = 1, zero = 0;
+  float one = 1, beta = residual.defined() ? 1 : 0;
+  const void* c = residual.defined() ? residual.data_ptr() : out.data_ptr();
   const void* bias_pointer = bias.defined() ? bias.data_ptr() : nullptr;
   std::lock_guard<std::mutex> lock(plan->use);
   if (bias_pointer)
     cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof(bias_pointer));
   cublasStatus_t status = cublasLtMatmul(handle, plan->desc, &one, b_data.data_ptr(), plan->x, a_data.data_ptr(),
-                                         plan->y, &zero, out.data_ptr(), plan->d, out.data_ptr(), plan->d, &plan->algo,
+                                         plan->y, &beta, c, plan->d, out.data_ptr(), plan->d, &plan->algo,
                                          nullptr, 0, c10::cuda::getCurrentCUDAStream(a_data.get_device()).stream());
   if (status != CUBLAS_STATUS_SUCCESS) return {};
   return out;
@@ -224,18 +229,24 @@ at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor
   if (!operands_apply(a, b, bias) || a.dim() != 2 || b.dim() != 2 || b.size(0) != a.size(1)) return {};
   int64_t m = a.size(0), n = b.size(1);
   return product(a, operand_of(m, a.size(1), a.stride(0), a.stride(1)), b,
-                 operand_of(b.size(0), n, b.stride(0), b.stride(1)), bias, m, n, a.size(1), {m, n});
+                 operand_of(b.size(0), n, b.stride(0), b.stride(1)), bias, {}, m, n, a.size(1), {m, n});
 }
 
-at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
+at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, const at::Tensor& residual) {
   if (!operands_apply(x, w, bias) || x.dim() < 1 || w.dim() != 2 || !x.is_contiguous()) return {};
   int64_t k = x.size(-1), n = w.size(0);
   if (w.size(1) != k || k == 0) return {};
   int64_t m = x.numel() / k;
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
   shape.push_back(n);
+  if (residual.defined() &&
+      (!residual.is_cuda() || residual.device() != x.device() || residual.scalar_type() != x.scalar_type() ||
+       residual.sizes() != at::IntArrayRef(shape) || !residual.is_contiguous() || residual.is_conj() ||
+       residual.is_neg() || !residual.has_storage() || (at::GradMode::is_enabled() && residual.requires_grad())))
+    return {};
   // x read as [m, k] row-major; w [n, k] read transposed, as [k, n] with its strides swapped.
-  return product(x, operand_of(m, k, k, 1), w, operand_of(k, n, w.stride(1), w.stride(0)), bias, m, n, k, shape);
+  return product(x, operand_of(m, k, k, 1), w, operand_of(k, n, w.stride(1), w.stride(0)), bias, residual, m, n, k,
+                 shape);
 }
 
 #else
@@ -244,7 +255,7 @@ bool small_gemm_available() { return false; }
 
 at::Tensor small_gemm(const at::Tensor&, const at::Tensor&, const at::Tensor&) { return {}; }
 
-at::Tensor small_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&) { return {}; }
+at::Tensor small_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&) { return {}; }
 
 #endif
 

@@ -10,8 +10,10 @@
 // than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read, an
 // operand autograd would record (grad mode on and it requires grad) or without storage (a batched
 // tensor), or no algorithm for the shape. The caller then runs ATen. small_linear(x, w, bias) is
-// a linear layer's x @ w^T (+ bias) for a contiguous x [..., k] and w [n, k], shaped [..., n], under
-// the same conditions; it reads both where they lie, making no view of them. Outputs come from the
+// a linear layer's x @ w^T (+ bias) (+ residual) for a contiguous x [..., k] and w [n, k], shaped
+// [..., n], under the same conditions; it reads both where they lie, making no view of them. A
+// residual (a contiguous tensor of the output's shape, dtype and device) is added by the gemm's
+// epilogue (beta = 1), as `linear(x, w, bias) + residual` rounded once; any other residual declines. Outputs come from the
 // CUDA caching allocator directly, as at::empty's would. Thread-safe; plans live for the process.
 #pragma once
 #include <ATen/core/Tensor.h>
@@ -24,7 +26,8 @@ constexpr int64_t kSmallGemmOutputs = int64_t{1} << 18;  // m * n
 constexpr int64_t kSmallGemmDepth = 1 << 14;             // k
 
 at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias = {});
-at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {});
+at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias = {},
+                        const at::Tensor& residual = {});
 
 // Whether small_gemm can run at all here (a build with CUDA and cuBLASLt).
 bool small_gemm_available();

@@ -394,6 +394,23 @@ TEST(CpuCodegen, GeneratedKernelsGiveTheMembersNumbersOnAGptStep) {
   }
 }
 
+// A CUDA pipeline's forward pairs each block's two residual additions with the linear before
+// them (passes/residual_epilogues.h), and its plan runs each pair as one step.
+TEST(GpuCodegen, ResidualAdditionsOfACudaGptPairWithTheirLinears) {
+  if (auto why = exec::device_unavailable("cuda:0"); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  auto b = build_gpt({{"layers", "2"}, {"device", "cuda:0"}});
+  std::vector<std::string> passes;
+  for (const auto& stage : b.pipeline.stages.forward) passes.push_back(stage.pass);
+  EXPECT_NE(std::find(passes.begin(), passes.end(), "Residual Epilogues"), passes.end());
+  auto forward = b.pipeline.stages.last(TraceKind::forward);
+  size_t pairs = 0;
+  for (const auto& [region, plan] : plans_of(*forward))
+    for (const auto& step : plan.steps) pairs += step.linear_residual;
+  EXPECT_EQ(pairs, 4u) << print_trace(*forward);
+  auto cpu = build_gpt({{"layers", "2"}});
+  for (const auto& stage : cpu.pipeline.stages.forward) EXPECT_NE(stage.pass, "Residual Epilogues") << "a CPU pipeline";
+}
+
 // On a GPU: one step with generated kernels against the same step member by member, f32 and bf16.
 void expect_generated_kernels_match(DType dtype, double tolerance) {
   std::map<std::string, std::string> params{{"layers", "2"}, {"device", "cuda:0"}};
@@ -413,6 +430,7 @@ void expect_generated_kernels_match(DType dtype, double tolerance) {
     auto cot = make_cotangents(f.outputs, 7);
     auto grads = step_backward(e, b.module, b.pipeline.stages, f.saved, cot);
     *launches = e.generated_kernel_launches();
+    if (generated && dtype == DType::f32) EXPECT_EQ(e.residual_epilogues(), 4u) << "two residual additions a layer, two layers";
     std::vector<at::Tensor> all = f.outputs;
     for (const auto& [name, g] : grads)
       if (g.defined()) all.push_back(g);

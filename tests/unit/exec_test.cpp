@@ -18,6 +18,8 @@
 #include "ops/grad_rules.h"
 #include "ops/ltorch.h"
 #include "passes/batch_gradients.h"
+#include "passes/fusion.h"
+#include "passes/residual_epilogues.h"
 #include "runtime/aten_util.h"
 #include "runtime/rule_util.h"
 #include "runtime/small_gemm.h"
@@ -1438,10 +1440,115 @@ TEST(SmallGemm, LinearMatchesTheProduct) {
         double scale = std::max(1.0, want.abs().max().item<double>());
         EXPECT_LE((got.to(at::kDouble) - want).abs().max().item<double>(), tolerance * scale) << what;
       }
-  at::Tensor w = at::randn({48, 64}, on);
+  at::Tensor w = at::randn({48, 64}, on), bias = at::randn({48}, on), residual = at::randn({2, 16, 48}, on);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    at::Tensor xd = x.to(dtype), wd = w.to(dtype), bd = bias.to(dtype), rd = residual.to(dtype);
+    at::Tensor got = exec::small_linear(xd, wd, bd, rd);
+    ASSERT_TRUE(got.defined()) << "with a residual";
+    at::Tensor want = at::linear(xd.to(at::kDouble), wd.to(at::kDouble), bd.to(at::kDouble)) + rd.to(at::kDouble);
+    double tolerance = dtype == at::kFloat ? 1e-4 : 5e-2;
+    EXPECT_LE((got.to(at::kDouble) - want).abs().max().item<double>(),
+              tolerance * std::max(1.0, want.abs().max().item<double>()))
+        << "with a residual, " << (dtype == at::kFloat ? "f32" : "bf16");
+  }
+  EXPECT_FALSE(exec::small_linear(x, w, bias, at::randn({48}, on)).defined()) << "a residual to broadcast";
+  EXPECT_FALSE(exec::small_linear(x, w, bias, at::randn({2, 48, 16}, on).transpose(1, 2)).defined())
+      << "a strided residual";
+  EXPECT_FALSE(exec::small_linear(x, w, bias, residual.to(at::kDouble)).defined()) << "a residual of another dtype";
   EXPECT_FALSE(exec::small_linear(x.transpose(0, 1), w).defined()) << "strided x";
   EXPECT_FALSE(exec::small_linear(x, at::randn({48, 32}, on)).defined()) << "depths differ";
   EXPECT_FALSE(exec::small_linear(x.cpu(), w.cpu()).defined()) << "CPU operands";
+}
+
+// The Residual Epilogues pass and its run: a linear whose output only the next statement, an add,
+// reads becomes a region with it, which runs on CUDA as one product (the add in the gemm's
+// epilogue) and elsewhere member by member; a scaled add and a linear output read again stay as
+// they are; a residual the add broadcasts makes a region that runs its members.
+constexpr const char* kLinearsAndAdds = R"(import torch
+import thunder.torch as ltorch
+from thunder.executors.torchex import no_autocast
+
+@torch.no_grad()
+@no_autocast
+def computation(x, w, b, r, v):
+  # x: "cuda:0 f32[2, 16, 48]"
+  # w: "cuda:0 f32[48, 48]"
+  # b: "cuda:0 f32[48]"
+  # r: "cuda:0 f32[2, 16, 48]"
+  # v: "cuda:0 f32[48]"
+  t0 = prims.linear(x, w, b)  # t0: "cuda:0 f32[2, 16, 48]"
+  t1 = ltorch.add(r, t0, alpha=1)  # t1: "cuda:0 f32[2, 16, 48]"
+  t2 = prims.linear(t1, w, None)  # t2: "cuda:0 f32[2, 16, 48]"
+  t3 = ltorch.add(t2, t1)  # t3: "cuda:0 f32[2, 16, 48]"
+  t4 = prims.linear(t3, w, b)  # t4: "cuda:0 f32[2, 16, 48]"
+  t5 = ltorch.add(t4, t3, alpha=2)  # t5: "cuda:0 f32[2, 16, 48]"
+  t6 = prims.linear(t5, w, b)  # t6: "cuda:0 f32[2, 16, 48]"
+  t7 = ltorch.add(t6, t5, alpha=1)  # t7: "cuda:0 f32[2, 16, 48]"
+  t8 = prims.linear(t7, w, b)  # t8: "cuda:0 f32[2, 16, 48]"
+  t9 = ltorch.add(t8, v, alpha=1)  # t9: "cuda:0 f32[2, 16, 48]"
+  return (t9, t6)
+)";
+
+TracePtr linears_and_adds_with_regions() {
+  auto parsed = parse_trace(kLinearsAndAdds);
+  if (!parsed) throw std::runtime_error(parsed.error ? parsed.error->message : "kLinearsAndAdds does not parse");
+  return passes::residual_epilogues(*parsed.trace);
+}
+
+Ts linears_and_adds_inputs(at::Device device) {
+  auto on = at::TensorOptions().device(device);
+  at::manual_seed(11);
+  return {at::randn({2, 16, 48}, on), at::randn({48, 48}, on) * 0.2, at::randn({48}, on), at::randn({2, 16, 48}, on),
+          at::randn({48}, on)};
+}
+
+TEST_F(ExecTest, ResidualEpiloguesPassPairsALinearWithTheAddItFeeds) {
+  TracePtr t = linears_and_adds_with_regions();
+  std::vector<std::string> regions;
+  for (const auto& b : t->body)
+    if (passes::is_fusion_region(b)) {
+      ASSERT_EQ(b.subsymbols.size(), 2u) << print_trace(*t);
+      ASSERT_EQ(b.outputs.size(), 1u) << print_trace(*t);
+      regions.push_back(b.subsymbols[0].outputs[0]->name + "+" + b.outputs[0]->name);
+    }
+  EXPECT_EQ(regions, (std::vector<std::string>{"t0+t1", "t2+t3", "t8+t9"})) << print_trace(*t);
+  EXPECT_EQ(t->provenance->pass, "Residual Epilogues");
+  EXPECT_EQ(passes::residual_epilogues(*t)->body.size(), t->body.size()) << "nothing left to pair";
+  // On the CPU each region runs its members: the numbers of the trace without regions.
+  auto parsed = parse_trace(kLinearsAndAdds);
+  ASSERT_TRUE(parsed);
+  exec::Executor with_regions, without;
+  Ts inputs = linears_and_adds_inputs(at::kCPU);
+  Ts got = exec::tensors_of(with_regions.run(*t, inputs)), want = exec::tensors_of(without.run(*parsed.trace, inputs));
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(at::equal(got[i], want[i])) << "output " << i;
+  EXPECT_EQ(with_regions.residual_epilogues(), 0u);
+}
+
+TEST(GpuExec, ALinearAndTheAddItFeedsRunAsOneProduct) {
+  if (auto why = exec::device_unavailable("cuda:0"); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  TracePtr t = linears_and_adds_with_regions();
+  Ts inputs = linears_and_adds_inputs(at::kCUDA);
+  auto run = [&](bool plans, size_t* fused) {
+    exec::ExecOptions o;
+    o.device = Device{Device::Kind::cuda, 0};
+    o.generated_kernels = plans;
+    exec::Executor e(o);
+    Ts out;
+    for (int i = 0; i < 2; ++i) out = exec::tensors_of(e.run(*t, inputs));
+    *fused = e.residual_epilogues();
+    return out;
+  };
+  size_t fused = 0, unfused = 0;
+  Ts together = run(true, &fused), apart = run(false, &unfused);
+  EXPECT_EQ(fused, 4u);  // t0 + r and t2 + t1 in each of the two runs; t8 + v broadcasts: its members
+  EXPECT_EQ(unfused, 0u);
+  ASSERT_EQ(together.size(), 2u);
+  ASSERT_EQ(apart.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    double scale = std::max(1.0, apart[i].abs().max().item<double>());
+    EXPECT_LE((together[i] - apart[i]).abs().max().item<double>(), 1e-5 * scale) << "output " << i;
+  }
 }
 
 TEST_F(ExecTest, ExecWrongInputCount) {
