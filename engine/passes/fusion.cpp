@@ -51,6 +51,14 @@ BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
   return r;
 }
 
+// One pass over the body, not a set of names per position (quadratic in the body).
+std::unordered_map<std::string, size_t> last_reads(const std::vector<BoundSymbol>& body) {
+  std::unordered_map<std::string, size_t> read_last;
+  for (size_t i = 0; i < body.size(); ++i)
+    for (const auto& p : reads(body[i])) read_last[p->name] = i;
+  return read_last;
+}
+
 int next_fusion_index(const std::vector<BoundSymbol>& body) {
   int next = 0;
   for (const auto& b : body) next = std::max(next, region_index(b) + 1);
@@ -86,12 +94,7 @@ TracePtr fusion_grouping(const Trace& t) {
   std::vector<BoundSymbol> body = had_dels ? strip_deletions(t.body, clears) : t.body;
 
   int next = next_fusion_index(body);
-
-  // The last position reading each name (the return statement included): the outputs of a region
-  // are what is read after it. One pass, not a set of names per position (quadratic in the body).
-  std::unordered_map<std::string, size_t> read_last;
-  for (size_t i = 0; i < body.size(); ++i)
-    for (const auto& p : reads(body[i])) read_last[p->name] = i;
+  auto read_last = last_reads(body);
 
   std::vector<BoundSymbol> out;
   for (size_t i = 0; i < body.size();) {

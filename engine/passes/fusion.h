@@ -26,6 +26,9 @@ TracePtr fusion_grouping(const Trace&);
 // regions of their own.
 BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
                                const std::unordered_map<std::string, size_t>& read_last, size_t end, int index);
+// The last position in `body` reading each name (the return statement included): a region's
+// outputs are its members' outputs read after it.
+std::unordered_map<std::string, size_t> last_reads(const std::vector<BoundSymbol>& body);
 // The K of the next region in a body: one more than any fusionK already in it (0 if none).
 int next_fusion_index(const std::vector<BoundSymbol>& body);
 // The trace with every region replaced by its members (provenance kept).

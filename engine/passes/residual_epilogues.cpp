@@ -49,10 +49,7 @@ TracePtr residual_epilogues(const Trace& t) {
   const bool clears = has_collection_clears(t);
   std::vector<BoundSymbol> body = had_dels ? strip_deletions(t.body, clears) : t.body;
   int next = next_fusion_index(body);
-  // The last position reading each name (the return included), as fusion_grouping keeps it.
-  std::unordered_map<std::string, size_t> read_last;
-  for (size_t i = 0; i < body.size(); ++i)
-    for (const auto& p : reads(body[i])) read_last[p->name] = i;
+  auto read_last = last_reads(body);
 
   std::vector<BoundSymbol> out;
   out.reserve(body.size());
