@@ -12,8 +12,9 @@ namespace tv::cli {
 
 void add_no_generated_kernels_flag(CLI::App& cmd, bool& off) {
   cmd.add_flag("--no-generated-kernels", off,
-               "run every member of a fusion region on its own instead of one generated kernel per run of "
-               "pointwise ops (to tell a kernel's numbers from the members')");
+               "run every member of a fusion region on its own instead of by the region's plan (one generated "
+               "kernel per run of pointwise ops; on CUDA, a linear and the add it feeds as one product), to tell "
+               "the plan's numbers from the members'");
 }
 
 const CLI::Validator& file_name_check() {

@@ -396,7 +396,17 @@ class Run {
     for (size_t s = 0; s < entry.plan.steps.size(); ++s) {
       const auto& step = entry.plan.steps[s];
       if (step.linear_residual) {
-        if (!run_linear_residual(entry.kernel_inputs[s], entry.kernel_outputs[s][0], inner)) {
+        bool ran = false;
+        try {
+          ran = run_linear_residual(entry.kernel_inputs[s], entry.kernel_outputs[s][0], inner);
+        } catch (const c10::Error& e) {
+          throw ExecError(region.name() + ": its members " + std::to_string(step.member) + " and " +
+                              std::to_string(step.member + 1) + " (a linear and the add it feeds) as one cuBLASLt product failed: " +
+                              e.what_without_backtrace() +
+                              " (run with --no-generated-kernels, or ExecOptions::generated_kernels = false, to run the members one by one)",
+                          region.name());
+        }
+        if (!ran) {
           member(step.member);
           member(step.member + 1);
         }
