@@ -249,14 +249,10 @@ std::optional<ElementwiseKernel> make_kernel(const BoundSymbol& region, size_t f
 bool read_beyond(const BoundSymbol& region, size_t member, const std::string& name) {
   for (const auto& o : region.outputs)
     if (o->name == name) return true;
-  bool read = false;
-  for (size_t m = member + 1; m < region.subsymbols.size() && !read; ++m) {
-    const BoundSymbol& b = region.subsymbols[m];
-    auto check = [&](const ProxyPtr& p) { read = read || p->name == name; };
-    for (const auto& a : b.args) for_each_proxy(a, check);
-    for (const auto& [k, v] : b.kwargs) for_each_proxy(v, check);
-  }
-  return read;
+  for (size_t m = member + 1; m < region.subsymbols.size(); ++m)
+    for (const auto& p : region.subsymbols[m].inputs())
+      if (p->name == name) return true;
+  return false;
 }
 
 }  // namespace

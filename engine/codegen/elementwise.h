@@ -2,11 +2,12 @@
 // one generated kernel, and that kernel's source.
 // Contract: plan_region(region) splits the region's members, in order, into steps. A step is
 // one member run as usual, a linear with the add that alone reads its output (linear_residual:
-// neither another member nor the region's outputs read the linear's), or a kernel: a maximal run of two or more consecutive members
-// (or, on the CPU, a `where` alone) that are pointwise ops the generator knows (add, sub, mul, div,
-// neg, exp, log, erf, tanh, sqrt, rsqrt, sigmoid, pow, where, in their ltorch and prims spellings)
-// whose output tensors all have the same shape and the same floating dtype, whose tensor arguments
-// have that dtype (a `where` condition may be bool) and whose other arguments are number literals.
+// neither another member nor the region's outputs read the linear's), or a kernel: a maximal run
+// of two or more consecutive members (or, on the CPU, a `where` alone) that are pointwise ops the
+// generator knows (add, sub, mul, div, neg, exp, log, erf, tanh, sqrt, rsqrt, sigmoid, pow, where,
+// in their ltorch and prims spellings) whose output tensors all have the same shape and the same
+// floating dtype, whose tensor arguments have that dtype (a `where` condition may be bool) and whose
+// other arguments are number literals.
 // A kernel reads its `inputs` (at most 8 proxies the run reads and does not define, in order of
 // first read) and writes its `outputs` (at most 8: the run's values read after the run or returned
 // by the region, in definition order); values used only inside the run are never stored. `source`

@@ -451,9 +451,9 @@ class Run {
       const RValue* v = id == kNoId ? nullptr : inner.find(id);
       return v && v->is_tensor() ? v->t : at::Tensor();
     };
-    at::Tensor x = tensor(in[0]), w = tensor(in[1]), residual = tensor(in[3]);
-    if (!x.defined() || !x.is_cuda() || !w.defined() || !residual.defined()) return false;
-    at::Tensor result = small_linear(x, w, tensor(in[2]), residual);
+    at::Tensor residual = tensor(in[3]);
+    if (!residual.defined()) return false;  // (small_linear would give the linear alone)
+    at::Tensor result = small_linear(tensor(in[0]), tensor(in[1]), tensor(in[2]), residual);
     if (!result.defined()) return false;
     inner.set(out, RValue::of(std::move(result)));
     ++plans_->residual_epilogues;
