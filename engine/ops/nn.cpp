@@ -1420,7 +1420,8 @@ RValue attention_backward(Args a, Kw kw) {
       return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
     }
 #endif
-    at::Tensor no_dropout = at::empty({}, at::kLong);  // the random state the kernel reads only with dropout
+    // The random state the kernel reads only with dropout; one for the process, since nothing writes it.
+    static const at::Tensor no_dropout = at::empty({}, at::kLong);
     auto [gq, gk, gv, unused] = at::_scaled_dot_product_efficient_attention_backward(
         g, q, k, v, at::Tensor(), out, lse, no_dropout, no_dropout, /*dropout_p=*/0.0,
         std::array<bool, 4>{true, true, true, false}, causal);

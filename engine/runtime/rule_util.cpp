@@ -140,12 +140,11 @@ at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bi
     return at::linear(x, w, bias);
   if (at::Tensor out = small_linear(x, w, bias); out.defined()) return out;
   int64_t rows = x.numel() / std::max<int64_t>(x.size(-1), 1), cols = w.size(0);
+  // Large outputs keep LibTorch's fused epilogue: there the bias copy costs memory traffic, not launches.
+  if (!bias.defined() || rows * cols > kSmallGemmOutputs) return at::linear(x, w, bias);
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
   shape.push_back(cols);
   at::Tensor x2 = x.dim() == 2 ? x : reshaped(x, {rows, x.size(-1)});
-  if (at::Tensor out = small_gemm(x2, w.t(), bias); out.defined()) return out.view(shape);
-  // Large outputs keep LibTorch's fused epilogue: there the bias copy costs memory traffic, not launches.
-  if (!bias.defined() || rows * cols > kSmallGemmOutputs) return at::linear(x, w, bias);
   return at::addmm(bias.expand({rows, cols}), x2, w.t()).view(shape);
 }
 

@@ -233,7 +233,8 @@ at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor
 }
 
 at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, const at::Tensor& residual) {
-  if (!operands_apply(x, w, bias) || x.dim() < 1 || w.dim() != 2 || !x.is_contiguous()) return {};
+  // x is read as [m, k]: a matrix by its own strides, more dimensions only when contiguous.
+  if (!operands_apply(x, w, bias) || x.dim() < 1 || w.dim() != 2 || (x.dim() != 2 && !x.is_contiguous())) return {};
   int64_t k = x.size(-1), n = w.size(0);
   if (w.size(1) != k || k == 0) return {};
   int64_t m = x.numel() / k;
@@ -244,9 +245,9 @@ at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tens
        residual.sizes() != at::IntArrayRef(shape) || !residual.is_contiguous() || residual.is_conj() ||
        residual.is_neg() || !residual.has_storage() || (at::GradMode::is_enabled() && residual.requires_grad())))
     return {};
-  // x read as [m, k] row-major; w [n, k] read transposed, as [k, n] with its strides swapped.
-  return product(x, operand_of(m, k, k, 1), w, operand_of(k, n, w.stride(1), w.stride(0)), bias, residual, m, n, k,
-                 shape);
+  Operand x_read = x.dim() == 2 ? operand_of(m, k, x.stride(0), x.stride(1)) : operand_of(m, k, k, 1);
+  // w [n, k] is read transposed, as [k, n] with its strides swapped.
+  return product(x, x_read, w, operand_of(k, n, w.stride(1), w.stride(0)), bias, residual, m, n, k, shape);
 }
 
 #else

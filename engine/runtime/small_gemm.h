@@ -10,8 +10,8 @@
 // than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read, an
 // operand autograd would record (grad mode on and it requires grad) or without storage (a batched
 // tensor), or no algorithm for the shape. The caller then runs ATen. small_linear(x, w, bias) is
-// a linear layer's x @ w^T (+ bias) (+ residual) for a contiguous x [..., k] and w [n, k], shaped
-// [..., n], under the same conditions; it reads both where they lie, making no view of them. A
+// a linear layer's x @ w^T (+ bias) (+ residual) for x [..., k] (a matrix of any strides, more
+// dimensions contiguous) and w [n, k], shaped [..., n], under the same conditions; it reads both where they lie, making no view of them. A
 // residual (a contiguous tensor of the output's shape, dtype and device) is added by the gemm's
 // epilogue (beta = 1), as `linear(x, w, bias) + residual` rounded once; any other residual declines. Outputs come from the
 // CUDA caching allocator directly, as at::empty's would. Thread-safe; plans live for the process.

@@ -1418,7 +1418,8 @@ TEST(SmallGemm, MatchesTheProductForEveryLayout) {
 
 // small_linear, the executor's linear on CUDA, against double-precision x @ w^T + bias: a batch of
 // tokens, a weight stored row-major and as a transposed view, with and without a bias, in f32 and
-// bf16; a strided x is declined (the caller runs ATen then).
+// bf16; a matrix x is read by its strides, a strided x of more dimensions is declined (the caller
+// runs ATen then).
 TEST(SmallGemm, LinearMatchesTheProduct) {
   if (auto why = exec::device_unavailable("cuda:0"); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
   auto on = at::TensorOptions().device(at::kCUDA);
@@ -1455,7 +1456,14 @@ TEST(SmallGemm, LinearMatchesTheProduct) {
   EXPECT_FALSE(exec::small_linear(x, w, bias, at::randn({2, 48, 16}, on).transpose(1, 2)).defined())
       << "a strided residual";
   EXPECT_FALSE(exec::small_linear(x, w, bias, residual.to(at::kDouble)).defined()) << "a residual of another dtype";
-  EXPECT_FALSE(exec::small_linear(x.transpose(0, 1), w).defined()) << "strided x";
+  for (at::Tensor x2 : {at::randn({64, 32}, on).t(), at::randn({32, 128}, on).narrow(1, 0, 64)}) {
+    at::Tensor got = exec::small_linear(x2, w, bias);
+    ASSERT_TRUE(got.defined()) << "a matrix x of strides " << x2.strides();
+    at::Tensor want = at::linear(x2.to(at::kDouble), w.to(at::kDouble), bias.to(at::kDouble));
+    EXPECT_LE((got.to(at::kDouble) - want).abs().max().item<double>(), 1e-4 * std::max(1.0, want.abs().max().item<double>()))
+        << "a matrix x of strides " << x2.strides();
+  }
+  EXPECT_FALSE(exec::small_linear(x.transpose(0, 1), w).defined()) << "strided x of three dimensions";
   EXPECT_FALSE(exec::small_linear(x, at::randn({48, 32}, on)).defined()) << "depths differ";
   EXPECT_FALSE(exec::small_linear(x.cpu(), w.cpu()).defined()) << "CPU operands";
 }
