@@ -4,6 +4,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 #include <cctype>
 #include <cstdio>
@@ -367,9 +368,12 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
       const BoundSymbol* owner = l < static_cast<int>(text_.line_owner.size()) ? text_.line_owner[l] : nullptr;
       if (!owner && mouse_on_line && mouse.x >= text_pos.x) hovered_comment = l;
       if (l == failed_line) draw_failed_line(s, line, text_pos, char_w, line_h);
+      // The line number, right-aligned in `digits` columns (to_chars: snprintf's "%*d" was a visible
+      // part of a still frame's cost).
       char number[16];
-      std::snprintf(number, sizeof number, "%*d", digits, l + 1);
-      draw->AddText(font, size, pos, t.line_number, number);
+      char* end = std::to_chars(number, number + sizeof number, l + 1).ptr;
+      const float pad = static_cast<float>(digits - (end - number)) * char_w;
+      draw->AddText(font, size, ImVec2(pos.x + pad, pos.y), t.line_number, number, end);
       const char* base = line.data();
       for (const Span& span : text_.spans(l)) {
         ImVec2 p(text_pos.x + span.begin * char_w, text_pos.y);

@@ -9,11 +9,13 @@
 // A frame is Window::begin_frame + App::frame + Window::end_frame (which waits for the GPU with
 // glFinish), in a hidden window without vsync, with a synthetic mouse over the panel. The window
 // draws a frame only when it differs from the last one drawn ("drawn" counts those); the still
-// rows are also measured with every frame drawn, the cost of drawing that screen.
+// rows are also measured with every frame drawn, the cost of drawing that screen, and the trace's
+// still frame once more against the empty window's in alternating blocks (the ratio's target).
 // Usage: tv_bench_gui [--capture FILE.tvz.json] [--frames N] [--size WxH]
 #include <GL/gl.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -243,6 +245,52 @@ void trace_view_bench(Window& window, const WindowOptions& size, int n) {
   row("trace", content, "", jump);
 }
 
+// The 100 000-line trace's still frame against an empty window's, the two taken in alternating
+// blocks of frames in one run, each block's first frames (which draw the screen the other left)
+// left out: on a shared machine two rows taken seconds apart differ by more than the trace adds to
+// a frame that is not drawn again, and alternating gives both the same host.
+void interleaved_still_bench(Window& window, const WindowOptions& size, int n) {
+  constexpr int kBlocks = 10, kSettle = 5;
+  const int per_block = std::max(1, n / kBlocks);
+  Bench empty(window, size), trace(window, size);
+  empty.put_mouse(0.65f, 0.5f);
+  trace.put_mouse(0.65f, 0.5f);
+  Capture c;
+  c.model.name = "generated";
+  c.pipelines.push_back(pipeline_of("jit", generate_trace(44'440, true, false)));
+  trace.show(std::move(c), Panel::trace, [&] { return trace.app.trace.text() != nullptr; });
+  trace.trace_to_top();  // as the first still row saw it (ImGui kept the last bench's scroll)
+  const std::string content = std::to_string(trace.app.trace.text()->line_count()) + " lines (generated)";
+  Series empty_all{"still, interleaved with the trace's", {}, {}}, trace_all{"still, interleaved with the empty window's", {}, {}};
+  std::vector<double> block_ratios;
+  for (int block = 0; block < kBlocks; ++block) {
+    Series empty_block, trace_block;
+    auto run = [&](Bench& b, Series* block_series, Series* all) {
+      for (int i = 0; i < kSettle; ++i) b.frame();
+      b.frames(block_series, per_block);
+      all->total.insert(all->total.end(), block_series->total.begin(), block_series->total.end());
+      all->ui.insert(all->ui.end(), block_series->ui.begin(), block_series->ui.end());
+      all->drawn += block_series->drawn;
+      all->vertices = block_series->vertices;
+    };
+    if (block % 2 == 0) {
+      run(empty, &empty_block, &empty_all);
+      run(trace, &trace_block, &trace_all);
+    } else {
+      run(trace, &trace_block, &trace_all);
+      run(empty, &empty_block, &empty_all);
+    }
+    block_ratios.push_back(bench::percentile(trace_block.total, 50) / bench::percentile(empty_block.total, 50));
+  }
+  row("(none)", "empty window, no capture", "-", empty_all);
+  row("trace", content, "", trace_all);
+  std::sort(block_ratios.begin(), block_ratios.end());
+  std::printf("still frame, trace / empty window, in %d alternating blocks of %d frames: ratio of the medians %.2f; "
+              "per block: median %.2f, %.2f to %.2f\n",
+              kBlocks, per_block, bench::percentile(trace_all.total, 50) / bench::percentile(empty_all.total, 50),
+              bench::percentile(block_ratios, 50), block_ratios.front(), block_ratios.back());
+}
+
 void diff_view_bench(Window& window, const WindowOptions& size, int n) {
   Bench b(window, size);
   b.put_mouse(0.65f, 0.5f);
@@ -333,6 +381,8 @@ int main(int argc, char** argv) {
     header();
     empty_window_bench(window, options, frames);
     trace_view_bench(window, options, frames);
+    interleaved_still_bench(window, options, frames);
+    header();
     diff_view_bench(window, options, frames);
     if (!capture.empty()) capture_bench(window, options, capture, frames);
   } catch (const std::exception& e) {
