@@ -55,34 +55,27 @@ std::string key_of(const BoundSymbol& b) {
 
 TracePtr common_subexpression_elimination(const Trace& t) {
   PassTimer timer;
-  const bool had_dels = has_deletions(t);
-  const bool clears = has_collection_clears(t);
-  Replacements redundant;
-  std::unordered_map<std::string, std::vector<ProxyPtr>> seen;  // key -> outputs of the representative
-  std::vector<BoundSymbol> body;
-  for (const auto& original : t.body) {
-    if (had_dels && is_del(original)) continue;
-    if (had_dels && clears && is_clear_collection(original)) continue;
-    BoundSymbol b = original;
-    substitute(b, redundant);
-    if (mergeable(b)) {
-      auto key = key_of(b);
-      auto it = seen.find(key);
-      if (it != seen.end()) {
-        const auto& rep_outputs = it->second;
-        for (size_t i = 0; i < b.outputs.size(); ++i)
-          if (b.outputs[i]->name != rep_outputs[i]->name) redundant[b.outputs[i]->name] = rep_outputs[i];
-        continue;
+  auto out = derive_regrouped(t, "Common Subexpression Elimination", [](std::vector<BoundSymbol> original) {
+    Replacements redundant;
+    std::unordered_map<std::string, std::vector<ProxyPtr>> seen;  // key -> outputs of the representative
+    std::vector<BoundSymbol> body;
+    for (auto& b : original) {
+      substitute(b, redundant);
+      if (mergeable(b)) {
+        auto key = key_of(b);
+        auto it = seen.find(key);
+        if (it != seen.end()) {
+          const auto& rep_outputs = it->second;
+          for (size_t i = 0; i < b.outputs.size(); ++i)
+            if (b.outputs[i]->name != rep_outputs[i]->name) redundant[b.outputs[i]->name] = rep_outputs[i];
+          continue;
+        }
+        seen.emplace(key, b.outputs);
       }
-      seen.emplace(key, b.outputs);
       body.push_back(std::move(b));
-      continue;
     }
-    body.push_back(std::move(b));
-  }
-  auto out = derive_without_body(t, "Common Subexpression Elimination");
-  out->body = std::move(body);
-  if (had_dels) out->body = insert_deletions(out->body, out->returned(), clears);
+    return body;
+  });
   return timer.finish(out, "Common Subexpression Elimination");
 }
 

@@ -66,6 +66,16 @@ bool has_collection_clears(const Trace& t) {
   return std::any_of(t.body.begin(), t.body.end(), is_clear_collection);
 }
 
+std::shared_ptr<Trace> derive_regrouped(const Trace& t, std::string pass_name,
+                                        const std::function<std::vector<BoundSymbol>(std::vector<BoundSymbol>)>& regroup) {
+  const bool had_dels = has_deletions(t);
+  const bool clears = has_collection_clears(t);
+  auto result = derive_without_body(t, std::move(pass_name));
+  result->body = regroup(had_dels ? strip_deletions(t.body, clears) : t.body);
+  if (had_dels) result->body = insert_deletions(result->body, result->returned(), clears);
+  return result;
+}
+
 TracePtr delete_last_used(const Trace& t, bool clear_mutable_collections) {
   PassTimer timer;
   auto out = derive_without_body(t, "Delete Last Used");

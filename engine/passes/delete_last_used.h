@@ -8,6 +8,8 @@
 // regenerated too). The one-argument form clears collections in a `backward_fn`, as Thunder does.
 // Provenance "Delete Last Used".
 #pragma once
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "ir/trace.h"
@@ -25,5 +27,11 @@ std::vector<BoundSymbol> insert_deletions(const std::vector<BoundSymbol>& body, 
 std::vector<BoundSymbol> strip_deletions(const std::vector<BoundSymbol>& body, bool clears);
 bool has_deletions(const Trace&);
 bool has_collection_clears(const Trace&);
+
+// The trace of a pass that regroups statements: `regroup` gets `t`'s body without its dels (and
+// collection clears) and returns the new body; the result derives from `t` as `pass_name`, with
+// dels (and clears) regenerated where `t` had them.
+std::shared_ptr<Trace> derive_regrouped(const Trace& t, std::string pass_name,
+                                        const std::function<std::vector<BoundSymbol>(std::vector<BoundSymbol>)>& regroup);
 
 }  // namespace tv::passes

@@ -89,29 +89,24 @@ const Symbol& fusion_symbol(int index) {
 
 TracePtr fusion_grouping(const Trace& t) {
   PassTimer timer;
-  const bool had_dels = has_deletions(t);
-  const bool clears = has_collection_clears(t);
-  std::vector<BoundSymbol> body = had_dels ? strip_deletions(t.body, clears) : t.body;
-
-  int next = next_fusion_index(body);
-  auto read_last = last_reads(body);
-
-  std::vector<BoundSymbol> out;
-  for (size_t i = 0; i < body.size();) {
-    size_t j = i;
-    while (j < body.size() && fusible(body[j])) ++j;
-    if (j - i >= 2) {
-      std::vector<BoundSymbol> members(body.begin() + i, body.begin() + j);
-      out.push_back(make_fusion_region(std::move(members), read_last, j, next++));
-      i = j;
-    } else {
-      out.push_back(body[i]);
-      ++i;
+  auto result = derive_regrouped(t, "Fusion", [](std::vector<BoundSymbol> body) {
+    int next = next_fusion_index(body);
+    auto read_last = last_reads(body);
+    std::vector<BoundSymbol> out;
+    for (size_t i = 0; i < body.size();) {
+      size_t j = i;
+      while (j < body.size() && fusible(body[j])) ++j;
+      if (j - i >= 2) {
+        std::vector<BoundSymbol> members(body.begin() + i, body.begin() + j);
+        out.push_back(make_fusion_region(std::move(members), read_last, j, next++));
+        i = j;
+      } else {
+        out.push_back(body[i]);
+        ++i;
+      }
     }
-  }
-  auto result = derive_without_body(t, "Fusion");
-  result->body = std::move(out);
-  if (had_dels) result->body = insert_deletions(result->body, result->returned(), clears);
+    return out;
+  });
   return timer.finish(result, "Fusion");
 }
 

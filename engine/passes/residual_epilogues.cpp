@@ -45,29 +45,25 @@ bool linear_feeds_add(const BoundSymbol& linear, const BoundSymbol& add, size_t*
 
 TracePtr residual_epilogues(const Trace& t) {
   PassTimer timer;
-  const bool had_dels = has_deletions(t);
-  const bool clears = has_collection_clears(t);
-  std::vector<BoundSymbol> body = had_dels ? strip_deletions(t.body, clears) : t.body;
-  int next = next_fusion_index(body);
-  auto read_last = last_reads(body);
-
-  std::vector<BoundSymbol> out;
-  out.reserve(body.size());
-  for (size_t i = 0; i < body.size();) {
-    size_t residual_arg = 0;
-    if (i + 1 < body.size() && linear_feeds_add(body[i], body[i + 1], &residual_arg)) {
-      auto last = read_last.find(body[i].outputs[0]->name);
-      if (last != read_last.end() && last->second == i + 1) {
-        out.push_back(make_fusion_region({body[i], body[i + 1]}, read_last, i + 2, next++));
-        i += 2;
-        continue;
+  auto result = derive_regrouped(t, kPassName, [](std::vector<BoundSymbol> body) {
+    int next = next_fusion_index(body);
+    auto read_last = last_reads(body);
+    std::vector<BoundSymbol> out;
+    out.reserve(body.size());
+    for (size_t i = 0; i < body.size();) {
+      size_t residual_arg = 0;
+      if (i + 1 < body.size() && linear_feeds_add(body[i], body[i + 1], &residual_arg)) {
+        auto last = read_last.find(body[i].outputs[0]->name);
+        if (last != read_last.end() && last->second == i + 1) {
+          out.push_back(make_fusion_region({body[i], body[i + 1]}, read_last, i + 2, next++));
+          i += 2;
+          continue;
+        }
       }
+      out.push_back(body[i++]);
     }
-    out.push_back(body[i++]);
-  }
-  auto result = derive_without_body(t, kPassName);
-  result->body = std::move(out);
-  if (had_dels) result->body = insert_deletions(result->body, result->returned(), clears);
+    return out;
+  });
   return timer.finish(result, kPassName);
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "bench_util.h"
+#include "generated_trace.h"
 #include "format/parser.h"
 #include "format/printer.h"
 #include "jit/acquire.h"
@@ -65,24 +66,11 @@ int main(int argc, char** argv) {
     std::cout << "| " << n << " | " << parse_us / 1000 << " | " << parse_us / n << " |\n";
   }
 
-  // A chain of element-wise calls, each with its prims subsymbol and a source comment every 8th
-  // (the GUI benchmark's long trace: 2.25 lines a statement), printed with every level.
+  // The GUI benchmark's long trace (generated_trace.h: element-wise calls, each with its prims
+  // subsymbol, a source comment every 8th), printed with every level.
   std::cout << "\n| statements | printed lines | print ms | ns per line |\n| --- | --- | --- | --- |\n";
   for (int n : {4444, 44440}) {
-    std::ostringstream out;
-    out << "import torch\nimport thunder.torch as ltorch\n\n@torch.no_grad()\ndef computation(x, w):\n"
-        << "  # x: \"cpu f32[64, 256]\"\n  # w: \"cpu f32[64, 256]\"\n";
-    std::string prev = "x";
-    for (int i = 0; i < n; ++i) {
-      const char* op = i % 2 ? "mul" : "add";
-      std::string name = "t" + std::to_string(i);
-      if (i % 8 == 0) out << "\n  # model.py:" << 100 + i % 900 << ": \t    h = torch." << op << "(h, w)\n";
-      out << "  " << name << " = ltorch." << op << "(" << prev << ", w)  # " << name << ": \"cpu f32[64, 256]\"\n"
-          << "    # " << name << " = prims." << op << "(" << prev << ", w)  # " << name << ": \"cpu f32[64, 256]\"\n";
-      prev = name;
-    }
-    out << "  return " << prev << "\n";
-    auto parsed = parse_trace(out.str());
+    auto parsed = parse_trace(bench::generated_trace_text(n, /*annotated=*/true));
     if (!parsed) {
       std::cerr << "the generated trace does not parse: " << parsed.error->message << "\n";
       return 1;

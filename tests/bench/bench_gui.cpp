@@ -21,11 +21,11 @@
 #include <cstdio>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench_util.h"
+#include "generated_trace.h"
 #include "format/parser.h"
 #include "gui/app.h"
 #include "gui/window.h"
@@ -43,34 +43,9 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// A trace in Thunder's format: a chain of `statements` element-wise calls, one line each; when
-// `annotated`, each with its prims subsymbol as a comment and a source-location comment every 8th
-// (2.25 lines a statement). `variant` changes every 100th op, adds a statement every 500th and
-// drops every 700th (the other side of a diff).
+// The shared generated trace (generated_trace.h), parsed.
 TracePtr generate_trace(int statements, bool annotated, bool variant) {
-  static const char* kOps[] = {"add", "mul", "sub", "div", "maximum"};
-  std::ostringstream out;
-  out << "import thunder\nimport thunder.torch as ltorch\nimport torch\n\n@torch.no_grad()\n"
-      << "def computation(x, w):\n  # x: \"cpu f32[64, 256]\"\n  # w: \"cpu f32[64, 256]\"\n";
-  std::string prev = "x";
-  const char* type = "\"cpu f32[64, 256]\"";
-  for (int i = 0; i < statements; ++i) {
-    if (variant && i % 700 == 699) continue;
-    std::string op = kOps[i % 5];
-    if (variant && i % 100 == 37) op = "atan2";
-    std::string name = "t" + std::to_string(i);
-    if (annotated && i % 8 == 0) out << "\n  # model.py:" << 100 + i % 900 << ": \t    h = torch." << op << "(h, w)\n";
-    out << "  " << name << " = ltorch." << op << "(" << prev << ", w)  # " << name << ": " << type << "\n";
-    if (annotated)
-      out << "    # " << name << " = prims." << op << "(" << prev << ", w)  # " << name << ": " << type << "\n";
-    if (variant && i % 500 == 250) {
-      std::string extra = name + "_b";
-      out << "  " << extra << " = ltorch.neg(" << name << ")  # " << extra << ": " << type << "\n";
-    }
-    prev = name;
-  }
-  out << "  return " << prev << "\n";
-  ParseResult parsed = parse_trace(out.str());
+  ParseResult parsed = parse_trace(bench::generated_trace_text(statements, annotated, variant));
   if (!parsed) throw std::runtime_error("generated trace does not parse: " + parsed.error->describe("generated"));
   return parsed.trace;
 }
