@@ -47,6 +47,16 @@ namespace {
 
 constexpr uint32_t kNoId = UINT32_MAX;  // no proxy (a None argument)
 
+// A step of a fusion region's plan (a generated kernel, a linear with its add) that LibTorch refused:
+// which step, LibTorch's error, `detail` (the kernel's source), and how to run without the plan.
+ExecError plan_step_failed(const BoundSymbol& region, const std::string& step, const c10::Error& e,
+                           const std::string& detail) {
+  return ExecError(region.name() + ": " + step + " failed: " + e.what_without_backtrace() + detail +
+                       "(run with --no-generated-kernels, or ExecOptions::generated_kernels = false, to run the members "
+                       "one by one)",
+                   region.name());
+}
+
 // An id for each name a trace uses, so that a run finds values by index instead of hashing
 // names. A proxy's id is found by its address; holding the proxy keeps that address from being
 // reused by another one while the id is known.
@@ -400,11 +410,10 @@ class Run {
         try {
           ran = run_linear_residual(entry.kernel_inputs[s], entry.kernel_outputs[s][0], inner);
         } catch (const c10::Error& e) {
-          throw ExecError(region.name() + ": its members " + std::to_string(step.member) + " and " +
-                              std::to_string(step.member + 1) + " (a linear and the add it feeds) as one cuBLASLt product failed: " +
-                              e.what_without_backtrace() +
-                              " (run with --no-generated-kernels, or ExecOptions::generated_kernels = false, to run the members one by one)",
-                          region.name());
+          throw plan_step_failed(region,
+                                 "its members " + std::to_string(step.member) + " and " + std::to_string(step.member + 1) +
+                                     " (a linear and the add it feeds) as one cuBLASLt product",
+                                 e, " ");
         }
         if (!ran) {
           member(step.member);
@@ -431,11 +440,10 @@ class Run {
       try {
         outputs = launch_generated(k, inputs);
       } catch (const c10::Error& e) {
-        throw ExecError(region.name() + ": the generated kernel " + k.name + " for its members " +
-                            std::to_string(k.first_member) + ".." + std::to_string(k.first_member + k.members - 1) +
-                            " failed: " + e.what_without_backtrace() + "\n" + k.source +
-                            "(run with --no-generated-kernels, or ExecOptions::generated_kernels = false, to run the members one by one)",
-                        region.name());
+        throw plan_step_failed(region,
+                               "the generated kernel " + k.name + " for its members " + std::to_string(k.first_member) +
+                                   ".." + std::to_string(k.first_member + k.members - 1),
+                               e, "\n" + k.source);
       }
       ++plans_->launches;
       for (size_t o = 0; o < k.outputs.size(); ++o) inner.set(entry.kernel_outputs[s][o], RValue::of(std::move(outputs[o])));
