@@ -1,7 +1,9 @@
 #include "capture/decode.h"
 
 #include <algorithm>
-
+#include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "format/parser.h"
@@ -16,7 +18,15 @@ namespace {
 struct Context {
   int version = kCaptureVersion;  // the version the document was written in
   std::string model;              // /model/name
+  // Version 5: the line table (/lines) the stages' texts are runs of, and the bytes of its first
+  // i lines joined, each with its '\n' (line_ends[i]), to size a run without reading it.
+  std::shared_ptr<const std::vector<std::string>> lines;
+  std::vector<uint64_t> line_ends;
 };
+
+// A stored trace longer than this is refused: a few runs of a long line would otherwise make
+// any amount of text from a small file.
+constexpr uint64_t kMaxStoredTextBytes = uint64_t{256} << 20;
 
 template <class T, class Fn>
 std::vector<T> list_of(const Cursor& c, Fn&& element) {
@@ -168,12 +178,70 @@ void apply_sources(Trace& t, const Indexed& overrides) {
   set_sources(t, all);
 }
 
+// Version 5's /lines: each distinct line of the stored texts once.
+void read_line_table(const Cursor& c, Context& ctx) {
+  auto table = std::make_shared<std::vector<std::string>>();
+  const size_t n = c.size();
+  if (n > UINT32_MAX) c.fail("more lines than a capture can hold (at most 4294967295)");
+  table->reserve(n);
+  ctx.line_ends.assign(1, 0);
+  ctx.line_ends.reserve(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    table->push_back(c.at(i).take_string());
+    ctx.line_ends.push_back(ctx.line_ends.back() + table->back().size() + 1);
+  }
+  ctx.lines = std::move(table);
+}
+
+// A stage's text as runs of the line table: [first, count, first, count, ...].
+StoredLines runs_of_line_table(const Cursor& c, const Context& ctx) {
+  StoredLines out;
+  out.table = ctx.lines;
+  const uint64_t table_size = ctx.lines->size();
+  uint64_t bytes = 0;
+  const size_t n = c.size();
+  if (n % 2 != 0)
+    c.fail("expected pairs of integers (first line, count), found " + std::to_string(n) + " integers");
+  // Read straight from the document: a cursor (and its path) is made only to report a problem.
+  auto integer = [&](size_t i, uint64_t min) {
+    const Json& v = c.json()[i];
+    if (v.is_number_unsigned() && v.get<uint64_t>() >= min && v.get<uint64_t>() <= INT64_MAX) return v.get<uint64_t>();
+    return static_cast<uint64_t>(c.at(i).integer_at_least(static_cast<int64_t>(min)));
+  };
+  out.runs.reserve(n / 2);
+  for (size_t i = 0; i < n; i += 2) {
+    const uint64_t first = integer(i, 0), count = integer(i + 1, 1);
+    if (count > table_size || first > table_size - count)
+      c.at(i).fail("lines " + std::to_string(first) + " to " + std::to_string(first + count - 1) +
+                   " are past the end of /lines (" + std::to_string(table_size) + " lines)");
+    bytes += ctx.line_ends[first + count] - ctx.line_ends[first];
+    if (bytes > kMaxStoredTextBytes + 1)
+      c.at(i).fail("the stored trace is longer than " + std::to_string(kMaxStoredTextBytes >> 20) +
+                   " MiB; the capture is damaged (edited or cut): make it again with the command that wrote it");
+    out.runs.push_back({static_cast<uint32_t>(first), static_cast<uint32_t>(count)});
+  }
+  return out;
+}
+
+// Where a stage keeps its trace's text: version 5 writes runs of the line table (`lines`); a text
+// stored whole (`text`) is what versions before 5 wrote and what a hand edit may write. Null: a
+// stage without a trace. `member` is set to the one read.
+std::optional<StoredLines> stored_lines(const Cursor& stage, const Context& ctx, std::optional<Cursor>& member) {
+  const bool whole = ctx.version < 5 || (stage.json().is_object() && stage.json().contains("text"));
+  if (ctx.version >= 5 && whole && stage.json().contains("lines"))
+    stage.field("text").fail("a stage stores its trace as \"lines\" or as \"text\", not both");
+  member = stage.field(whole ? "text" : "lines");
+  if (member->json().is_null()) return std::nullopt;
+  if (whole) return StoredLines::of_text(member->take_string());
+  return runs_of_line_table(*member, ctx);
+}
+
 // The stored text, parsed when the stage is first read. The parser made one proxy per name, shared
 // by every use and owned by this trace alone, so setting a layout on the parameter's proxy sets it
 // everywhere; the trace is this stage's alone, so the links are set on it.
-StageTrace stored_trace(const Cursor& text, StageExtras extras) {
+StageTrace stored_trace(StoredLines lines, const Cursor& member, StageExtras extras) {
   return StageTrace::stored(
-      text.take_string(), [file = text.file(), path = text.path(), extras = std::move(extras)](const std::string& source) {
+      std::move(lines), [file = member.file(), path = member.path(), extras = std::move(extras)](const std::string& source) {
         auto r = parse_trace(source);
         if (!r.trace) {
           int line = r.error ? r.error->line : 0, column = r.error ? r.error->column : 0;
@@ -208,8 +276,9 @@ Stage stage(const Cursor& c, const Context& ctx) {
   s.milliseconds = number_field(c, "milliseconds");
   s.changed = bool_field(c, "changed");
   if (auto f = c.optional_field("failed_at")) s.failed_at = static_cast<int>(f->integer_at_least(0));
-  auto text = c.field("text");
-  const bool has_text = !text.json().is_null();
+  std::optional<Cursor> member;
+  std::optional<StoredLines> lines = stored_lines(c, ctx, member);
+  const bool has_text = lines.has_value();
   StageExtras extras;
   Layouts& layouts = extras.layouts;
   if (ctx.version >= 4) {
@@ -231,7 +300,7 @@ Stage stage(const Cursor& c, const Context& ctx) {
     extras.sources = indexed_strings(*l, "a source location", true);
     extras.sources_path = l->path();
   }
-  if (has_text) s.trace = stored_trace(text, std::move(extras));
+  if (lines) s.trace = stored_trace(std::move(*lines), *member, std::move(extras));
   return s;
 }
 
@@ -567,6 +636,7 @@ Capture decode_capture(Json document, const std::string& file) {
   c.tool_version = string_field(root, "tool_version");
   c.model = model(root.field("model"));
   ctx.model = c.model.name;
+  if (ctx.version >= 5) read_line_table(root.field("lines"), ctx);
   c.pipelines = list_of<PipelineRecord>(root.field("pipelines"), [&](const Cursor& e) { return pipeline(e, ctx); });
   c.comparisons = list_of<Comparison>(root.field("comparisons"),
                                       [&](const Cursor& e) { return comparison(e, c.pipelines.size(), ctx); });

@@ -51,7 +51,48 @@ Json encode_rank(const RankResult& r) {
   return out;
 }
 
+void extend(std::vector<StoredLines::Run>& runs, uint32_t id) {
+  if (!runs.empty() && runs.back().first + runs.back().count == id)
+    ++runs.back().count;
+  else
+    runs.push_back({id, 1});
+}
+
+Json runs_json(const std::vector<StoredLines::Run>& runs) {
+  Json out = Json::array();
+  for (const auto& r : runs) {
+    out.push_back(r.first);
+    out.push_back(r.count);
+  }
+  return out;
+}
+
 }  // namespace
+
+uint32_t LineTable::id_of(std::string_view line) {
+  if (auto it = ids_.find(line); it != ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(lines_.size());
+  ids_.emplace(lines_.emplace_back(line), id);
+  return id;
+}
+
+Json LineTable::runs_of(std::string_view text) {
+  std::vector<StoredLines::Run> runs;
+  for (size_t start = 0;;) {
+    const size_t end = text.find('\n', start);
+    extend(runs, id_of(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start)));
+    if (end == std::string_view::npos) return runs_json(runs);
+    start = end + 1;
+  }
+}
+
+Json LineTable::runs_of(const StoredLines& lines) {
+  std::vector<StoredLines::Run> runs;
+  lines.for_each_line([&](std::string_view line) { extend(runs, id_of(line)); });
+  return runs_json(runs);
+}
+
+Json LineTable::lines() const { return Json(std::vector<std::string>(lines_.begin(), lines_.end())); }
 
 Json encode_number(double v) {
   if (std::isnan(v)) return "NaN";
@@ -59,16 +100,16 @@ Json encode_number(double v) {
   return v;
 }
 
-Json encode_stage(const Stage& s) {
+Json encode_stage(const Stage& s, LineTable& table) {
   Json j = {{"pass", s.pass}, {"milliseconds", encode_number(s.milliseconds)}, {"changed", s.changed}};
   if (s.failed()) j["failed_at"] = s.failed_at;
   if (!s.trace) {
-    j["text"] = nullptr;  // a stage without a trace (never made by the engine)
+    j["lines"] = nullptr;  // a stage without a trace (never made by the engine)
     return j;
   }
   // A trace read from a capture is written back as it was stored (parse and print agree on it).
-  const std::string* stored = s.trace.stored_text();
-  j["text"] = stored ? *stored : print_trace(*s.trace);
+  const StoredLines* stored = s.trace.stored_lines();
+  j["lines"] = stored ? table.runs_of(*stored) : table.runs_of(print_trace(*s.trace));
   Json layouts = Json::object();
   for (const auto& p : s.trace->params)
     if (p.proxy->distribution != Distribution::none)
@@ -86,11 +127,11 @@ Json encode_stage(const Stage& s) {
   return j;
 }
 
-Json encode_stage_history(const StageHistory& h) {
+Json encode_stage_history(const StageHistory& h, LineTable& table) {
   Json j = Json::object();
   for (auto k : kTraceKinds) {
     Json list = Json::array();
-    for (const auto& s : h.of(k)) list.push_back(encode_stage(s));
+    for (const auto& s : h.of(k)) list.push_back(encode_stage(s, table));
     j[std::string(trace_kind_name(k))] = std::move(list);
   }
   return j;
@@ -167,7 +208,7 @@ Json encode_model(const ModelRecord& m) {
   return j;
 }
 
-Json encode_pipeline(const PipelineRecord& p) {
+Json encode_pipeline(const PipelineRecord& p, LineTable& table) {
   Json spec = {{"order", p.spec.order},
                {"semantics", p.spec.semantics},
                {"workaround", p.spec.workaround},
@@ -179,14 +220,15 @@ Json encode_pipeline(const PipelineRecord& p) {
             {"error", p.error},
             {"rule", p.rule},
             {"outcome", std::move(outcome)},
-            {"stages", encode_stage_history(p.stages)}};
+            {"stages", encode_stage_history(p.stages, table)}};
   j["replay"] = p.replay ? encode_replay(*p.replay) : Json(nullptr);
   return j;
 }
 
 Json encode_capture(const Capture& c) {
+  LineTable table;
   Json pipelines = Json::array(), comparisons = Json::array();
-  for (const auto& p : c.pipelines) pipelines.push_back(encode_pipeline(p));
+  for (const auto& p : c.pipelines) pipelines.push_back(encode_pipeline(p, table));
   for (const auto& cmp : c.comparisons) comparisons.push_back(encode_comparison(cmp));
   Json j = Json::object();
   j["format"] = kCaptureFormat;
@@ -196,6 +238,7 @@ Json encode_capture(const Capture& c) {
   j["pipelines"] = std::move(pipelines);
   j["comparisons"] = std::move(comparisons);
   if (c.rules) j["rules"] = encode_rules(*c.rules);
+  j["lines"] = table.lines();
   return j;
 }
 

@@ -33,10 +33,34 @@ bool parse_trace_kind(std::string_view s, TraceKind* out) {
 
 StageTrace::StageTrace(TracePtr made) : made_(std::move(made)) {}
 
-StageTrace StageTrace::stored(std::string text, Parse parse) {
+StoredLines StoredLines::of_text(std::string_view text) {
+  auto table = std::make_shared<std::vector<std::string>>();
+  for (size_t start = 0;;) {
+    const size_t end = text.find('\n', start);
+    table->emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  StoredLines out;
+  out.runs.push_back({0, static_cast<uint32_t>(table->size())});
+  out.table = std::move(table);
+  return out;
+}
+
+std::string StoredLines::text() const {
+  size_t size = 0;
+  for_each_line([&](std::string_view line) { size += line.size() + 1; });
+  std::string out;
+  out.reserve(size);
+  for_each_line([&](std::string_view line) { out.append(line).push_back('\n'); });
+  if (!out.empty()) out.pop_back();  // no '\n' after the last line
+  return out;
+}
+
+StageTrace StageTrace::stored(StoredLines lines, Parse parse) {
   StageTrace t;
   t.stored_ = std::make_shared<Stored>();
-  t.stored_->text = std::move(text);
+  t.stored_->lines = std::move(lines);
   t.stored_->parse = std::move(parse);
   return t;
 }
@@ -45,11 +69,11 @@ const TracePtr& StageTrace::shared() const {
   if (!stored_) return made_;
   Stored& s = *stored_;
   // call_once leaves the flag unset when the parse throws: the next read throws again.
-  std::call_once(s.once, [&s] { s.trace = s.parse(s.text); });
+  std::call_once(s.once, [&s] { s.trace = s.parse(s.lines.text()); });
   return s.trace;
 }
 
-const std::string* StageTrace::stored_text() const { return stored_ ? &stored_->text : nullptr; }
+const StoredLines* StageTrace::stored_lines() const { return stored_ ? &stored_->lines : nullptr; }
 
 std::vector<Stage>& StageHistory::of(TraceKind k) {
   switch (k) {

@@ -7,6 +7,7 @@
 #pragma once
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,25 @@ inline constexpr TraceKind kTraceKinds[] = {TraceKind::prologue, TraceKind::forw
 std::string_view trace_kind_name(TraceKind);            // "prologue", "forward", "backward", "epilogue"
 bool parse_trace_kind(std::string_view, TraceKind* out);  // also accepts "computation" for forward
 
+// A stored trace's text as a capture keeps it: runs of lines of a table the whole capture shares,
+// each distinct line once, joined with '\n' (a deep model's stages repeat most of their lines).
+struct StoredLines {
+  struct Run {
+    uint32_t first = 0, count = 0;  // lines [first, first + count) of the table
+  };
+  std::shared_ptr<const std::vector<std::string>> table;
+  std::vector<Run> runs;
+
+  // A table of the text's own lines, in one run (a text stored whole, as older captures did).
+  static StoredLines of_text(std::string_view text);
+  std::string text() const;  // the lines joined with '\n'
+  template <class Fn>
+  void for_each_line(Fn&& fn) const {
+    for (const Run& r : runs)
+      for (uint32_t i = r.first; i < r.first + r.count; ++i) fn(std::string_view((*table)[i]));
+  }
+};
+
 // A stage's trace: the one a pass made, or the printed text a capture stored, parsed the first time
 // it is asked for (a capture of a deep model holds hundreds of traces and a viewer shows a few).
 // Copies share the parse. Reading a stored text that does not parse throws what `parse` throws,
@@ -37,7 +57,7 @@ class StageTrace {
   StageTrace() = default;
   StageTrace(TracePtr made);  // NOLINT(google-explicit-constructor): a pass's trace is a stage's trace
   StageTrace(std::nullptr_t) {}
-  static StageTrace stored(std::string text, Parse parse);
+  static StageTrace stored(StoredLines lines, Parse parse);
 
   const TracePtr& shared() const;  // parses a stored text on first use
   const Trace* get() const { return shared().get(); }
@@ -46,12 +66,12 @@ class StageTrace {
   explicit operator bool() const { return made_ || stored_; }
   bool operator==(std::nullptr_t) const { return !*this; }
 
-  // The text this trace was stored as (a save writes it back as it is); null for a made trace.
-  const std::string* stored_text() const;
+  // The lines this trace was stored as (a save writes them back as they are); null for a made trace.
+  const StoredLines* stored_lines() const;
 
  private:
   struct Stored {
-    std::string text;
+    StoredLines lines;
     Parse parse;
     std::once_flag once;
     TracePtr trace;

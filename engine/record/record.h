@@ -14,7 +14,7 @@
 
 namespace tv {
 
-inline constexpr int kCaptureVersion = 4;
+inline constexpr int kCaptureVersion = 5;
 // The oldest version load_capture still reads (and upgrades in memory); see docs/capture-format.md.
 inline constexpr int kOldestCaptureVersion = 0;
 // The value of the document's "format" member.

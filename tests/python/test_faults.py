@@ -114,7 +114,10 @@ def test_parse_errors_escape_the_inputs_control_bytes():
 def test_a_damaged_stored_trace_is_a_capture_error_where_it_is_read():
     doc = json.loads(tv.run_model("linear").to_json())
     stage = doc["pipelines"][0]["stages"]["forward"][0]
-    stage["text"] = stage["text"].replace("ltorch.linear(", "ltorch.linear((", 1)
+    # A hand edit: the stage's text written whole (a capture keeps runs of its line table).
+    runs = stage.pop("lines")
+    text = "\n".join(doc["lines"][runs[r] + i] for r in range(0, len(runs), 2) for i in range(runs[r + 1]))
+    stage["text"] = text.replace("ltorch.linear(", "ltorch.linear((", 1)
     c = _C.Capture.from_json(json.dumps(doc))  # loads: a stored trace is parsed when first read
     forward = c.stages(0)["forward"]
     assert forward[1].trace.canonical_hash()  # the others read fine

@@ -110,9 +110,9 @@ head -c 3000 "$tmp/a/linear_w1_cpu.tvz.json" > "$tmp/truncated.tvz.json"
 expect 2 "truncated.tvz.json: .*(not valid JSON|/)" -- show "$tmp/truncated.tvz.json"
 $py -c "
 import json, sys
-d = json.load(open(sys.argv[1])); d['pipelines'][0]['stages']['forward'][0]['text'] = 3
+d = json.load(open(sys.argv[1])); d['pipelines'][0]['stages']['forward'][0]['lines'] = 3
 json.dump(d, open(sys.argv[2], 'w'))" "$tmp/a/linear_w1_cpu.tvz.json" "$tmp/typed.tvz.json"
-expect 2 "typed.tvz.json: /pipelines/0/stages/forward/0/text: expected a string" -- show "$tmp/typed.tvz.json"
+expect 2 "typed.tvz.json: /pipelines/0/stages/forward/0/lines: expected an array" -- show "$tmp/typed.tvz.json"
 
 # --out to an unwritable place: exit 2 with the path and the reason, an existing file untouched.
 echo "keep me" > "$tmp/keep.tvz.json"

@@ -97,7 +97,10 @@ fi
 import json, sys
 doc = json.load(open(sys.argv[1]))
 stage = doc["pipelines"][1]["stages"]["forward"][0]
-stage["text"] = stage["text"].replace("ltorch.linear(", "ltorch.linear((", 1)
+# A hand edit: the stage's text written whole (a capture keeps runs of its line table).
+runs = stage.pop("lines")
+text = "\n".join(doc["lines"][runs[r] + i] for r in range(0, len(runs), 2) for i in range(runs[r + 1]))
+stage["text"] = text.replace("ltorch.linear(", "ltorch.linear((", 1)
 json.dump(doc, open(sys.argv[2], "w"))
 PY
 expect 0 "backward stage" -- show "$tmp/damaged.tvz.json" --pipeline 0

@@ -43,21 +43,21 @@ TEST(StageHistory, ChangedIsCanonicalInequality) {
 TEST(StageTrace, StoredTextIsParsedOnceOnFirstRead) {
   const std::string text = tv::testing::read_file(std::string(TV_FIXTURES_DIR) + "/linear__fwd__00.txt");
   std::atomic<int> parses{0};
-  auto stored = StageTrace::stored(text, [&](const std::string& t) {
+  auto stored = StageTrace::stored(StoredLines::of_text(text), [&](const std::string& t) {
     ++parses;
     return parse_trace(t).trace;
   });
   EXPECT_EQ(parses, 0);
   EXPECT_TRUE(stored);
-  ASSERT_TRUE(stored.stored_text());
-  EXPECT_EQ(*stored.stored_text(), text);
+  ASSERT_TRUE(stored.stored_lines());
+  EXPECT_EQ(stored.stored_lines()->text(), text);
   StageTrace copy = stored;
   EXPECT_EQ(print_trace(*stored), text);
   EXPECT_EQ(copy.get(), stored.get());
   EXPECT_EQ(parses, 1);
 
   int failures = 0;
-  auto broken = StageTrace::stored("not a trace", [&](const std::string&) -> TracePtr {
+  auto broken = StageTrace::stored(StoredLines::of_text("not a trace"), [&](const std::string&) -> TracePtr {
     ++failures;
     throw std::runtime_error("does not parse");
   });
@@ -66,6 +66,15 @@ TEST(StageTrace, StoredTextIsParsedOnceOnFirstRead) {
   EXPECT_EQ(failures, 2);
 
   StageTrace made(fixture("linear__fwd__00.txt"));
-  EXPECT_FALSE(made.stored_text());
+  EXPECT_FALSE(made.stored_lines());
   EXPECT_FALSE(StageTrace());
+}
+
+TEST(StoredLines, JoinRunsOfASharedTable) {
+  for (std::string text : {"", "a", "a\n", "\n\n", "a\nb\n\nc"}) EXPECT_EQ(StoredLines::of_text(text).text(), text);
+  StoredLines lines;
+  lines.table = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"x", "y", "z"});
+  lines.runs = {{1, 2}, {0, 1}, {2, 1}};
+  EXPECT_EQ(lines.text(), "y\nz\nx\nz");
+  EXPECT_EQ(StoredLines{}.text(), "");
 }
