@@ -32,6 +32,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+STEP_SCOPE = "tv_bench step"  # the user scope around a profiled step (tests/bench/kineto.h's kKinetoStepScope)
+
 
 class Block(nn.Module):
     def __init__(self, d, heads):
@@ -95,12 +97,17 @@ def step(model, idx, targets, cot):
 
 
 def print_profile(fn, device, rows, show=True, kineto=None):
-    """Runs fn once under torch.profiler; prints its `rows` costliest ops (device time) to stderr
-    and, with `kineto`, saves the timeline there as a Chrome trace (tests/bench/timeline.py)."""
-    from torch.profiler import ProfilerActivity, profile
+    """Runs fn once under torch.profiler, inside the user scope timeline.py keeps to, after a
+    warm-up that takes the profiler's start on each thread that records (a forward op here, a
+    backward op on autograd's device thread; tests/bench/kineto.h does the same for the engine);
+    prints its `rows` costliest ops (device time) to stderr and, with `kineto`, saves the timeline
+    there as a Chrome trace (tests/bench/timeline.py)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     with profile(activities=activities) as prof:
-        fn()
+        (torch.zeros(1, device=device, requires_grad=True) * 2).sum().backward()
+        with record_function(STEP_SCOPE):
+            fn()
     if show and rows:
         key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
         print(prof.key_averages().table(sort_by=key, row_limit=rows), file=sys.stderr)

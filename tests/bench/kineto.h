@@ -4,6 +4,8 @@
 // per stream, kernels, communication overlapped with compute); `bench_torch.py --kineto` writes
 // the same for PyTorch, so the two timelines can be laid side by side. Header-only; for tests/bench.
 #pragma once
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <condition_variable>
@@ -16,6 +18,9 @@
 #include <thread>
 
 namespace tv::bench {
+
+// The user scope around the recorded step; timeline.py keeps to what it holds.
+inline constexpr const char* kKinetoStepScope = "tv_bench step";
 
 namespace detail {
 inline std::set<torch::profiler::impl::ActivityType> kineto_activities(bool cuda) {
@@ -42,12 +47,18 @@ inline void stop_kineto(const std::string& path) {
 }
 }  // namespace detail
 
-// Runs `step` once under the profiler and writes the trace to `path`. `cuda`: record the devices'
-// activity too (otherwise the host's operators only). On the thread that loaded LibTorch (Kineto
-// refuses to start elsewhere); see KinetoOnMainThread for work on other threads.
+// Runs `step` once under the profiler, inside the user scope kKinetoStepScope, and writes the trace
+// to `path`. `cuda`: record the devices' activity too (otherwise the host's operators only). The
+// profiler's first recorded call carries its start (about 2 ms on CUDA): a warm-up call before the
+// scope takes it. On the thread that loaded LibTorch (Kineto refuses to start elsewhere); see
+// KinetoOnMainThread for work on other threads.
 inline void record_kineto(const std::string& path, bool cuda, const std::function<void()>& step) {
   detail::start_kineto(cuda);
-  step();
+  at::zeros({1}, at::TensorOptions().device(cuda ? at::kCUDA : at::kCPU));
+  {
+    RECORD_USER_SCOPE(kKinetoStepScope);
+    step();
+  }
   detail::stop_kineto(path);
 }
 

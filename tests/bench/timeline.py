@@ -9,6 +9,10 @@ where the busiest thread's host time went: its outermost ATen calls by name (cal
 microseconds), the CUDA runtime calls made outside any ATen call, and the rest of the span, which is
 the caller's own work between calls (the engine's executor, or PyTorch's Python and autograd).
 
+A trace whose step ran inside the user scope "tv_bench step" (the benchmarks' --kineto) is read
+inside it: host calls in its span, kernels launched from there; what ran before it (a warm-up op
+that takes the profiler's start) is left out. A trace without it is read whole.
+
 Usage: /usr/bin/python3 timeline.py ENGINE.json [TORCH.json] [--top 12] [--by-op] [--host]
 """
 import argparse
@@ -23,16 +27,38 @@ def fail(message):
     sys.exit(2)
 
 
-def load(path):
+STEP_SCOPE = "tv_bench step"
+
+
+def read_events(path):
+    """(events, scope): the trace's complete ("X") events, within the step's scope where the trace
+    has one, and that scope's event (None without one)."""
     try:
         with open(path) as f:
             data = json.load(f)
     except (OSError, ValueError) as e:
         fail(f"{path}: {e} (give a Chrome trace written by --kineto)")
-    events = data["traceEvents"] if isinstance(data, dict) else data
+    events = [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
+    scope = next((e for e in events if e.get("cat") == "user_annotation" and e.get("name") == STEP_SCOPE), None)
+    return (events, None) if scope is None else (in_step_scope(events, scope), scope)
+
+
+def in_step_scope(events, scope):
+    """Events of the step: host events inside the scope's span, on any thread (PyTorch runs a CUDA
+    backward on a thread of its own), and the GPU events whose launch is among them (by correlation
+    id)."""
+    start, end = scope["ts"], scope["ts"] + scope.get("dur", 0)
+    gpu_cats = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
+    host = [e for e in events if e.get("cat") not in gpu_cats and start <= e["ts"] <= end]
+    launched = {e.get("args", {}).get("correlation") for e in host if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    gpu = [e for e in events if e.get("cat") in gpu_cats[:3] and e.get("args", {}).get("correlation") in launched]
+    return host + gpu
+
+
+def load(path):
     gpu = []
-    for e in events:
-        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+    for e in read_events(path)[0]:
+        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
             continue
         args = e.get("args", {})
         gpu.append((int(args.get("device", 0)), int(args.get("stream", 0)), float(e["ts"]), float(e.get("dur", 0)),
@@ -126,17 +152,15 @@ def outermost_ops(events):
 
 
 def host_time(path, top):
-    """Lines: the busiest thread's span split into its outermost ATen calls (by name), CUDA runtime
-    calls outside them, and the caller's own time between them."""
-    with open(path) as f:
-        data = json.load(f)
-    events = [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
+    """Lines: the busiest thread's span (its first ATen call of the step to its last) split into its
+    outermost ATen calls (by name), CUDA runtime calls outside them, and the caller's own time
+    between them."""
+    events = read_events(path)[0]
     outermost = outermost_ops(events)
     if not outermost:
         fail(f"{path}: no ATen calls in the trace")
     tid, ops = max(outermost.items(), key=lambda kv: len(kv[1]))
-    start = ops[0]["ts"]
-    end = max(e["ts"] + e["dur"] for e in ops)
+    start, end = ops[0]["ts"], max(e["ts"] + e["dur"] for e in ops)
     in_ops = union([(e["ts"], e["ts"] + e["dur"]) for e in ops])
     starts = [e["ts"] for e in ops]
     runtime = collections.defaultdict(lambda: [0.0, 0])
@@ -167,9 +191,7 @@ def host_time(path, top):
 def kernels_by_op(path, top):
     """Lines: per outermost ATen op, its calls and the kernels launched inside them; then the
     commonest (op, kernel) pairs."""
-    with open(path) as f:
-        data = json.load(f)
-    events = [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
+    events = read_events(path)[0]
     kernels = {e.get("args", {}).get("correlation"): e for e in events
                if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
     launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
