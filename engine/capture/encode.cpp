@@ -78,12 +78,8 @@ uint32_t LineTable::id_of(std::string_view line) {
 
 Json LineTable::runs_of(std::string_view text) {
   std::vector<StoredLines::Run> runs;
-  for (size_t start = 0;;) {
-    const size_t end = text.find('\n', start);
-    extend(runs, id_of(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start)));
-    if (end == std::string_view::npos) return runs_json(runs);
-    start = end + 1;
-  }
+  StoredLines::for_each_line_of(text, [&](std::string_view line) { extend(runs, id_of(line)); });
+  return runs_json(runs);
 }
 
 Json LineTable::runs_of(const StoredLines& lines) {

@@ -35,12 +35,7 @@ StageTrace::StageTrace(TracePtr made) : made_(std::move(made)) {}
 
 StoredLines StoredLines::of_text(std::string_view text) {
   auto table = std::make_shared<std::vector<std::string>>();
-  for (size_t start = 0;;) {
-    const size_t end = text.find('\n', start);
-    table->emplace_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
+  for_each_line_of(text, [&](std::string_view line) { table->emplace_back(line); });
   StoredLines out;
   out.runs.push_back({0, static_cast<uint32_t>(table->size())});
   out.table = std::move(table);

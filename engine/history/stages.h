@@ -44,6 +44,16 @@ struct StoredLines {
     for (const Run& r : runs)
       for (uint32_t i = r.first; i < r.first + r.count; ++i) fn(std::string_view((*table)[i]));
   }
+  // Each line of `text`, split at '\n' (a text that ends in '\n' ends with an empty line).
+  template <class Fn>
+  static void for_each_line_of(std::string_view text, Fn&& fn) {
+    for (size_t start = 0;;) {
+      const size_t end = text.find('\n', start);
+      if (end == std::string_view::npos) return fn(text.substr(start));
+      fn(text.substr(start, end - start));
+      start = end + 1;
+    }
+  }
 };
 
 // A stage's trace: the one a pass made, or the printed text a capture stored, parsed the first time
