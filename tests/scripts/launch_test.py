@@ -129,9 +129,22 @@ def differences(a, b, path=""):
     return [] if a == b else [f"{path}: {str(a)[:200]!r} vs {str(b)[:200]!r}"]
 
 
+def with_texts(doc):
+    """The capture with each stage's text joined from its runs of the line table (/lines), which
+    numbers lines in the order first met: a line that differs (a pass's time) renumbers the rest."""
+    lines = doc.pop("lines", [])
+    for p in doc.get("pipelines", []):
+        for stages in p.get("stages", {}).values():
+            for s in stages:
+                runs = s.pop("lines", None)
+                if runs is not None:
+                    s["text"] = "\n".join(lines[runs[r] + i] for r in range(0, len(runs), 2) for i in range(runs[r + 1]))
+    return doc
+
+
 def load(path):
     with open(path) as f:
-        return normalized(json.load(f))
+        return normalized(with_texts(json.load(f)))
 
 
 def same_capture(threads_path, merged_path, what):
