@@ -49,8 +49,8 @@ struct StoredLines {
   static void for_each_line_of(std::string_view text, Fn&& fn) {
     for (size_t start = 0;;) {
       const size_t end = text.find('\n', start);
-      if (end == std::string_view::npos) return fn(text.substr(start));
-      fn(text.substr(start, end - start));
+      fn(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+      if (end == std::string_view::npos) return;
       start = end + 1;
     }
   }
