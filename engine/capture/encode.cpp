@@ -88,7 +88,11 @@ Json LineTable::runs_of(const StoredLines& lines) {
   return runs_json(runs);
 }
 
-Json LineTable::lines() const { return Json(std::vector<std::string>(lines_.begin(), lines_.end())); }
+Json LineTable::lines() const {
+  Json out = Json::array();
+  for (const auto& line : lines_) out.push_back(line);
+  return out;
+}
 
 Json encode_number(double v) {
   if (std::isnan(v)) return "NaN";

@@ -27,12 +27,12 @@ def fail(message):
     sys.exit(2)
 
 
-STEP_SCOPE = "tv_bench step"
+STEP_SCOPE = "tv_bench step"  # kineto.h's kKinetoStepScope, bench_torch.py's STEP_SCOPE
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 def read_events(path):
-    """(events, scope): the trace's complete ("X") events, within the step's scope where the trace
-    has one, and that scope's event (None without one)."""
+    """The trace's complete ("X") events, within the step's scope where the trace has one."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -40,7 +40,7 @@ def read_events(path):
         fail(f"{path}: {e} (give a Chrome trace written by --kineto)")
     events = [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
     scope = next((e for e in events if e.get("cat") == "user_annotation" and e.get("name") == STEP_SCOPE), None)
-    return (events, None) if scope is None else (in_step_scope(events, scope), scope)
+    return events if scope is None else in_step_scope(events, scope)
 
 
 def in_step_scope(events, scope):
@@ -48,17 +48,17 @@ def in_step_scope(events, scope):
     backward on a thread of its own), and the GPU events whose launch is among them (by correlation
     id)."""
     start, end = scope["ts"], scope["ts"] + scope.get("dur", 0)
-    gpu_cats = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
-    host = [e for e in events if e.get("cat") not in gpu_cats and start <= e["ts"] <= end]
+    on_gpu = GPU_CATS + ("gpu_user_annotation",)
+    host = [e for e in events if e.get("cat") not in on_gpu and start <= e["ts"] <= end]
     launched = {e.get("args", {}).get("correlation") for e in host if e.get("cat") in ("cuda_runtime", "cuda_driver")}
-    gpu = [e for e in events if e.get("cat") in gpu_cats[:3] and e.get("args", {}).get("correlation") in launched]
+    gpu = [e for e in events if e.get("cat") in GPU_CATS and e.get("args", {}).get("correlation") in launched]
     return host + gpu
 
 
 def load(path):
     gpu = []
-    for e in read_events(path)[0]:
-        if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+    for e in read_events(path):
+        if e.get("cat") not in GPU_CATS:
             continue
         args = e.get("args", {})
         gpu.append((int(args.get("device", 0)), int(args.get("stream", 0)), float(e["ts"]), float(e.get("dur", 0)),
@@ -155,7 +155,7 @@ def host_time(path, top):
     """Lines: the busiest thread's span (its first ATen call of the step to its last) split into its
     outermost ATen calls (by name), CUDA runtime calls outside them, and the caller's own time
     between them."""
-    events = read_events(path)[0]
+    events = read_events(path)
     outermost = outermost_ops(events)
     if not outermost:
         fail(f"{path}: no ATen calls in the trace")
@@ -191,9 +191,8 @@ def host_time(path, top):
 def kernels_by_op(path, top):
     """Lines: per outermost ATen op, its calls and the kernels launched inside them; then the
     commonest (op, kernel) pairs."""
-    events = read_events(path)[0]
-    kernels = {e.get("args", {}).get("correlation"): e for e in events
-               if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+    events = read_events(path)
+    kernels = {e.get("args", {}).get("correlation"): e for e in events if e.get("cat") in GPU_CATS}
     launches = [e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")]
     outermost = outermost_ops(events)
     starts = {tid: [e["ts"] for e in ops] for tid, ops in outermost.items()}
