@@ -27,16 +27,24 @@ using tv::app::kDifference;
 
 constexpr const char* kEngine = "thunder-viz-engine";
 
-// Every stage of a pipeline is new memory, and on a virtual machine a page fault per 4 KiB page is
-// a large part of a pipeline's time: with huge pages (glibc's `glibc.malloc.hugetlb=1`, read when
-// a process starts, hence set here for the engine) a gpt of 32 layers builds its pipeline in about
-// two thirds of the time (BENCHMARKS.md). A setting of the user's own is kept.
-void prefer_huge_pages() {
+// Every stage of a pipeline is new memory, and so is every value of a capture's document; on a
+// virtual machine a page fault per 4 KiB page is a large part of either: with huge pages (glibc's
+// `glibc.malloc.hugetlb=1`, read when a process starts) a gpt of 32 layers builds its pipeline in
+// about two thirds of the time and `show` reads its capture in about the same share
+// (BENCHMARKS.md). A setting of the user's own is kept. Returns whether the setting was added.
+bool prefer_huge_pages() {
   const char* given = std::getenv("GLIBC_TUNABLES");
   std::string tunables = given ? given : "";
-  if (tunables.find("glibc.malloc.hugetlb") != std::string::npos) return;
+  if (tunables.find("glibc.malloc.hugetlb") != std::string::npos) return false;
   tunables += tunables.empty() ? "glibc.malloc.hugetlb=1" : ":glibc.malloc.hugetlb=1";
   setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
+  return true;
+}
+
+// The reader itself, started again with huge pages; where that fails it reads with small pages.
+void restart_with_huge_pages(char** argv) {
+  if (!prefer_huge_pages()) return;
+  execv("/proc/self/exe", argv);
 }
 
 [[noreturn]] void become_engine(char** argv) {
@@ -71,6 +79,7 @@ using tv::app::report_error;
 int main(int argc, char** argv) {
   tv::cli::ShowCaptureOptions options;
   if (!reads_a_capture_only(argc, argv, options)) become_engine(argv);
+  restart_with_huge_pages(argv);
   try {
     return tv::cli::show_capture(options);
   } catch (const BadInput& e) {
