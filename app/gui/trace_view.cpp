@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "gui/glyph_run.h"
 #include "gui/theme.h"
 #include "transforms/gradient_links.h"
 
@@ -348,9 +349,11 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
   ImGuiListClipper clipper;
   const int selected_definition = selected_proxy >= 0 ? text_.definition_line(selected_proxy) : -1;
   clipper.Begin(static_cast<int>(text_.line_count()), line_h);
+  GlyphRun glyphs(draw, font, size);  // closed before any other drawing into `draw`
   while (clipper.Step()) {
     for (int l = clipper.DisplayStart; l < clipper.DisplayEnd; ++l) {
       const std::string_view line = text_.line(l);
+      glyphs.line(line.size() + sizeof "2147483647");
       ImVec2 pos = ImGui::GetCursorScreenPos();
       ImVec2 text_pos(pos.x + gutter, pos.y);
       bool mouse_on_line = hovered_window && mouse.y >= pos.y && mouse.y < pos.y + line_h;
@@ -373,19 +376,24 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
       char number[16];
       char* end = std::to_chars(number, number + sizeof number, l + 1).ptr;
       const float pad = static_cast<float>(digits - (end - number)) * char_w;
-      draw->AddText(font, size, ImVec2(pos.x + pad, pos.y), t.line_number, number, end);
-      const char* base = line.data();
+      glyphs.text(ImVec2(pos.x + pad, pos.y), t.line_number, std::string_view(number, end - number));
       for (const Span& span : text_.spans(l)) {
         ImVec2 p(text_pos.x + span.begin * char_w, text_pos.y);
         ImVec2 q(p.x + span.length * char_w, p.y + line_h);
-        if (span.proxy >= 0 && span.proxy == selected_proxy) draw->AddRectFilled(p, q, t.use_highlight);
-        if (span.proxy >= 0 && std::find(saved_proxies.begin(), saved_proxies.end(), span.proxy) != saved_proxies.end())
+        if (span.proxy >= 0 && span.proxy == selected_proxy) {
+          glyphs.close();
+          draw->AddRectFilled(p, q, t.use_highlight);
+        }
+        if (span.proxy >= 0 && std::find(saved_proxies.begin(), saved_proxies.end(), span.proxy) != saved_proxies.end()) {
+          glyphs.close();
           draw->AddRect(p, q, t.saved_value | IM_COL32_A_MASK);
+        }
         if (span.token == Token::symbol && owner) {
           if (targets.enabled && !owner->outputs.empty())
             targets.mark("trace/call/" + owner->outputs.front()->name, {p.x, p.y, q.x, q.y});
           if (mouse_on_line && mouse.x >= p.x && mouse.x < q.x) {
             hovered_statement = owner;
+            glyphs.close();
             draw->AddLine(ImVec2(p.x, q.y - 1), ImVec2(q.x, q.y - 1), t.token[static_cast<int>(Token::symbol)]);
           }
         }
@@ -393,12 +401,14 @@ void TraceView::draw_lines(Session& s, const Stage& stage, float view_width) {
           targets.mark("trace/proxy/" + text_.proxies[span.proxy]->name, {p.x, p.y, q.x, q.y});
         if (span.proxy >= 0 && mouse_on_line && mouse.x >= p.x && mouse.x < q.x) {
           hovered_proxy = span.proxy;
+          glyphs.close();
           draw->AddLine(ImVec2(p.x, q.y - 1), ImVec2(q.x, q.y - 1), t.token[static_cast<int>(Token::proxy)]);
         }
         ImU32 colour = t.token[static_cast<int>(span.token)];
         if (span.in_comment) colour = (colour & 0x00FFFFFF) | (static_cast<ImU32>(150) << IM_COL32_A_SHIFT);
-        draw->AddText(font, size, p, colour, base + span.begin, base + span.begin + span.length);
+        glyphs.text(p, colour, line.substr(span.begin, span.length));
       }
+      glyphs.close();
       ImGui::Dummy(ImVec2(width, line_h));
     }
   }

@@ -57,15 +57,23 @@ PipelineRecord pipeline_of(const std::string& transform, TracePtr trace) {
   return r;
 }
 
-// Frame times of one kind of frame: whole frames, and the part spent building the UI (App::frame).
+// One frame's times, ms: whole, Window::begin_frame, App::frame (the UI), Window::end_frame.
+struct FrameTimes {
+  double total, begin, ui, end;
+};
+
+// Frame times of one kind of frame: whole frames, and their parts.
 struct Series {
   std::string what;
   std::vector<double> total, ui;
+  std::vector<double> begin{}, end{};
   int vertices = 0;  // what the last frame drew (ImDrawData::TotalVtxCount)
   long drawn = 0;    // frames the window drew (the others equalled the frame before)
-  void add(std::pair<double, double> t, bool was_drawn) {
-    total.push_back(t.first);
-    ui.push_back(t.second);
+  void add(const FrameTimes& t, bool was_drawn) {
+    total.push_back(t.total);
+    begin.push_back(t.begin);
+    ui.push_back(t.ui);
+    end.push_back(t.end);
     drawn += was_drawn;
     vertices = ImGui::GetDrawData() ? ImGui::GetDrawData()->TotalVtxCount : 0;
   }
@@ -76,8 +84,7 @@ class Bench {
   Bench(Window& w, const WindowOptions& size) : window_(w), width_(size.width), height_(size.height) {}
   App app;
 
-  // One frame: {whole frame ms, App::frame ms}.
-  std::pair<double, double> frame(float wheel = 0) {
+  FrameTimes frame(float wheel = 0) {
     drawn_before_ = window_.drawn_frames();
     SyntheticMouse m = mouse_;
     m.wheel = wheel;
@@ -86,9 +93,11 @@ class Bench {
     window_.begin_frame(0.0);
     auto ui_start = Clock::now();
     app.frame();
-    double ui = ms_since(ui_start);
+    auto end_start = Clock::now();
     window_.end_frame();
-    return {ms_since(start), ui};
+    auto done = Clock::now();
+    auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+    return {ms(done - start), ms(ui_start - start), ms(end_start - ui_start), ms(done - end_start)};
   }
   bool drawn() const { return window_.drawn_frames() > drawn_before_; }  // by the last frame()
   void add_frame(Series* s, float wheel = 0) {
@@ -125,7 +134,7 @@ class Bench {
     app.session.worker.start("bench", [c = std::move(capture)](const ProgressFn&) { return c; });
     app.session.worker.join();
     double total = 0;
-    for (int i = 0; i < 10 && !ready(); ++i) total += frame().first;
+    for (int i = 0; i < 10 && !ready(); ++i) total += frame().total;
     if (!ready()) throw std::runtime_error("the panel did not show the capture");
     return total;
   }
@@ -262,6 +271,13 @@ void interleaved_still_bench(Window& window, const WindowOptions& size, int n) {
               "per block: median %.2f, %.2f to %.2f\n",
               kBlocks, per_block, bench::percentile(trace_all.total, 50) / bench::percentile(empty_all.total, 50),
               bench::percentile(block_ratios, 50), block_ratios.front(), block_ratios.back());
+  auto added = [&](const std::vector<double> Series::*part) {
+    return bench::percentile(trace_all.*part, 50) - bench::percentile(empty_all.*part, 50);
+  };
+  std::printf("what the trace adds to a still frame, median ms: begin_frame %+.4f, UI %+.4f, end_frame %+.4f "
+              "(the empty window's: %.4f, %.4f, %.4f)\n",
+              added(&Series::begin), added(&Series::ui), added(&Series::end), bench::percentile(empty_all.begin, 50),
+              bench::percentile(empty_all.ui, 50), bench::percentile(empty_all.end, 50));
 }
 
 void diff_view_bench(Window& window, const WindowOptions& size, int n) {
