@@ -1587,23 +1587,26 @@ void register_nn_execution() {
     auto normalized = ints_at(a, 2, "normalized_shape");
     double eps = number_at(a, 5, "eps");
     // The decomposition's result dtypes (with autocast the input can be bf16 and the weight f32).
-    at::ScalarType ga_type = at::promote_types(at::promote_types(g.scalar_type(), x.scalar_type()), w.scalar_type());
-    at::ScalarType gw_type = at::promote_types(g.scalar_type(), x.scalar_type()), gb_type = g.scalar_type();
+    // (c10::promoteTypes and `as`, not at::promote_types and Tensor::to: each of those is a
+    // dispatcher call, thirteen a layer in a host-bound step where the dtypes already agree)
+    at::ScalarType ga_type = c10::promoteTypes(c10::promoteTypes(g.scalar_type(), x.scalar_type()), w.scalar_type());
+    at::ScalarType gw_type = c10::promoteTypes(g.scalar_type(), x.scalar_type()), gb_type = g.scalar_type();
     // One compute dtype; float for half and bfloat16 (the kernel takes the statistics in float).
-    at::ScalarType compute = at::promote_types(ga_type, bias.scalar_type());
+    at::ScalarType compute = c10::promoteTypes(ga_type, bias.scalar_type());
     if (compute == at::kHalf || compute == at::kBFloat16) compute = at::kFloat;
+    auto as = [](const at::Tensor& t, at::ScalarType type) { return t.scalar_type() == type ? t : t.to(type); };
     // The forward's statistics when the trace passes them (native_layer_norm's); else computed as
     // the forward kernel computes them (one launch, where var_mean, add and rsqrt took three).
     at::Tensor mean = optional_tensor_at(a, 6), rstd = optional_tensor_at(a, 7);
-    g = g.to(compute), x = x.to(compute), w = w.to(compute), bias = bias.to(compute);
+    g = as(g, compute), x = as(x, compute), w = as(w, compute), bias = as(bias, compute);
     x = x.contiguous();
     if (mean.defined() && rstd.defined())
-      mean = mean.to(compute), rstd = rstd.to(compute);
+      mean = as(mean, compute), rstd = as(rstd, compute);
     else
       std::tie(std::ignore, mean, rstd) = at::native_layer_norm(x, normalized, {}, {}, eps);
     auto [ga, gw, gb] =
         at::native_layer_norm_backward(g.contiguous(), x, normalized, mean, rstd, w, bias, {true, true, true});
-    return RValue::tuple({RValue::of(ga.to(ga_type)), RValue::of(gw.to(gw_type)), RValue::of(gb.to(gb_type))});
+    return RValue::tuple({RValue::of(as(ga, ga_type)), RValue::of(as(gw, gw_type)), RValue::of(as(gb, gb_type))});
   });
   exec_rule("ltorch.embedding_backward", [](Args a, Kw) {
     int64_t padding = a.size() < 4 || a[3].is_none() ? -1 : int_at(a, 3, "padding_idx");
