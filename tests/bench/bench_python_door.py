@@ -3,11 +3,13 @@ model through thunder_viz.jit and the same step of the module itself, each side 
 own (as a user trains one model in a process; `--processes one` runs both here), taking turns repeat
 by repeat; the first call (recording and building the pipeline) against one eager step; the process's resident
 memory over many steps (the call history is bounded, so it stays flat); the minor page faults of a
-steady step on each side; with --profile, where a step's time goes on each side.
+steady step on each side; with --profile, where a step's time goes on each side; with --parts, the
+step's parts on each side and on a third that calls the jitted module's cached engine entry itself,
+without the door's Python around it.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
         [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1] [--processes two|one]
-        [--keywords] [--profile STEPS]
+        [--keywords] [--profile STEPS] [--parts BLOCKS]
         (models: nanogpt, mlp, tiny, resnet18, transformer, llama, mobilenet_v2)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
@@ -222,6 +224,79 @@ def print_profile(ours, theirs, steps, rows=18):
     print(f"| all bound symbols | {sum(mine.values()):.3f} | all operators | {sum(other.values()):.3f} |")
     print(f"| the step | {my_total:.3f} | the step (profiled) | {other_total:.3f} |")
 
+PARTS = ("zero_grad", "forward call", "loss", "backward", "optimizer step")
+
+
+def entry_called_directly(jitted):
+    """forward(*args) through the steady call's cached entry alone (the engine's autograd node, as
+    the door calls it), or the reason it cannot stand for the door's call: only a program whose
+    outputs the door hands back as the engine made them qualifies."""
+    steady = jitted._steady
+    if steady is None:
+        return None, "the last call left no steady guard"
+    entry, program = steady[2]
+    needs = [name for name in ("captured", "uses_seed", "recomputations", "detached_outputs", "rebased_inputs",
+                               "returned_inputs", "input_views", "side_effects") if getattr(program, name)]
+    needs += ["output_memory (outputs sharing memory)"] if len(program.output_memory) > 1 else []
+    needs += ["timing"] if jitted.timing else []
+    needs += ["ddp or fsdp in the order"] if jitted._distributes else []
+    if needs:
+        return None, "the program's call needs the door's own work: " + ", ".join(needs)
+    from thunder_viz.recorder import rebuild_output
+    params, pick = jitted._param_list, steady[3]
+
+    def call(*args, **kwargs):
+        outs = list(entry.apply(pick(args, kwargs), params))
+        del outs[program.user_outputs:]
+        return rebuild_output(program, outs)
+    return call, None
+
+
+def parts_bench(model_name, blocks, steps, keywords):
+    """Microseconds of each part of a step, median over `blocks` blocks of `steps` steps, the three
+    sides in one process taking turns block by block (the order rotating, so that no side always
+    follows the same one)."""
+    sides = {"thunder_viz.jit": Side(model_name, True, keywords), "entry called directly": Side(model_name, True, keywords),
+             "eager torch": Side(model_name, False, keywords)}
+    direct = sides["entry called directly"]
+    call, why = entry_called_directly(direct.model)
+    if call is None:
+        print(f"\n(--parts: {why})")
+        return
+    direct.model = call
+    times = {name: {part: [] for part in PARTS} for name in sides}
+    names = list(sides)
+    for block in range(blocks):
+        for name in names[block % 3:] + names[:block % 3]:
+            side, total = sides[name], dict.fromkeys(PARTS, 0.0)
+            for _ in range(steps):
+                t0 = time.perf_counter()
+                side.opt.zero_grad(set_to_none=True)
+                t1 = time.perf_counter()
+                out = side.model(*side.args, **side.kwargs)
+                t2 = time.perf_counter()
+                loss = side.loss_of(out)
+                t3 = time.perf_counter()
+                loss.backward()
+                t4 = time.perf_counter()
+                side.opt.step()
+                t5 = time.perf_counter()
+                for part, seconds in zip(PARTS, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
+                    total[part] += seconds
+            for part in PARTS:
+                times[name][part].append(total[part] / steps * 1e6)
+    med = {name: {part: statistics.median(v) for part, v in parts.items()} for name, parts in times.items()}
+    print(f"\nthe step's parts, us (median of {blocks} blocks of {steps} steps, the sides taking turns in one process)\n")
+    print("| part | " + " | ".join(names) + " |")
+    print("| --- | --- | --- | --- |")
+    for part in PARTS:
+        print(f"| {part} | " + " | ".join(f"{med[n][part]:.1f}" for n in names) + " |")
+    whole = {n: sum(med[n].values()) for n in names}
+    print("| the step (sum of the parts) | " + " | ".join(f"{whole[n]:.1f}" for n in names) + " |")
+    print(f"\nthe door's Python: {med[names[0]]['forward call'] - med[names[1]]['forward call']:+.1f} us in the forward call, "
+          f"{whole[names[0]] - whole[names[1]]:+.1f} us a step; the entry called directly / eager: "
+          f"{whole[names[1]] / whole[names[2]]:.3f}, the jitted module / eager: {whole[names[0]] / whole[names[2]]:.3f}")
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -235,11 +310,14 @@ def main():
                         "one: both sides in this process, sharing its allocator")
     p.add_argument("--profile", type=int, default=0, metavar="STEPS",
                    help="after the table, profile STEPS steps of each side: where a step's time goes (0: none)")
+    p.add_argument("--parts", type=int, default=0, metavar="BLOCKS",
+                   help="after the table, the step's parts on each side and with the cached engine entry called "
+                        "directly, BLOCKS blocks of --steps steps each (0: none)")
     p.add_argument("--keywords", action="store_true", help="call the model with its arguments by name")
     p.add_argument("--serve", choices=["jit", "eager"], help=argparse.SUPPRESS)
     a = p.parse_args()
-    if a.steps < 1 or a.repeats < 1 or a.memory_steps < 0 or a.threads < 1 or a.profile < 0:
-        p.error("--steps, --repeats and --threads must be at least 1, --memory-steps and --profile at least 0")
+    if a.steps < 1 or a.repeats < 1 or a.memory_steps < 0 or a.threads < 1 or a.profile < 0 or a.parts < 0:
+        p.error("--steps, --repeats and --threads must be at least 1, --memory-steps, --profile and --parts at least 0")
     torch.set_num_threads(a.threads)
     if a.serve:
         return serve(Side(a.model, a.serve == "jit", a.keywords))
@@ -283,6 +361,8 @@ def main():
         print_profile(ours.profile(a.profile), eager.profile(a.profile), a.profile)
     if a.processes == "two":
         ours.close(), eager.close()
+    if a.parts:
+        parts_bench(a.model, a.parts, a.steps, a.keywords)
 
 
 if __name__ == "__main__":
