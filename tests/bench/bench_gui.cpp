@@ -10,7 +10,8 @@
 // glFinish), in a hidden window without vsync, with a synthetic mouse over the panel. The window
 // draws a frame only when it differs from the last one drawn ("drawn" counts those); the still
 // rows are also measured with every frame drawn, the cost of drawing that screen, and the trace's
-// still frame once more against the empty window's in alternating blocks (the ratio's target).
+// still frame once more against the empty window's in alternating blocks (the ratio's target), with
+// what the trace adds to each part of the frame (begin_frame, the UI, end_frame).
 // Usage: tv_bench_gui [--capture FILE.tvz.json] [--frames N] [--size WxH]
 #include <GL/gl.h>
 #include <imgui.h>
