@@ -9,7 +9,7 @@ without the door's Python around it.
 
     PYTHONPATH=build/python /usr/bin/python3 tests/bench/bench_python_door.py [--model nanogpt|mlp]
         [--steps 20] [--repeats 7] [--memory-steps 10000] [--threads 1] [--processes two|one]
-        [--keywords] [--profile STEPS] [--parts BLOCKS]
+        [--keywords] [--profile STEPS] [--parts BLOCKS] [--run jit|eager]
         (models: nanogpt, mlp, tiny, resnet18, transformer, llama, mobilenet_v2)
 
 Prints one table (markdown) and exits 0; bad arguments exit 2."""
@@ -314,6 +314,9 @@ def main():
                    help="after the table, the step's parts on each side and with the cached engine entry called "
                         "directly, BLOCKS blocks of --steps steps each (0: none)")
     p.add_argument("--keywords", action="store_true", help="call the model with its arguments by name")
+    p.add_argument("--run", choices=["jit", "eager"],
+                   help="only make one side and run --steps steady steps of it, for a profiler around the process "
+                        "(callgrind: the difference of two step counts is the steps' own)")
     p.add_argument("--serve", choices=["jit", "eager"], help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.steps < 1 or a.repeats < 1 or a.memory_steps < 0 or a.threads < 1 or a.profile < 0 or a.parts < 0:
@@ -321,6 +324,9 @@ def main():
     torch.set_num_threads(a.threads)
     if a.serve:
         return serve(Side(a.model, a.serve == "jit", a.keywords))
+    if a.run:
+        Side(a.model, a.run == "jit", a.keywords).repeat(a.steps)
+        return
 
     if a.processes == "two":
         eager, ours = Process(a.model, False, a.threads, a.keywords), Process(a.model, True, a.threads, a.keywords)
