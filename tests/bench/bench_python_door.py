@@ -25,6 +25,7 @@ import sys
 import time
 
 import torch
+from torch.utils import _pytree as pytree
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
@@ -227,10 +228,13 @@ def print_profile(ours, theirs, steps, rows=18):
 PARTS = ("zero_grad", "forward call", "loss", "backward", "optimizer step")
 
 
-def entry_called_directly(jitted):
+def entry_called_directly(side):
     """forward(*args) through the steady call's cached entry alone (the engine's autograd node, as
     the door calls it), or the reason it cannot stand for the door's call: only a program whose
-    outputs the door hands back as the engine made them qualifies."""
+    outputs the door hands back as the engine made them qualifies (the list below follows the
+    door's forward; the outputs of one call of each are compared, so that a step the door gains
+    and the list lacks is said rather than timed)."""
+    jitted = side.model
     steady = jitted._steady
     if steady is None:
         return None, "the last call left no steady guard"
@@ -249,6 +253,10 @@ def entry_called_directly(jitted):
         outs = list(entry.apply(pick(args, kwargs), params))
         del outs[program.user_outputs:]
         return rebuild_output(program, outs)
+    # (with grad, as the steps call it: under no_grad the jitted module would record another entry)
+    door, direct = (pytree.tree_flatten(f(*side.args, **side.kwargs))[0] for f in (jitted, call))
+    if len(door) != len(direct) or not all(torch.equal(a, b) for a, b in zip(door, direct)):
+        return None, "the entry called directly does not give the door's outputs"
     return call, None
 
 
@@ -259,7 +267,7 @@ def parts_bench(model_name, blocks, steps, keywords):
     sides = {"thunder_viz.jit": Side(model_name, True, keywords), "entry called directly": Side(model_name, True, keywords),
              "eager torch": Side(model_name, False, keywords)}
     direct = sides["entry called directly"]
-    call, why = entry_called_directly(direct.model)
+    call, why = entry_called_directly(direct)
     if call is None:
         print(f"\n(--parts: {why})")
         return
