@@ -1,11 +1,16 @@
 // Benchmarks of the engine on this machine's CPU (results in BENCHMARKS.md):
 //  (a) the whole pipeline (acquire, autograd, passes; with ddp and fsdp too) for gpt of growing
-//      depth: milliseconds, microseconds per bound symbol, forward/backward bound symbols;
+//      depth: milliseconds, microseconds per bound symbol, forward/backward bound symbols, and the
+//      model's making beside it;
 //  (b) the steady-state forward+backward step of the executor against LibTorch eager (ratio);
 //  (c) rematerialization's effect on gpt's saved-for-backward bytes.
 #include <ATen/ATen.h>
 
+#include <malloc.h>
+
+#include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 
 #include "bench_util.h"
 #include "exec/executor.h"
@@ -29,19 +34,30 @@ BuiltPipeline build(const std::string& model, const std::map<std::string, std::s
   return build_pipeline(m, ValidatedOrder(std::move(order)), TransformContext{});
 }
 
-// `repeats` builds per row, the median reported (0: 3 below 32 layers, 1 from 32 up).
+// `repeats` builds per row, the median reported (0: 3 below 32 layers, 1 from 32 up). A build is
+// the pipeline of a model made before it (acquisition, autograd, the transforms, the passes); the
+// model's making (its weights drawn, 19 MB at 96 layers) is timed apart, as "model ms".
 void pipeline_table(const std::vector<int>& depths, const std::vector<std::vector<std::string>>& orders, int repeats = 0) {
-  std::cout << "| gpt layers | order | forward bsyms | backward bsyms | pipeline ms | us per bsym |\n| --- | --- | --- | --- | --- | --- |\n";
+  std::cout << "| gpt layers | order | forward bsyms | backward bsyms | pipeline ms | us per bsym | model ms |\n"
+               "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (int layers : depths)
     for (const auto& order : orders) {
       BuiltPipeline b;
       int n = repeats > 0 ? repeats : layers >= 32 ? 1 : 3;
-      double us = bench::median_us(n, [&] { b = build("gpt", gpt(layers), order); });
+      std::vector<double> model_us, build_us;
+      for (int i = 0; i < n; ++i) {
+        jit::Module m;
+        model_us.push_back(bench::median_us(1, [&] { m = jit::make_model("gpt", gpt(layers)); }));
+        build_us.push_back(bench::median_us(1, [&] { b = build_pipeline(m, ValidatedOrder(order), TransformContext{}); }));
+      }
+      std::sort(build_us.begin(), build_us.end());
+      std::sort(model_us.begin(), model_us.end());
+      const double us = build_us[n / 2];
       size_t f = b.stages.last(TraceKind::forward)->size(), bw = b.stages.last(TraceKind::backward)->size();
       std::string label;
       for (const auto& o : order) label += (label.empty() ? "" : ",") + o;
       std::cout << "| " << layers << " | " << label << " | " << f << " | " << bw << " | " << us / 1000 << " | "
-                << us / (f + bw) << " |\n";
+                << us / (f + bw) << " | " << model_us[n / 2] / 1000 << " |\n";
     }
 }
 
@@ -74,23 +90,52 @@ void remat_table() {
   }
 }
 
+// Touches `megabytes` of the heap and keeps it there for the builds: glibc then takes blocks up to
+// 32 MB from the heap and does not give the heap's top back, so the builds run on memory the
+// process has touched.
+// On a virtual machine whose host discards the pages a guest frees (free page reporting), a
+// process's first touch of fresh memory can cost more than the work it holds; with a warm heap the
+// rows show the engine without that cost. Prints what the touch took.
+void warm_heap(size_t megabytes) {
+  constexpr size_t kChunk = size_t{16} << 20;  // under the largest mmap threshold glibc takes (32 MB)
+  mallopt(M_MMAP_THRESHOLD, 2 * kChunk);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  double us = bench::median_us(1, [&] {
+    std::vector<volatile char*> chunks;
+    for (size_t done = 0; done < (megabytes << 20); done += kChunk) {
+      auto* chunk = static_cast<volatile char*>(std::malloc(kChunk));
+      if (!chunk) throw std::runtime_error("--warm-heap: no memory for " + std::to_string(megabytes) + " MB");
+      for (size_t i = 0; i < kChunk; i += 4096) chunk[i] = 1;
+      chunks.push_back(chunk);
+    }
+    for (volatile char* chunk : chunks) std::free(const_cast<char*>(chunk));
+  });
+  std::cerr << "warm heap: " << megabytes << " MB touched in " << us / 1000 << " ms\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // `--warm-heap MB` first: the builds on a heap already touched (see warm_heap).
+  if (args.size() >= 2 && args[0] == "--warm-heap") {
+    warm_heap(std::stoul(args[1]));
+    args.erase(args.begin(), args.begin() + 2);
+  }
   // `--pipeline LAYERS ORDER [BUILDS]`: that row of the first table alone, one build unless told
   // (for a profiler, and for tests/bench/pipeline_instructions.sh).
-  if ((argc == 4 || argc == 5) && std::string(argv[1]) == "--pipeline") {
+  if ((args.size() == 3 || args.size() == 4) && args[0] == "--pipeline") {
     std::vector<std::string> order;
-    for (std::string rest = argv[3]; !rest.empty();) {
+    for (std::string rest = args[2]; !rest.empty();) {
       auto comma = rest.find(',');
       order.push_back(rest.substr(0, comma));
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
-    pipeline_table({std::stoi(argv[2])}, {order}, argc == 5 ? std::stoi(argv[4]) : 1);
+    pipeline_table({std::stoi(args[1])}, {order}, args.size() == 4 ? std::stoi(args[3]) : 1);
     return 0;
   }
-  if (argc != 1) {
-    std::cerr << "usage: tv_bench_pipeline [--pipeline LAYERS ORDER [BUILDS]]   (e.g. --pipeline 32 jit,ddp)\n";
+  if (!args.empty()) {
+    std::cerr << "usage: tv_bench_pipeline [--warm-heap MB] [--pipeline LAYERS ORDER [BUILDS]]   (e.g. --pipeline 32 jit,ddp)\n";
     return 2;
   }
   pipeline_table({1, 4, 16, 32, 96}, {{"jit"}, {"jit", "ddp"}, {"jit", "fsdp"}});
