@@ -25,6 +25,7 @@
 #include "ops/meta.h"
 #include "ops/op_utils.h"
 #include "runtime/rule_util.h"
+#include "runtime/small_kernels.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
 #define TV_FUSED_ATTENTION 1
@@ -1287,14 +1288,21 @@ using namespace rules;
 using ops::exec_rule;
 using ops::same_exec_rule;
 
+// On CUDA a small float layer norm is one kernel of ours (runtime/small_kernels.h), else ATen's.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(Args a) {
-  return at::native_layer_norm(tensor_at(a, 0, "a"), ints_at(a, 1, "normalized_shape"), optional_tensor_at(a, 2),
-                               optional_tensor_at(a, 3), a.size() > 4 ? number_at(a, 4, "eps") : 1e-5);
+  const at::Tensor& x = tensor_at(a, 0, "a");
+  const std::vector<int64_t> normalized = ints_at(a, 1, "normalized_shape");
+  at::Tensor weight = optional_tensor_at(a, 2), bias = optional_tensor_at(a, 3);
+  const double eps = a.size() > 4 ? number_at(a, 4, "eps") : 1e-5;
+  if (auto [y, mean, rstd] = small_layer_norm(x, normalized, weight, bias, eps); y.defined()) return {y, mean, rstd};
+  return at::native_layer_norm(x, normalized, weight, bias, eps);
 }
 
 // -- attention --
 // Rules for scaled_dot_product_attention and its backward (ltorch.scaled_dot_product_attention_backward,
-// recorded by its gradient rule). On CUDA with LibTorch 2.1 or later, 4-d q, k and v of one dtype
+// recorded by its gradient rule). On CUDA, attention of up to 64 positions without a mask runs the
+// engine's own kernel each way (runtime/small_kernels.h), whose host cost is a few microseconds.
+// Otherwise, on CUDA with LibTorch 2.1 or later, 4-d q, k and v of one dtype
 // (f32, f16, bf16), no mask, head dims a multiple of 8 and the last dim dense run LibTorch's
 // memory-efficient attention kernels: one call each way (one kernel forward, four backward), where
 // the matmuls, scale, mask, softmax, their backward and the operands' copies took about fifteen
@@ -1380,6 +1388,8 @@ std::pair<at::Tensor, at::Tensor> attention_forward(Args a, Kw kw, bool with_log
   TT q = tensor_at(a, 0, "query"), k = tensor_at(a, 1, "key"), v = tensor_at(a, 2, "value");
   at::Tensor mask = mask_at(a, 3, kw);
   bool causal = causal_at(a, 4, kw);
+  if (!mask.defined())
+    if (auto [out, lse] = small_attention(q, k, v, causal); out.defined()) return {out, with_log_sumexp ? lse : at::Tensor()};
 #if TV_FUSED_ATTENTION
   if (fused_kernel_applies(q, k, v, mask, causal)) {
     if (with_log_sumexp || q.is_cpu()) {
@@ -1406,6 +1416,12 @@ RValue attention_backward(Args a, Kw kw) {
   TT q = tensor_at(a, 1, "query"), k = tensor_at(a, 2, "key"), v = tensor_at(a, 3, "value");
   at::Tensor mask = mask_at(a, 4, kw);
   bool causal = causal_at(a, 6, kw);
+  if (!mask.defined()) {
+    at::Tensor lse = optional_tensor_at(a, 7);
+    if (lse.defined() && lse.scalar_type() != at::kFloat) lse = at::Tensor();  // (the kernel gives it anew)
+    if (auto [gq, gk, gv] = small_attention_backward(g, q, k, v, tensor_at(a, 5, "output"), lse, causal); gq.defined())
+      return RValue::tuple({RValue::of(gq), RValue::of(gk), RValue::of(gv)});
+  }
 #if TV_FUSED_ATTENTION
   if (fused_kernel_applies(q, k, v, mask, causal)) {
     at::Tensor out = tensor_at(a, 5, "output"), lse = kernel_log_sumexp(optional_tensor_at(a, 7));
@@ -1602,8 +1618,12 @@ void register_nn_execution() {
     x = x.contiguous();
     if (mean.defined() && rstd.defined())
       mean = as(mean, compute), rstd = as(rstd, compute);
+    else if (auto small = small_layer_norm(x, normalized, {}, {}, eps); small[0].defined())
+      mean = small[1], rstd = small[2];
     else
       std::tie(std::ignore, mean, rstd) = at::native_layer_norm(x, normalized, {}, {}, eps);
+    if (auto [ga, gw, gb] = small_layer_norm_backward(g.contiguous(), x, normalized, mean, rstd, w); ga.defined())
+      return RValue::tuple({RValue::of(as(ga, ga_type)), RValue::of(as(gw, gw_type)), RValue::of(as(gb, gb_type))});
     auto [ga, gw, gb] =
         at::native_layer_norm_backward(g.contiguous(), x, normalized, mean, rstd, w, bias, {true, true, true});
     return RValue::tuple({RValue::of(as(ga, ga_type)), RValue::of(as(gw, gw_type)), RValue::of(as(gb, gb_type))});

@@ -5,13 +5,16 @@
 // Not a test: prints one Markdown row per variant (median over --repeats of the mean of --calls).
 // Usage: tv_bench_ops [--device cuda] [--calls 200] [--repeats 7]
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
+#include <array>
 #include <iostream>
 #include <string>
 
 #include "bench_util.h"
 #include "exec/device_check.h"
 #include "runtime/small_gemm.h"
+#include "runtime/small_kernels.h"
 
 namespace tv {
 namespace {
@@ -74,9 +77,40 @@ int run(int argc, char** argv) {
   });
   time("contiguous of q", [&] { return q.contiguous(); });
   time("reshape+transpose views", [&] { return qkv.narrow(2, 0, d).reshape({2, 16, 4, 16}).transpose(1, 2); });
+  auto v = qkv.narrow(2, 2 * d, d).reshape({2, 16, 4, 16}).transpose(1, 2);
+  auto grad = at::randn({2, 4, 16, 16}, on);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  if (cuda) {
+    // The memory-efficient kernels, as the attention rules call them where the small kernels decline.
+    auto [out, lse, seed, offset] = at::_scaled_dot_product_efficient_attention(q, k, v, {}, true, 0.0, true);
+    auto no_dropout = at::empty({}, at::kLong);
+    time("memory-efficient attention, forward", [&] {
+      return at::_scaled_dot_product_efficient_attention(q, k, v, {}, true, 0.0, true);
+    });
+    time("memory-efficient attention, backward", [&] {
+      return at::_scaled_dot_product_efficient_attention_backward(grad, q, k, v, at::Tensor(), out, lse, no_dropout,
+                                                                   no_dropout, 0.0, std::array<bool, 4>{true, true, true, false}, true);
+    });
+  }
+#endif
+  if (cuda && exec::small_kernels_available()) {
+    auto small = exec::small_attention(q, k, v, true);
+    time("small_attention, forward", [&] { return exec::small_attention(q, k, v, true); });
+    time("small_attention, backward", [&] {
+      return exec::small_attention_backward(grad, q, k, v, small.out, small.log_sumexp, true);
+    });
+  }
 
   auto h = at::randn({2, 16, d}, on), lw = at::randn({d}, on), lb = at::randn({d}, on);
   time("native_layer_norm", [&] { return at::native_layer_norm(h, {d}, lw, lb, 1e-5); });
+  auto [y, mean, rstd] = at::native_layer_norm(h, {d}, lw, lb, 1e-5);
+  time("native_layer_norm_backward", [&] {
+    return at::native_layer_norm_backward(h, h, {d}, mean, rstd, lw, lb, {true, true, true});
+  });
+  if (cuda && exec::small_kernels_available()) {
+    time("small_layer_norm", [&] { return exec::small_layer_norm(h, {d}, lw, lb, 1e-5); });
+    time("small_layer_norm_backward", [&] { return exec::small_layer_norm_backward(h, h, {d}, mean, rstd, lw); });
+  }
   time("add [2,16,64]", [&] { return at::add(h, h); });
   time("empty [2,16,64]", [&] { return at::empty({2, 16, d}, on); });
   return 0;
