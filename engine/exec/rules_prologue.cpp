@@ -83,29 +83,38 @@ RValue check_len(const ExecContext& ctx, Args a, Kw) {
   return RValue::none();
 }
 
+// Whether `shape` (a sequence of ints, or what RValue::ints reads) is `sizes`; no allocation for a
+// sequence, since the prologue checks every parameter at every call.
+bool same_sizes(const RValue& shape, at::IntArrayRef sizes) {
+  if (!shape.is_sequence()) return at::IntArrayRef(shape.ints()) == sizes;
+  if (shape.items.size() != sizes.size()) return false;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (!shape.items[i].is_number() || shape.items[i].integer_value() != sizes[i]) return false;
+  return true;
+}
+
 RValue check_tensor(const ExecContext& ctx, Args a, Kw) {
   const RValue& x = rarg(a, 0, "tensor");
   if (!x.is_tensor()) fail(ctx, "expected a tensor, got " + describe(x));
   const at::Tensor& t = x.t;
-  std::vector<int64_t> shape = ints_at(a, 1, "shape");
-  if (t.sizes().vec() != shape) fail(ctx, "expected shape " + shape_str(shape) + ", got " + shape_str(t.sizes()));
+  if (const RValue& shape = rarg(a, 1, "shape"); !same_sizes(shape, t.sizes()))
+    fail(ctx, "expected shape " + shape_str(shape.ints()) + ", got " + shape_str(t.sizes()));
   // Device: a string ('cuda:0') or a device; trace devices mean the run's device when mapped.
   const RValue& dv = rarg(a, 2, "device");
   Device expected;
-  std::string expected_text;
   if (dv.kind == RValue::Kind::device) {
     expected = dv.device;
-    expected_text = dv.device.str();
   } else if (dv.kind == RValue::Kind::string) {
     auto d = Device::parse(dv.s);
     if (!d) fail(ctx, "unknown device '" + dv.s + "' in the check");
     expected = ctx.options.map_devices ? ctx.options.device : *d;
-    expected_text = dv.s;
   } else {
     fail(ctx, "expected a device in the check, got " + describe(dv));
   }
   Device actual = from_device(t.device());
-  if (!(actual == expected)) fail(ctx, "expected device '" + expected_text + "', got '" + actual.str() + "'");
+  if (!(actual == expected))
+    fail(ctx, "expected device '" + (dv.kind == RValue::Kind::device ? dv.device.str() : dv.s) + "', got '" +
+                  actual.str() + "'");
   const RValue& dt = rarg(a, 3, "dtype");
   if (dt.kind == RValue::Kind::dtype) {
     DType got = from_scalar_type(t.scalar_type());
@@ -163,12 +172,15 @@ void register_prologue_rules() {
   set_exec_rule(structural::unpack_key(), [](const ExecContext& ctx, Args a, Kw) -> RValue {
     const RValue& obj = rarg(a, 0, "object");
     const RValue& key = rarg(a, 1, "key");
-    std::string target = ctx.bsym.output() ? ctx.bsym.output()->name : "value";
-    std::string container = !ctx.bsym.args.empty() && ctx.bsym.args[0].is_proxy() ? ctx.bsym.args[0].proxy->name : "object";
+    // (names for the errors below; a prologue unpacks every input at every call)
+    auto target = [&] { return ctx.bsym.output() ? ctx.bsym.output()->name : std::string("value"); };
+    auto container = [&] {
+      return !ctx.bsym.args.empty() && ctx.bsym.args[0].is_proxy() ? ctx.bsym.args[0].proxy->name : std::string("object");
+    };
     if (obj.is_sequence() && key.is_number()) {
       int64_t k = key.integer_value(), n = static_cast<int64_t>(obj.items.size());
       if (k < -n || k >= n)
-        throw ExecError("input '" + target + "' (" + container + "[" + std::to_string(k) + "]) is missing: " +
+        throw ExecError("input '" + target() + "' (" + container() + "[" + std::to_string(k) + "]) is missing: " +
                             std::to_string(n) + " given",
                         ctx.bsym.name());
       return obj.items[static_cast<size_t>(k < 0 ? k + n : k)];
@@ -176,7 +188,7 @@ void register_prologue_rules() {
     if (obj.kind == RValue::Kind::dict) {
       for (const auto& [k, v] : obj.entries)
         if (same_literal(k, key)) return v;
-      throw ExecError("input '" + target + "': " + container + " has no key " + python_text(key), ctx.bsym.name());
+      throw ExecError("input '" + target() + "': " + container() + " has no key " + python_text(key), ctx.bsym.name());
     }
     throw ExecError("cannot subscript " + describe(obj) + " with " + describe(key), ctx.bsym.name());
   });
@@ -205,9 +217,11 @@ void register_prologue_rules() {
   });
   ExecRule get_parameter = [](const ExecContext& ctx, Args a, Kw) -> RValue {
     const RValue& m = rarg(a, 0, "module");
-    std::string name = qualified(m, rarg(a, 1, "name").s);
-    auto t = view_of(ctx, m).parameter(name);
-    if (!t || !t->defined()) throw ExecError("module has no parameter or buffer '" + name + "'", ctx.bsym.name());
+    const std::string& own = rarg(a, 1, "name").s;  // (the module's own name: no copy at every call)
+    const ModuleView& view = view_of(ctx, m);
+    auto t = m.s.empty() ? view.parameter(own) : view.parameter(qualified(m, own));
+    if (!t || !t->defined())
+      throw ExecError("module has no parameter or buffer '" + qualified(m, own) + "'", ctx.bsym.name());
     return to_run_device(ctx, *t);
   };
   set_exec_rule(structural::get_parameter(), get_parameter);
