@@ -1615,17 +1615,16 @@ void register_nn_execution() {
     // the forward kernel computes them (one launch, where var_mean, add and rsqrt took three).
     at::Tensor mean = optional_tensor_at(a, 6), rstd = optional_tensor_at(a, 7);
     g = as(g, compute), x = as(x, compute), w = as(w, compute), bias = as(bias, compute);
-    x = x.contiguous();
+    x = x.contiguous(), g = g.contiguous();
     if (mean.defined() && rstd.defined())
       mean = as(mean, compute), rstd = as(rstd, compute);
     else if (auto small = small_layer_norm(x, normalized, {}, {}, eps); small[0].defined())
       mean = small[1], rstd = small[2];
     else
       std::tie(std::ignore, mean, rstd) = at::native_layer_norm(x, normalized, {}, {}, eps);
-    if (auto [ga, gw, gb] = small_layer_norm_backward(g.contiguous(), x, normalized, mean, rstd, w); ga.defined())
-      return RValue::tuple({RValue::of(as(ga, ga_type)), RValue::of(as(gw, gw_type)), RValue::of(as(gb, gb_type))});
-    auto [ga, gw, gb] =
-        at::native_layer_norm_backward(g.contiguous(), x, normalized, mean, rstd, w, bias, {true, true, true});
+    auto [ga, gw, gb] = small_layer_norm_backward(g, x, normalized, mean, rstd, w);
+    if (!ga.defined())
+      std::tie(ga, gw, gb) = at::native_layer_norm_backward(g, x, normalized, mean, rstd, w, bias, {true, true, true});
     return RValue::tuple({RValue::of(as(ga, ga_type)), RValue::of(as(gw, gw_type)), RValue::of(as(gb, gb_type))});
   });
   exec_rule("ltorch.embedding_backward", [](Args a, Kw) {

@@ -64,7 +64,7 @@ void check_launch(cudaError_t status, const char* kernel) {
 
 cudaStream_t stream_of(const at::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.get_device()).stream(); }
 
-// The attention shape of q, k, v (and of `grad` and `out` when given), if the kernels take it.
+// The attention shape of q, k and v, if the kernels take it.
 bool attention_shape(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
                      sk::AttentionShape* s) {
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || !dtype_of(q.scalar_type(), &s->dtype)) return false;
