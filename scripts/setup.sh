@@ -10,7 +10,7 @@ packages=(
   libtorch-dev python3-torch python3-torchvision libgloo-dev
   libimgui-dev libglfw3-dev libgl-dev mesa-utils libgl1-mesa-dri xvfb xauth xdotool
   pybind11-dev python3-dev python3-pytest python3-numpy
-  libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev libstb-dev libdtl-dev python3-jsonschema
+  libgtest-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev libstb-dev libdtl-dev libdnnl-dev python3-jsonschema
   fonts-dejavu-core
 )
 scripts/apt_install.sh setup "${packages[@]}"

@@ -58,6 +58,7 @@
 #include "replay/eager.h"
 #include "replay/replay.h"
 #include "replay/step.h"
+#include "runtime/cpu_gemm.h"
 #include "transforms/distributed_state.h"
 
 namespace py = pybind11;
@@ -1007,6 +1008,8 @@ PYBIND11_MODULE(_thunder_viz, m) {
   }, py::arg("outputs"), py::arg("seed"),
      "The cotangents a replay draws for these outputs from `seed` (None for a non-floating output).");
 
+  m.def("prepare_cpu_products", &tv::exec::prepare_cpu_gemm, py::call_guard<py::gil_scoped_release>(),
+        "oneDNN's one-time setup for the CPU's float32 products (runtime/cpu_gemm.h), done now; once per process");
   m.def("transform_names", &transform_names);
   m.def("world_info", [] {
     auto r = current_rank();

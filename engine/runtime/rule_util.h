@@ -75,10 +75,11 @@ inline at::Tensor reshaped(const at::Tensor& t, at::IntArrayRef shape) {
   return t.is_contiguous() ? t.view(shape) : t.reshape(shape);
 }
 // a @ b, as at::matmul computes it. Two matrices run as small_gemm (runtime/small_gemm.h) on CUDA
+// when it applies, float32 matrices or stacks of them as cpu_gemm (runtime/cpu_gemm.h) on the CPU
 // when it applies, else mm; operands with the same batch dims as one bmm: fewer dispatches than
 // matmul's expand and reshape chain.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b);
-// at::linear(x, w, bias). On CUDA, a small output runs as small_gemm with the bias in its
+// at::linear(x, w, bias). On the CPU, cpu_linear where it applies. On CUDA, a small output runs as small_gemm with the bias in its
 // epilogue: one launch, where LibTorch's linear takes four (memset, scale, split-K gemm,
 // epilogue). Where small_gemm declines, a small output with a bias runs as one addmm over the
 // broadcast bias (the bias copy and the gemm).

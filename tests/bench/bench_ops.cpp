@@ -3,6 +3,7 @@
 // a step is host-bound, the microseconds a call holds the host (kernel launches included) are its
 // cost, so a rule that picks the cheaper spelling of the same numbers shortens the step.
 // Not a test: prints one Markdown row per variant (median over --repeats of the mean of --calls).
+// On the CPU, beside ATen's: the executor's oneDNN products (runtime/cpu_gemm.h).
 // Usage: tv_bench_ops [--device cuda] [--calls 200] [--repeats 7]
 #include <ATen/ATen.h>
 #include <torch/version.h>
@@ -13,6 +14,7 @@
 
 #include "bench_util.h"
 #include "exec/device_check.h"
+#include "runtime/cpu_gemm.h"
 #include "runtime/small_gemm.h"
 #include "runtime/small_kernels.h"
 
@@ -58,10 +60,18 @@ int run(int argc, char** argv) {
       // The executor's linear on CUDA: one cuBLASLt call with the bias in its epilogue.
       time("small_gemm of views, bias " + shape, [&] { return exec::small_gemm(x.view({tokens, d}), w.t(), b).view({2, 16, out}); });
       time("small_linear, bias " + shape, [&] { return exec::small_linear(x, w, b); });
+    } else if (exec::cpu_gemm_available()) {
+      // The executor's products on the CPU: oneDNN's sgemm (the bias copied into the rows first).
+      time("cpu_linear, bias " + shape, [&] { return exec::cpu_linear(x, w, b); });
+      time("cpu_gemm " + shape, [&] { return exec::cpu_gemm(x2, w.t()); });
     }
     auto g = at::randn({tokens, out}, on);
     time("mm dX [32,out]x[out,64]", [&] { return at::mm(g, w); });
     time("mm dW [out,32]x[32,64]", [&] { return at::mm(g.t(), x2); });
+    if (!cuda && exec::cpu_gemm_available()) {
+      time("cpu_gemm dX [32,out]x[out,64]", [&] { return exec::cpu_gemm(g, w); });
+      time("cpu_gemm dW [out,32]x[32,64]", [&] { return exec::cpu_gemm(g.t(), x2); });
+    }
     time("sum dB over tokens", [&] { return at::sum(g, {0}); });
   }
 

@@ -83,8 +83,9 @@ def check_against_eager(model, *inputs, steps=2, tmp_path=None, atol=1e-5, rtol=
                                            rtol=rtol if step == 0 else drift, msg=lambda m: f"grad of {name} at step {step}: {m}")
         opt.step()
         opt_eager.step()
-    for (name, b), c in zip(model.named_buffers(), eager.buffers()):
-        torch.testing.assert_close(b, c, atol=atol, rtol=rtol, msg=lambda m: f"buffer {name}: {m}")
+    for (name, b), c in zip(model.named_buffers(), eager.buffers()):  # (after the last step: drift as well)
+        tol = atol if steps == 1 or not c.is_floating_point() else drift * max(1.0, c.abs().max().item())
+        torch.testing.assert_close(b, c, atol=tol, rtol=rtol if steps == 1 else drift, msg=lambda m: f"buffer {name}: {m}")
     if inspector is not None:
         path = os.path.join(str(tmp_path), "traces.tvz.json")
         inspector.save(path)

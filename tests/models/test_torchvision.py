@@ -19,9 +19,14 @@ def test_classifier_follows_eager(name, tmp_path):
         pytest.skip(why)
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(num_classes=10)
-    # efficientnet's squeeze-excitation and batch norms over 2x2 maps amplify float32 rounding most
-    tm = check_against_eager(model, torch.randn(*IMAGES["shape"]), tmp_path=tmp_path,
-                             drift=5e-3 if name == "efficientnet_b0" else 1e-4)
+    # Batch norms over 2x2 maps amplify float32 rounding into the second step. The engine's CPU products
+    # are oneDNN's, rounded otherwise than the system's BLAS: eager torch itself, with only its
+    # classifier's three products computed by oneDNN, moves the first convolution's gradient at the
+    # second step by 2.5e-2 of the largest gradient for mobilenet_v2, 1.7e-2 for shufflenet_v2 and
+    # 4e-6 for resnet18 (efficientnet's squeeze-excitation by 3e-3 in float64 against float32). The
+    # second step is compared at what eager's own rounding allows; the first at the tight tolerances.
+    drift = {"efficientnet_b0": 5e-3, "mobilenet_v2": 5e-2, "shufflenet_v2_x0_5": 5e-2}.get(name, 1e-4)
+    tm = check_against_eager(model, torch.randn(*IMAGES["shape"]), tmp_path=tmp_path, drift=drift)
     final = str(tv.last_traces(tm)[-1])
     assert "prims.convolution" in final and "torch.ops.aten.convolution" not in final  # native convolutions
     tm.eval()

@@ -17,6 +17,8 @@ import collections
 import contextlib
 import copy
 import inspect
+import itertools
+import threading
 import types
 import warnings
 import weakref
@@ -1133,11 +1135,29 @@ def jit(module, example_inputs=None, transforms=(), semantics="lazy", history_li
     if isinstance(module, JittedModule):
         raise TypeError("the module is jitted already (jit applies once)")
     tm = JittedModule(module, before + ["jit"] + list(transforms), semantics, fn=fn, history_limit=history_limit)
+    _prepare_cpu_products(module)
     if example_inputs is not None:
         if isinstance(example_inputs, torch.Tensor):
             example_inputs = (example_inputs,)
         tm.prepare(*example_inputs)
     return tm
+
+
+_cpu_products_prepared = False
+
+
+def _prepare_cpu_products(module):
+    """Starts the engine's one-time setup of its CPU products (oneDNN generating its kernels, tens of
+    milliseconds) beside the user's program when the module holds a CPU float32 tensor, so that the
+    first call does not wait for it. The thread is not a daemon: the interpreter waits for it at exit."""
+    global _cpu_products_prepared
+    if _cpu_products_prepared:
+        return
+    tensors = itertools.chain(module.parameters(), module.buffers()) if isinstance(module, torch.nn.Module) else ()
+    if any(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors):
+        _cpu_products_prepared = True
+        # (daemon=False: a thread inherits its creator's flag, and a thread torch or C++ started is a daemon)
+        threading.Thread(target=_C.prepare_cpu_products, name="thunder_viz: CPU products", daemon=False).start()
 
 
 def _transform(name, model):
