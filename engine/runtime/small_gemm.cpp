@@ -1,5 +1,7 @@
 #include "runtime/small_gemm.h"
 
+#include "runtime/small_kernels.h"
+
 #ifdef TV_HAVE_CUDA
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -228,6 +230,11 @@ bool small_gemm_available() { return true; }
 at::Tensor small_gemm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
   if (!operands_apply(a, b, bias) || a.dim() != 2 || b.dim() != 2 || b.size(0) != a.size(1)) return {};
   int64_t m = a.size(0), n = b.size(1);
+  if (m * n <= kSmallGemmOutputs)
+    if (at::Tensor out = small_product({a, a.stride(0), a.stride(1)}, {b, b.stride(0), b.stride(1)}, bias, {}, m, n,
+                                       a.size(1), {m, n});
+        out.defined())
+      return out;
   return product(a, operand_of(m, a.size(1), a.stride(0), a.stride(1)), b,
                  operand_of(b.size(0), n, b.stride(0), b.stride(1)), bias, {}, m, n, a.size(1), {m, n});
 }
@@ -245,7 +252,12 @@ at::Tensor small_linear(const at::Tensor& x, const at::Tensor& w, const at::Tens
        residual.sizes() != at::IntArrayRef(shape) || !residual.is_contiguous() || residual.is_conj() ||
        residual.is_neg() || !residual.has_storage() || (at::GradMode::is_enabled() && residual.requires_grad())))
     return {};
-  Operand x_read = x.dim() == 2 ? operand_of(m, k, x.stride(0), x.stride(1)) : operand_of(m, k, k, 1);
+  const int64_t x_row = x.dim() == 2 ? x.stride(0) : k, x_column = x.dim() == 2 ? x.stride(1) : 1;
+  if (m * n <= kSmallGemmOutputs)
+    if (at::Tensor out = small_product({x, x_row, x_column}, {w, w.stride(1), w.stride(0)}, bias, residual, m, n, k, shape);
+        out.defined())
+      return out;
+  Operand x_read = operand_of(m, k, x_row, x_column);
   // w [n, k] is read transposed, as [k, n] with its strides swapped.
   return product(x, x_read, w, operand_of(k, n, w.stride(1), w.stride(0)), bias, residual, m, n, k, shape);
 }

@@ -1,4 +1,6 @@
-// Small matrix products on CUDA as one cuBLASLt call each, with a plan kept per shape.
+// Small matrix products on CUDA as one cuBLASLt call each, with a plan kept per shape; the smallest
+// (up to kSmallProductWork multiply-adds) as one kernel of runtime/small_kernels.h, whose host cost
+// is its launch.
 // When a step is host-bound, a small gemm's cost is the host's: LibTorch's mm and addmm ask
 // cuBLAS(Lt) to choose an algorithm at every call, often choose split-K (a second kernel that sums
 // the parts), and addmm over a broadcast bias first copies the bias into the output (a third).

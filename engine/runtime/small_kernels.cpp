@@ -159,6 +159,25 @@ std::array<at::Tensor, 3> small_attention_backward(const at::Tensor& grad, const
   return {gq, gk, gv};
 }
 
+at::Tensor small_product(MatrixOf a, MatrixOf b, const at::Tensor& bias, const at::Tensor& residual, int64_t m,
+                         int64_t n, int64_t k, at::IntArrayRef out_shape) {
+  sk::Dtype dtype;
+  if (!operands_apply({&a.data, &b.data}) || !dtype_of(a.data.scalar_type(), &dtype)) return {};
+  if (m < 1 || n < 1 || k < 1 || k > kSmallProductDepth || m > kSmallProductWork / n / k) return {};  // (m * n * k without overflow)
+  if (bias.defined() && (!operands_apply({&a.data, &bias}) || bias.dim() != 1 || !bias.is_contiguous() || bias.numel() != n))
+    return {};
+  if (residual.defined() && (!operands_apply({&a.data, &residual}) || !residual.is_contiguous() || residual.numel() != m * n))
+    return {};
+  c10::cuda::CUDAGuard guard(a.data.device());
+  at::Tensor out = at::detail::empty_cuda(out_shape, a.data.options());
+  check_launch(sk::product(dtype, m, n, k, {a.data.data_ptr(), a.row_stride, a.column_stride},
+                           {b.data.data_ptr(), b.row_stride, b.column_stride},
+                           bias.defined() ? bias.data_ptr() : nullptr, residual.defined() ? residual.data_ptr() : nullptr,
+                           out.data_ptr(), stream_of(a.data)),
+               "small product");
+  return out;
+}
+
 std::array<at::Tensor, 3> small_layer_norm(const at::Tensor& x, const std::vector<int64_t>& normalized_shape,
                                            const at::Tensor& weight, const at::Tensor& bias, double eps) {
   int64_t width = 0;
@@ -205,6 +224,11 @@ SmallAttention small_attention(const at::Tensor&, const at::Tensor&, const at::T
 
 std::array<at::Tensor, 3> small_attention_backward(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                                    const at::Tensor&, const at::Tensor&, const at::Tensor&, bool) {
+  return {};
+}
+
+at::Tensor small_product(MatrixOf, MatrixOf, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t,
+                         at::IntArrayRef) {
   return {};
 }
 

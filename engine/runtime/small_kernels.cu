@@ -12,7 +12,8 @@ namespace tv::exec::small_kernels {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarps = kThreads / 32;
+constexpr int kWarpSize = 32;
+constexpr int kWarps = kThreads / kWarpSize;
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
@@ -152,6 +153,25 @@ __global__ void __launch_bounds__(kThreads) attention_backward_kernel(AttentionS
   }
 }
 
+// A warp an output: its lanes split the depth (reading a's row and b's column 32 wide) and sum.
+template <class T>
+__global__ void __launch_bounds__(kThreads) product_kernel(int64_t m, int64_t n, int64_t k, Matrix a, Matrix b,
+                                                           const T* bias, const T* residual, T* out) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / kWarpSize;
+  if (i >= m * n) return;
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t r = i / n, c = i % n;
+  const T* row = static_cast<const T*>(a.data) + r * a.row;
+  const T* column = static_cast<const T*>(b.data) + c * b.column;
+  float acc = 0;
+  for (int64_t p = lane; p < k; p += kWarpSize) acc += to_float(row[p * a.column]) * to_float(column[p * b.row]);
+  acc = warp_sum(acc);
+  if (lane != 0) return;
+  if (bias) acc += to_float(bias[c]);
+  if (residual) acc += to_float(residual[i]);
+  out[i] = from_float<T>(acc);
+}
+
 __global__ void __launch_bounds__(kThreads) layer_norm_forward_kernel(int64_t rows, int64_t width, const float* x,
                                                                       const float* weight, const float* bias,
                                                                       float eps, float* y, float* mean, float* rstd) {
@@ -269,6 +289,27 @@ cudaError_t attention_backward(const AttentionShape& s, Operand4 grad, Operand4 
       attention_backward_kernel<__half><<<grid, kThreads, bytes, stream>>>(
           s, grad, q, k, v, out, log_sumexp, static_cast<__half*>(grad_q), static_cast<__half*>(grad_k),
           static_cast<__half*>(grad_v));
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t product(Dtype dtype, int64_t m, int64_t n, int64_t k, Matrix a, Matrix b, const void* bias,
+                    const void* residual, void* out, cudaStream_t stream) {
+  const int blocks = blocks_of(m * n, kWarps);
+  switch (dtype) {
+    case Dtype::f32:
+      product_kernel<float><<<blocks, kThreads, 0, stream>>>(m, n, k, a, b, static_cast<const float*>(bias),
+                                                           static_cast<const float*>(residual), static_cast<float*>(out));
+      break;
+    case Dtype::bf16:
+      product_kernel<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(
+          m, n, k, a, b, static_cast<const __nv_bfloat16*>(bias), static_cast<const __nv_bfloat16*>(residual),
+          static_cast<__nv_bfloat16*>(out));
+      break;
+    case Dtype::f16:
+      product_kernel<__half><<<blocks, kThreads, 0, stream>>>(m, n, k, a, b, static_cast<const __half*>(bias),
+                                                            static_cast<const __half*>(residual), static_cast<__half*>(out));
       break;
   }
   return cudaGetLastError();

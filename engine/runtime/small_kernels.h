@@ -18,6 +18,13 @@
 //    memory-efficient kernel's view of its padded rows, or logsumexp's; undefined: the forward
 //    kernel runs first, for it and for the output, which q, k and v may no longer give), under the
 //    same conditions.
+//  - small_product(a, b, bias, residual, m, n, k, out_shape): a product for runtime/small_gemm.h,
+//    whose host cost is a launch where cuBLASLt's is several microseconds more: a [m, k] and b
+//    [k, n] are matrices of the storages of tensors `a` and `b` read by the strides given, bias
+//    [n] and residual [m, n] dense or undefined, all of one dtype (f32, bf16, f16) and device;
+//    at most kSmallProductWork multiply-adds (m * n * k) and kSmallProductDepth of depth (a warp
+//    sums each output's k products). Returns a dense tensor of out_shape (m * n
+//    elements), the sum in float rounded once.
 //  - small_layer_norm(x, normalized_shape, weight, bias, eps): native_layer_norm's (y, mean, rstd)
 //    for a dense float x of at most kSmallLayerNormElements elements, weight and bias dense float of
 //    normalized_shape or undefined; mean and rstd are float, shaped as ATen shapes them.
@@ -35,6 +42,8 @@ namespace tv::exec {
 constexpr int64_t kSmallAttentionLength = 64;
 constexpr int64_t kSmallAttentionHeadDim = 128;
 constexpr int64_t kSmallLayerNormElements = int64_t{1} << 18;
+constexpr int64_t kSmallProductWork = int64_t{1} << 21;
+constexpr int64_t kSmallProductDepth = 2048;
 
 // Whether this build has the kernels (a CUDA build compiled with nvcc) and they are switched on.
 bool small_kernels_available();
@@ -46,6 +55,14 @@ SmallAttention small_attention(const at::Tensor& q, const at::Tensor& k, const a
 std::array<at::Tensor, 3> small_attention_backward(const at::Tensor& grad, const at::Tensor& q, const at::Tensor& k,
                                                    const at::Tensor& v, const at::Tensor& out,
                                                    const at::Tensor& log_sumexp, bool causal);
+
+// A matrix of a tensor's storage, read by these strides (from the tensor's data pointer).
+struct MatrixOf {
+  const at::Tensor& data;
+  int64_t row_stride, column_stride;
+};
+at::Tensor small_product(MatrixOf a, MatrixOf b, const at::Tensor& bias, const at::Tensor& residual, int64_t m,
+                         int64_t n, int64_t k, at::IntArrayRef out_shape);
 
 std::array<at::Tensor, 3> small_layer_norm(const at::Tensor& x, const std::vector<int64_t>& normalized_shape,
                                            const at::Tensor& weight, const at::Tensor& bias, double eps);

@@ -43,6 +43,17 @@ cudaError_t attention_backward(const AttentionShape&, Operand4 grad, Operand4 q,
                                Operand4 out, Operand3 log_sumexp, void* grad_q, void* grad_k, void* grad_v,
                                cudaStream_t);
 
+// A matrix operand: its data and its strides over rows and columns.
+struct Matrix {
+  const void* data = nullptr;
+  int64_t row = 0, column = 0;
+};
+
+// out [m, n] (dense) = a [m, k] times b [k, n], plus bias [n] and residual [m, n] (dense) where not
+// null, summed in float and rounded once.
+cudaError_t product(Dtype, int64_t m, int64_t n, int64_t k, Matrix a, Matrix b, const void* bias, const void* residual,
+                    void* out, cudaStream_t);
+
 // Layer norm over the last `width` elements of `rows` dense rows, in float. weight and bias may be
 // null. mean and rstd get one float a row.
 cudaError_t layer_norm_forward(int64_t rows, int64_t width, const float* x, const float* weight, const float* bias,

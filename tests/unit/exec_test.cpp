@@ -1412,7 +1412,12 @@ TEST(SmallGemm, MatchesTheProductForEveryLayout) {
   EXPECT_FALSE(exec::small_gemm(a.cpu(), b.cpu()).defined()) << "CPU operands";
   EXPECT_FALSE(exec::small_gemm(a.to(at::kDouble), b.to(at::kDouble)).defined()) << "f64";
   EXPECT_FALSE(exec::small_gemm(a, b.to(at::kBFloat16)).defined()) << "mixed dtypes";
-  EXPECT_FALSE(exec::small_gemm(a, at::randn({64, 48, 2}, on).select(2, 0)).defined()) << "no unit stride";
+  at::Tensor strided = at::randn({64, 48, 2}, on).select(2, 0);
+  at::Tensor small = exec::small_gemm(a, strided);  // (up to kSmallProductWork: the kernel reads any strides)
+  ASSERT_TRUE(small.defined()) << "no unit stride, a small product";
+  EXPECT_LE((small.to(at::kDouble) - at::mm(a.to(at::kDouble), strided.to(at::kDouble))).abs().max().item<double>(), 1e-3);
+  EXPECT_FALSE(exec::small_gemm(at::randn({256, 512}, on), at::randn({512, 64, 2}, on).select(2, 0)).defined())
+      << "no unit stride, above kSmallProductWork (cuBLASLt's)";
   EXPECT_FALSE(exec::small_gemm(at::randn({1024, 64}, on), at::randn({64, 1024}, on)).defined()) << "large output";
 }
 

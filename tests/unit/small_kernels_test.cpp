@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "exec/device_check.h"
+#include "runtime/small_gemm.h"
 #include "runtime/small_kernels.h"
 
 using namespace tv;
@@ -145,6 +146,44 @@ TEST(GpuSmallKernels, LayerNormMatchesDoublePrecision) {
   EXPECT_FALSE(exec::small_layer_norm(x, {32}, {}, {}, 1e-5)[0].defined()) << "another normalized shape";
   EXPECT_FALSE(exec::small_layer_norm(at::randn({1024, 1024}, on), {1024}, {}, {}, 1e-5)[0].defined()) << "large";
   EXPECT_FALSE(exec::small_layer_norm(x.cpu(), {64}, {}, {}, 1e-5)[0].defined()) << "CPU";
+}
+
+// The product kernel behind small_gemm's smallest products, by the strides it is given: row-major,
+// a transposed weight, a slice; with a bias and a residual; f32 and bf16. Above kSmallProductWork
+// it declines, and small_gemm's cuBLASLt product gives the numbers.
+TEST(GpuSmallKernels, ProductMatchesDoublePrecision) {
+  if (auto why = exec::device_unavailable("cuda:0"); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  auto on = at::TensorOptions().device(at::kCUDA);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    auto randn = [&](std::vector<int64_t> shape) { return at::randn(shape, on).to(dtype); };
+    struct Case {
+      std::string name;
+      at::Tensor a, b;
+    };
+    std::vector<Case> cases{{"row-major", randn({32, 64}), randn({64, 48})},
+                            {"b a transposed weight", randn({32, 64}), randn({48, 64}).t()},
+                            {"a a slice", randn({32, 200}).narrow(1, 8, 64), randn({64, 48})},
+                            {"one row", randn({1, 64}), randn({64, 3})}};
+    for (const auto& [name, a, b] : cases) {
+      std::string what = name + (dtype == at::kFloat ? ", f32" : ", bf16");
+      const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+      at::Tensor bias = randn({n}), residual = randn({m, n});
+      at::Tensor product = at::mm(a.to(at::kDouble), b.to(at::kDouble));
+      at::Tensor got = exec::small_product({a, a.stride(0), a.stride(1)}, {b, b.stride(0), b.stride(1)}, bias, residual,
+                                           m, n, k, {m, n});
+      ASSERT_TRUE(got.defined()) << what;
+      const double tolerance = dtype == at::kFloat ? 1e-5 : 2e-2;
+      EXPECT_LE(largest_difference(got, product + bias.to(at::kDouble) + residual.to(at::kDouble)), tolerance) << what;
+      at::Tensor plain = exec::small_product({a, a.stride(0), a.stride(1)}, {b, b.stride(0), b.stride(1)}, {}, {}, m, n, k, {m, n});
+      EXPECT_LE(largest_difference(plain, product), tolerance) << what << ", no bias";
+    }
+  }
+  at::Tensor a = at::randn({128, 512}, on), b = at::randn({512, 64}, on);
+  EXPECT_FALSE(exec::small_product({a, 512, 1}, {b, 64, 1}, {}, {}, 128, 64, 512, {128, 64}).defined())
+      << "above kSmallProductWork";
+  at::Tensor cublas = exec::small_gemm(a, b);
+  ASSERT_TRUE(cublas.defined());
+  EXPECT_LE(largest_difference(cublas, at::mm(a.to(at::kDouble), b.to(at::kDouble))), 1e-4) << "cuBLASLt above it";
 }
 
 // Without CUDA (or without nvcc at build time) nothing applies: the rules run ATen.
