@@ -27,11 +27,11 @@ bool switched_on() {
   return on;
 }
 
-// A dense CPU float32 tensor with storage of its own that autograd would not record and whose ops
-// do not dispatch to Python (a tensor subclass's).
+// A dense CPU float32 tensor with storage of its own and data in it (not a zero tensor's), that
+// autograd would not record and whose ops do not dispatch to Python (a tensor subclass's).
 bool operand_applies(const at::Tensor& t) {
   return t.defined() && t.device().is_cpu() && t.layout() == at::kStrided && t.scalar_type() == at::kFloat &&
-         t.has_storage() && !t.key_set().has(c10::DispatchKey::Python) &&
+         t.has_storage() && t.data_ptr() != nullptr && !t.key_set().has(c10::DispatchKey::Python) &&
          !(at::GradMode::is_enabled() && t.requires_grad());
 }
 

@@ -9,7 +9,8 @@
 // Contract: small_gemm(a, b, bias) returns a @ b (+ bias added to every row) as a new contiguous
 // [m, n] tensor, or an undefined tensor when it does not apply: not CUDA or not this build's,
 // a dtype other than f32/bf16/f16, operands on different devices or of different dtypes, more
-// than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read, an
+// than kSmallGemmOutputs outputs or kSmallGemmDepth of depth, strides cuBLASLt cannot read (where
+// the product is larger than the kernel takes; the kernel reads any strides), an
 // operand autograd would record (grad mode on and it requires grad) or without storage (a batched
 // tensor), or no algorithm for the shape. The caller then runs ATen. small_linear(x, w, bias) is
 // a linear layer's x @ w^T (+ bias) (+ residual) for x [..., k] (a matrix of any strides, more
