@@ -118,12 +118,11 @@ at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b) {
 }
 
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
-  if (a.dim() == 2 && b.dim() == 2) {
+  const bool matrices = a.dim() == 2 && b.dim() == 2;
+  if (matrices)
     if (at::Tensor out = small_gemm(a, b); out.defined()) return out;
-    if (at::Tensor out = cpu_gemm(a, b); out.defined()) return out;
-    return at::mm(a, b);
-  }
-  if (at::Tensor out = cpu_gemm(a, b); out.defined()) return out;
+  if (at::Tensor out = cpu_gemm(a, b); out.defined()) return out;  // (matrices and stacks of them)
+  if (matrices) return at::mm(a, b);
   if (a.dim() < 3 || a.dim() != b.dim() || a.sizes().slice(0, a.dim() - 2) != b.sizes().slice(0, b.dim() - 2))
     return at::matmul(a, b);
   auto batch = a.sizes().slice(0, a.dim() - 2);
@@ -138,9 +137,11 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b) {
 }
 
 at::Tensor linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias) {
-  if (!x.is_cuda())
+  if (!x.is_cuda()) {
     if (at::Tensor out = cpu_linear(x, w, bias); out.defined()) return out;
-  if (!x.is_cuda() || x.dim() < 2 || w.dim() != 2 || (x.dim() > 2 && !x.is_contiguous()) ||
+    return at::linear(x, w, bias);
+  }
+  if (x.dim() < 2 || w.dim() != 2 || (x.dim() > 2 && !x.is_contiguous()) ||
       (bias.defined() && bias.dim() != 1))
     return at::linear(x, w, bias);
   if (at::Tensor out = small_linear(x, w, bias); out.defined()) return out;
