@@ -386,7 +386,7 @@ void register_prim_execution() {
 
   exec_rule("prims.reshape", [](Args a, Kw) { return RValue::of(reshaped(tensor_at(a, 0, "a"), ints_at(a, 1, "shape"))); });
   exec_rule("prims.transpose", [](Args a, Kw) {
-    return RValue::of(tensor_at(a, 0, "a").permute(ints_at(a, 1, "permutation")));
+    return RValue::of(fast_permute(tensor_at(a, 0, "a"), ints_at(a, 1, "permutation")));
   });
   exec_rule("prims.broadcast_in_dim", [](Args a, Kw) {
     return RValue::of(broadcast_in_dim(tensor_at(a, 0, "a"), ints_at(a, 1, "shape"), ints_at(a, 2, "broadcast_dimensions")));

@@ -466,11 +466,11 @@ void register_shape_execution() {
   exec_rule("ltorch.reshape", [](Args a, Kw) { return RValue::of(reshaped(tensor_at(a, 0, "a"), sizes_from(a, 1, "shape"))); });
   same_exec_rule("ltorch.view", "ltorch.reshape");
   exec_rule("ltorch.transpose", [](Args a, Kw) {
-    return RValue::of(tensor_at(a, 0, "a").transpose(int_at(a, 1, "dim0"), int_at(a, 2, "dim1")));
+    return RValue::of(fast_transpose(tensor_at(a, 0, "a"), int_at(a, 1, "dim0"), int_at(a, 2, "dim1")));
   });
-  exec_rule("ltorch.permute", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").permute(sizes_from(a, 1, "dims"))); });
-  exec_rule("ltorch.unsqueeze", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").unsqueeze(int_at(a, 1, "dim"))); });
-  exec_rule("ltorch.expand", [](Args a, Kw) { return RValue::of(tensor_at(a, 0, "a").expand(sizes_from(a, 1, "shape"))); });
+  exec_rule("ltorch.permute", [](Args a, Kw) { return RValue::of(fast_permute(tensor_at(a, 0, "a"), sizes_from(a, 1, "dims"))); });
+  exec_rule("ltorch.unsqueeze", [](Args a, Kw) { return RValue::of(fast_unsqueeze(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))); });
+  exec_rule("ltorch.expand", [](Args a, Kw) { return RValue::of(fast_expand(tensor_at(a, 0, "a"), sizes_from(a, 1, "shape"))); });
   same_exec_rule("ltorch.broadcast_in_dim", "prims.broadcast_in_dim");
   same_exec_rule("ltorch.flip", "prims.flip");
   exec_rule("ltorch.roll", [](Args a, Kw) {
@@ -485,7 +485,7 @@ void register_shape_execution() {
   });
   exec_rule("ltorch.split", [](Args a, Kw) {
     std::vector<RValue> parts;
-    for (const auto& t : at::split(tensor_at(a, 0, "a"), int_at(a, 1, "split_size"), int_at(a, 2, "dim")))
+    for (const auto& t : fast_split(tensor_at(a, 0, "a"), int_at(a, 1, "split_size"), int_at(a, 2, "dim")))
       parts.push_back(RValue::of(t));
     return RValue::tuple(std::move(parts));
   });
@@ -501,7 +501,7 @@ void register_shape_execution() {
   });
   exec_rule("ltorch.unbind", [](Args a, Kw) {
     std::vector<RValue> parts;
-    for (const auto& t : at::unbind(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))) parts.push_back(RValue::of(t));
+    for (const auto& t : fast_unbind(tensor_at(a, 0, "a"), int_at(a, 1, "dim"))) parts.push_back(RValue::of(t));
     return RValue::tuple(std::move(parts));
   });
 }

@@ -80,7 +80,7 @@ at::Tensor broadcast_in_dim(const at::Tensor& a, const std::vector<int64_t>& sha
                     std::to_string(a.dim()));
   std::vector<int64_t> view(shape.size(), 1);
   for (size_t k = 0; k < dims.size(); ++k) view.at(dims[k]) = a.size(static_cast<int64_t>(k));
-  return reshaped(a, view).expand(shape);
+  return fast_expand(reshaped(a, view), shape);
 }
 
 std::pair<at::Tensor, at::Tensor> var_mean(const at::Tensor& a, const std::vector<int64_t>& dims_in, int64_t correction,

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "runtime/aten_util.h"
+#include "runtime/fast_views.h"
 #include "runtime/rules.h"
 
 namespace tv::exec::rules {
@@ -69,11 +70,9 @@ at::Tensor where(const at::Tensor& cond, const RValue& a, const RValue& b);
 // `v` as a tensor of dtype `dt` on `device`. A number is made there (a fill kernel) rather than
 // copied from the host: a host-to-device copy cannot be captured in a CUDA graph.
 at::Tensor placed(const RValue& v, const at::Tensor& as_operand, at::Device device, at::ScalarType dt);
-// t.reshape(shape), as a plain view when t is contiguous: one dispatch where reshape takes two or
-// three (a host-bound step runs about a thousand reshapes).
-inline at::Tensor reshaped(const at::Tensor& t, at::IntArrayRef shape) {
-  return t.is_contiguous() ? t.view(shape) : t.reshape(shape);
-}
+// t.reshape(shape), a view made without the dispatcher where one exists (runtime/fast_views.h: a
+// host-bound step runs about a thousand reshapes).
+inline at::Tensor reshaped(const at::Tensor& t, at::IntArrayRef shape) { return fast_reshape(t, shape); }
 // a @ b, as at::matmul computes it. Two matrices run as small_gemm (runtime/small_gemm.h) on CUDA
 // when it applies, float32 matrices or stacks of them as cpu_gemm (runtime/cpu_gemm.h) on the CPU
 // when it applies, else mm; operands with the same batch dims as one bmm: fewer dispatches than

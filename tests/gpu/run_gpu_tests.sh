@@ -86,7 +86,7 @@ symbolize() {  # symbolize LOG BINARY: appends the crash stack's frames of BINAR
     echo "$off $(addr2line -Cfpe "$2" "$off" 2>/dev/null)"
   done >> "$1"
 }
-step gpu_unit_tests stdbuf -oL $bin/tv_unit_tests --gtest_filter='*ExecOps*:Gpu*:DistNccl*:ExecTest*:SmallGemm*'
+step gpu_unit_tests stdbuf -oL $bin/tv_unit_tests --gtest_filter='*ExecOps*:Gpu*:DistNccl*:ExecTest*:SmallGemm*:FastViews*'
 symbolize "$log_dir/gpu_unit_tests.log" $bin/tv_unit_tests
 if [ $full = 1 ]; then
   step unit_tests stdbuf -oL $bin/tv_unit_tests
