@@ -275,11 +275,11 @@ RegionPlan plan_region(const BoundSymbol& region) {
   };
   for (size_t i = 0; i < members.size();) {
     size_t residual_arg = 0;
-    if (i + 1 < members.size() && passes::linear_feeds_add(members[i], members[i + 1], &residual_arg) &&
+    if (i + 1 < members.size() && passes::feeds_add(members[i], members[i + 1], &residual_arg) &&
         !read_beyond(region, i + 1, members[i].outputs[0]->name)) {
       RegionStep s;
       s.member = i;
-      s.linear_residual = true;
+      s.residual_epilogue = true;
       s.residual_arg = residual_arg;
       plan.steps.push_back(std::move(s));
       i += 2;

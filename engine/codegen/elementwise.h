@@ -1,8 +1,9 @@
 // Elementwise kernels for fusion regions: which members of a region (passes/fusion.h) can run as
 // one generated kernel, and that kernel's source.
 // Contract: plan_region(region) splits the region's members, in order, into steps. A step is
-// one member run as usual, a linear with the add that alone reads its output (linear_residual:
-// neither another member nor the region's outputs read the linear's), or a kernel: a maximal run
+// one member run as usual, a member with a residual rule and the add that alone reads its first
+// output (residual_epilogue, passes/residual_epilogues.h: neither another member nor the region's
+// outputs read that output), or a kernel: a maximal run
 // of two or more consecutive members (or, on the CPU, a `where` alone) that are pointwise ops the
 // generator knows (add, sub, mul, div, neg, exp, log, erf, tanh, sqrt, rsqrt, sigmoid, pow, where,
 // in their ltorch and prims spellings) whose output tensors all have the same shape and the same
@@ -62,10 +63,10 @@ struct RegionStep {
   bool is_kernel = false;
   size_t member = 0;  // !is_kernel: the index of the member to run
   ElementwiseKernel kernel;
-  // A linear (`member`) and the add after it that alone reads its output (passes/
-  // residual_epilogues.h): one product whose epilogue adds the add's argument `residual_arg` where
-  // the executor can, else the two members one by one.
-  bool linear_residual = false;
+  // A member with a residual rule (`member`: a linear, layer norm's backward) and the add after it
+  // that alone reads its first output (passes/residual_epilogues.h): one kernel that adds the
+  // add's argument `residual_arg` where the rule can, else the two members one by one.
+  bool residual_epilogue = false;
   size_t residual_arg = 0;
 };
 

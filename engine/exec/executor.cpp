@@ -14,9 +14,9 @@
 #include "exec/generated_kernels.h"
 #include "format/printer.h"
 #include "ops/ltorch.h"
+#include "passes/residual_epilogues.h"
 #include "runtime/aten_util.h"
 #include "runtime/rule_util.h"
-#include "runtime/small_gemm.h"
 
 namespace tv::exec {
 
@@ -29,6 +29,7 @@ struct Executor::RegionPlans {
     // of another trace at the same address gets its own).
     const void* ids_of = nullptr;
     std::vector<std::vector<uint32_t>> kernel_inputs, kernel_outputs;
+    std::vector<std::shared_ptr<const ResidualRule>> residual_rules;  // per step; null but for residual epilogues
   };
   std::unordered_map<const BoundSymbol*, Entry> by_region;
   size_t launches = 0;
@@ -38,14 +39,12 @@ struct Executor::RegionPlans {
     std::string first = region.outputs.empty() ? "" : region.outputs[0]->name;
     auto it = by_region.find(&region);
     if (it == by_region.end() || it->second.members != region.subsymbols.size() || it->second.first_output != first)
-      it = by_region.insert_or_assign(&region, Entry{region.subsymbols.size(), first, codegen::plan_region(region), nullptr, {}, {}}).first;
+      it = by_region.insert_or_assign(&region, Entry{region.subsymbols.size(), first, codegen::plan_region(region), nullptr, {}, {}, {}}).first;
     return it->second;
   }
 };
 
 namespace {
-
-constexpr uint32_t kNoId = UINT32_MAX;  // no proxy (a None argument)
 
 // A step of a fusion region's plan (a generated kernel, a linear with its add) that LibTorch refused:
 // which step, LibTorch's error, `detail` (the kernel's source), and how to run without the plan.
@@ -382,37 +381,41 @@ class Run {
     if (entry.ids_of != &ids_) {
       entry.kernel_inputs.clear();
       entry.kernel_outputs.clear();
+      entry.residual_rules.clear();
       for (const auto& step : entry.plan.steps) {
         std::vector<uint32_t> in, out;
+        std::shared_ptr<const ResidualRule> rule;
         if (step.is_kernel) {
           for (const auto& name : step.kernel.inputs) in.push_back(ids_.of(name));
           for (const auto& name : step.kernel.outputs) out.push_back(ids_.of(name));
         }
-        if (step.linear_residual) {  // x, w, the bias (kNoId for None), the residual; the add's output
-          const BoundSymbol& linear = region.subsymbols[step.member];
+        if (step.residual_epilogue) {  // the residual; the add's output, then the producer's others
+          const BoundSymbol& producer = region.subsymbols[step.member];
           const BoundSymbol& add = region.subsymbols[step.member + 1];
-          for (size_t a = 0; a < 3; ++a)
-            in.push_back(a < linear.args.size() && linear.args[a].kind == Value::Kind::proxy
-                             ? ids_.of(linear.args[a].proxy)
-                             : kNoId);
           in.push_back(ids_.of(add.args[step.residual_arg].proxy));
           out.push_back(ids_.of(add.outputs[0]));
+          for (size_t k = 1; k < producer.outputs.size(); ++k) out.push_back(ids_.of(producer.outputs[k]));
+          rule = passes::residual_rule_for(producer);
         }
         entry.kernel_inputs.push_back(std::move(in));
         entry.kernel_outputs.push_back(std::move(out));
+        entry.residual_rules.push_back(std::move(rule));
       }
       entry.ids_of = &ids_;
     }
     for (size_t s = 0; s < entry.plan.steps.size(); ++s) {
       const auto& step = entry.plan.steps[s];
-      if (step.linear_residual) {
+      if (step.residual_epilogue) {
+        const BoundSymbol& producer = region.subsymbols[step.member];
         bool ran = false;
         try {
-          ran = run_linear_residual(entry.kernel_inputs[s], entry.kernel_outputs[s][0], inner);
+          ran = entry.residual_rules[s] &&
+                run_residual_epilogue(producer, *entry.residual_rules[s], entry.kernel_inputs[s][0],
+                                      entry.kernel_outputs[s], inner, known ? &known->subs[step.member] : nullptr);
         } catch (const c10::Error& e) {
           throw plan_step_failed(region,
                                  "its members " + std::to_string(step.member) + " and " + std::to_string(step.member + 1) +
-                                     " (a linear and the add it feeds) as one cuBLASLt product",
+                                     " (" + producer.name() + " and the add it feeds) as one kernel",
                                  e, " ");
         }
         if (!ran) {
@@ -450,20 +453,29 @@ class Run {
     }
   }
 
-  // A region's linear and the add it feeds as one product (codegen's linear_residual step): `in`
-  // the ids of x, w, the bias (kNoId: none) and the residual, `out` the add's. False, having set
-  // nothing, where small_linear declines (the CPU, large or strided operands, a residual the add
-  // would broadcast): the caller then runs the two members.
-  bool run_linear_residual(const std::vector<uint32_t>& in, uint32_t out, Scope& inner) const {
-    auto tensor = [&](uint32_t id) {
-      const RValue* v = id == kNoId ? nullptr : inner.find(id);
-      return v && v->is_tensor() ? v->t : at::Tensor();
-    };
-    at::Tensor residual = tensor(in[3]);
-    if (!residual.defined()) return false;  // (small_linear would give the linear alone)
-    at::Tensor result = small_linear(tensor(in[0]), tensor(in[1]), tensor(in[2]), residual);
-    if (!result.defined()) return false;
-    inner.set(out, RValue::of(std::move(result)));
+  // A region's member with a residual rule and the add it feeds as one kernel (codegen's
+  // residual_epilogue step): `residual` the id of the add's other operand, `out` the ids of the
+  // add's output and of the producer's other outputs. False, having set nothing, where the rule
+  // declines (the CPU, large or strided operands, a residual the add would broadcast): the caller
+  // then runs the two members.
+  bool run_residual_epilogue(const BoundSymbol& producer, const ResidualRule& rule, uint32_t residual,
+                             const std::vector<uint32_t>& out, Scope& inner, const StatementIds* known) const {
+    const RValue* r = inner.find(residual);
+    if (!r || !r->is_tensor()) return false;
+    Reads reads{known ? known->reads.data() : nullptr};
+    std::vector<RValue> args;
+    RKwargs kwargs;
+    args.reserve(producer.args.size());
+    for (const auto& a : producer.args) args.push_back(eval(a, inner, producer, reads));
+    for (const auto& [k, v] : producer.kwargs) kwargs.emplace_back(k, eval(v, inner, producer, reads));
+    RValue result = rule(args, kwargs, r->t);
+    if (result.is_none()) return false;
+    if (!result.is_sequence()) result = RValue::tuple({std::move(result)});
+    if (result.items.size() != out.size())
+      throw ExecError("the residual rule of " + producer.name() + " returned " + std::to_string(result.items.size()) +
+                          " values for " + std::to_string(out.size()) + " outputs in '" + statement_text(producer) + "'",
+                      producer.name());
+    for (size_t k = 0; k < out.size(); ++k) inner.set(out[k], std::move(result.items[k]));
     ++plans_->residual_epilogues;
     return true;
   }

@@ -95,7 +95,8 @@ class Executor {
   const std::optional<NonFiniteReport>& first_non_finite() const { return first_non_finite_; }
   // Generated kernels launched by this executor's runs so far.
   size_t generated_kernel_launches() const;
-  // Linear and add pairs of fusion regions run as one product so far (passes/residual_epilogues.h).
+  // Pairs of fusion regions run as one kernel with the add in its epilogue so far (a linear's
+  // product, a layer norm's backward: passes/residual_epilogues.h).
   size_t residual_epilogues() const;
 
   // Each fusion region's plan, made on its first run (keyed by the bound symbol, checked against

@@ -1287,6 +1287,8 @@ namespace {
 using namespace rules;
 using ops::exec_rule;
 using ops::same_exec_rule;
+using ops::residual_rule;
+using ops::same_residual_rule;
 
 // On CUDA a small float layer norm is one kernel of ours (runtime/small_kernels.h), else ATen's.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> native_layer_norm(Args a) {
@@ -1541,6 +1543,7 @@ void register_nn_execution() {
                                       ignore && !ignore->is_none() ? ignore->integer_value() : -100));
   });
   same_exec_rule("ltorch.linear", "prims.linear");
+  same_residual_rule("ltorch.linear", "prims.linear");
   same_exec_rule("ltorch.matmul", "prims.matmul");
 
   exec_rule("ltorch.layer_norm", [](Args a, Kw) { return RValue::of(std::get<0>(native_layer_norm(a))); });
@@ -1626,6 +1629,22 @@ void register_nn_execution() {
     if (!ga.defined())
       std::tie(ga, gw, gb) = at::native_layer_norm_backward(g, x, normalized, mean, rstd, w, bias, {true, true, true});
     return RValue::tuple({RValue::of(as(ga, ga_type)), RValue::of(as(gw, gw_type)), RValue::of(as(gb, gb_type))});
+  });
+  // grad_x + residual from the small kernel's one launch (a skip connection's gradient in a
+  // transformer's backward), where every tensor is float32 and dense and the forward's statistics
+  // are passed; anything else declines, and the rule above and an add run apart.
+  residual_rule("ltorch.layer_norm_backward", [](Args a, Kw, const at::Tensor& residual) {
+    at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");
+    at::Tensor w = optional_tensor_at(a, 3), bias = optional_tensor_at(a, 4);
+    at::Tensor mean = optional_tensor_at(a, 6), rstd = optional_tensor_at(a, 7);
+    for (const at::Tensor* t : {&g, &x, &w, &bias, &mean, &rstd})
+      if ((t == &w || t == &bias) ? t->defined() && t->scalar_type() != at::kFloat
+                                  : !t->defined() || t->scalar_type() != at::kFloat)
+        return RValue::none();
+    if (!x.is_contiguous()) return RValue::none();
+    auto [ga, gw, gb] = small_layer_norm_backward(g, x, ints_at(a, 2, "normalized_shape"), mean, rstd, w, residual);
+    if (!ga.defined()) return RValue::none();
+    return RValue::tuple({RValue::of(std::move(ga)), RValue::of(std::move(gw)), RValue::of(std::move(gb))});
   });
   exec_rule("ltorch.embedding_backward", [](Args a, Kw) {
     int64_t padding = a.size() < 4 || a[3].is_none() ? -1 : int_at(a, 3, "padding_idx");

@@ -21,6 +21,14 @@ void exec_rule(std::string_view name, exec::SimpleExecRule rule) { exec::set_exe
 
 void same_exec_rule(std::string_view name, std::string_view of) { exec::share_exec_rule(op(name), op(of)); }
 
+void residual_rule(std::string_view name, exec::ResidualRule rule) { exec::set_residual_rule(op(name), std::move(rule)); }
+
+void same_residual_rule(std::string_view name, std::string_view of) {
+  auto rule = exec::residual_rule_of(op(of));
+  if (!rule) throw std::logic_error("residual rule of " + std::string(name) + ": " + std::string(of) + " has none to share");
+  exec::set_residual_rule(op(name), *rule);
+}
+
 const Symbol& op(std::string_view name) {
   const Symbol* s = SymbolRegistry::global().find(name);
   if (!s || s->opaque) throw std::logic_error("no op '" + std::string(name) + "' is defined (a registration bug)");

@@ -26,6 +26,10 @@ const Symbol& op(std::string_view name);
 // `of` (an ltorch op that runs as its prim).
 void exec_rule(std::string_view name, exec::SimpleExecRule rule);
 void same_exec_rule(std::string_view name, std::string_view of);
+// Registers the residual rule (runtime/rules.h) of the defined op `name`; `same_residual_rule` gives
+// `name` the one `of` has.
+void residual_rule(std::string_view name, exec::ResidualRule rule);
+void same_residual_rule(std::string_view name, std::string_view of);
 
 // Calls a symbol and returns its first output proxy (what single-output ops return).
 T call1(TraceBuilder& b, std::string_view name, std::vector<Value> args, Kwargs kwargs = {});

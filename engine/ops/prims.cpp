@@ -10,6 +10,7 @@
 #include "ops/meta.h"
 #include "ops/op_utils.h"
 #include "runtime/rule_util.h"
+#include "runtime/small_gemm.h"
 
 namespace tv::prims {
 
@@ -320,6 +321,7 @@ namespace {
 
 using namespace rules;
 using ops::exec_rule;
+using ops::residual_rule;
 
 at::Tensor prim_div(const at::Tensor& x, const at::Tensor& y) {
   at::ScalarType dt = at::result_type(x, y);
@@ -438,6 +440,12 @@ void register_prim_execution() {
 
   exec_rule("prims.linear", [](Args a, Kw) {
     return RValue::of(rules::linear(tensor_at(a, 0, "a"), tensor_at(a, 1, "w"), optional_tensor_at(a, 2)));
+  });
+  // The residual in the product's epilogue (small_linear's beta = 1), rounded once with the product.
+  residual_rule("prims.linear", [](Args a, Kw k, const at::Tensor& residual) {
+    if (!k.empty()) return RValue::none();
+    at::Tensor out = small_linear(tensor_at(a, 0, "a"), tensor_at(a, 1, "w"), optional_tensor_at(a, 2), residual);
+    return out.defined() ? RValue::of(std::move(out)) : RValue::none();
   });
   exec_rule("prims.matmul", [](Args a, Kw) {
     return RValue::of(rules::matmul(tensor_at(a, 0, "a"), tensor_at(a, 1, "b")));

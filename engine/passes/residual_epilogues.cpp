@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ops/spellings.h"
 #include "passes/delete_last_used.h"
 #include "passes/fusion.h"
 #include "passes/pass_util.h"
@@ -23,20 +24,31 @@ bool alpha_is_one(const BoundSymbol& add) {
   return true;
 }
 
+// Whether a member of `region` after its first reads `name`.
+bool read_after_first(const BoundSymbol& region, const std::string& name) {
+  for (size_t m = 1; m < region.subsymbols.size(); ++m)
+    for (const auto& p : reads(region.subsymbols[m]))
+      if (p->name == name) return true;
+  return false;
+}
+
 }  // namespace
 
-bool linear_feeds_add(const BoundSymbol& linear, const BoundSymbol& add, size_t* residual_arg) {
-  static const std::unordered_set<std::string> linears{"ltorch.linear", "prims.linear", "torch.nn.functional.linear"};
+std::shared_ptr<const exec::ResidualRule> residual_rule_for(const BoundSymbol& producer) {
+  if (auto rule = exec::residual_rule_of(*producer.symbol)) return rule;
+  const Symbol* op = producer.symbol->opaque ? ops::spelled_op(producer.name()) : nullptr;
+  return op ? exec::residual_rule_of(*op) : nullptr;
+}
+
+bool feeds_add(const BoundSymbol& producer, const BoundSymbol& add, size_t* residual_arg) {
   static const std::unordered_set<std::string> adds{"ltorch.add", "prims.add", "torch.add"};
-  if (!linears.count(linear.name()) || linear.symbol->form != PrintForm::call || !linear.kwargs.empty() ||
-      linear.args.size() < 2 || linear.args.size() > 3 || !is_proxy(linear.args[0]) || !is_proxy(linear.args[1]) ||
-      (linear.args.size() == 3 && !is_proxy(linear.args[2]) && linear.args[2].kind != Value::Kind::none) ||
-      linear.outputs.size() != 1 || !linear.outputs[0]->is_tensor())
+  if (producer.symbol->form != PrintForm::call || producer.outputs.empty() || !producer.outputs[0]->is_tensor() ||
+      !residual_rule_for(producer))
     return false;
   if (!adds.count(add.name()) || add.symbol->form != PrintForm::call || add.args.size() != 2 ||
       !is_proxy(add.args[0]) || !is_proxy(add.args[1]) || add.outputs.size() != 1 || !alpha_is_one(add))
     return false;
-  const std::string& y = linear.outputs[0]->name;
+  const std::string& y = producer.outputs[0]->name;
   const std::string &a = add.args[0].proxy->name, &b = add.args[1].proxy->name;
   if (a == b || (a != y && b != y)) return false;
   *residual_arg = a == y ? 1 : 0;
@@ -52,12 +64,23 @@ TracePtr residual_epilogues(const Trace& t) {
     out.reserve(body.size());
     for (size_t i = 0; i < body.size();) {
       size_t residual_arg = 0;
-      if (i + 1 < body.size() && linear_feeds_add(body[i], body[i + 1], &residual_arg)) {
-        auto last = read_last.find(body[i].outputs[0]->name);
-        if (last != read_last.end() && last->second == i + 1) {
-          out.push_back(make_fusion_region({body[i], body[i + 1]}, read_last, i + 2, next++));
-          i += 2;
-          continue;
+      if (i + 1 < body.size()) {
+        const BoundSymbol &producer = body[i], &after = body[i + 1];
+        const bool region = is_fusion_region(after) && !after.subsymbols.empty();
+        const BoundSymbol& add = region ? after.subsymbols[0] : after;
+        if (feeds_add(producer, add, &residual_arg)) {
+          const std::string& y = producer.outputs[0]->name;
+          auto last = read_last.find(y);
+          if (last != read_last.end() && last->second == i + 1 && !(region && read_after_first(after, y))) {
+            std::vector<BoundSymbol> members{producer};
+            if (region)
+              members.insert(members.end(), after.subsymbols.begin(), after.subsymbols.end());
+            else
+              members.push_back(after);
+            out.push_back(make_fusion_region(std::move(members), read_last, i + 2, next++));
+            i += 2;
+            continue;
+          }
         }
       }
       out.push_back(body[i++]);

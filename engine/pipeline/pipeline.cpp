@@ -94,7 +94,7 @@ void build(BuiltPipeline& out, jit::Module& module, const ValidatedOrder& order,
   for (auto kind : {TraceKind::forward, TraceKind::backward}) {
     run_pass(h, kind, "Common Subexpression Elimination", [](const Trace& t) { return passes::common_subexpression_elimination(t); });
     run_pass(h, kind, "Fusion", [](const Trace& t) { return passes::fusion_grouping(t); });
-    if (kind == TraceKind::forward && computes_on_cuda(*computation))
+    if (computes_on_cuda(*computation))
       run_pass(h, kind, "Residual Epilogues", [](const Trace& t) { return passes::residual_epilogues(t); });
     if (kind == TraceKind::backward && computes_on_cuda(*computation))
       run_pass(h, kind, "Batch Gradients", [](const Trace& t) { return passes::batch_gradients(t); });

@@ -12,6 +12,7 @@ namespace {
 struct Table {
   std::mutex mutex;
   std::unordered_map<const Symbol*, std::shared_ptr<const ExecRule>> rules;
+  std::unordered_map<const Symbol*, std::shared_ptr<const ResidualRule>> residual_rules;
   std::atomic<uint64_t> generation{1};
 };
 
@@ -58,6 +59,19 @@ std::vector<const Symbol*> symbols_with_exec_rules() {
   std::vector<const Symbol*> out;
   for (const auto& [symbol, rule] : t.rules) out.push_back(symbol);
   return out;
+}
+
+void set_residual_rule(const Symbol& symbol, ResidualRule rule) {
+  auto& t = table();
+  std::lock_guard lock(t.mutex);
+  t.residual_rules[&symbol] = std::make_shared<const ResidualRule>(std::move(rule));
+}
+
+std::shared_ptr<const ResidualRule> residual_rule_of(const Symbol& symbol) {
+  auto& t = table();
+  std::lock_guard lock(t.mutex);
+  auto it = t.residual_rules.find(&symbol);
+  return it == t.residual_rules.end() ? nullptr : it->second;
 }
 
 const RValue& rarg(const std::vector<RValue>& args, size_t i, const char* name) {

@@ -7,6 +7,12 @@
 // order). Rules must not modify their arguments. The table is thread-safe; set_exec_rule replaces
 // the rule a symbol had. A symbol with a rule executes even when it is opaque (a name the engine
 // has no meta for, e.g. a prologue check of Thunder's printouts).
+// Residual rules, a second table: an op whose first output can take an addition in the kernel that
+// computes it (a linear's product epilogue, layer norm's backward) has a rule that receives the
+// op's evaluated arguments and a `residual` tensor and returns the op's outputs with the residual
+// added to the first, rounded once; or a none RValue when it cannot (another device, dtype or
+// shape), and the caller runs the op and the add apart. passes/residual_epilogues.h pairs such an
+// op with the add that alone reads its output; the executor runs the pair through this rule.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -41,6 +47,12 @@ std::shared_ptr<const ExecRule> exec_rule_of(const Symbol& symbol);
 uint64_t exec_rules_generation();
 // Every symbol that has a rule.
 std::vector<const Symbol*> symbols_with_exec_rules();
+
+using ResidualRule =
+    std::function<RValue(const std::vector<RValue>& args, const RKwargs& kwargs, const at::Tensor& residual)>;
+void set_residual_rule(const Symbol& symbol, ResidualRule rule);
+// The residual rule of `symbol`, or null.
+std::shared_ptr<const ResidualRule> residual_rule_of(const Symbol& symbol);
 
 // Argument readers for rules; they throw ExecError naming the argument.
 const RValue& rarg(const std::vector<RValue>& args, size_t i, const char* name);

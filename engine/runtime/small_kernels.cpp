@@ -199,18 +199,19 @@ std::array<at::Tensor, 3> small_layer_norm(const at::Tensor& x, const std::vecto
 std::array<at::Tensor, 3> small_layer_norm_backward(const at::Tensor& grad, const at::Tensor& x,
                                                     const std::vector<int64_t>& normalized_shape,
                                                     const at::Tensor& mean, const at::Tensor& rstd,
-                                                    const at::Tensor& weight) {
+                                                    const at::Tensor& weight, const at::Tensor& residual) {
   int64_t width = 0;
   if (!operands_apply({&x, &grad, &mean, &rstd})) return {};
   const int64_t rows = layer_norm_rows(x, normalized_shape, &width);
   if (rows == 0 || grad.sizes() != x.sizes() || !grad.is_contiguous() || !dense_float(mean, x, rows) ||
       !dense_float(rstd, x, rows) || !dense_float(weight, x, width))
     return {};
+  if (residual.defined() && (residual.sizes() != x.sizes() || !dense_float(residual, x, x.numel()))) return {};
   c10::cuda::CUDAGuard guard(x.device());
   at::Tensor gx = at::detail::empty_cuda(x.sizes(), x.options());
   at::Tensor gw = at::detail::empty_cuda(normalized_shape, x.options()), gb = at::detail::empty_cuda(normalized_shape, x.options());
   check_launch(sk::layer_norm_backward(rows, width, grad.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(),
-                                       rstd.data_ptr<float>(), float_data(weight), gx.data_ptr<float>(),
+                                       rstd.data_ptr<float>(), float_data(weight), float_data(residual), gx.data_ptr<float>(),
                                        gw.data_ptr<float>(), gb.data_ptr<float>(), stream_of(x)),
                "small layer norm backward");
   return {gx, gw, gb};
@@ -238,7 +239,8 @@ std::array<at::Tensor, 3> small_layer_norm(const at::Tensor&, const std::vector<
 }
 
 std::array<at::Tensor, 3> small_layer_norm_backward(const at::Tensor&, const at::Tensor&, const std::vector<int64_t>&,
-                                                    const at::Tensor&, const at::Tensor&, const at::Tensor&) {
+                                                    const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                                    const at::Tensor&) {
   return {};
 }
 

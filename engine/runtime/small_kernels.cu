@@ -203,7 +203,8 @@ __global__ void __launch_bounds__(kThreads) layer_norm_forward_kernel(int64_t ro
 __global__ void __launch_bounds__(kThreads) layer_norm_backward_kernel(int64_t rows, int64_t width, const float* grad,
                                                                        const float* x, const float* mean,
                                                                        const float* rstd, const float* weight,
-                                                                       float* grad_x, float* grad_weight,
+                                                                       const float* residual, float* grad_x,
+                                                                       float* grad_weight,
                                                                        float* grad_bias, int row_blocks) {
   if (static_cast<int>(blockIdx.x) < row_blocks) {
     const int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
@@ -218,9 +219,11 @@ __global__ void __launch_bounds__(kThreads) layer_norm_backward_kernel(int64_t r
     }
     const float n = static_cast<float>(width), a = warp_sum(sum) / n, c = warp_sum(sum_xhat) / n;
     float* out = grad_x + r * width;
+    const float* res = residual ? residual + r * width : nullptr;
     for (int64_t d = lane; d < width; d += 32) {
       const float gw = gr[d] * (weight ? weight[d] : 1.f);
-      out[d] = inverse * (gw - a - (xr[d] - mu) * inverse * c);
+      const float value = inverse * (gw - a - (xr[d] - mu) * inverse * c);
+      out[d] = res ? __fadd_rn(value, res[d]) : value;  // (no contraction into the product: the add's rounding)
     }
     return;
   }
@@ -323,11 +326,11 @@ cudaError_t layer_norm_forward(int64_t rows, int64_t width, const float* x, cons
 }
 
 cudaError_t layer_norm_backward(int64_t rows, int64_t width, const float* grad, const float* x, const float* mean,
-                                const float* rstd, const float* weight, float* grad_x, float* grad_weight,
-                                float* grad_bias, cudaStream_t stream) {
+                                const float* rstd, const float* weight, const float* residual, float* grad_x,
+                                float* grad_weight, float* grad_bias, cudaStream_t stream) {
   const int row_blocks = blocks_of(rows, kWarps);
   layer_norm_backward_kernel<<<row_blocks + blocks_of(width, kThreads), kThreads, 0, stream>>>(
-      rows, width, grad, x, mean, rstd, weight, grad_x, grad_weight, grad_bias, row_blocks);
+      rows, width, grad, x, mean, rstd, weight, residual, grad_x, grad_weight, grad_bias, row_blocks);
   return cudaGetLastError();
 }
 

@@ -28,8 +28,10 @@
 //  - small_layer_norm(x, normalized_shape, weight, bias, eps): native_layer_norm's (y, mean, rstd)
 //    for a dense float x of at most kSmallLayerNormElements elements, weight and bias dense float of
 //    normalized_shape or undefined; mean and rstd are float, shaped as ATen shapes them.
-//  - small_layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight): (grad_x, grad_weight,
-//    grad_bias) for the same x, a dense float grad of x's shape and dense float statistics.
+//  - small_layer_norm_backward(grad, x, normalized_shape, mean, rstd, weight, residual): (grad_x,
+//    grad_weight, grad_bias) for the same x, a dense float grad of x's shape and dense float
+//    statistics; a residual (dense float of x's shape, or undefined) is added to grad_x in float,
+//    as `grad_x + residual` computes it.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -69,6 +71,6 @@ std::array<at::Tensor, 3> small_layer_norm(const at::Tensor& x, const std::vecto
 std::array<at::Tensor, 3> small_layer_norm_backward(const at::Tensor& grad, const at::Tensor& x,
                                                     const std::vector<int64_t>& normalized_shape,
                                                     const at::Tensor& mean, const at::Tensor& rstd,
-                                                    const at::Tensor& weight);
+                                                    const at::Tensor& weight, const at::Tensor& residual = {});
 
 }  // namespace tv::exec

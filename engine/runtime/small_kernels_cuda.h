@@ -58,9 +58,10 @@ cudaError_t product(Dtype, int64_t m, int64_t n, int64_t k, Matrix a, Matrix b, 
 // null. mean and rstd get one float a row.
 cudaError_t layer_norm_forward(int64_t rows, int64_t width, const float* x, const float* weight, const float* bias,
                                float eps, float* y, float* mean, float* rstd, cudaStream_t);
-// The three gradients of layer norm, from the forward's statistics; weight may be null (ones).
+// The three gradients of layer norm, from the forward's statistics; weight may be null (ones);
+// residual (dense, x's shape) null or added to grad_x.
 cudaError_t layer_norm_backward(int64_t rows, int64_t width, const float* grad, const float* x, const float* mean,
-                                const float* rstd, const float* weight, float* grad_x, float* grad_weight,
-                                float* grad_bias, cudaStream_t);
+                                const float* rstd, const float* weight, const float* residual, float* grad_x,
+                                float* grad_weight, float* grad_bias, cudaStream_t);
 
 }  // namespace tv::exec::small_kernels

@@ -395,7 +395,8 @@ TEST(CpuCodegen, GeneratedKernelsGiveTheMembersNumbersOnAGptStep) {
 }
 
 // A CUDA pipeline's forward pairs each block's two residual additions with the linear before
-// them (passes/residual_epilogues.h), and its plan runs each pair as one step.
+// them (passes/residual_epilogues.h), its backward the two additions of the skip connection's
+// gradient with the layer norm backward before them, and the plans run each pair as one step.
 TEST(GpuCodegen, ResidualAdditionsOfACudaGptPairWithTheirLinears) {
   if (auto why = exec::device_unavailable("cuda:0"); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
   auto b = build_gpt({{"layers", "2"}, {"device", "cuda:0"}});
@@ -405,10 +406,17 @@ TEST(GpuCodegen, ResidualAdditionsOfACudaGptPairWithTheirLinears) {
   auto forward = b.pipeline.stages.last(TraceKind::forward);
   size_t pairs = 0;
   for (const auto& [region, plan] : plans_of(*forward))
-    for (const auto& step : plan.steps) pairs += step.linear_residual;
+    for (const auto& step : plan.steps) pairs += step.residual_epilogue;
   EXPECT_EQ(pairs, 4u) << print_trace(*forward);
+  auto backward = b.pipeline.stages.last(TraceKind::backward);
+  size_t norm_pairs = 0;
+  for (const auto& [region, plan] : plans_of(*backward))
+    for (const auto& step : plan.steps)
+      norm_pairs += step.residual_epilogue && region->subsymbols[step.member].name() == "ltorch.layer_norm_backward";
+  EXPECT_EQ(norm_pairs, 4u) << print_trace(*backward);
   auto cpu = build_gpt({{"layers", "2"}});
   for (const auto& stage : cpu.pipeline.stages.forward) EXPECT_NE(stage.pass, "Residual Epilogues") << "a CPU pipeline";
+  for (const auto& stage : cpu.pipeline.stages.backward) EXPECT_NE(stage.pass, "Residual Epilogues") << "a CPU pipeline";
 }
 
 // On a GPU: one step with generated kernels against the same step member by member, f32 and bf16.
@@ -430,7 +438,8 @@ void expect_generated_kernels_match(DType dtype, double tolerance) {
     auto cot = make_cotangents(f.outputs, 7);
     auto grads = step_backward(e, b.module, b.pipeline.stages, f.saved, cot);
     *launches = e.generated_kernel_launches();
-    if (generated && dtype == DType::f32) EXPECT_EQ(e.residual_epilogues(), 4u) << "two residual additions a layer, two layers";
+    if (generated && dtype == DType::f32)
+      EXPECT_EQ(e.residual_epilogues(), 8u) << "two residual additions a layer and two in its backward, two layers";
     std::vector<at::Tensor> all = f.outputs;
     for (const auto& [name, g] : grads)
       if (g.defined()) all.push_back(g);

@@ -23,6 +23,7 @@
 #include "runtime/aten_util.h"
 #include "runtime/rule_util.h"
 #include "runtime/small_gemm.h"
+#include "runtime/small_kernels.h"
 #include "test_util.h"
 
 namespace tv {
@@ -1562,6 +1563,101 @@ TEST(GpuExec, ALinearAndTheAddItFeedsRunAsOneProduct) {
     double scale = std::max(1.0, apart[i].abs().max().item<double>());
     EXPECT_LE((together[i] - apart[i]).abs().max().item<double>(), 1e-5 * scale) << "output " << i;
   }
+}
+
+// Layer norm's backward and the add of its first output to the skip connection's gradient: the
+// add alone after it (a block's first layer norm) and the add that begins a fusion region with a
+// reshape (the block's second) each join it in one region, which runs on CUDA as one small-kernel
+// launch and elsewhere member by member. A gradient read again stays as it is.
+constexpr const char* kNormBackwardsAndAdds = R"(import torch
+import thunder.torch as ltorch
+from thunder.executors.torchex import no_autocast
+
+@torch.no_grad()
+@no_autocast
+def backward_fn(g, x, w, b, mean, rstd, r):
+  # g: "cuda:0 f32[2, 16, 48]"
+  # x: "cuda:0 f32[2, 16, 48]"
+  # w: "cuda:0 f32[48]"
+  # b: "cuda:0 f32[48]"
+  # mean: "cuda:0 f32[2, 16, 1]"
+  # rstd: "cuda:0 f32[2, 16, 1]"
+  # r: "cuda:0 f32[2, 16, 48]"
+  (t0, t1, t2) = ltorch.layer_norm_backward(g, x, (48,), w, b, 1e-05, mean, rstd)  # t0: "cuda:0 f32[2, 16, 48]", t1: "cuda:0 f32[48]", t2: "cuda:0 f32[48]"
+  t3 = ltorch.add(r, t0, alpha=1)  # t3: "cuda:0 f32[2, 16, 48]"
+  t4 = ltorch.reshape(t3, (-1, 48))  # t4: "cuda:0 f32[32, 48]"
+  (t5, t6, t7) = ltorch.layer_norm_backward(t3, x, (48,), w, b, 1e-05, mean, rstd)  # t5: "cuda:0 f32[2, 16, 48]", t6: "cuda:0 f32[48]", t7: "cuda:0 f32[48]"
+  t8 = ltorch.add(t5, t3)  # t8: "cuda:0 f32[2, 16, 48]"
+  (t9, t10, t11) = ltorch.layer_norm_backward(t8, x, (48,), w, b, 1e-05, mean, rstd)  # t9: "cuda:0 f32[2, 16, 48]", t10: "cuda:0 f32[48]", t11: "cuda:0 f32[48]"
+  t12 = ltorch.add(t9, r)  # t12: "cuda:0 f32[2, 16, 48]"
+  return (t4, t8, t12, t9, t1, t2, t6, t7, t10, t11)
+)";
+
+TracePtr norm_backwards_and_adds(bool passes) {
+  auto parsed = parse_trace(kNormBackwardsAndAdds);
+  if (!parsed) throw std::runtime_error(parsed.error ? parsed.error->message : "kNormBackwardsAndAdds does not parse");
+  if (!passes) return parsed.trace;
+  return passes::residual_epilogues(*passes::fusion_grouping(*parsed.trace));
+}
+
+Ts norm_backwards_and_adds_inputs(at::Device device) {
+  auto on = at::TensorOptions().device(device);
+  at::manual_seed(12);
+  at::Tensor x = at::randn({2, 16, 48}, on);
+  auto [y, mean, rstd] = at::native_layer_norm(x, {48}, {}, {}, 1e-5);
+  return {at::randn({2, 16, 48}, on), x, at::randn({48}, on), at::randn({48}, on), mean, rstd, at::randn({2, 16, 48}, on)};
+}
+
+TEST_F(ExecTest, ResidualEpiloguesPassPairsLayerNormBackwardWithTheAddItFeeds) {
+  TracePtr t = norm_backwards_and_adds(true);
+  std::vector<std::string> regions;
+  for (const auto& b : t->body)
+    if (passes::is_fusion_region(b)) {
+      std::string members;
+      for (const auto& m : b.subsymbols) members += (members.empty() ? "" : " ") + m.name();
+      regions.push_back(members);
+    }
+  EXPECT_EQ(regions, (std::vector<std::string>{"ltorch.layer_norm_backward ltorch.add ltorch.reshape",
+                                                "ltorch.layer_norm_backward ltorch.add"}))
+      << print_trace(*t) << "(the third gradient, t9, is returned too: its add stays apart)";
+  exec::Executor with_regions, without;
+  Ts inputs = norm_backwards_and_adds_inputs(at::kCPU);
+  Ts got = exec::tensors_of(with_regions.run(*t, inputs));
+  Ts want = exec::tensors_of(without.run(*norm_backwards_and_adds(false), inputs));
+  ASSERT_EQ(got.size(), 10u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(at::equal(got[i], want[i])) << "output " << i;
+  EXPECT_EQ(with_regions.residual_epilogues(), 0u) << "the CPU runs the members";
+}
+
+TEST(GpuExec, LayerNormBackwardAndTheAddItFeedsRunAsOneKernel) {
+  if (auto why = exec::device_unavailable("cuda:0"); !why.empty()) GTEST_SKIP() << "needs a GPU: " << why;
+  if (!exec::small_kernels_available()) GTEST_SKIP() << "this build has no small kernels (nvcc was not found)";
+  Ts inputs = norm_backwards_and_adds_inputs(at::kCUDA);
+  auto run = [&](bool passes, size_t* fused) {
+    exec::ExecOptions o;
+    o.device = Device{Device::Kind::cuda, 0};
+    exec::Executor e(o);
+    TracePtr t = norm_backwards_and_adds(passes);
+    Ts out;
+    for (int i = 0; i < 2; ++i) out = exec::tensors_of(e.run(*t, inputs));
+    *fused = e.residual_epilogues();
+    return out;
+  };
+  size_t fused = 0, unfused = 0;
+  Ts together = run(true, &fused), apart = run(false, &unfused);
+  EXPECT_EQ(fused, 4u);  // two pairs in each of the two runs
+  EXPECT_EQ(unfused, 0u);
+  ASSERT_EQ(together.size(), 10u);
+  ASSERT_EQ(apart.size(), 10u);
+  for (size_t i = 0; i < together.size(); ++i) {
+    double scale = std::max(1.0, apart[i].abs().max().item<double>());
+    EXPECT_LE((together[i] - apart[i]).abs().max().item<double>(), 1e-6 * scale) << "output " << i;
+  }
+  // Against LibTorch's own kernels and add, the reference nobody here wrote.
+  at::Tensor ga = std::get<0>(at::native_layer_norm_backward(inputs[0], inputs[1], {48}, inputs[4], inputs[5], inputs[2],
+                                                              inputs[3], {true, true, true}));
+  at::Tensor first = inputs[6] + ga;
+  EXPECT_LE((together[0].view({2, 16, 48}) - first).abs().max().item<double>(), 1e-5 * std::max(1.0, first.abs().max().item<double>()));
 }
 
 TEST_F(ExecTest, ExecWrongInputCount) {
