@@ -321,6 +321,20 @@ class Run {
     return RValue::none();
   }
 
+  // A statement's arguments and keyword arguments evaluated, in the order of its reads.
+  struct Arguments {
+    std::vector<RValue> args;
+    RKwargs kwargs;
+  };
+  Arguments arguments(const BoundSymbol& b, const Scope& scope, Reads& reads) const {
+    Arguments out;
+    out.args.reserve(b.args.size());
+    out.kwargs.reserve(b.kwargs.size());
+    for (const auto& a : b.args) out.args.push_back(eval(a, scope, b, reads));
+    for (const auto& [k, v] : b.kwargs) out.kwargs.emplace_back(k, eval(v, scope, b, reads));
+    return out;
+  }
+
   // A value whose proxies (if any) are looked up by their own ids, not the statement's reads.
   RValue eval(const Value& v, const Scope& scope, const BoundSymbol& b) const {
     Reads by_proxy;
@@ -463,12 +477,8 @@ class Run {
     const RValue* r = inner.find(residual);
     if (!r || !r->is_tensor()) return false;
     Reads reads{known ? known->reads.data() : nullptr};
-    std::vector<RValue> args;
-    RKwargs kwargs;
-    args.reserve(producer.args.size());
-    for (const auto& a : producer.args) args.push_back(eval(a, inner, producer, reads));
-    for (const auto& [k, v] : producer.kwargs) kwargs.emplace_back(k, eval(v, inner, producer, reads));
-    RValue result = rule(args, kwargs, r->t);
+    Arguments a = arguments(producer, inner, reads);
+    RValue result = rule(a.args, a.kwargs, r->t);
     if (result.is_none()) return false;
     if (!result.is_sequence()) result = RValue::tuple({std::move(result)});
     if (result.items.size() != out.size())
@@ -558,13 +568,8 @@ class Run {
       if (known && !known->arguments.busy) {
         result = call_with_kept_arguments(*rule, ctx, known->arguments, scope, reads);
       } else {
-        std::vector<RValue> args;
-        RKwargs kwargs;
-        args.reserve(b.args.size());
-        kwargs.reserve(b.kwargs.size());
-        for (const auto& a : b.args) args.push_back(eval(a, scope, b, reads));
-        for (const auto& [k, v] : b.kwargs) kwargs.emplace_back(k, eval(v, scope, b, reads));
-        result = (*rule)(ctx, args, kwargs);
+        Arguments a = arguments(b, scope, reads);
+        result = (*rule)(ctx, a.args, a.kwargs);
       }
     } catch (const ExecError& e) {
       if (!e.symbol().empty()) throw;

@@ -1631,18 +1631,15 @@ void register_nn_execution() {
     return RValue::tuple({RValue::of(as(ga, ga_type)), RValue::of(as(gw, gw_type)), RValue::of(as(gb, gb_type))});
   });
   // grad_x + residual from the small kernel's one launch (a skip connection's gradient in a
-  // transformer's backward), where every tensor is float32 and dense and the forward's statistics
-  // are passed; anything else declines, and the rule above and an add run apart.
+  // transformer's backward). small_layer_norm_backward itself declines all but dense float32
+  // operands with the forward's statistics passed; a bias of another dtype would make the rule
+  // above compute in that dtype. Declined, the rule above and an add run apart.
   residual_rule("ltorch.layer_norm_backward", [](Args a, Kw, const at::Tensor& residual) {
-    at::Tensor g = tensor_at(a, 0, "grad"), x = tensor_at(a, 1, "a");
-    at::Tensor w = optional_tensor_at(a, 3), bias = optional_tensor_at(a, 4);
-    at::Tensor mean = optional_tensor_at(a, 6), rstd = optional_tensor_at(a, 7);
-    for (const at::Tensor* t : {&g, &x, &w, &bias, &mean, &rstd})
-      if ((t == &w || t == &bias) ? t->defined() && t->scalar_type() != at::kFloat
-                                  : !t->defined() || t->scalar_type() != at::kFloat)
-        return RValue::none();
-    if (!x.is_contiguous()) return RValue::none();
-    auto [ga, gw, gb] = small_layer_norm_backward(g, x, ints_at(a, 2, "normalized_shape"), mean, rstd, w, residual);
+    at::Tensor bias = optional_tensor_at(a, 4);
+    if (bias.defined() && bias.scalar_type() != at::kFloat) return RValue::none();
+    auto [ga, gw, gb] = small_layer_norm_backward(tensor_at(a, 0, "grad"), tensor_at(a, 1, "a"),
+                                                  ints_at(a, 2, "normalized_shape"), optional_tensor_at(a, 6),
+                                                  optional_tensor_at(a, 7), optional_tensor_at(a, 3), residual);
     if (!ga.defined()) return RValue::none();
     return RValue::tuple({RValue::of(std::move(ga)), RValue::of(std::move(gw)), RValue::of(std::move(gb))});
   });

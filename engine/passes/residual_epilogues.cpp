@@ -42,15 +42,16 @@ std::shared_ptr<const exec::ResidualRule> residual_rule_for(const BoundSymbol& p
 
 bool feeds_add(const BoundSymbol& producer, const BoundSymbol& add, size_t* residual_arg) {
   static const std::unordered_set<std::string> adds{"ltorch.add", "prims.add", "torch.add"};
-  if (producer.symbol->form != PrintForm::call || producer.outputs.empty() || !producer.outputs[0]->is_tensor() ||
-      !residual_rule_for(producer))
-    return false;
   if (!adds.count(add.name()) || add.symbol->form != PrintForm::call || add.args.size() != 2 ||
       !is_proxy(add.args[0]) || !is_proxy(add.args[1]) || add.outputs.size() != 1 || !alpha_is_one(add))
+    return false;
+  if (producer.symbol->form != PrintForm::call || producer.outputs.empty() || !producer.outputs[0]->is_tensor())
     return false;
   const std::string& y = producer.outputs[0]->name;
   const std::string &a = add.args[0].proxy->name, &b = add.args[1].proxy->name;
   if (a == b || (a != y && b != y)) return false;
+  // Last: the rule table's lookup takes its lock, and most statements fail the cheaper tests.
+  if (!residual_rule_for(producer)) return false;
   *residual_arg = a == y ? 1 : 0;
   return true;
 }

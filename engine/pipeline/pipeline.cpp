@@ -91,12 +91,13 @@ void build(BuiltPipeline& out, jit::Module& module, const ValidatedOrder& order,
   }
   for (const auto& t : transforms) t->post_optimization(h, context);
 
+  const bool cuda = computes_on_cuda(*computation);
   for (auto kind : {TraceKind::forward, TraceKind::backward}) {
     run_pass(h, kind, "Common Subexpression Elimination", [](const Trace& t) { return passes::common_subexpression_elimination(t); });
     run_pass(h, kind, "Fusion", [](const Trace& t) { return passes::fusion_grouping(t); });
-    if (computes_on_cuda(*computation))
+    if (cuda)
       run_pass(h, kind, "Residual Epilogues", [](const Trace& t) { return passes::residual_epilogues(t); });
-    if (kind == TraceKind::backward && computes_on_cuda(*computation))
+    if (kind == TraceKind::backward && cuda)
       run_pass(h, kind, "Batch Gradients", [](const Trace& t) { return passes::batch_gradients(t); });
     bool clears = kind == TraceKind::backward;
     run_pass(h, kind, "Delete Last Used", [clears](const Trace& t) { return passes::delete_last_used(t, clears); });
