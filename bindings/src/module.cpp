@@ -11,7 +11,7 @@
 //    acquisition, autograd, passes).
 //  - Entry.forward runs prologue -> forward (step_forward of engine/replay/step.h, as replay does)
 //    and returns the output tensors and the saved-for-backward values; Entry.backward runs the
-//    backward trace (step_backward) and returns one gradient per bridge tensor (inputs, then the
+//    backward trace (step_gradients) and returns one gradient per bridge tensor (inputs, then the
 //    module's parameters in order; None where there is none). With `timed` set, each keeps the
 //    per-bound-symbol times of its last run (forward_timings: prologue and forward; backward_timings).
 //  - Entry.apply(inputs, parameters) runs both under one autograd node in C++ (EngineNode): the
@@ -603,21 +603,28 @@ class Entry {
       given[k] = cotangents[k].defined();
       if (!given[k] && k < outputs.size()) cotangents[k] = at::zeros(outputs[k].first, outputs[k].second);
     }
-    auto grads = step_backward(executor, module_, built_.stages, std::move(saved), cotangents,
-                               [this](TraceKind k) { running_ = trace_kind_name(k); });
+    auto grads = step_gradients(executor, built_.stages, std::move(saved), cotangents,
+                                [this](TraceKind k) { running_ = trace_kind_name(k); });
+    if (bridge_of_argument_.empty()) {  // (the bridge tensor of each computation argument; -1: none)
+      for (const auto& name : argument_names(module_, built_.stages)) {
+        auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
+        bridge_of_argument_.push_back(it == bridge_names_.end() ? -1 : static_cast<int>(it - bridge_names_.begin()));
+      }
+    }
     std::vector<at::Tensor> out(bridge_names_.size());
     std::vector<const c10::TensorImpl*> handed_out;  // (a cotangent passed through as it came: another's too)
     for (const auto& c : cotangents)
       if (c.defined()) handed_out.push_back(c.unsafeGetTensorImpl());
-    for (auto [name, g] : grads) {
-      auto it = std::find(bridge_names_.begin(), bridge_names_.end(), name);
-      if (!g.defined() || it == bridge_names_.end()) continue;
-      g = whole_gradient(name, g);
+    for (size_t a = 0; a < grads.size() && a < bridge_of_argument_.size(); ++a) {
+      at::Tensor g = std::move(grads[a]);
+      const int bridge = bridge_of_argument_[a];
+      if (!g.defined() || bridge < 0) continue;
+      g = whole_gradient(bridge_names_[bridge], g);
       // one tensor given to two (b1 + b2's gradient), or the cotangent itself: each its own, so that a
       // hook that changes one in place (p.register_hook(lambda g: g.mul_(2))) leaves the others
       bool again = std::find(handed_out.begin(), handed_out.end(), g.unsafeGetTensorImpl()) != handed_out.end();
       handed_out.push_back(g.unsafeGetTensorImpl());
-      out[it - bridge_names_.begin()] = again ? g.clone() : g;
+      out[bridge] = again ? g.clone() : g;
     }
     std::vector<bool> reached(out.size(), output_reach_.size() != given.size());
     if (output_reach_.size() == given.size())
@@ -729,6 +736,7 @@ class Entry {
 
   jit::Module module_;
   std::vector<std::string> bridge_names_;  // input names, then the parameters' qualified names
+  std::vector<int> bridge_of_argument_;   // each computation argument's index in bridge_names_ (-1: none)
   RankContext rank_;
   std::vector<LocalPart> local_parts_;
   std::optional<ValidatedOrder> order_;

@@ -272,14 +272,19 @@ class Run {
         ids_(ids),
         plans_(options.generated_kernels && generated_kernels_available(options.device) ? plans : nullptr) {}
 
+  // An input with its tensors on the run's device (ExecOptions::move_inputs). A backward's input
+  // holds every saved tensor, so the walk changes them in place and copies nothing.
   RValue map_input(RValue v) const {
-    if (v.kind == RValue::Kind::tensor && options_.move_inputs && v.t.defined()) {
-      c10::Device d = to_device(options_.device);
-      return v.t.device() == d ? v : RValue::of(v.t.to(d));
-    }
-    for (auto& i : v.items) i = map_input(std::move(i));
-    for (auto& [k, e] : v.entries) e = map_input(std::move(e));
+    if (options_.move_inputs) move_tensors(v, to_device(options_.device));
     return v;
+  }
+  static void move_tensors(RValue& v, c10::Device d) {
+    if (v.kind == RValue::Kind::tensor) {
+      if (v.t.defined() && v.t.device() != d) v.t = v.t.to(d);
+      return;
+    }
+    for (auto& i : v.items) move_tensors(i, d);
+    for (auto& [k, e] : v.entries) move_tensors(e, d);
   }
 
   RValue eval(const Value& v, const Scope& scope, const BoundSymbol& b, Reads& reads) const {

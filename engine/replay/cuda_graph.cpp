@@ -31,7 +31,7 @@ std::pair<double, double> max_difference(const StepTensors& a, const StepTensors
   };
   for (size_t i = 0; i < a.outputs.size() && i < b.outputs.size(); ++i) compare(a.outputs[i], b.outputs[i]);
   for (size_t i = 0; i < a.gradients.size() && i < b.gradients.size(); ++i)
-    compare(a.gradients[i].second, b.gradients[i].second);
+    compare(a.gradients[i], b.gradients[i]);
   return {worst, worst_relative};
 }
 

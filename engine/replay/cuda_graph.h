@@ -24,7 +24,7 @@ namespace tv {
 
 struct StepTensors {
   std::vector<at::Tensor> outputs;
-  std::vector<std::pair<std::string, at::Tensor>> gradients;  // (name, gradient); undefined when none
+  std::vector<at::Tensor> gradients;  // one per computation argument (step_gradients); undefined when none
 };
 
 CudaGraphRun run_step_as_cuda_graph(const std::function<StepTensors()>& step, const Device& device, int steps);

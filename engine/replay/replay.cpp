@@ -156,7 +156,7 @@ RankResult replay_rank(const jit::Module& module, const BuiltPipeline& built, in
           [&] {
             auto f = step_forward(plain, built.stages, inputs);
             StepTensors out{f.outputs, {}};
-            if (has_backward) out.gradients = step_backward(plain, module, built.stages, f.saved, cotangents);
+            if (has_backward) out.gradients = step_gradients(plain, built.stages, f.saved, cotangents);
             return out;
           },
           options.device, options.cuda_graph_steps);

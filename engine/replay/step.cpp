@@ -16,18 +16,6 @@ const Trace& final_trace(const StageHistory& stages, TraceKind kind) {
   return *t;
 }
 
-// The qualified name of each computation argument ("x", "fc1.weight").
-std::vector<std::string> argument_names(const jit::Module& m, const Trace& computation) {
-  std::unordered_map<std::string, std::string> qualified;
-  for (const auto& param : m.parameters) qualified[jit::parameter_proxy_name(param.name)] = param.name;
-  std::vector<std::string> out;
-  for (const auto& p : computation.params) {
-    auto it = qualified.find(p.proxy->name);
-    out.push_back(it == qualified.end() ? p.proxy->name : it->second);
-  }
-  return out;
-}
-
 // Waits on the host for the collectives the step left on the device stream; throws their failure.
 void settle(const exec::Executor& executor) {
   for (dist::Communicator* comm : exec::communicators(executor.options())) comm->settle();
@@ -73,13 +61,27 @@ StepForward step_forward(exec::Executor& executor, const StageHistory& stages, c
   return out;
 }
 
-std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
-                                                              const StageHistory& stages, exec::RValue saved,
-                                                              const std::vector<at::Tensor>& cotangents,
-                                                              const TraceHook& before, Settle when) {
+std::vector<std::string> argument_names(const jit::Module& module, const StageHistory& stages) {
+  std::unordered_map<std::string, const std::string*> qualified;
+  qualified.reserve(module.parameters.size());
+  for (const auto& param : module.parameters) qualified[jit::parameter_proxy_name(param.name)] = &param.name;
+  std::vector<std::string> out;
+  const Trace& computation = *stages.forward.front().trace;
+  out.reserve(computation.params.size());
+  for (const auto& p : computation.params) {
+    auto it = qualified.find(p.proxy->name);
+    out.push_back(it == qualified.end() ? p.proxy->name : *it->second);
+  }
+  return out;
+}
+
+std::vector<at::Tensor> step_gradients(exec::Executor& executor, const StageHistory& stages, exec::RValue saved,
+                                       const std::vector<at::Tensor>& cotangents, const TraceHook& before,
+                                       Settle when) {
   auto backward = stages.last(TraceKind::backward);
   if (!backward) throw std::runtime_error("this call has no backward trace (no parameter or input requires grad)");
   std::vector<exec::RValue> cot;
+  cot.reserve(cotangents.size());
   for (const auto& c : cotangents) cot.push_back(c.defined() ? exec::RValue::of(c) : exec::RValue::none());
   if (before) before(TraceKind::backward);
   align_ranks(executor);
@@ -88,10 +90,22 @@ std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& ex
   inputs.push_back(exec::RValue::tuple(std::move(cot)));
   auto grads = executor.run(*backward, std::move(inputs));
   if (when == Settle::now) settle(executor);
+  const size_t arguments = stages.forward.front().trace->params.size();
+  std::vector<at::Tensor> out(arguments);
+  for (size_t i = 0; i < arguments && i < grads.items.size(); ++i)
+    if (grads.items[i].is_tensor()) out[i] = std::move(grads.items[i].t);
+  return out;
+}
+
+std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
+                                                              const StageHistory& stages, exec::RValue saved,
+                                                              const std::vector<at::Tensor>& cotangents,
+                                                              const TraceHook& before, Settle when) {
+  auto grads = step_gradients(executor, stages, std::move(saved), cotangents, before, when);
+  auto names = argument_names(module, stages);
   std::vector<std::pair<std::string, at::Tensor>> out;
-  auto names = argument_names(module, *stages.forward.front().trace);
-  for (size_t i = 0; i < names.size(); ++i)
-    out.emplace_back(names[i], i < grads.items.size() && grads.items[i].is_tensor() ? grads.items[i].t : at::Tensor());
+  out.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) out.emplace_back(std::move(names[i]), std::move(grads[i]));
   return out;
 }
 

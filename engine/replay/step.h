@@ -53,6 +53,16 @@ StepForward step_forward(exec::Executor& executor, const StageHistory& stages, c
 // When step_backward waits on the host for the collectives it left on the stream.
 enum class Settle { now, later };
 
+// One gradient per computation argument, in argument order (step_backward without the names: a
+// caller that steps many times takes the names once, from argument_names).
+std::vector<at::Tensor> step_gradients(exec::Executor& executor, const StageHistory& stages, exec::RValue saved,
+                                       const std::vector<at::Tensor>& cotangents, const TraceHook& before = {},
+                                       Settle settle = Settle::now);
+
+// The name of each computation argument, in argument order: the parameter's qualified name
+// ("fc1.weight"), else the argument's own ("x").
+std::vector<std::string> argument_names(const jit::Module& module, const StageHistory& stages);
+
 // (name, gradient) per computation argument, in argument order.
 std::vector<std::pair<std::string, at::Tensor>> step_backward(exec::Executor& executor, const jit::Module& module,
                                                               const StageHistory& stages, exec::RValue saved,

@@ -34,7 +34,7 @@ class EngineStep {
     auto f = step_forward(executor_, stages_, inputs_);
     // Settle::later: like torch's DDP, the host does not wait for the last all-reduce; it queues
     // the next step meanwhile (a failure is thrown by the next step's collectives).
-    return {f.outputs, step_backward(executor_, module_, stages_, f.saved, cotangents_, {}, Settle::later)};
+    return {f.outputs, step_gradients(executor_, stages_, f.saved, cotangents_, {}, Settle::later)};
   }
 
   const jit::Module& module() const { return module_; }
