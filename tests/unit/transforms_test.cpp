@@ -24,6 +24,7 @@
 #include "pipeline/pipeline.h"
 #include "record/results.h"
 #include "replay/eager.h"
+#include "replay/step.h"
 #include "test_util.h"
 #include "transforms/autocast.h"
 #include "ops/collectives.h"
@@ -126,6 +127,65 @@ BuiltPipeline trace_only(const std::string& model, std::vector<std::string> orde
   c.bucket_size_mb = bucket_mb;
   c.zero3 = zero3;
   return build(m, spec_of(std::move(order), world), c);
+}
+
+// The prologue's view finds each parameter and buffer whatever order they are asked in, and says
+// when there is none (it searches from the one it found last).
+TEST(JitModuleView, FindsParametersAndBuffersAskedInAnyOrder) {
+  jit::Module m;
+  for (const char* name : {"a.weight", "a.bias", "b.weight"}) m.add_parameter(name, at::randn({2}));
+  m.add_buffer("b.running_mean", at::randn({2}));
+  JitModuleView view(m);
+  auto same = [&](const std::string& name, const at::Tensor& want) {
+    auto got = view.parameter(name);
+    ASSERT_TRUE(got) << name;
+    EXPECT_TRUE(got->is_same(want)) << name;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    same("b.weight", *m.parameters[2].value);
+    same("a.weight", *m.parameters[0].value);
+    same("b.running_mean", *m.buffers[0].value);
+    same("a.bias", *m.parameters[1].value);
+    same("a.bias", *m.parameters[1].value);
+    EXPECT_FALSE(view.parameter("c.weight"));
+    EXPECT_FALSE(view.parameter("a"));
+  }
+}
+
+// A step's gradients come in the computation's argument order, and argument_names names them as
+// step_backward does: the parameter's qualified name, else the argument's own.
+TEST(Step, GradientsInArgumentOrderAsStepBackwardNamesThem) {
+  auto m = jit::make_model("mlp");
+  auto built = build(m, spec_of({"jit"}, 1), TransformContext{});
+  JitModuleView view(m);
+  exec::ExecOptions eo;
+  eo.module = &view;
+  exec::Executor ex(eo);
+  std::vector<at::Tensor> inputs;
+  for (const auto& i : m.inputs) inputs.push_back(*i.value);
+  auto f = step_forward(ex, built.stages, inputs);
+  auto cot = make_cotangents(f.outputs, 3);
+  auto named = step_backward(ex, m, built.stages, f.saved, cot);
+  auto g = step_forward(ex, built.stages, inputs);
+  auto grads = step_gradients(ex, built.stages, g.saved, cot);
+  auto names = argument_names(m, built.stages);
+  const auto& params = built.stages.forward.front().trace->params;
+  ASSERT_EQ(names.size(), params.size());
+  ASSERT_EQ(grads.size(), params.size());
+  ASSERT_EQ(named.size(), params.size());
+  size_t parameters = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(named[i].first, names[i]);
+    ASSERT_EQ(named[i].second.defined(), grads[i].defined()) << names[i];
+    if (grads[i].defined()) EXPECT_TRUE(at::equal(named[i].second, grads[i])) << names[i];
+    if (const auto* p = m.find_parameter(names[i])) {
+      ++parameters;
+      EXPECT_EQ(params[i].proxy->name, jit::parameter_proxy_name(p->name));
+    } else {
+      EXPECT_EQ(names[i], params[i].proxy->name);
+    }
+  }
+  EXPECT_EQ(parameters, m.parameters.size());
 }
 
 // Over every pair of stages of one trace kind in the zoo's pipelines of two ranks, what the walk side
