@@ -406,6 +406,7 @@ class Entry {
   // `source` is the module this entry's was copied from: its parameters are the caller's tensors.
   void build(const ValidatedOrder& order, const TransformContext& context, const jit::Module& source) {
     built_ = build_pipeline(module_, order, context);
+    bridge_of_argument_.clear();  // (found again from the new stages at the first backward)
     device_ = device_of_call();
     // The call that built the entry needs its inputs no more: kept, they would hold that call's
     // batch (its images, a KV cache) for as long as the entry is cached.
