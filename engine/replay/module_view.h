@@ -27,7 +27,9 @@ class JitModuleView : public exec::ModuleView {
  private:
   // Module::find_parameter, searching from the one after the last found: a prologue unpacks the
   // parameters in the module's order at every call, so each is found at the first comparison
-  // where a search from the start would compare half of a large model's names.
+  // where a search from the start would compare half of a large model's names. (A name is a
+  // parameter's or a buffer's, never both, as torch's modules register them; find_parameter's
+  // parameters-first order decides nothing here.)
   const jit::NamedTensor* find(const std::string& name) const {
     const size_t params = m_.parameters.size(), all = params + m_.buffers.size();
     size_t at = next_.load(std::memory_order_relaxed);
