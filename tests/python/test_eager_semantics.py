@@ -741,9 +741,41 @@ def test_a_first_call_that_differs_from_the_recordings_eager_run_is_refused(monk
 
     tm = tv.jit(Tanh())
     for _ in range(2):  # the refused entry is not kept: the next call is recorded and checked again
-        with pytest.raises(tv.EagerMismatch, match=r"output\[0\]"):
+        # (eager's own rounding, its float32 result against its float64 one, is far below the difference)
+        with pytest.raises(tv.EagerMismatch, match=r"output\[0\] .*eager's own rounding"):
             tm(torch.randn(3))
     assert tm.cache_hits == 0
+
+
+class _Amplified(torch.nn.Module):
+    """Values that agree to seven digits, less their mean, scaled up: float32's rounding of the mean
+    is of the output's own size (eager torch in float32 against float64), as in a batch norm over a
+    handful of values."""
+
+    def forward(self, x):
+        return (x - x.mean()) * 1e6
+
+
+def test_a_first_call_that_differs_within_eagers_own_rounding_is_kept_with_a_warning_and_beyond_it_refused():
+    from types import SimpleNamespace
+    from thunder_viz.jit import _check_first_call, _eager_rounding
+    torch.manual_seed(0)
+    x, module = 1 + torch.rand(1000) * 1e-6, _Amplified()
+    eager = module(x)
+    (rounding,) = _eager_rounding(module, (x,), {}, 1)
+    want = module.double()(x.double())
+    module.float()
+    assert rounding == pytest.approx((eager.double() - want).abs().max().item())
+    assert rounding > 1e-3 * eager.abs().max()  # the premise: rounding as large as the output, nearly
+    rec = SimpleNamespace(order=["jit"], eager_outputs=[eager], outputs=[eager + rounding / 2])
+    with pytest.warns(UserWarning, match=r"differs from eager torch's by output\[0\] max abs .* within eager torch's "
+                                         r"own rounding there .* the engine's is returned"):
+        _check_first_call("Amplified", rec, module, (x,), {})
+    rec.outputs = [eager + 3 * rounding]
+    with pytest.raises(tv.EagerMismatch, match=r"eager's own rounding") as refused:
+        _check_first_call("Amplified", rec, module, (x,), {})
+    assert refused.value.rounding == [rounding]
+    assert torch.equal(module(x), eager) and torch.equal(x, x.clone())  # measured on copies
 
 
 def test_torch_autocast_inside_forward_is_refused_naming_the_engines_transform():

@@ -46,10 +46,13 @@ class EagerMismatch(RuntimeError):
     was recorded: a wrong number, refused rather than returned. `checks` are the failing outputs'
     TensorChecks (max_abs, max_rel, tolerance)."""
 
-    def __init__(self, module, checks):
+    def __init__(self, module, checks, rounding=None):
         self.checks = list(checks)
-        worst = ", ".join(f"{c.name} (max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}, tolerance {c.tolerance:.3g})"
-                          for c in self.checks)
+        # eager torch's own rounding of each failing output (the module's dtypes against float64), when measured
+        self.rounding = list(rounding) if rounding is not None else None
+        worst = ", ".join(f"{c.name} (max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}, tolerance {c.tolerance:.3g}"
+                          + (f", eager's own rounding {r:.3g}" if self.rounding is not None else "") + ")"
+                          for c, r in zip(self.checks, self.rounding or [None] * len(self.checks)))
         super().__init__(
             f"thunder_viz: the engine's result of {module}'s first call with these inputs differs from eager torch's "
             f"(computed while recording): {worst}. No number is returned. The recorded program is "
