@@ -16,7 +16,8 @@ torchvision = pytest.importorskip("torchvision", reason="python3-torchvision is 
 IMAGES = {"shape": (2, 3, 64, 64)}
 
 
-@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny"])
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny",
+                                  "mobilenet_v3_small", "squeezenet1_1"])
 def test_classifier_follows_eager(name, tmp_path):
     if why := broken_float32_convolution_backward():
         pytest.skip(why)
