@@ -17,7 +17,7 @@ IMAGES = {"shape": (2, 3, 64, 64)}
 
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "efficientnet_b0", "shufflenet_v2_x0_5", "convnext_tiny",
-                                  "mobilenet_v3_small", "squeezenet1_1"])
+                                  "mobilenet_v3_small", "squeezenet1_1", "regnet_y_400mf", "mnasnet0_5"])
 def test_classifier_follows_eager(name, tmp_path):
     if why := broken_float32_convolution_backward():
         pytest.skip(why)
@@ -27,9 +27,13 @@ def test_classifier_follows_eager(name, tmp_path):
     # are oneDNN's, rounded otherwise than the system's BLAS: eager torch itself, with only its
     # classifier's three products computed by oneDNN, moves the first convolution's gradient at the
     # second step by 2.5e-2 of the largest gradient for mobilenet_v2, 1.7e-2 for shufflenet_v2 and
-    # 4e-6 for resnet18 (efficientnet's squeeze-excitation by 3e-3 in float64 against float32). The
-    # second step is compared at what eager's own rounding allows; the first at the tight tolerances.
-    drift = {"efficientnet_b0": 5e-3, "mobilenet_v2": 5e-2, "shufflenet_v2_x0_5": 5e-2}.get(name, 1e-4)
+    # 4e-6 for resnet18 (efficientnet's squeeze-excitation by 3e-3 in float64 against float32). Eager
+    # torch's own float32 gradients at the second step are 0.25 (mobilenet_v2), 0.40 (regnet_y_400mf)
+    # and 0.84 (mnasnet0_5) of the largest gradient away from its float64 ones; the engine's are 0.031,
+    # 0.018 and 0.009 away from eager's float32 ones, and as far from float64 as eager's. The second
+    # step is compared at what eager's own rounding allows; the first at the tight tolerances.
+    drift = {"efficientnet_b0": 5e-3, "mobilenet_v2": 5e-2, "shufflenet_v2_x0_5": 5e-2, "regnet_y_400mf": 5e-2,
+             "mnasnet0_5": 5e-2}.get(name, 1e-4)
     tm = check_against_eager(model, torch.randn(*IMAGES["shape"]), tmp_path=tmp_path, drift=drift)
     final = str(tv.last_traces(tm)[-1])
     assert "prims.convolution" in final and "torch.ops.aten.convolution" not in final  # native convolutions
@@ -37,7 +41,10 @@ def test_classifier_follows_eager(name, tmp_path):
     model.eval()
     x = torch.randn(*IMAGES["shape"])
     with torch.no_grad():
-        torch.testing.assert_close(tm(x), model(x))
+        got, want = tm(x), model(x)
+    # (a float32 sum's rounding scales with the largest value: mnasnet0_5's logits reach 4e4 here, and
+    # eager's own float32 logits are 0.02 from its float64 ones, as the engine's are from eager's)
+    torch.testing.assert_close(got, want, atol=max(1e-5, 1e-6 * want.abs().max().item()), rtol=1.3e-6)
 
 
 def test_a_memory_efficient_densenet_follows_eager(tmp_path):
