@@ -15,17 +15,20 @@
 namespace tv {
 
 struct Value {
-  enum class Kind { none, boolean, integer, floating, string, dtype, device, proxy, name, tuple, list, dict };
+  enum class Kind : uint8_t { none, boolean, integer, floating, string, dtype, device, proxy, name, tuple, list, dict };
+  // The members a walk over a trace's proxies reads (for_each_proxy: the kind, the proxy, the items
+  // and entries) come first, in the first 64 bytes: passes walk every argument of every statement,
+  // and on a trace larger than a core's cache each line a value spreads over is a miss.
   Kind kind = Kind::none;
   bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;  // string contents, opaque name text, a dtype's spelling when not torch's (`dtypes.float32`)
   DType dtype = DType::f32;
-  Device device;
   ProxyPtr proxy;
   std::vector<Value> items;                          // tuple, list
   std::vector<std::pair<Value, Value>> entries;      // dict
+  Device device;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;  // string contents, opaque name text, a dtype's spelling when not torch's (`dtypes.float32`)
 
   Value();  // defined below, where Value is complete: clang with libstdc++ needs it for a pair of Values
 
