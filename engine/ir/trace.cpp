@@ -2,9 +2,9 @@
 
 namespace tv {
 
-std::vector<ProxyPtr> BoundSymbol::inputs() const {
-  std::vector<ProxyPtr> out;
-  auto add = [&](const ProxyPtr& p) { out.push_back(p); };
+std::vector<ProxyRead> BoundSymbol::inputs() const {
+  std::vector<ProxyRead> out;
+  auto add = [&](const ProxyPtr& p) { out.emplace_back(p); };
   for (const auto& a : args) for_each_proxy(a, add);
   for (const auto& [k, v] : kwargs) for_each_proxy(v, add);
   return out;

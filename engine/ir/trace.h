@@ -16,6 +16,20 @@
 
 namespace tv {
 
+// A proxy a statement reads, held by reference to the argument that holds it: valid while the
+// statement is neither changed nor destroyed. Passes read every argument of every statement, and
+// a copied ProxyPtr would raise and drop a reference count (a write to the proxy's line) for each.
+class ProxyRead {
+ public:
+  explicit ProxyRead(const ProxyPtr& p) : p_(&p) {}
+  const Proxy* operator->() const { return p_->get(); }
+  const Proxy& operator*() const { return **p_; }
+  operator const ProxyPtr&() const { return *p_; }  // NOLINT: a ProxyPtr wherever one is taken
+
+ private:
+  const ProxyPtr* p_;
+};
+
 // A copy of a bound symbol shares its lists (arguments, outputs, decomposition, tags) with the
 // original until one side changes one of them (ir/cow_vector.h): a stage copies the previous stage's
 // statements and changes a few, so the unchanged ones cost a stage their fixed size and no more.
@@ -43,8 +57,9 @@ struct BoundSymbol {
 
   const std::string& name() const { return symbol->name; }
   ProxyPtr output() const { return outputs.empty() ? nullptr : outputs.front(); }
-  // Every proxy read by the arguments (not by subsymbols).
-  std::vector<ProxyPtr> inputs() const;
+  // Every proxy read by the arguments and keyword arguments (not by subsymbols), left to right,
+  // repeats kept.
+  std::vector<ProxyRead> inputs() const;
 };
 
 // True for statements that are the structure of the function: inputs, unpacks, del, return.

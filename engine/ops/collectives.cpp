@@ -141,11 +141,13 @@ ProxyPtr wait(TraceBuilder& b, const ProxyPtr& future) {
                 make_tensor(b.fresh_name(), future->shape, future->dtype, future->device, future->requires_grad));
 }
 
+// A trace reads only what it defines (the parser refuses a name read and never defined, and the
+// objects Thunder reads without defining are names, not proxies), so its parameters and outputs
+// are all its proxy names; walking the arguments too read every argument of a deep trace again.
 void reserve_names(TraceBuilder& b, const Trace& t) {
   for (const auto& p : t.params) b.reserve_name(p.proxy->name);
   walk(t.body, [&](const BoundSymbol& s, int) {
     for (const auto& o : s.outputs) b.reserve_name(o->name);
-    for (const auto& a : s.args) for_each_proxy(a, [&](const ProxyPtr& p) { b.reserve_name(p->name); });
   });
 }
 

@@ -77,7 +77,7 @@ TracePtr batch_gradients(const Trace& t, int64_t max_bytes) {
   std::unordered_map<std::string, int> readers;  // by statements other than `del` and the return
   for (size_t i = 0; i < t.body.size(); ++i)
     if (i != ret && !is_del(t.body[i]))
-      for (const auto& p : reads(t.body[i])) ++readers[p->name];
+      for (const auto& p : t.body[i].inputs()) ++readers[p->name];
   std::map<std::string, std::pair<std::vector<size_t>, int64_t>> groups;
   for (size_t i = 0; i < ret; ++i) {
     int64_t bytes = 0;

@@ -1,6 +1,5 @@
 #include "passes/cse.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -18,14 +17,15 @@ ProxyPtr replace(const Replacements& r, const ProxyPtr& p) {
   return it == r.end() ? p : it->second;
 }
 
+// A decomposition reads only what its statement reads or defines below itself, so a statement
+// whose own arguments read nothing replaced has no subsymbol that does: its subsymbols are not
+// walked (a deep trace's are most of its data).
 bool reads_any(const BoundSymbol& b, const Replacements& r) {
   bool found = false;
   auto check = [&](const ProxyPtr& p) { found = found || r.count(p->name) > 0; };
   for (const auto& a : b.args) for_each_proxy(a, check);
   for (const auto& [k, v] : b.kwargs) for_each_proxy(v, check);
-  if (found) return true;
-  const auto& subsymbols = b.subsymbols.vec();
-  return std::any_of(subsymbols.begin(), subsymbols.end(), [&](const BoundSymbol& s) { return reads_any(s, r); });
+  return found;
 }
 
 // Rewrites the reads of `b` and of its subsymbols (outputs stay). A statement that reads nothing

@@ -26,7 +26,7 @@ TracePtr dead_code_elimination(const Trace& t) {
     for (const auto& o : b.outputs) k = k || needed.count(o->name) > 0;
     if (!k) continue;
     keep[i] = true;
-    for (const auto& p : reads(b)) needed.insert(p->name);
+    for (const auto& p : b.inputs()) needed.insert(p->name);
   }
 
   std::unordered_set<std::string> defined;

@@ -8,48 +8,53 @@
 
 namespace tv::passes {
 
-std::vector<BoundSymbol> insert_deletions(const std::vector<BoundSymbol>& body, const Value& returned,
+std::vector<BoundSymbol> insert_deletions(std::vector<BoundSymbol> body, const Value& returned,
                                           bool clear_mutable_collections) {
-  // Names are views of the proxies' own, which `body` and `returned` keep alive.
+  // Back to front, the values each statement is the last to use, flat: statement `at` deletes
+  // dying[begin, end). Names are views of the proxies' own, which `body` and `returned` keep alive.
+  struct Deletions {
+    size_t at, begin, end;
+  };
+  std::vector<Deletions> deletions;  // by decreasing `at`
+  std::vector<ProxyPtr> dying;
   std::unordered_set<std::string_view> handled;
-  auto returned_proxies = proxies_of(returned);
-  for (const auto& p : returned_proxies) handled.insert(p->name);
-
-  std::vector<BoundSymbol> out;  // back to front, reversed at the end
-  out.reserve(body.size() * 2);
-  for (auto it = body.rbegin(); it != body.rend(); ++it) {
-    const BoundSymbol& b = *it;
-    if (b.symbol->form == PrintForm::unpack_trivial) {
-      out.push_back(b);
-      continue;
-    }
-    if (is_del(b)) continue;
-    if (clear_mutable_collections && is_clear_collection(b)) continue;
-
-    std::vector<ProxyPtr> to_del;
+  for (const auto& p : proxies_of(returned)) handled.insert(p->name);
+  auto dropped = [&](const BoundSymbol& b) { return is_del(b) || (clear_mutable_collections && is_clear_collection(b)); };
+  for (size_t i = body.size(); i-- > 0;) {
+    const BoundSymbol& b = body[i];
+    if (b.symbol->form == PrintForm::unpack_trivial || dropped(b)) continue;
+    const size_t begin = dying.size();
     auto consider = [&](const ProxyPtr& p) {
-      if (handled.insert(p->name).second) to_del.push_back(p);
+      if (handled.insert(p->name).second) dying.push_back(p);
     };
     for (const auto& p : b.outputs) consider(p);
-    for (const auto& p : reads(b)) consider(p);
-
-    if (!to_del.empty() && b.symbol->form != PrintForm::ret) {
-      BoundSymbol d;
-      d.symbol = &structural::del();
-      for (const auto& p : to_del) d.args.push_back(Value::of(p));
-      out.push_back(std::move(d));
-      if (clear_mutable_collections)
-        for (const auto& p : to_del) {
-          if (p->kind != ProxyKind::collection) continue;
-          BoundSymbol c;
-          c.symbol = &clear_collection_symbol();
-          c.args.push_back(Value::of(p));
-          out.push_back(std::move(c));
-        }
-    }
-    out.push_back(b);
+    for (const auto& p : b.inputs()) consider(p);
+    if (dying.size() > begin && b.symbol->form != PrintForm::ret) deletions.push_back({i, begin, dying.size()});
   }
-  std::reverse(out.begin(), out.end());
+
+  // Front to back, each statement moved once, its deletions after it: the clears in reverse
+  // order of the values, then the del (the order Thunder's backward prints).
+  std::vector<BoundSymbol> out;
+  out.reserve(body.size() + deletions.size() * (clear_mutable_collections ? 2 : 1));
+  auto next = deletions.rbegin();
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i].symbol->form != PrintForm::unpack_trivial && dropped(body[i])) continue;
+    out.push_back(std::move(body[i]));
+    if (next == deletions.rend() || next->at != i) continue;
+    if (clear_mutable_collections)
+      for (size_t k = next->end; k-- > next->begin;) {
+        if (dying[k]->kind != ProxyKind::collection) continue;
+        BoundSymbol c;
+        c.symbol = &clear_collection_symbol();
+        c.args.push_back(Value::of(dying[k]));
+        out.push_back(std::move(c));
+      }
+    BoundSymbol d;
+    d.symbol = &structural::del();
+    for (size_t k = next->begin; k < next->end; ++k) d.args.push_back(Value::of(dying[k]));
+    out.push_back(std::move(d));
+    ++next;
+  }
   return out;
 }
 
@@ -72,7 +77,10 @@ std::shared_ptr<Trace> derive_regrouped(const Trace& t, std::string pass_name,
   const bool clears = has_collection_clears(t);
   auto result = derive_without_body(t, std::move(pass_name));
   result->body = regroup(had_dels ? strip_deletions(t.body, clears) : t.body);
-  if (had_dels) result->body = insert_deletions(result->body, result->returned(), clears);
+  if (had_dels) {
+    const Value returned = result->returned();
+    result->body = insert_deletions(std::move(result->body), returned, clears);
+  }
   return result;
 }
 

@@ -20,8 +20,9 @@ TracePtr delete_last_used(const Trace&);
 TracePtr delete_last_used(const Trace&, bool clear_mutable_collections);
 
 // The statements of `body` with dels (and, with clear_mutable_collections, collection clears)
-// regenerated; `returned` is the function's return value. Used by passes that move uses around.
-std::vector<BoundSymbol> insert_deletions(const std::vector<BoundSymbol>& body, const Value& returned,
+// regenerated; `returned` is the function's return value (not read from `body`, which is moved
+// from). Used by passes that move uses around.
+std::vector<BoundSymbol> insert_deletions(std::vector<BoundSymbol> body, const Value& returned,
                                           bool clear_mutable_collections);
 // Drops `del` statements (and collection clears when `clears`), for passes that regenerate them.
 std::vector<BoundSymbol> strip_deletions(const std::vector<BoundSymbol>& body, bool clears);

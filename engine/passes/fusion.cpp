@@ -1,7 +1,9 @@
 #include "passes/fusion.h"
 
 #include <algorithm>
+#include <iterator>
 #include <mutex>
+#include <string_view>
 #include <unordered_set>
 #include <unordered_map>
 
@@ -32,12 +34,12 @@ int region_index(const BoundSymbol& b) {
 }  // namespace
 
 BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
-                               const std::unordered_map<std::string, size_t>& read_last, size_t end, int index) {
+                               const std::unordered_map<std::string_view, size_t>& read_last, size_t end, int index) {
   BoundSymbol r;
   r.symbol = &fusion_symbol(index);
-  std::unordered_set<std::string> defined, taken;
+  std::unordered_set<std::string_view> defined, taken;
   for (const auto& m : members) {
-    for (const auto& p : reads(m))
+    for (const auto& p : m.inputs())
       if (!defined.count(p->name) && taken.insert(p->name).second) r.args.push_back(Value::of(p));
     for (const auto& o : m.outputs) defined.insert(o->name);
   }
@@ -52,10 +54,10 @@ BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
 }
 
 // One pass over the body, not a set of names per position (quadratic in the body).
-std::unordered_map<std::string, size_t> last_reads(const std::vector<BoundSymbol>& body) {
-  std::unordered_map<std::string, size_t> read_last;
+std::unordered_map<std::string_view, size_t> last_reads(const std::vector<BoundSymbol>& body) {
+  std::unordered_map<std::string_view, size_t> read_last;
   for (size_t i = 0; i < body.size(); ++i)
-    for (const auto& p : reads(body[i])) read_last[p->name] = i;
+    for (const auto& p : body[i].inputs()) read_last[p->name] = i;
   return read_last;
 }
 
@@ -97,11 +99,11 @@ TracePtr fusion_grouping(const Trace& t) {
       size_t j = i;
       while (j < body.size() && fusible(body[j])) ++j;
       if (j - i >= 2) {
-        std::vector<BoundSymbol> members(body.begin() + i, body.begin() + j);
+        std::vector<BoundSymbol> members(std::make_move_iterator(body.begin() + i), std::make_move_iterator(body.begin() + j));
         out.push_back(make_fusion_region(std::move(members), read_last, j, next++));
         i = j;
       } else {
-        out.push_back(body[i]);
+        out.push_back(std::move(body[i]));
         ++i;
       }
     }

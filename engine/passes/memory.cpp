@@ -21,7 +21,7 @@ TraceMemory trace_memory(const Trace& t) {
   for (size_t i = 0; i < t.body.size(); ++i) {
     const BoundSymbol& b = t.body[i];
     if (is_del(b)) {
-      for (const auto& p : reads(b))
+      for (const auto& p : b.inputs())
         if (auto it = live.find(p->name); it != live.end()) {
           total -= it->second;
           live.erase(it);

@@ -52,14 +52,6 @@ std::vector<ProxyPtr> proxies_of(const Value& v) {
   return out;
 }
 
-std::vector<ProxyRead> reads(const BoundSymbol& b) {
-  std::vector<ProxyRead> out;
-  auto add = [&](const ProxyPtr& p) { out.emplace_back(p); };
-  for (const auto& a : b.args) for_each_proxy(a, add);
-  for (const auto& [k, v] : b.kwargs) for_each_proxy(v, add);
-  return out;
-}
-
 std::unordered_set<std::string> returned_names(const Trace& t) {
   std::unordered_set<std::string> out;
   for (const auto& p : proxies_of(t.returned())) out.insert(p->name);

@@ -22,22 +22,6 @@ bool is_del(const BoundSymbol& b);
 bool is_clear_collection(const BoundSymbol& b);
 const Symbol& clear_collection_symbol();
 
-// A proxy a statement reads, held by reference to the argument that holds it, valid while the
-// statement is neither changed nor destroyed: passes read every argument of every statement, and
-// a copied ProxyPtr would raise and drop a reference count (a write to the proxy's line) for each.
-class ProxyRead {
- public:
-  explicit ProxyRead(const ProxyPtr& p) : p_(&p) {}
-  const Proxy* operator->() const { return p_->get(); }
-  const Proxy& operator*() const { return **p_; }
-  operator const ProxyPtr&() const { return *p_; }  // NOLINT: a ProxyPtr wherever one is taken
-
- private:
-  const ProxyPtr* p_;
-};
-
-// Proxies read by the arguments and keyword arguments, left to right (repeats kept).
-std::vector<ProxyRead> reads(const BoundSymbol& b);
 // Every proxy inside a value, depth first.
 std::vector<ProxyPtr> proxies_of(const Value& v);
 // Names of the proxies the trace returns.

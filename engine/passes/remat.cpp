@@ -70,7 +70,7 @@ struct ForwardGraph {
     if (p && cheap(*p) && depth < kMaxChainDepth) {
       std::vector<ProxyPtr> out;
       bool ok = true;
-      for (const auto& in : reads(*p)) {
+      for (const auto& in : p->inputs()) {
         const BoundSymbol* q = producer_of(in->name);
         if (q && cheap(*q)) {
           auto sub = leaves(in->name, depth + 1);
@@ -193,7 +193,7 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
   const int64_t after = plan_bytes(dropped, &new_saved);
 
   // Forward: the new saved tuple.
-  auto fw = derive(forward, kPass);
+  auto fw = derive_without_body(forward, kPass);
   {
     std::vector<BoundSymbol> body = has_deletions(forward) ? strip_deletions(forward.body, false) : forward.body;
     for (auto& b : body)
@@ -204,7 +204,10 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
         slot->items = std::move(items);
       }
     fw->body = std::move(body);
-    if (has_deletions(forward)) fw->body = insert_deletions(fw->body, fw->returned(), has_collection_clears(forward));
+    if (has_deletions(forward)) {
+      const Value returned = fw->returned();
+      fw->body = insert_deletions(std::move(fw->body), returned, has_collection_clears(forward));
+    }
   }
 
   // Backward names: forward name -> backward proxy.
@@ -214,7 +217,7 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
   for (const auto& p : backward.params) bw_names.insert(p.proxy->name);
   for (const auto& b : bw_body) {
     for (const auto& o : b.outputs) bw_names.insert(o->name);
-    for (const auto& p : reads(b)) bw_names.insert(p->name);
+    for (const auto& p : b.inputs()) bw_names.insert(p->name);
   }
   auto bw_proxy = [&](const ProxyPtr& fwd) {
     auto it = to_bw.find(fwd->name);
@@ -232,14 +235,14 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
   for (const auto& p : new_saved) new_saved_names.insert(p->name);
   std::set<std::string> bw_reads;
   for (size_t i = inner_at + 1; i < bw_body.size(); ++i)
-    for (const auto& p : reads(bw_body[i])) bw_reads.insert(p->name);
+    for (const auto& p : bw_body[i].inputs()) bw_reads.insert(p->name);
   std::set<size_t> chain;
   std::set<std::string> bw_dropped;  // backward names of dropped values
   std::function<void(const std::string&)> need = [&](const std::string& name) {
     if (new_saved_names.count(name)) return;
     size_t at = g.producer.at(name);
     if (!chain.insert(at).second) return;
-    for (const auto& in : reads(forward.body[at])) need(in->name);
+    for (const auto& in : forward.body[at].inputs()) need(in->name);
   };
   for (const auto& d : dropped) {
     bw_dropped.insert(to_bw[d]->name);
@@ -247,14 +250,14 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
   }
 
   // Backward: new unpack of C0, then the copied chain before the first read of a dropped value.
-  auto bw = derive(backward, kPass);
+  auto bw = derive_without_body(backward, kPass);
   std::vector<BoundSymbol> body;
   std::vector<BoundSymbol> copies;
   for (size_t at : chain) {  // std::set iterates in forward order
     BoundSymbol c = forward.body[at];
     c.header.clear();
     std::map<std::string, ProxyPtr> m;
-    for (const auto& p : reads(c)) m[p->name] = bw_proxy(p);
+    for (const auto& p : c.inputs()) m[p->name] = bw_proxy(p);
     for (const auto& o : c.outputs) m[o->name] = bw_proxy(o);
     rename(c, m);
     copies.push_back(std::move(c));
@@ -268,7 +271,7 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
     }
     if (!inserted && i > inner_at) {
       bool reads_dropped = false;
-      for (const auto& p : reads(b)) reads_dropped = reads_dropped || bw_dropped.count(p->name);
+      for (const auto& p : b.inputs()) reads_dropped = reads_dropped || bw_dropped.count(p->name);
       if (reads_dropped) {
         for (auto& c : copies) body.push_back(std::move(c));
         inserted = true;
@@ -277,7 +280,10 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
     body.push_back(std::move(b));
   }
   bw->body = std::move(body);
-  if (bw_dels) bw->body = insert_deletions(bw->body, bw->returned(), bw_clears);
+  if (bw_dels) {
+    const Value returned = bw->returned();
+    bw->body = insert_deletions(std::move(bw->body), returned, bw_clears);
+  }
 
   RematResult r;
   fw->provenance->milliseconds = timer.elapsed_ms();

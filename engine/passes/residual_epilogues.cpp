@@ -27,7 +27,7 @@ bool alpha_is_one(const BoundSymbol& add) {
 // Whether a member of `region` after its first reads `name`.
 bool read_after_first(const BoundSymbol& region, const std::string& name) {
   for (size_t m = 1; m < region.subsymbols.size(); ++m)
-    for (const auto& p : reads(region.subsymbols[m]))
+    for (const auto& p : region.subsymbols[m].inputs())
       if (p->name == name) return true;
   return false;
 }
@@ -84,7 +84,7 @@ TracePtr residual_epilogues(const Trace& t) {
           }
         }
       }
-      out.push_back(body[i++]);
+      out.push_back(std::move(body[i++]));
     }
     return out;
   });

@@ -22,11 +22,34 @@ bool packs(const BoundSymbol& b) {
   return has_trait(b, "elementwise") || has_trait(b, "shape");
 }
 
+// The names each statement of a body reads, gathered in one walk over its arguments, which the
+// pass then consults three times: of(i) are statement i's, left to right. Views of the proxies'
+// own names, which the body keeps alive.
+class ReadNames {
+ public:
+  explicit ReadNames(const std::vector<BoundSymbol>& body) : first_(body.size() + 1, 0) {
+    for (size_t i = 0; i < body.size(); ++i) {
+      for (const auto& p : body[i].inputs()) names_.emplace_back(p->name);
+      first_[i + 1] = names_.size();
+    }
+  }
+  struct Range {
+    const std::string_view *begin_, *end_;
+    const std::string_view* begin() const { return begin_; }
+    const std::string_view* end() const { return end_; }
+  };
+  Range of(size_t i) const { return {names_.data() + first_[i], names_.data() + first_[i + 1]}; }
+
+ private:
+  std::vector<std::string_view> names_;
+  std::vector<size_t> first_;
+};
+
 // movable[i] per the contract; decided back to front (a statement's readers come after it).
-std::vector<bool> movable_statements(const Trace& t) {
+std::vector<bool> movable_statements(const Trace& t, const ReadNames& read_names) {
   std::unordered_map<std::string_view, std::vector<size_t>> readers;
   for (size_t i = 0; i < t.body.size(); ++i)
-    for (const auto& p : reads(t.body[i])) readers[p->name].push_back(i);
+    for (const auto& name : read_names.of(i)) readers[name].push_back(i);
   std::unordered_set<std::string> returned = returned_names(t);
   std::vector<bool> movable(t.body.size(), false);
   for (size_t i = t.body.size(); i-- > 0;) {
@@ -56,7 +79,8 @@ std::vector<bool> movable_statements(const Trace& t) {
 TracePtr sort_collectives(const Trace& t) {
   PassTimer timer;
   const auto& body = t.body;
-  std::vector<bool> movable = movable_statements(t);
+  const ReadNames read_names(body);
+  std::vector<bool> movable = movable_statements(t, read_names);
 
   // What each statement still waits for: the names it reads that a statement of the body defines.
   std::unordered_map<std::string_view, size_t> producer;
@@ -68,8 +92,8 @@ TracePtr sort_collectives(const Trace& t) {
   for (size_t i = 0; i < body.size(); ++i) {
     if (!movable[i]) continue;
     names.clear();
-    for (const auto& p : reads(body[i]))
-      if (producer.count(p->name)) names.push_back(p->name);
+    for (const auto& name : read_names.of(i))
+      if (producer.count(name)) names.push_back(name);
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
     missing[i] = names.size();
@@ -99,8 +123,8 @@ TracePtr sort_collectives(const Trace& t) {
   // Statement i after whatever it reads that is not out yet (a wait whose collective waits for
   // another wait's result, in a trace that has such chains).
   std::function<void(size_t)> emit_with_inputs = [&](size_t i) {
-    for (const auto& p : reads(body[i])) {
-      auto it = producer.find(p->name);
+    for (const auto& name : read_names.of(i)) {
+      auto it = producer.find(name);
       if (it != producer.end() && !emitted[it->second]) emit_with_inputs(it->second);
     }
     if (!emitted[i]) emit(i);

@@ -41,8 +41,7 @@ std::unique_ptr<Transform> make_autocast_transform() { return std::make_unique<A
 
 TracePtr autocast_computation(const Trace& computation, DType dtype, const std::string& pass) {
   ltorch::register_ops();
-  auto out = derive(computation, pass);
-  out->body.clear();
+  auto out = derive_without_body(computation, pass);
   TraceBuilder b(computation.function_name);
   collectives::reserve_names(b, computation);
   for (const auto& s : computation.body) {

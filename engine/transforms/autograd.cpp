@@ -243,7 +243,7 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
   auto elapsed = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   };
-  auto forward = derive(computation, kGradPassName);
+  auto forward = derive_without_body(computation, kGradPassName);
   forward->body = std::move(fwd.body);
   std::vector<Value> flat_args;
   for (const auto& p : params) flat_args.push_back(Value::of(p.proxy));

@@ -5,6 +5,7 @@
 #include "format/parser.h"
 #include "format/printer.h"
 #include "test_util.h"
+#include "trace_invariants.h"
 
 using namespace tv;
 using tv::testing::fixture_files;
@@ -38,6 +39,35 @@ TEST(Fixtures, EveryFixtureParsesAndReprintsIdentically) {
     if (tv::testing::is_python_print(f)) options.depth = 0;
     EXPECT_EQ(print_trace(*r.trace, options), text) << f;
   }
+}
+
+// What the passes rely on holds in Thunder's own traces: every proxy read is defined, and a
+// decomposition reads only what its statement reads or defines below itself.
+TEST(Fixtures, EveryNameReadIsDefinedAndDecompositionsReadOnlyTheirStatementsReads) {
+  for (const auto& f : tv::testing::all_fixture_files()) {
+    auto r = parse_trace(read_file(f));
+    ASSERT_TRUE(r) << r.error->describe(f.string());
+    EXPECT_EQ(tv::testing::names_read_but_never_defined(*r.trace), std::vector<std::string>{}) << f;
+    EXPECT_EQ(tv::testing::decompositions_reading_outside(*r.trace), std::vector<std::string>{}) << f;
+  }
+}
+
+TEST(Fixtures, TheInvariantChecksReportABreach) {
+  auto parsed = parse_fixture("mlp__fwd__01.txt");
+  ASSERT_TRUE(parsed);
+  Trace t = *parsed;
+  BoundSymbol* gelu = nullptr;
+  for (auto& b : t.body)
+    if (!b.outputs.empty() && b.outputs[0]->name == "t10") gelu = &b;
+  ASSERT_TRUE(gelu);
+  // gelu's first subsymbol made to read x, which gelu itself does not read (and so its own
+  // decomposition now reads what it no longer does)
+  gelu->subsymbols[0].args[0] = Value::of(t.params[0].proxy);
+  EXPECT_EQ(tv::testing::decompositions_reading_outside(t),
+            (std::vector<std::string>{"ltorch.true_divide under ltorch.gelu (t10) reads x",
+                                      "prims.div under ltorch.true_divide (t6) reads input"}));
+  gelu->args[0] = Value::of(make_tensor("t_nowhere", {2}, DType::f32, Device{}));
+  EXPECT_EQ(tv::testing::names_read_but_never_defined(t), std::vector<std::string>{"ltorch.gelu reads t_nowhere"});
 }
 
 TEST(Fixtures, ComputationSignatureSymbolsAndTypes) {

@@ -26,6 +26,7 @@
 #include "replay/eager.h"
 #include "replay/step.h"
 #include "test_util.h"
+#include "trace_invariants.h"
 #include "transforms/autocast.h"
 #include "ops/collectives.h"
 #include "transforms/distributed_state.h"
@@ -213,6 +214,26 @@ TEST(StageHistory, MatchUpToNamesAgreesWithTheTextOverThePipelines) {
     }
   }
   EXPECT_GT(told[NameMatch::different], 0u);  // fsdp's zero-3 forward
+}
+
+// What the passes rely on holds at every stage of every order: every proxy read is defined
+// (collectives::reserve_names reserves parameters and outputs only), and a decomposition reads only
+// what its statement reads or defines below itself (CSE rewrites a decomposition only where its
+// statement reads a rewritten name).
+TEST(StageHistory, EveryStageDefinesWhatItReadsAndItsDecompositionsReadOnlyTheirStatementsReads) {
+  for (const auto& order : std::vector<std::vector<std::string>>{
+           {"jit"}, {"jit", "ddp"}, {"ddp", "jit"}, {"jit", "fsdp"}, {"fsdp", "jit"}, {"jit", "autocast"}}) {
+    for (const std::string model : {"mlp", "llama_mlp", "gpt"}) {
+      SCOPED_TRACE(model + " " + order[0] + (order.size() > 1 ? "," + order[1] : ""));
+      auto built = trace_only(model, order, 2, model == "gpt" ? std::map<std::string, std::string>{{"layers", "2"}}
+                                                               : std::map<std::string, std::string>{});
+      for (auto kind : kTraceKinds)
+        for (const auto& stage : built.stages.of(kind)) {
+          EXPECT_EQ(tv::testing::names_read_but_never_defined(*stage.trace), std::vector<std::string>{}) << stage.pass;
+          EXPECT_EQ(tv::testing::decompositions_reading_outside(*stage.trace), std::vector<std::string>{}) << stage.pass;
+        }
+    }
+  }
 }
 
 constexpr uint64_t kCotangentSeed = 1234;
@@ -411,7 +432,7 @@ TEST(TransformsDdp, AllReducesOverlapTheBackward) {
   for (const auto& p : sorted->params) defined.insert(p.proxy->name);
   for (const auto& b : sorted->body) {
     if (!passes::is_del(b))
-      for (const auto& p : passes::reads(b)) EXPECT_TRUE(defined.count(p->name)) << p->name << " read before defined";
+      for (const auto& p : b.inputs()) EXPECT_TRUE(defined.count(p->name)) << p->name << " read before defined";
     for (const auto& o : b.outputs) defined.insert(o->name);
   }
 }
