@@ -1,5 +1,6 @@
 #include "passes/dce.h"
 
+#include <string_view>
 #include <unordered_set>
 
 #include "passes/pass_util.h"
@@ -17,7 +18,9 @@ bool never_collected(const BoundSymbol& b) {
 
 TracePtr dead_code_elimination(const Trace& t) {
   PassTimer timer;
-  std::unordered_set<std::string> needed = returned_names(t);
+  // Names are views of the proxies' own, which `t` keeps alive.
+  std::unordered_set<std::string_view> needed;
+  for_each_proxy(t.returned(), [&](const ProxyPtr& p) { needed.insert(p->name); });
   std::vector<bool> keep(t.body.size(), false);
   for (size_t i = t.body.size(); i-- > 0;) {
     const BoundSymbol& b = t.body[i];
@@ -29,7 +32,7 @@ TracePtr dead_code_elimination(const Trace& t) {
     for (const auto& p : b.inputs()) needed.insert(p->name);
   }
 
-  std::unordered_set<std::string> defined;
+  std::unordered_set<std::string_view> defined;
   for (const auto& p : t.params) defined.insert(p.proxy->name);
   auto out = derive_without_body(t, "Dead Code Elimination");
   for (size_t i = 0; i < t.body.size(); ++i) {

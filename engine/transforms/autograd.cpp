@@ -16,6 +16,7 @@
 #include <optional>
 #include <unordered_set>
 #include <stdexcept>
+#include <string_view>
 
 #include "format/printer.h"
 #include "ir/builder.h"
@@ -117,18 +118,26 @@ void distribute(TraceBuilder& bwd, Cotangents& cts, const std::unordered_set<std
 }
 
 // Keeps the statements whose outputs the return (transitively) reads.
+// Decided back to front, then the kept statements moved front to back. Names are views of the
+// proxies' own, which `body` and `returned` keep alive.
 std::vector<BoundSymbol> eliminate_dead_code(std::vector<BoundSymbol> body, const Value& returned) {
-  std::unordered_set<std::string> live;
+  std::unordered_set<std::string_view> live;
   for_each_proxy(returned, [&](const ProxyPtr& p) { live.insert(p->name); });
-  std::vector<BoundSymbol> kept;
-  for (auto it = body.rbegin(); it != body.rend(); ++it) {
+  std::vector<bool> keep(body.size(), false);
+  size_t kept_count = 0;
+  for (size_t i = body.size(); i-- > 0;) {
     bool used = false;
-    for (const auto& o : it->outputs) used = used || live.count(o->name);
+    for (const auto& o : body[i].outputs) used = used || live.count(o->name);
     if (!used) continue;
-    for (const auto& p : it->inputs()) live.insert(p->name);
-    kept.push_back(std::move(*it));
+    for (const auto& p : body[i].inputs()) live.insert(p->name);
+    keep[i] = true;
+    ++kept_count;
   }
-  return {kept.rbegin(), kept.rend()};
+  std::vector<BoundSymbol> kept;
+  kept.reserve(kept_count);
+  for (size_t i = 0; i < body.size(); ++i)
+    if (keep[i]) kept.push_back(std::move(body[i]));
+  return kept;
 }
 
 BoundSymbol unpack(const ProxyPtr& from, std::vector<ProxyPtr> into) {
