@@ -72,7 +72,9 @@ Capture run_pipelines(const RunRequest& request, const ProgressFn& progress) {
   capture.model = model_record(request.model_factory ? request.model_factory(request.params)
                                                      : jit::make_model(request.model, request.params),
                                request);
-  auto specs = request.pipelines.empty() ? std::vector<PipelineSpec>{PipelineSpec{{"jit"}}} : request.pipelines;
+  PipelineSpec jit_alone;
+  jit_alone.order = {"jit"};
+  auto specs = request.pipelines.empty() ? std::vector<PipelineSpec>{jit_alone} : request.pipelines;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (progress) progress(static_cast<double>(i) / specs.size(), "pipeline " + specs[i].label());
     capture.pipelines.push_back(run_one(request, specs[i]));
