@@ -69,9 +69,8 @@ std::vector<ProxyPtr> batched(TraceBuilder& b, const std::vector<const BoundSymb
 TracePtr batch_gradients(const Trace& t, int64_t max_bytes) {
   PassTimer timer;
   const std::string pass = "Batch Gradients";
-  auto out = derive(t, pass);
   const auto return_at = t.return_index();
-  if (!return_at) return timer.finish(out, pass);
+  if (!return_at) return timer.finish(derive(t, pass), pass);
   const size_t ret = *return_at;
 
   std::unordered_map<std::string, int> readers;  // by statements other than `del` and the return
@@ -98,7 +97,7 @@ TracePtr batch_gradients(const Trace& t, int64_t max_bytes) {
       batches.back().push_back(&t.body[i]);
     }
   }
-  if (batches.empty()) return timer.finish(out, pass);
+  if (batches.empty()) return timer.finish(derive(t, pass), pass);
 
   TraceBuilder b(t.function_name);
   collectives::reserve_names(b, t);
@@ -107,7 +106,7 @@ TracePtr batch_gradients(const Trace& t, int64_t max_bytes) {
     auto pieces = batched(b, members);
     for (size_t k = 0; k < members.size(); ++k) piece_of[members[k]->outputs[0]->name] = pieces[k];
   }
-  out->body.clear();
+  auto out = derive_without_body(t, pass);
   for (size_t i = 0; i < ret; ++i)
     if (!batched_away[i]) out->body.push_back(t.body[i]);
   for (auto& s : b.trace().body) out->body.push_back(std::move(s));
