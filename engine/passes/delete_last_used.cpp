@@ -19,7 +19,9 @@ std::vector<BoundSymbol> insert_deletions(std::vector<BoundSymbol> body, const V
   std::vector<ProxyPtr> dying;
   std::unordered_set<std::string_view> handled;
   for (const auto& p : proxies_of(returned)) handled.insert(p->name);
-  auto dropped = [&](const BoundSymbol& b) { return is_del(b) || (clear_mutable_collections && is_clear_collection(b)); };
+  auto dropped = [&](const BoundSymbol& b) {
+    return is_del(b) || (clear_mutable_collections && is_clear_collection(b));
+  };
   for (size_t i = body.size(); i-- > 0;) {
     const BoundSymbol& b = body[i];
     if (b.symbol->form == PrintForm::unpack_trivial || dropped(b)) continue;

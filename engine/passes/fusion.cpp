@@ -99,7 +99,8 @@ TracePtr fusion_grouping(const Trace& t) {
       size_t j = i;
       while (j < body.size() && fusible(body[j])) ++j;
       if (j - i >= 2) {
-        std::vector<BoundSymbol> members(std::make_move_iterator(body.begin() + i), std::make_move_iterator(body.begin() + j));
+        std::vector<BoundSymbol> members(std::make_move_iterator(body.begin() + i),
+                                         std::make_move_iterator(body.begin() + j));
         out.push_back(make_fusion_region(std::move(members), read_last, j, next++));
         i = j;
       } else {

@@ -229,8 +229,9 @@ TEST(StageHistory, EveryStageDefinesWhatItReadsAndItsDecompositionsReadOnlyTheir
                                                                : std::map<std::string, std::string>{});
       for (auto kind : kTraceKinds)
         for (const auto& stage : built.stages.of(kind)) {
-          EXPECT_EQ(tv::testing::names_read_but_never_defined(*stage.trace), std::vector<std::string>{}) << stage.pass;
-          EXPECT_EQ(tv::testing::decompositions_reading_outside(*stage.trace), std::vector<std::string>{}) << stage.pass;
+          const std::vector<std::string> none;
+          EXPECT_EQ(tv::testing::names_read_but_never_defined(*stage.trace), none) << stage.pass;
+          EXPECT_EQ(tv::testing::decompositions_reading_outside(*stage.trace), none) << stage.pass;
         }
     }
   }
