@@ -18,9 +18,7 @@ bool never_collected(const BoundSymbol& b) {
 
 TracePtr dead_code_elimination(const Trace& t) {
   PassTimer timer;
-  // Names are views of the proxies' own, which `t` keeps alive.
-  std::unordered_set<std::string_view> needed;
-  for_each_proxy(t.returned(), [&](const ProxyPtr& p) { needed.insert(p->name); });
+  std::unordered_set<std::string_view> needed = returned_names(t);
   std::vector<bool> keep(t.body.size(), false);
   for (size_t i = t.body.size(); i-- > 0;) {
     const BoundSymbol& b = t.body[i];

@@ -40,7 +40,7 @@ std::vector<BoundSymbol> insert_deletions(std::vector<BoundSymbol> body, const V
   out.reserve(body.size() + deletions.size() * (clear_mutable_collections ? 2 : 1));
   auto next = deletions.rbegin();
   for (size_t i = 0; i < body.size(); ++i) {
-    if (body[i].symbol->form != PrintForm::unpack_trivial && dropped(body[i])) continue;
+    if (dropped(body[i])) continue;
     out.push_back(std::move(body[i]));
     if (next == deletions.rend() || next->at != i) continue;
     if (clear_mutable_collections)

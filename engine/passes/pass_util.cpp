@@ -52,9 +52,9 @@ std::vector<ProxyPtr> proxies_of(const Value& v) {
   return out;
 }
 
-std::unordered_set<std::string> returned_names(const Trace& t) {
-  std::unordered_set<std::string> out;
-  for (const auto& p : proxies_of(t.returned())) out.insert(p->name);
+std::unordered_set<std::string_view> returned_names(const Trace& t) {
+  std::unordered_set<std::string_view> out;
+  for_each_proxy(t.returned(), [&](const ProxyPtr& p) { out.insert(p->name); });
   return out;
 }
 

@@ -24,8 +24,8 @@ const Symbol& clear_collection_symbol();
 
 // Every proxy inside a value, depth first.
 std::vector<ProxyPtr> proxies_of(const Value& v);
-// Names of the proxies the trace returns.
-std::unordered_set<std::string> returned_names(const Trace& t);
+// Names of the proxies the trace returns: views of the proxies' own names, valid while `t` lives.
+std::unordered_set<std::string_view> returned_names(const Trace& t);
 
 // Bytes of a tensor proxy (numel x element size); 0 for anything else.
 int64_t tensor_bytes(const Proxy& p);

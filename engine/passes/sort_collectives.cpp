@@ -50,7 +50,7 @@ std::vector<bool> movable_statements(const Trace& t, const ReadNames& read_names
   std::unordered_map<std::string_view, std::vector<size_t>> readers;
   for (size_t i = 0; i < t.body.size(); ++i)
     for (const auto& name : read_names.of(i)) readers[name].push_back(i);
-  std::unordered_set<std::string> returned = returned_names(t);
+  const std::unordered_set<std::string_view> returned = returned_names(t);
   std::vector<bool> movable(t.body.size(), false);
   for (size_t i = t.body.size(); i-- > 0;) {
     const BoundSymbol& b = t.body[i];

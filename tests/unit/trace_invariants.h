@@ -28,18 +28,13 @@ inline std::vector<std::string> names_read_but_never_defined(const Trace& t) {
 }
 
 namespace detail {
-inline void outputs_below(const BoundSymbol& b, std::unordered_set<std::string>& into) {
-  for (const auto& s : b.subsymbols) {
-    for (const auto& o : s.outputs) into.insert(o->name);
-    outputs_below(s, into);
-  }
-}
-
 inline void reads_from_outside(const BoundSymbol& b, std::vector<std::string>& out) {
   if (b.subsymbols.empty()) return;
   std::unordered_set<std::string> allowed;
   for (const auto& p : b.inputs()) allowed.insert(p->name);
-  outputs_below(b, allowed);
+  walk(b.subsymbols, [&](const BoundSymbol& s, int) {
+    for (const auto& o : s.outputs) allowed.insert(o->name);
+  });
   for (const auto& s : b.subsymbols) {
     for (const auto& p : s.inputs())
       if (!allowed.count(p->name))
