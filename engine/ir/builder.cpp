@@ -2,30 +2,14 @@
 
 #include <algorithm>
 
+#include "ir/name_table.h"
+
 namespace tv {
 
 TraceBuilder::TraceBuilder(std::string function_name) : trace_(std::make_shared<Trace>()) {
   trace_->function_name = std::move(function_name);
   levels_.push_back(&trace_->body);
 }
-
-namespace {
-
-// The number of a name the builder writes with the default prefix ("t7" -> 7), -1 for any other
-// name ("t07", "t", "x7", a number too large to index a table of taken numbers by).
-int64_t default_name_number(std::string_view name) {
-  constexpr size_t kMaxDigits = 7;
-  if (name.size() < 2 || name.size() > 1 + kMaxDigits || name[0] != 't') return -1;
-  if (name[1] == '0' && name.size() > 2) return -1;
-  int64_t n = 0;
-  for (char c : name.substr(1)) {
-    if (c < '0' || c > '9') return -1;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
-}  // namespace
 
 std::string TraceBuilder::fresh_name(const std::string& prefix) {
   while (true) {

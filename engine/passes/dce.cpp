@@ -1,8 +1,5 @@
 #include "passes/dce.h"
 
-#include <string_view>
-#include <unordered_set>
-
 #include "passes/pass_util.h"
 
 namespace tv::passes {
@@ -18,19 +15,19 @@ bool never_collected(const BoundSymbol& b) {
 
 TracePtr dead_code_elimination(const Trace& t) {
   PassTimer timer;
-  std::unordered_set<std::string_view> needed = returned_names(t);
+  NameSet needed = returned_names(t);
   std::vector<bool> keep(t.body.size(), false);
   for (size_t i = t.body.size(); i-- > 0;) {
     const BoundSymbol& b = t.body[i];
     if (is_del(b)) continue;  // decided below, once the kept values are known
     bool k = never_collected(b);
-    for (const auto& o : b.outputs) k = k || needed.count(o->name) > 0;
+    for (const auto& o : b.outputs) k = k || needed.contains(o->name);
     if (!k) continue;
     keep[i] = true;
     for (const auto& p : b.inputs()) needed.insert(p->name);
   }
 
-  std::unordered_set<std::string_view> defined;
+  NameSet defined;
   for (const auto& p : t.params) defined.insert(p.proxy->name);
   auto out = derive_without_body(t, "Dead Code Elimination");
   for (size_t i = 0; i < t.body.size(); ++i) {
@@ -39,7 +36,7 @@ TracePtr dead_code_elimination(const Trace& t) {
       BoundSymbol d = b;
       d.args.clear();
       for (const auto& a : b.args)
-        if (!a.is_proxy() || defined.count(a.proxy->name)) d.args.push_back(a);
+        if (!a.is_proxy() || defined.contains(a.proxy->name)) d.args.push_back(a);
       if (!d.args.empty()) out->body.push_back(std::move(d));
       continue;
     }

@@ -1,8 +1,6 @@
 #include "passes/delete_last_used.h"
 
 #include <algorithm>
-#include <string_view>
-#include <unordered_set>
 
 #include "passes/pass_util.h"
 
@@ -17,7 +15,7 @@ std::vector<BoundSymbol> insert_deletions(std::vector<BoundSymbol> body, const V
   };
   std::vector<Deletions> deletions;  // by decreasing `at`
   std::vector<ProxyPtr> dying;
-  std::unordered_set<std::string_view> handled;
+  NameSet handled;
   for (const auto& p : proxies_of(returned)) handled.insert(p->name);
   auto dropped = [&](const BoundSymbol& b) {
     return is_del(b) || (clear_mutable_collections && is_clear_collection(b));
@@ -27,7 +25,7 @@ std::vector<BoundSymbol> insert_deletions(std::vector<BoundSymbol> body, const V
     if (b.symbol->form == PrintForm::unpack_trivial || dropped(b)) continue;
     const size_t begin = dying.size();
     auto consider = [&](const ProxyPtr& p) {
-      if (handled.insert(p->name).second) dying.push_back(p);
+      if (handled.insert(p->name)) dying.push_back(p);
     };
     for (const auto& p : b.outputs) consider(p);
     for (const auto& p : b.inputs()) consider(p);

@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <iterator>
 #include <mutex>
-#include <string_view>
-#include <unordered_set>
-#include <unordered_map>
 
 #include "passes/delete_last_used.h"
 #include "passes/pass_util.h"
@@ -34,18 +31,18 @@ int region_index(const BoundSymbol& b) {
 }  // namespace
 
 BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
-                               const std::unordered_map<std::string_view, size_t>& read_last, size_t end, int index) {
+                               const NameMap<size_t>& read_last, size_t end, int index) {
   BoundSymbol r;
   r.symbol = &fusion_symbol(index);
-  std::unordered_set<std::string_view> defined, taken;
+  NameSet defined, taken;
   for (const auto& m : members) {
     for (const auto& p : m.inputs())
-      if (!defined.count(p->name) && taken.insert(p->name).second) r.args.push_back(Value::of(p));
+      if (!defined.contains(p->name) && taken.insert(p->name)) r.args.push_back(Value::of(p));
     for (const auto& o : m.outputs) defined.insert(o->name);
   }
   for (const auto& m : members)
     for (const auto& o : m.outputs)
-      if (auto it = read_last.find(o->name); it != read_last.end() && it->second >= end) r.outputs.push_back(o);
+      if (const size_t* last = read_last.find(o->name); last && *last >= end) r.outputs.push_back(o);
   if (r.outputs.empty()) r.outputs = members.back().outputs;  // a dead run still defines something
   r.header = members.front().header;
   r.source = members.front().source;  // each member keeps its own
@@ -54,8 +51,8 @@ BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
 }
 
 // One pass over the body, not a set of names per position (quadratic in the body).
-std::unordered_map<std::string_view, size_t> last_reads(const std::vector<BoundSymbol>& body) {
-  std::unordered_map<std::string_view, size_t> read_last;
+NameMap<size_t> last_reads(const std::vector<BoundSymbol>& body) {
+  NameMap<size_t> read_last;
   for (size_t i = 0; i < body.size(); ++i)
     for (const auto& p : body[i].inputs()) read_last[p->name] = i;
   return read_last;

@@ -11,10 +11,9 @@
 // regions, so unfuse(fusion_grouping(t)) is canonically t (without dels). Provenance "Fusion".
 #pragma once
 #include <string>
-#include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "ir/name_table.h"
 #include "ir/trace.h"
 
 namespace tv::passes {
@@ -26,11 +25,11 @@ TracePtr fusion_grouping(const Trace&);
 // return included) shows read at or after `end`, else the last member's. For passes that make
 // regions of their own.
 BoundSymbol make_fusion_region(std::vector<BoundSymbol> members,
-                               const std::unordered_map<std::string_view, size_t>& read_last, size_t end, int index);
+                               const NameMap<size_t>& read_last, size_t end, int index);
 // The last position in `body` reading each name (the return statement included): a region's
 // outputs are its members' outputs read after it. The names are views of the proxies' own, valid
 // while the statements (wherever they are moved) keep their proxies.
-std::unordered_map<std::string_view, size_t> last_reads(const std::vector<BoundSymbol>& body);
+NameMap<size_t> last_reads(const std::vector<BoundSymbol>& body);
 // The K of the next region in a body: one more than any fusionK already in it (0 if none).
 int next_fusion_index(const std::vector<BoundSymbol>& body);
 // The trace with every region replaced by its members (provenance kept).

@@ -52,8 +52,8 @@ std::vector<ProxyPtr> proxies_of(const Value& v) {
   return out;
 }
 
-std::unordered_set<std::string_view> returned_names(const Trace& t) {
-  std::unordered_set<std::string_view> out;
+NameSet returned_names(const Trace& t) {
+  NameSet out;
   for_each_proxy(t.returned(), [&](const ProxyPtr& p) { out.insert(p->name); });
   return out;
 }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/name_table.h"
 #include "ir/trace.h"
 
 namespace tv::passes {
@@ -25,7 +26,7 @@ const Symbol& clear_collection_symbol();
 // Every proxy inside a value, depth first.
 std::vector<ProxyPtr> proxies_of(const Value& v);
 // Names of the proxies the trace returns: views of the proxies' own names, valid while `t` lives.
-std::unordered_set<std::string_view> returned_names(const Trace& t);
+NameSet returned_names(const Trace& t);
 
 // Bytes of a tensor proxy (numel x element size); 0 for anything else.
 int64_t tensor_bytes(const Proxy& p);

@@ -1,7 +1,6 @@
 #include "passes/residual_epilogues.h"
 
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "ops/spellings.h"
@@ -71,8 +70,8 @@ TracePtr residual_epilogues(const Trace& t) {
         const BoundSymbol& add = region ? after.subsymbols[0] : after;
         if (feeds_add(producer, add, &residual_arg)) {
           const std::string& y = producer.outputs[0]->name;
-          auto last = read_last.find(y);
-          if (last != read_last.end() && last->second == i + 1 && !(region && read_after_first(after, y))) {
+          const size_t* last = read_last.find(y);
+          if (last && *last == i + 1 && !(region && read_after_first(after, y))) {
             std::vector<BoundSymbol> members{producer};
             if (region)
               members.insert(members.end(), after.subsymbols.begin(), after.subsymbols.end());

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <functional>
 #include <set>
-#include <string_view>
-#include <unordered_map>
 
 #include "passes/pass_util.h"
 #include "ops/collectives.h"
@@ -22,35 +20,58 @@ bool packs(const BoundSymbol& b) {
   return has_trait(b, "elementwise") || has_trait(b, "shape");
 }
 
-// The names each statement of a body reads, gathered in one walk over its arguments, which the
-// pass then consults three times: of(i) are statement i's, left to right. Views of the proxies'
-// own names, which the body keeps alive.
-class ReadNames {
+// Which statements each statement reads from, as indices: traces are SSA by name, so a name read
+// is a statement read (its only definition), and the pass's tables are arrays over the body
+// instead of tables keyed by name. of(i) are the statements i reads, each once, in increasing
+// order; readers(j) the statements that read j, each once, in increasing order. Names read that no
+// statement defines (the parameters) are left out.
+class Dependencies {
  public:
-  explicit ReadNames(const std::vector<BoundSymbol>& body) : first_(body.size() + 1, 0) {
+  explicit Dependencies(const std::vector<BoundSymbol>& body) {
+    NameMap<size_t> producer;
+    for (size_t i = 0; i < body.size(); ++i)
+      for (const auto& o : body[i].outputs) producer[o->name] = i;
+    reads_.first.assign(body.size() + 1, 0);
     for (size_t i = 0; i < body.size(); ++i) {
-      for (const auto& p : body[i].inputs()) names_.emplace_back(p->name);
-      first_[i + 1] = names_.size();
+      const size_t begin = reads_.items.size();
+      for (const auto& p : body[i].inputs()) {
+        if (const size_t* j = producer.find(p->name)) reads_.items.push_back(*j);
+      }
+      std::sort(reads_.items.begin() + begin, reads_.items.end());
+      reads_.items.erase(std::unique(reads_.items.begin() + begin, reads_.items.end()), reads_.items.end());
+      reads_.first[i + 1] = reads_.items.size();
     }
+    // The transpose, filled in increasing reader order.
+    readers_.first.assign(body.size() + 1, 0);
+    for (size_t j : reads_.items) ++readers_.first[j + 1];
+    for (size_t j = 0; j < body.size(); ++j) readers_.first[j + 1] += readers_.first[j];
+    readers_.items.resize(reads_.items.size());
+    std::vector<size_t> filled(readers_.first.begin(), readers_.first.end() - 1);
+    for (size_t i = 0; i < body.size(); ++i)
+      for (size_t j : of(i)) readers_.items[filled[j]++] = i;
   }
+
   struct Range {
-    const std::string_view *begin_, *end_;
-    const std::string_view* begin() const { return begin_; }
-    const std::string_view* end() const { return end_; }
+    const size_t *begin_, *end_;
+    const size_t* begin() const { return begin_; }
+    const size_t* end() const { return end_; }
+    bool empty() const { return begin_ == end_; }
+    size_t size() const { return static_cast<size_t>(end_ - begin_); }
   };
-  Range of(size_t i) const { return {names_.data() + first_[i], names_.data() + first_[i + 1]}; }
+  Range of(size_t i) const { return reads_.range(i); }
+  Range readers(size_t j) const { return readers_.range(j); }
 
  private:
-  std::vector<std::string_view> names_;
-  std::vector<size_t> first_;
+  struct Lists {  // list k is items[first[k], first[k + 1])
+    std::vector<size_t> first, items;
+    Range range(size_t k) const { return {items.data() + first[k], items.data() + first[k + 1]}; }
+  };
+  Lists reads_, readers_;
 };
 
 // movable[i] per the contract; decided back to front (a statement's readers come after it).
-std::vector<bool> movable_statements(const Trace& t, const ReadNames& read_names) {
-  std::unordered_map<std::string_view, std::vector<size_t>> readers;
-  for (size_t i = 0; i < t.body.size(); ++i)
-    for (const auto& name : read_names.of(i)) readers[name].push_back(i);
-  const std::unordered_set<std::string_view> returned = returned_names(t);
+std::vector<bool> movable_statements(const Trace& t, const Dependencies& deps) {
+  const NameSet returned = returned_names(t);
   std::vector<bool> movable(t.body.size(), false);
   for (size_t i = t.body.size(); i-- > 0;) {
     const BoundSymbol& b = t.body[i];
@@ -59,17 +80,10 @@ std::vector<bool> movable_statements(const Trace& t, const ReadNames& read_names
       continue;
     }
     if (!packs(b)) continue;
-    bool all_movable = true, read = false;
-    for (const auto& o : b.outputs) {
-      all_movable = all_movable && !returned.count(o->name);
-      auto it = readers.find(o->name);
-      if (it == readers.end()) continue;
-      for (size_t r : it->second) {
-        read = true;
-        all_movable = all_movable && movable[r];
-      }
-    }
-    movable[i] = all_movable && read;
+    bool all_movable = !deps.readers(i).empty();
+    for (const auto& o : b.outputs) all_movable = all_movable && !returned.contains(o->name);
+    for (size_t r : deps.readers(i)) all_movable = all_movable && movable[r];
+    movable[i] = all_movable;
   }
   return movable;
 }
@@ -79,26 +93,13 @@ std::vector<bool> movable_statements(const Trace& t, const ReadNames& read_names
 TracePtr sort_collectives(const Trace& t) {
   PassTimer timer;
   const auto& body = t.body;
-  const ReadNames read_names(body);
-  std::vector<bool> movable = movable_statements(t, read_names);
+  const Dependencies deps(body);
+  std::vector<bool> movable = movable_statements(t, deps);
 
-  // What each statement still waits for: the names it reads that a statement of the body defines.
-  std::unordered_map<std::string_view, size_t> producer;
-  for (size_t i = 0; i < body.size(); ++i)
-    for (const auto& o : body[i].outputs) producer[o->name] = i;
+  // What each movable statement still waits for: how many of the statements it reads are not out yet.
   std::vector<size_t> missing(body.size(), 0);
-  std::unordered_map<std::string_view, std::vector<size_t>> blocked;  // name -> movable statements waiting for it
-  std::vector<std::string_view> names;
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (!movable[i]) continue;
-    names.clear();
-    for (const auto& name : read_names.of(i))
-      if (producer.count(name)) names.push_back(name);
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    missing[i] = names.size();
-    for (const auto& n : names) blocked[n].push_back(i);
-  }
+  for (size_t i = 0; i < body.size(); ++i)
+    if (movable[i]) missing[i] = deps.of(i).size();
 
   auto out = derive_without_body(t, "Sort Collectives");
   std::vector<bool> emitted(body.size(), false);
@@ -106,12 +107,8 @@ TracePtr sort_collectives(const Trace& t) {
   auto emit = [&](size_t i) {
     emitted[i] = true;
     out->body.push_back(body[i]);
-    for (const auto& o : body[i].outputs) {
-      auto it = blocked.find(o->name);
-      if (it == blocked.end()) continue;
-      for (size_t m : it->second)
-        if (--missing[m] == 0) ready.insert(m);
-    }
+    for (size_t m : deps.readers(i))
+      if (movable[m] && --missing[m] == 0) ready.insert(m);
   };
   auto emit_ready = [&] {
     while (!ready.empty()) {
@@ -123,10 +120,8 @@ TracePtr sort_collectives(const Trace& t) {
   // Statement i after whatever it reads that is not out yet (a wait whose collective waits for
   // another wait's result, in a trace that has such chains).
   std::function<void(size_t)> emit_with_inputs = [&](size_t i) {
-    for (const auto& name : read_names.of(i)) {
-      auto it = producer.find(name);
-      if (it != producer.end() && !emitted[it->second]) emit_with_inputs(it->second);
-    }
+    for (size_t j : deps.of(i))
+      if (!emitted[j]) emit_with_inputs(j);
     if (!emitted[i]) emit(i);
   };
   for (size_t i = 0; i < body.size(); ++i)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/builder.h"
+#include "ir/name_table.h"
 #include "ir/trace.h"
 #include "ops/ltorch.h"
 #include "passes/dce.h"
@@ -73,4 +74,32 @@ TEST(TraceBuilderNames, FreshNamesSkipReservedOnes) {
   EXPECT_EQ(b.fresh_name("ft"), "ft5");  // one counter for every prefix
   EXPECT_EQ(b.fresh_name(), "t6");
   EXPECT_EQ(b.fresh_name(), "t7");  // "t07" is another name
+}
+
+TEST(NameTables, KeepEveryNameApartWhetherNumberedOrNot) {
+  // "t7" by its number; "t07", "t", "x7", "t_w" and numbers past the array's reach hashed.
+  const std::vector<std::string> names = {"t0", "t7", "t1048575", "t1048576", "t9999999", "t12345678",
+                                          "t07", "t", "x7", "t_w", "t7a"};
+  NameSet set;
+  NameMap<size_t> map;
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_FALSE(set.contains(names[i])) << names[i];
+    EXPECT_TRUE(set.insert(names[i])) << names[i];
+    EXPECT_FALSE(set.insert(names[i])) << names[i];
+    map[names[i]] = i;
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_TRUE(set.contains(names[i])) << names[i];
+    ASSERT_NE(map.find(names[i]), nullptr) << names[i];
+    EXPECT_EQ(*map.find(names[i]), i) << names[i];
+  }
+  for (const char* absent : {"t1", "t6", "t8", "t70", "t1048574", "t10000000", "t00", "y7"}) {
+    EXPECT_FALSE(set.contains(absent)) << absent;
+    EXPECT_EQ(map.find(absent), nullptr) << absent;
+  }
+  auto [entry, made] = map.emplace("t7", 99);
+  EXPECT_FALSE(made);  // an existing entry is kept
+  EXPECT_EQ(*entry, 1u);
+  EXPECT_EQ(default_name_number("t1048576"), 1048576);
+  EXPECT_EQ(default_name_number("t07"), -1);
 }
