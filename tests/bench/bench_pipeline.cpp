@@ -61,6 +61,34 @@ void pipeline_table(const std::vector<int>& depths, const std::vector<std::vecto
     }
 }
 
+// `--passes`: where a row's time goes. Per stage in pipeline order (kind, pass), the median over
+// `builds` builds of the stage's milliseconds and of its microseconds per bound symbol of the trace
+// it made: a pass whose per-symbol time grows with depth is one whose walk outgrows the cache. A
+// pass that made several traces (acquisition, autograd) shows its whole time on each.
+void pass_table(int layers, const std::vector<std::string>& order, int builds) {
+  std::vector<std::vector<double>> ms;
+  std::vector<std::pair<std::string, size_t>> rows;  // "kind: pass", bound symbols
+  for (int i = 0; i < builds; ++i) {
+    auto b = build("gpt", gpt(layers), order);
+    size_t row = 0;
+    for (TraceKind kind : kTraceKinds)
+      for (const auto& stage : b.stages.of(kind)) {
+        if (i == 0) {
+          rows.emplace_back(std::string(trace_kind_name(kind)) + ": " + stage.pass, stage.trace->size());
+          ms.emplace_back();
+        }
+        ms[row++].push_back(stage.milliseconds);
+      }
+  }
+  std::cout << "| stage | bound symbols | ms | us per bsym |\n| --- | --- | --- | --- |\n";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::sort(ms[r].begin(), ms[r].end());
+    const double median = ms[r][ms[r].size() / 2];
+    std::cout << "| " << rows[r].first << " | " << rows[r].second << " | " << median << " | "
+              << median * 1000 / std::max<size_t>(rows[r].second, 1) << " |\n";
+  }
+}
+
 void step_table() {
   std::cout << "\n| model | executor step ms | LibTorch eager step ms | ratio |\n| --- | --- | --- | --- |\n";
   for (auto [model, params] : {std::pair<std::string, std::map<std::string, std::string>>{"mlp", {}}, {"gpt", gpt(2)}}) {
@@ -124,18 +152,23 @@ int main(int argc, char** argv) {
   }
   // `--pipeline LAYERS ORDER [BUILDS]`: that row of the first table alone, one build unless told
   // (for a profiler, and for tests/bench/pipeline_instructions.sh).
-  if ((args.size() == 3 || args.size() == 4) && args[0] == "--pipeline") {
+  const bool passes = !args.empty() && args[0] == "--passes";
+  if ((args.size() == 3 || args.size() == 4) && (args[0] == "--pipeline" || passes)) {
     std::vector<std::string> order;
     for (std::string rest = args[2]; !rest.empty();) {
       auto comma = rest.find(',');
       order.push_back(rest.substr(0, comma));
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
-    pipeline_table({std::stoi(args[1])}, {order}, args.size() == 4 ? std::stoi(args[3]) : 1);
+    if (passes)
+      pass_table(std::stoi(args[1]), order, args.size() == 4 ? std::stoi(args[3]) : 3);
+    else
+      pipeline_table({std::stoi(args[1])}, {order}, args.size() == 4 ? std::stoi(args[3]) : 1);
     return 0;
   }
   if (!args.empty()) {
-    std::cerr << "usage: tv_bench_pipeline [--warm-heap MB] [--pipeline LAYERS ORDER [BUILDS]]   (e.g. --pipeline 32 jit,ddp)\n";
+    std::cerr << "usage: tv_bench_pipeline [--warm-heap MB] [--pipeline|--passes LAYERS ORDER [BUILDS]]   (e.g. --pipeline 32 jit,ddp)\n"
+                 "  --pipeline: that row of the depth table; --passes: that build's time per stage\n";
     return 2;
   }
   pipeline_table({1, 4, 16, 32, 96}, {{"jit"}, {"jit", "ddp"}, {"jit", "fsdp"}});
