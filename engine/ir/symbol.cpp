@@ -1,6 +1,8 @@
 #include "ir/symbol.h"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <stdexcept>
 
 namespace tv {
@@ -35,9 +37,18 @@ SymbolRegistry::SymbolRegistry() {
 }
 
 const Symbol* SymbolRegistry::find(std::string_view name, PrintForm form) const {
+  // Ops look their symbols up by name for every call they record, tens of thousands of times in a
+  // deep model's build, for a few hundred names. Each thread keeps the symbol it found last in a
+  // slot per name's hash; a slot's symbol answers only for its own name and form, and a symbol
+  // lives as long as the process (an opaque one is upgraded in place), so a hit is never stale.
+  thread_local std::array<const Symbol*, 1024> recent{};
+  const Symbol*& slot = recent[(std::hash<std::string_view>()(name) + static_cast<size_t>(form)) % recent.size()];
+  if (slot && slot->form == form && slot->name == name) return slot;
   std::lock_guard lock(mutex_);
   auto it = symbols_.find(std::pair{name, form});
-  return it == symbols_.end() ? nullptr : it->second.get();
+  if (it == symbols_.end()) return nullptr;
+  slot = it->second.get();
+  return slot;
 }
 
 const Symbol& SymbolRegistry::add(Symbol symbol) {
