@@ -73,7 +73,9 @@ bool same_value(const Value& a, const Value& b) {
       return std::equal(a.items.begin(), a.items.end(), b.items.begin(), b.items.end(), same_value);
     case K::dict:
       return std::equal(a.entries.begin(), a.entries.end(), b.entries.begin(), b.entries.end(),
-                        [](const auto& x, const auto& y) { return same_value(x.first, y.first) && same_value(x.second, y.second); });
+                        [](const auto& x, const auto& y) {
+                          return same_value(x.first, y.first) && same_value(x.second, y.second);
+                        });
   }
   return false;
 }

@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!args.empty()) {
-    std::cerr << "usage: tv_bench_pipeline [--warm-heap MB] [--pipeline|--passes LAYERS ORDER [BUILDS]]   (e.g. --pipeline 32 jit,ddp)\n"
+    std::cerr << "usage: tv_bench_pipeline [--warm-heap MB] [--pipeline|--passes LAYERS ORDER [BUILDS]]"
+                 "   (e.g. --pipeline 32 jit,ddp)\n"
                  "  --pipeline: that row of the depth table; --passes: that build's time per stage\n";
     return 2;
   }
