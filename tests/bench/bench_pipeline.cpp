@@ -167,10 +167,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!args.empty()) {
-    std::cerr << "usage: tv_bench_pipeline [--warm-heap MB] [--pipeline|--passes LAYERS ORDER [BUILDS]]"
-                 "   (e.g. --pipeline 32 jit,ddp)\n"
-                 "  --pipeline: that row of the depth table; --passes: that build's time per stage\n";
-    return 2;
+    const bool help = args[0] == "--help" || args[0] == "-h";
+    (help ? std::cout : std::cerr)
+        << "usage: tv_bench_pipeline [--warm-heap MB] [--pipeline|--passes LAYERS ORDER [BUILDS]]"
+           "   (e.g. --pipeline 32 jit,ddp)\n"
+           "  with no option: the depth table (gpt of 1 to 96 layers, three orders), the step and\n"
+           "  rematerialization tables; --pipeline: one row of the depth table; --passes: that\n"
+           "  build's time stage by stage\n";
+    return help ? 0 : 2;
   }
   pipeline_table({1, 4, 16, 32, 96}, {{"jit"}, {"jit", "ddp"}, {"jit", "fsdp"}});
   step_table();
