@@ -2,6 +2,7 @@
 // Thunder's own traces (tests/fixtures/thunder) and on small traces built with the ltorch ops.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -246,6 +247,23 @@ TEST_F(Passes, CseMergesDuplicatesTransitively) {
   // the merged statement's subsymbols read the representative too
   EXPECT_EQ(defining(*out, d->name), nullptr);
   EXPECT_EQ(defining(*out, b->name), nullptr);
+}
+
+TEST_F(Passes, CseMergesCallsWhoseArgumentsPrintAlike) {
+  // Floats by their bits: 0.0 and -0.0 print apart; every NaN prints `float('NaN')`.
+  Small s;
+  auto zero = ltorch::mul(s.b, V(s.x), Value::floating(0.0));
+  auto negative_zero = ltorch::mul(s.b, V(s.x), Value::floating(-0.0));
+  auto nan = ltorch::mul(s.b, V(s.x), Value::floating(std::nan("1")));
+  auto other_nan = ltorch::mul(s.b, V(s.x), Value::floating(std::nan("2")));  // = nan
+  auto half = ltorch::mul(s.b, V(s.x), Value::floating(0.5));
+  auto same_half = ltorch::mul(s.b, V(s.x), Value::floating(0.5));  // = half
+  auto t = s.b.finish(Value::tuple({V(zero), V(negative_zero), V(nan), V(other_nan), V(half), V(same_half)}));
+  auto out = common_subexpression_elimination(*t);
+  EXPECT_EQ(count_symbol(*out, "ltorch.mul"), 4u);
+  EXPECT_EQ(python_text(out->returned()), "(" + zero->name + ", " + negative_zero->name + ", " + nan->name + ", " +
+                                              nan->name + ", " + half->name + ", " + half->name + ")");
+  EXPECT_TRUE(free_reads(*out).empty());
 }
 
 TEST_F(Passes, CseNeverMergesRandomOps) {
