@@ -1,9 +1,10 @@
-// Sets and tables keyed by proxy name, for passes that look up a name for every argument of a trace.
+// Sets and tables keyed by proxy name, for passes that look up a name for every argument of a
+// trace.
 // Contract: a key is a view of a name that outlives the table (a proxy's own name). A name the
 // builder writes ("t7", see default_name_number; below "t1048576") is kept in an array indexed by
-// its number, any other name in a hash table: over a deep trace the lookups then allocate nothing and stay within
-// one small array, where a hash table's nodes lie all over the heap. No iteration (there is no
-// order to promise).
+// its number, any other name in a hash table: over a deep trace the lookups then allocate nothing
+// and stay within one small array, where a hash table's nodes lie all over the heap. No iteration
+// (there is no order to promise).
 #pragma once
 #include <algorithm>
 #include <cstdint>
