@@ -7,7 +7,6 @@
 // by name, as in Thunder). PassTimer measures a pass and names it in the provenance.
 #pragma once
 #include <chrono>
-#include <unordered_set>
 #include <string>
 #include <string_view>
 #include <vector>
