@@ -413,7 +413,7 @@ class Entry {
     for (auto& input : module_.inputs) input.value = std::make_shared<at::Tensor>();
     auto forward = built_.stages.last(TraceKind::forward);
     draws_unseeded_ = forward && std::any_of(forward->body.begin(), forward->body.end(), [](const BoundSymbol& s) {
-                        return s.symbol->has("random") && s.name() != "ltorch.dropout";  // (dropout's mask: the seed input's)
+                        return s.symbol->has(Trait::random) && s.name() != "ltorch.dropout";  // (dropout's mask: the seed input's)
                       });
     keep_local_parts(order, context, source);
   }

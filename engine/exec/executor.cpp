@@ -115,7 +115,7 @@ struct StatementIds {
   bool one_leaf_output = false;      // one output, a tensor, number or string
   bool destructured_output = false;  // `(t0,) = f(...)`: its one output is the item of a one-item sequence
   bool prim = false;                 // Symbol::is_prim
-  bool fusion = false;               // a fusion region (Symbol::has("fusion"))
+  bool fusion = false;               // a fusion region (Symbol::has(Trait::fusion))
   // The symbol's rule as of `rule_generation` (exec_rules_generation(); 0: not looked up).
   mutable std::shared_ptr<const ExecRule> rule;
   mutable uint64_t rule_generation = 0;
@@ -165,7 +165,7 @@ StatementIds statement_ids(const BoundSymbol& b, NameIds& ids) {
   out.one_leaf_output = b.outputs.size() == 1 && is_leaf(*b.outputs[0]);
   out.destructured_output = b.output_target && b.output_target->is_sequence();
   out.prim = b.symbol->is_prim;
-  out.fusion = b.symbol->has("fusion");
+  out.fusion = b.symbol->has(Trait::fusion);
   out.subs.reserve(b.subsymbols.size());
   for (const auto& sub : b.subsymbols) out.subs.push_back(statement_ids(sub, ids));
   return out;
@@ -535,7 +535,7 @@ class Run {
       Scope inner;
       inner.parent = &scope;
       inner.locals.reserve(known ? known->subs.size() : b.subsymbols.size());
-      if (plans_ && (known ? known->fusion : b.symbol->has("fusion")))
+      if (plans_ && (known ? known->fusion : b.symbol->has(Trait::fusion)))
         run_region(b, inner, known);
       else
         for (size_t m = 0; m < b.subsymbols.size(); ++m)

@@ -7,6 +7,18 @@
 
 namespace tv {
 
+uint32_t trait_bits(const std::vector<std::string>& names) {
+  static constexpr std::array<std::string_view, 12> kNames = {
+      "elementwise", "shape", "reduction", "matmul", "collective", "check",
+      "random", "creation", "structural", "fallback", "effect", "fusion"};
+  static_assert(kNames.size() == static_cast<size_t>(Trait::fusion) + 1, "a name for every Trait");
+  uint32_t bits = 0;
+  for (const auto& name : names)
+    for (size_t k = 0; k < kNames.size(); ++k)
+      if (name == kNames[k]) bits |= 1u << k;
+  return bits;
+}
+
 bool Symbol::has(std::string_view trait) const {
   return std::find(traits.begin(), traits.end(), trait) != traits.end();
 }
@@ -23,6 +35,7 @@ SymbolRegistry::SymbolRegistry() {
     s.form = form;
     s.is_prim = true;
     s.traits = {"structural"};
+    s.trait_mask = trait_bits(s.traits);
     auto key = std::pair{s.name, form};
     symbols_[key] = std::make_unique<Symbol>(std::move(s));
   };
@@ -56,6 +69,7 @@ const Symbol& SymbolRegistry::add(Symbol symbol) {
   auto key = std::pair{symbol.name, symbol.form};
   auto& slot = symbols_[key];
   if (slot && !slot->opaque) throw std::logic_error("symbol registered twice: " + symbol.name);
+  symbol.trait_mask = trait_bits(symbol.traits);
   // An opaque symbol made by the parser earlier becomes the real one in place: pointers held by
   // parsed traces stay valid and gain the rules.
   if (slot) *slot = std::move(symbol);

@@ -6,6 +6,7 @@
 // keyed by the symbol's name next to the op family that defines them. Unknown names met by the
 // parser become opaque symbols: printable, never executable.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,6 +36,14 @@ enum class PrintForm {
 
 using SymbolImpl = std::function<Value(TraceBuilder&, const std::vector<Value>& args, const Kwargs& kwargs)>;
 
+// The traits passes ask about (Symbol::traits names them; see there). Passes ask for every
+// statement of every stage, so a symbol keeps them as bits as well.
+enum class Trait : uint8_t {
+  elementwise, shape, reduction, matmul, collective, check, random, creation, structural, fallback, effect, fusion
+};
+// The bits of the traits `names` that Trait names (others have no bit).
+uint32_t trait_bits(const std::vector<std::string>& names);
+
 struct Symbol {
   std::string name;
   PrintForm form = PrintForm::call;
@@ -45,7 +54,10 @@ struct Symbol {
   // "random", "creation", "structural", "fallback" (an ATen operator run as it is), "effect" (writes
   // into an argument: never dropped nor merged).
   std::vector<std::string> traits;
+  // `traits` as bits (trait_bits), set by the registry as it adds the symbol.
+  uint32_t trait_mask = 0;
 
+  bool has(Trait trait) const { return (trait_mask >> static_cast<unsigned>(trait)) & 1u; }
   bool has(std::string_view trait) const;
 };
 

@@ -10,7 +10,7 @@ std::vector<ProxyRead> BoundSymbol::inputs() const {
   return out;
 }
 
-bool is_structural(const BoundSymbol& b) { return b.symbol->form != PrintForm::call && b.symbol->has("structural"); }
+bool is_structural(const BoundSymbol& b) { return b.symbol->form != PrintForm::call && b.symbol->has(Trait::structural); }
 
 std::optional<size_t> Trace::return_index() const {
   for (size_t i = body.size(); i-- > 0;)

@@ -910,7 +910,7 @@ T take_along_dim(TraceBuilder& b, const T& a, const T& indices, int64_t dim) {
 }
 
 bool writes_into_arguments(const BoundSymbol& s) {
-  if (!s.symbol->has("effect")) return false;
+  if (!s.symbol->has(Trait::effect)) return false;
   const std::string& name = s.name();
   bool batch = name == "ltorch.batch_norm" || name == "ltorch.native_batch_norm";
   if (!batch && name != "ltorch.instance_norm") return true;

@@ -46,8 +46,8 @@ void substitute(BoundSymbol& b, const Replacements& r) {
 
 bool mergeable(const BoundSymbol& b) {
   if (b.outputs.empty() || b.symbol->form != PrintForm::call) return false;
-  return !has_trait(b, "random") && !has_trait(b, "collective") && !has_trait(b, "check") &&
-         !has_trait(b, "effect") && !has_trait(b, "structural");
+  return !has_trait(b, Trait::random) && !has_trait(b, Trait::collective) && !has_trait(b, Trait::check) &&
+         !has_trait(b, Trait::effect) && !has_trait(b, Trait::structural);
 }
 
 // Two statements compute the same when they call the same symbol on arguments that print alike,

@@ -8,7 +8,7 @@ namespace {
 bool never_collected(const BoundSymbol& b) {
   if (b.symbol->form == PrintForm::unpack_trivial || b.symbol->form == PrintForm::ret) return true;
   if (b.outputs.empty()) return true;  // del, checks, clears: statements kept for their effect
-  return has_trait(b, "check") || has_trait(b, "collective") || has_trait(b, "effect");
+  return has_trait(b, Trait::check) || has_trait(b, Trait::collective) || has_trait(b, Trait::effect);
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ constexpr const char* kPrefix = "fusion";
 
 bool fusible(const BoundSymbol& b) {
   if (b.symbol->form != PrintForm::call || b.outputs.empty() || is_fusion_region(b)) return false;
-  if (has_trait(b, "random") || has_trait(b, "collective") || has_trait(b, "check")) return false;
-  return has_trait(b, "elementwise") || has_trait(b, "shape");
+  if (has_trait(b, Trait::random) || has_trait(b, Trait::collective) || has_trait(b, Trait::check)) return false;
+  return has_trait(b, Trait::elementwise) || has_trait(b, Trait::shape);
 }
 
 // The index K of a region named fusionK, or -1.
@@ -64,7 +64,7 @@ int next_fusion_index(const std::vector<BoundSymbol>& body) {
   return next;
 }
 
-bool is_fusion_region(const BoundSymbol& b) { return b.symbol->has("fusion"); }
+bool is_fusion_region(const BoundSymbol& b) { return b.symbol->has(Trait::fusion); }
 
 const Symbol& fusion_symbol(int index) {
   static std::mutex mutex;
@@ -77,6 +77,7 @@ const Symbol& fusion_symbol(int index) {
       auto* m = const_cast<Symbol*>(s);
       m->opaque = false;
       m->traits = {"fusion"};
+      m->trait_mask = trait_bits(m->traits);
     }
     return *s;
   }

@@ -28,7 +28,7 @@ TraceMemory trace_memory(const Trace& t) {
         }
       continue;
     }
-    if (has_trait(b, "shape")) continue;
+    if (has_trait(b, Trait::shape)) continue;
     for (const auto& o : b.outputs) add(o);
     if (total > m.peak_live) {
       m.peak_live = total;

@@ -10,22 +10,24 @@ namespace {
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
 
 // Traits a name alone suggests, for opaque leaves (collectives and checks of Thunder printouts).
-bool name_suggests(std::string_view name, std::string_view trait) {
-  if (trait == "collective")
-    return contains(name, "all_reduce") || contains(name, "all_gather") || contains(name, "reduce_scatter") ||
-           contains(name, "_wait") || contains(name, "wait_prim") || contains(name, "synchronize");
-  if (trait == "check") return contains(name, "check_");
-  if (trait == "random") return contains(name, "uniform") || contains(name, "dropout") || contains(name, "philox");
-  return false;
+bool name_suggests(std::string_view name, Trait trait) {
+  switch (trait) {
+    case Trait::collective:
+      return contains(name, "all_reduce") || contains(name, "all_gather") || contains(name, "reduce_scatter") ||
+             contains(name, "_wait") || contains(name, "wait_prim") || contains(name, "synchronize");
+    case Trait::check: return contains(name, "check_");
+    case Trait::random: return contains(name, "uniform") || contains(name, "dropout") || contains(name, "philox");
+    default: return false;
+  }
 }
 
-bool sticky(std::string_view trait) {
-  return trait == "random" || trait == "collective" || trait == "check" || trait == "effect";
+bool sticky(Trait trait) {
+  return trait == Trait::random || trait == Trait::collective || trait == Trait::check || trait == Trait::effect;
 }
 
 }  // namespace
 
-bool has_trait(const BoundSymbol& b, std::string_view trait) {
+bool has_trait(const BoundSymbol& b, Trait trait) {
   const Symbol& s = *b.symbol;
   if (s.has(trait)) return true;
   if (!s.traits.empty()) return false;

@@ -16,7 +16,7 @@
 
 namespace tv::passes {
 
-bool has_trait(const BoundSymbol& b, std::string_view trait);
+bool has_trait(const BoundSymbol& b, Trait trait);
 bool is_del(const BoundSymbol& b);
 // `clear_mutable_collection(x)`: Thunder's backward empties its saved collections with it.
 bool is_clear_collection(const BoundSymbol& b);

@@ -55,9 +55,9 @@ struct ForwardGraph {
   }
 
   bool cheap(const BoundSymbol& b) const {
-    return b.symbol->form == PrintForm::call && b.outputs.size() == 1 && has_trait(b, "elementwise") &&
-           !has_trait(b, "random") && !has_trait(b, "collective") && !has_trait(b, "check") &&
-           !b.symbol->has("fusion");
+    return b.symbol->form == PrintForm::call && b.outputs.size() == 1 && has_trait(b, Trait::elementwise) &&
+           !has_trait(b, Trait::random) && !has_trait(b, Trait::collective) && !has_trait(b, Trait::check) &&
+           !b.symbol->has(Trait::fusion);
   }
 
   // The frontier values `name` is an elementwise function of; nullopt when it is not recomputable

@@ -12,12 +12,12 @@ namespace {
 
 bool is_wait(const BoundSymbol& b) { return b.name() == collectives::kWait; }
 
-bool starts_collective(const BoundSymbol& b) { return has_trait(b, "collective") && !is_wait(b); }
+bool starts_collective(const BoundSymbol& b) { return has_trait(b, Trait::collective) && !is_wait(b); }
 
 bool packs(const BoundSymbol& b) {
   if (is_structural(b) || b.outputs.empty()) return false;
-  if (has_trait(b, "random") || has_trait(b, "check") || has_trait(b, "collective")) return false;
-  return has_trait(b, "elementwise") || has_trait(b, "shape");
+  if (has_trait(b, Trait::random) || has_trait(b, Trait::check) || has_trait(b, Trait::collective)) return false;
+  return has_trait(b, Trait::elementwise) || has_trait(b, Trait::shape);
 }
 
 // Which statements each statement reads from, as indices: traces are SSA by name, so a name read

@@ -47,7 +47,7 @@ Built build_gpt(std::map<std::string, std::string> params, std::vector<std::stri
 std::vector<std::pair<const BoundSymbol*, codegen::RegionPlan>> plans_of(const Trace& trace) {
   std::vector<std::pair<const BoundSymbol*, codegen::RegionPlan>> out;
   for (const auto& b : trace.body)
-    if (b.symbol->has("fusion")) out.emplace_back(&b, codegen::plan_region(b));
+    if (b.symbol->has(Trait::fusion)) out.emplace_back(&b, codegen::plan_region(b));
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "ir/builder.h"
 #include "ops/ltorch.h"
 #include "ops/meta.h"
+#include "passes/fusion.h"
 
 using namespace tv;
 namespace lt = tv::ltorch;
@@ -172,7 +173,7 @@ TEST_F(Ops, UnaryOpsKeepShapeAndMapToTheirPrim) {
     EXPECT_EQ(last().name(), "ltorch." + name);
     ASSERT_EQ(last().subsymbols.size(), 1u);
     EXPECT_EQ(last().subsymbols[0].name(), "prims." + name);
-    EXPECT_TRUE(last().symbol->has("elementwise"));
+    EXPECT_TRUE(last().symbol->has(Trait::elementwise));
   }
   EXPECT_EQ(lt::exp(b, in("i", {3}, DType::i64))->dtype, DType::f32);
 }
@@ -229,7 +230,7 @@ TEST_F(Ops, ReductionsOverSeveralDimsWithKeepdim) {
   EXPECT_NE(printed().find("ltorch.sum(x, None, False, dtype=None)"), std::string::npos) << printed();
   EXPECT_EQ(lt::mean(b, x, {1}, true)->shape, (Shape{2, 1, 4}));
   EXPECT_EQ(lt::amax(b, x, {2})->shape, (Shape{2, 3}));
-  EXPECT_TRUE(last().symbol->has("reduction"));
+  EXPECT_TRUE(last().symbol->has(Trait::reduction));
   EXPECT_EQ(lt::sum(b, in("i", {5}, DType::i32), {0})->dtype, DType::i64);
 }
 
@@ -264,7 +265,7 @@ TEST_F(Ops, MatmulBatchesAndHandlesVectors) {
   EXPECT_EQ(lt::matmul(b, in("h", {3}), in("i", {3}))->shape, (Shape{}));
   EXPECT_EQ(lt::matmul(b, in("j", {2, 1, 2, 3}), in("k", {4, 3, 5}))->shape, (Shape{2, 4, 2, 5}));
   EXPECT_EQ(last().subsymbols.at(0).name(), "prims.matmul");
-  EXPECT_TRUE(last().symbol->has("matmul"));
+  EXPECT_TRUE(last().symbol->has(Trait::matmul));
   // Matrix products do not promote, as in torch: the error names both dtypes and a cast.
   auto mixed = error_of([&] { lt::matmul(b, in("l", {2, 3}, DType::f16), in("m", {3, 2}, DType::f32)); });
   EXPECT_NE(mixed.find("f16 but the second operand is f32"), std::string::npos) << mixed;
@@ -333,7 +334,7 @@ TEST_F(Ops, ShapeOpsRecordConcretePrims) {
             r->name + " = ltorch.reshape(t5, (-1, 10))  # " + r->name + ": \"cuda:0 f32[2, 10]\"");
   EXPECT_EQ(print_statement(last().subsymbols.at(0)),
             r->name + " = prims.reshape(t5, (2, 10))  # " + r->name + ": \"cuda:0 f32[2, 10]\"");
-  EXPECT_TRUE(last().symbol->has("shape"));
+  EXPECT_TRUE(last().symbol->has(Trait::shape));
 
   auto p = lt::permute(b, t5, {1, 0});
   EXPECT_EQ(p->shape, (Shape{10, 2}));
@@ -420,7 +421,7 @@ TEST_F(Ops, DropoutIsSeededAndIdentityInEval) {
   auto d = lt::dropout(b, x, 0.25, 1234);
   EXPECT_EQ(d->shape, (Shape{4, 4}));
   EXPECT_TRUE(d->requires_grad);
-  EXPECT_TRUE(last().symbol->has("random"));
+  EXPECT_TRUE(last().symbol->has(Trait::random));
   EXPECT_NE(printed().find("ltorch.dropout(x, 0.25, 1234, True)"), std::string::npos) << printed();
   EXPECT_NE(printed().find("prims.uniform_philox((4, 4), 0.0, 1.0, torch.device(\"cuda:0\"), torch.float32, 1234, 0)"),
             std::string::npos)
@@ -454,7 +455,7 @@ TEST_F(Ops, CreationOps) {
   EXPECT_EQ(f->shape, (Shape{2, 3}));
   EXPECT_EQ(f->dtype, DType::f32);
   EXPECT_FALSE(f->requires_grad);
-  EXPECT_TRUE(last().symbol->has("creation"));
+  EXPECT_TRUE(last().symbol->has(Trait::creation));
   EXPECT_NE(printed().find("prims.full((2, 3), 7.0, torch.device(\"cpu\"), torch.float32)"), std::string::npos)
       << printed();
   EXPECT_EQ(lt::ones(b, {4}, DType::i64, kCuda)->device, kCuda);
@@ -536,9 +537,28 @@ TEST_F(Ops, RegisterOpsIsIdempotentAndThreadSafe) {
   const Symbol* add = SymbolRegistry::global().find("prims.add");
   ASSERT_NE(add, nullptr);
   EXPECT_TRUE(add->is_prim);
-  EXPECT_TRUE(add->has("elementwise"));
+  EXPECT_TRUE(add->has(Trait::elementwise));
   for (const char* name : {"prims.linear", "prims.matmul", "ltorch.linear"})
-    EXPECT_TRUE(SymbolRegistry::global().find(name)->has("matmul")) << name;
-  EXPECT_TRUE(SymbolRegistry::global().find("prims.uniform_philox")->has("random"));
-  EXPECT_TRUE(SymbolRegistry::global().find("prims.reshape")->has("shape"));
+    EXPECT_TRUE(SymbolRegistry::global().find(name)->has(Trait::matmul)) << name;
+  EXPECT_TRUE(SymbolRegistry::global().find("prims.uniform_philox")->has(Trait::random));
+  EXPECT_TRUE(SymbolRegistry::global().find("prims.reshape")->has(Trait::shape));
+}
+
+// Passes ask a symbol's traits as bits; the bits must say what the names say, for every symbol,
+// including those upgraded in place after the parser made them opaque.
+TEST_F(Ops, EverySymbolKnowsItsTraitsAsBitsAndByName) {
+  lt::register_ops();
+  SymbolRegistry::global().find_or_opaque("fusion977", PrintForm::call);  // as the parser meets it first
+  EXPECT_TRUE(passes::fusion_symbol(977).has(Trait::fusion));
+  const std::vector<std::pair<Trait, const char*>> traits = {
+      {Trait::elementwise, "elementwise"}, {Trait::shape, "shape"},   {Trait::reduction, "reduction"},
+      {Trait::matmul, "matmul"},           {Trait::collective, "collective"}, {Trait::check, "check"},
+      {Trait::random, "random"},           {Trait::creation, "creation"}, {Trait::structural, "structural"},
+      {Trait::fallback, "fallback"},       {Trait::effect, "effect"},   {Trait::fusion, "fusion"}};
+  size_t with_traits = 0;
+  for (const Symbol* s : SymbolRegistry::global().all()) {
+    with_traits += s->trait_mask != 0;
+    for (const auto& [bit, name] : traits) EXPECT_EQ(s->has(bit), s->has(name)) << s->name << " " << name;
+  }
+  EXPECT_GT(with_traits, 100u);
 }

@@ -306,7 +306,7 @@ namespace {
 
 bool fusible_outside(const BoundSymbol& b) {
   return !is_fusion_region(b) && b.symbol->form == PrintForm::call && !b.outputs.empty() &&
-         (has_trait(b, "elementwise") || has_trait(b, "shape"));
+         (has_trait(b, Trait::elementwise) || has_trait(b, Trait::shape));
 }
 
 // Regions are maximal: no region or fusible statement stands next to a region, and no two

@@ -118,7 +118,7 @@ TEST(SourceProvenance, ZooStatementsAndTheirGradientsNameTheModelDefinition) {
   }
   EXPECT_EQ(zoo_lines.size(), 3u);  // fc1, gelu, fc2
   bool fused = false;
-  for (const auto& b : forward.body) fused = fused || b.symbol->has("fusion");
+  for (const auto& b : forward.body) fused = fused || b.symbol->has(Trait::fusion);
   EXPECT_TRUE(fused) << "the last forward stage of mlp under jit has a fusion region";
   // fc2's line: its forward statement, and in every backward stage the matmuls of its gradients.
   const BoundSymbol* fc2 = nullptr;

@@ -78,7 +78,7 @@ TracePtr normalised(const Trace& t) {
   for (auto& p : out->params) p.proxy = on_cpu(p.proxy);
   for (const auto& b : t.body) {
     if (b.symbol->form == PrintForm::del || b.name() == "clear_mutable_collection") continue;
-    if (b.symbol->has("fusion") || b.name().rfind("fusion", 0) == 0) {
+    if (b.symbol->has(Trait::fusion) || b.name().rfind("fusion", 0) == 0) {
       for (auto c : b.subsymbols) {
         to_cpu(c);
         out->body.push_back(std::move(c));
