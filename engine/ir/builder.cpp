@@ -62,7 +62,9 @@ Value TraceBuilder::call(const Symbol& symbol, std::vector<Value> args, Kwargs k
     b.header = std::move(pending_header_);
     pending_header_.clear();
   }
-  levels_.push_back(&b.subsymbols.mutable_vec());
+  // A prim records nothing below it: its subsymbols get a buffer only when there are some.
+  std::vector<BoundSymbol> subsymbols;
+  levels_.push_back(&subsymbols);
   Value out;
   try {
     out = symbol.impl(*this, b.args, b.kwargs);
@@ -73,7 +75,10 @@ Value TraceBuilder::call(const Symbol& symbol, std::vector<Value> args, Kwargs k
     throw OpError(symbol.name + "(" + describe_args(b.args, b.kwargs) + "): " + e.what() + where);
   }
   levels_.pop_back();
-  for_each_proxy(out, [&](const ProxyPtr& p) { b.outputs.push_back(p); });
+  if (!subsymbols.empty()) b.subsymbols = std::move(subsymbols);
+  std::vector<ProxyPtr> outputs;
+  for_each_proxy(out, [&](const ProxyPtr& p) { outputs.push_back(p); });
+  b.outputs = std::move(outputs);
   levels_.back()->push_back(std::move(b));
   return out;
 }
