@@ -36,40 +36,49 @@ BuiltPipeline build(const std::string& model, const std::map<std::string, std::s
 
 // `repeats` builds per row, the median reported (0: 3 below 32 layers, 1 from 32 up). A build is
 // the pipeline of a model made before it (acquisition, autograd, the transforms, the passes); the
-// model's making (its weights drawn, 19 MB at 96 layers) is timed apart, as "model ms".
+// model's making (its weights drawn, 19 MB at 96 layers) is timed apart, as "model ms", and so is
+// the freeing of a build (every stage's trace), as "free ms".
 void pipeline_table(const std::vector<int>& depths, const std::vector<std::vector<std::string>>& orders, int repeats = 0) {
-  std::cout << "| gpt layers | order | forward bsyms | backward bsyms | pipeline ms | us per bsym | model ms |\n"
-               "| --- | --- | --- | --- | --- | --- | --- |\n";
+  std::cout << "| gpt layers | order | forward bsyms | backward bsyms | pipeline ms | us per bsym | model ms | free ms |\n"
+               "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (int layers : depths)
     for (const auto& order : orders) {
       BuiltPipeline b;
       int n = repeats > 0 ? repeats : layers >= 32 ? 1 : 3;
-      std::vector<double> model_us, build_us;
+      std::vector<double> model_us, build_us, free_us;
+      auto free_build = [&] { free_us.push_back(bench::median_us(1, [&] { b = BuiltPipeline{}; })); };
       for (int i = 0; i < n; ++i) {
         jit::Module m;
         model_us.push_back(bench::median_us(1, [&] { m = jit::make_model("gpt", gpt(layers)); }));
+        if (i > 0) free_build();
         build_us.push_back(bench::median_us(1, [&] { b = build_pipeline(m, ValidatedOrder(order), TransformContext{}); }));
       }
-      std::sort(build_us.begin(), build_us.end());
-      std::sort(model_us.begin(), model_us.end());
-      const double us = build_us[n / 2];
       size_t f = b.stages.last(TraceKind::forward)->size(), bw = b.stages.last(TraceKind::backward)->size();
+      free_build();
+      for (auto* v : {&build_us, &model_us, &free_us}) std::sort(v->begin(), v->end());
+      const double us = build_us[n / 2];
       std::string label;
       for (const auto& o : order) label += (label.empty() ? "" : ",") + o;
       std::cout << "| " << layers << " | " << label << " | " << f << " | " << bw << " | " << us / 1000 << " | "
-                << us / (f + bw) << " | " << model_us[n / 2] / 1000 << " |\n";
+                << us / (f + bw) << " | " << model_us[n / 2] / 1000 << " | " << free_us[n / 2] / 1000 << " |\n";
     }
 }
 
 // `--passes`: where a row's time goes. Per stage in pipeline order (kind, pass), the median over
 // `builds` builds of the stage's milliseconds and of its microseconds per bound symbol of the trace
 // it made: a pass whose per-symbol time grows with depth is one whose walk outgrows the cache. A
-// pass that made several traces (acquisition, autograd) shows its whole time on each.
+// pass that made several traces (acquisition, autograd) shows its whole time on each. The last row
+// is the whole build (what the stages leave out: the transforms' setup between them).
 void pass_table(int layers, const std::vector<std::string>& order, int builds) {
   std::vector<std::vector<double>> ms;
   std::vector<std::pair<std::string, size_t>> rows;  // "kind: pass", bound symbols
+  std::vector<double> whole_ms;
+  size_t final_bsyms = 0;
   for (int i = 0; i < builds; ++i) {
-    auto b = build("gpt", gpt(layers), order);
+    auto m = jit::make_model("gpt", gpt(layers));
+    BuiltPipeline b;
+    whole_ms.push_back(bench::median_us(1, [&] { b = build_pipeline(m, ValidatedOrder(order), TransformContext{}); }) / 1000);
+    final_bsyms = b.stages.last(TraceKind::forward)->size() + b.stages.last(TraceKind::backward)->size();
     size_t row = 0;
     for (TraceKind kind : kTraceKinds)
       for (const auto& stage : b.stages.of(kind)) {
@@ -87,6 +96,10 @@ void pass_table(int layers, const std::vector<std::string>& order, int builds) {
     std::cout << "| " << rows[r].first << " | " << rows[r].second << " | " << median << " | "
               << median * 1000 / std::max<size_t>(rows[r].second, 1) << " |\n";
   }
+  std::sort(whole_ms.begin(), whole_ms.end());
+  const double whole = whole_ms[whole_ms.size() / 2];
+  std::cout << "| the whole build (final forward and backward) | " << final_bsyms << " | " << whole << " | "
+            << whole * 1000 / std::max<size_t>(final_bsyms, 1) << " |\n";
 }
 
 void step_table() {
