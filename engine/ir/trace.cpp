@@ -4,6 +4,7 @@ namespace tv {
 
 std::vector<ProxyRead> BoundSymbol::inputs() const {
   std::vector<ProxyRead> out;
+  out.reserve(args.size() + kwargs.size());  // mostly one proxy per argument: one allocation
   auto add = [&](const ProxyPtr& p) { out.emplace_back(p); };
   for (const auto& a : args) for_each_proxy(a, add);
   for (const auto& [k, v] : kwargs) for_each_proxy(v, add);

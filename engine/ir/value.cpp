@@ -90,15 +90,6 @@ void append_python_text(std::string& out, const Value& v) {
   out += "None";
 }
 
-void for_each_proxy(const Value& v, const std::function<void(const ProxyPtr&)>& fn) {
-  if (v.kind == Value::Kind::proxy && v.proxy) fn(v.proxy);
-  for (const auto& x : v.items) for_each_proxy(x, fn);
-  for (const auto& [k, x] : v.entries) {
-    for_each_proxy(k, fn);
-    for_each_proxy(x, fn);
-  }
-}
-
 Value map_proxies(const Value& v, const std::function<ProxyPtr(const ProxyPtr&)>& fn) {
   Value out = v;
   if (out.kind == Value::Kind::proxy && out.proxy) out.proxy = fn(out.proxy);

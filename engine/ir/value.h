@@ -60,8 +60,17 @@ using Kwargs = std::vector<std::pair<std::string, Value>>;
 
 std::string python_text(const Value&);
 void append_python_text(std::string& out, const Value&);  // python_text appended to `out`
-// Calls `fn` on every proxy inside `v`, depth first, left to right.
-void for_each_proxy(const Value& v, const std::function<void(const ProxyPtr&)>& fn);
+// Calls `fn` on every proxy inside `v`, depth first, left to right. Inline: passes call it for every
+// argument of every statement, mostly on a lone proxy.
+template <class Fn>
+void for_each_proxy(const Value& v, Fn&& fn) {
+  if (v.kind == Value::Kind::proxy && v.proxy) fn(v.proxy);
+  for (const auto& x : v.items) for_each_proxy(x, fn);
+  for (const auto& [k, x] : v.entries) {
+    for_each_proxy(k, fn);
+    for_each_proxy(x, fn);
+  }
+}
 // Rebuilds `v` with each proxy replaced by `fn(proxy)`.
 Value map_proxies(const Value& v, const std::function<ProxyPtr(const ProxyPtr&)>& fn);
 
