@@ -7,15 +7,18 @@
 
 namespace tv {
 
-uint32_t trait_bits(const std::vector<std::string>& names) {
-  static constexpr std::array<std::string_view, 12> kNames = {
+std::string_view trait_name(Trait trait) {
+  static constexpr std::array<std::string_view, kTraitCount> kNames = {
       "elementwise", "shape", "reduction", "matmul", "collective", "check",
       "random", "creation", "structural", "fallback", "effect", "fusion"};
-  static_assert(kNames.size() == static_cast<size_t>(Trait::fusion) + 1, "a name for every Trait");
+  return kNames[static_cast<size_t>(trait)];
+}
+
+uint32_t trait_bits(const std::vector<std::string>& names) {
   uint32_t bits = 0;
   for (const auto& name : names)
-    for (size_t k = 0; k < kNames.size(); ++k)
-      if (name == kNames[k]) bits |= 1u << k;
+    for (size_t k = 0; k < kTraitCount; ++k)
+      if (name == trait_name(static_cast<Trait>(k))) bits |= 1u << k;
   return bits;
 }
 

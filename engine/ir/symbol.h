@@ -41,6 +41,9 @@ using SymbolImpl = std::function<Value(TraceBuilder&, const std::vector<Value>& 
 enum class Trait : uint8_t {
   elementwise, shape, reduction, matmul, collective, check, random, creation, structural, fallback, effect, fusion
 };
+inline constexpr size_t kTraitCount = static_cast<size_t>(Trait::fusion) + 1;
+// The name a symbol's `traits` spell the trait with ("elementwise").
+std::string_view trait_name(Trait);
 // The bits of the traits `names` that Trait names (others have no bit).
 uint32_t trait_bits(const std::vector<std::string>& names);
 
