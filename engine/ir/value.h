@@ -17,8 +17,9 @@ namespace tv {
 struct Value {
   enum class Kind : uint8_t { none, boolean, integer, floating, string, dtype, device, proxy, name, tuple, list, dict };
   // The members a walk over a trace's proxies reads (for_each_proxy: the kind, the proxy, the items
-  // and entries) come first, in the first 64 bytes: passes walk every argument of every statement,
-  // and on a trace larger than a core's cache each line a value spreads over is a miss.
+  // and entries) come first: passes walk every argument of every statement, and on a trace larger
+  // than a core's cache each line a value spreads over is a miss. Only a tuple or list has items,
+  // only a dict entries; the walk reads no further than the kind says.
   Kind kind = Kind::none;
   bool b = false;
   DType dtype = DType::f32;
@@ -61,14 +62,26 @@ using Kwargs = std::vector<std::pair<std::string, Value>>;
 std::string python_text(const Value&);
 void append_python_text(std::string& out, const Value&);  // python_text appended to `out`
 // Calls `fn` on every proxy inside `v`, depth first, left to right. Inline: passes call it for every
-// argument of every statement, mostly on a lone proxy.
+// argument of every statement, mostly on a lone proxy, whose walk then reads the kind and the
+// proxy and nothing further into the value.
 template <class Fn>
 void for_each_proxy(const Value& v, Fn&& fn) {
-  if (v.kind == Value::Kind::proxy && v.proxy) fn(v.proxy);
-  for (const auto& x : v.items) for_each_proxy(x, fn);
-  for (const auto& [k, x] : v.entries) {
-    for_each_proxy(k, fn);
-    for_each_proxy(x, fn);
+  switch (v.kind) {
+    case Value::Kind::proxy:
+      if (v.proxy) fn(v.proxy);
+      return;
+    case Value::Kind::tuple:
+    case Value::Kind::list:
+      for (const auto& x : v.items) for_each_proxy(x, fn);
+      return;
+    case Value::Kind::dict:
+      for (const auto& [k, x] : v.entries) {
+        for_each_proxy(k, fn);
+        for_each_proxy(x, fn);
+      }
+      return;
+    default:
+      return;
   }
 }
 // Rebuilds `v` with each proxy replaced by `fn(proxy)`.
