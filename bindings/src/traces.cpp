@@ -38,7 +38,7 @@ py::dict bound_symbol_dict(const BoundSymbol& b, const SourceRef& parent_source)
   for (const auto& o : b.outputs) outs.append(o->name);
   d["outputs"] = outs;
   d["args"] = args_text(b);
-  d["header"] = b.header;
+  d["header"] = b.header ? *b.header : std::string();
   d["statement"] = print_statement(b);
   py::list subs;
   for (const auto& s : b.subsymbols) subs.append(bound_symbol_dict(s, source));

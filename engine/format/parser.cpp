@@ -583,7 +583,7 @@ class TraceParser {
         size_t first = i;
         content = logical_line(i, indent).substr(indent);
         BoundSymbol b = continued_statement(first, content, column);
-        b.header = std::move(header);
+        b.header = make_source(header);
         header.clear();
         add_top_level(t, std::move(b));
       } else {
@@ -688,7 +688,7 @@ class TraceParser {
     b.outputs = {scope_.define(a.name, &a.type, column)};
     if (auto param = param_index_.find(a.name); param != param_index_.end())
       t.params[param->second].proxy = b.outputs[0];
-    b.header = std::move(header);
+    b.header = make_source(header);
     header.clear();
     add_top_level(t, std::move(b));
   }

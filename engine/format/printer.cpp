@@ -142,11 +142,11 @@ void print_body(std::string& out, const std::vector<BoundSymbol>& body, int dept
     if (owners) owners->insert(owners->end(), lines, b);
   };
   for (const auto& b : body) {
-    if (depth == 0 && headers && !b.header.empty()) {
+    if (depth == 0 && headers && b.header && !b.header->empty()) {
       out += "\n";
       begin_line(out, 0);
       out += "# ";
-      out += b.header;
+      out += *b.header;
       owned_by(nullptr, 2);
     }
     if (b.symbol->form == PrintForm::unpack_sequence && !b.outputs.empty()) {

@@ -60,7 +60,7 @@ Value TraceBuilder::call(const Symbol& symbol, std::vector<Value> args, Kwargs k
   bool top = levels_.size() == 1;
   if (top) {
     b.header = std::move(pending_header_);
-    pending_header_.clear();
+    pending_header_ = nullptr;
   }
   // A prim records nothing below it: its subsymbols get a buffer only when there are some.
   std::vector<BoundSymbol> subsymbols;
@@ -85,10 +85,9 @@ Value TraceBuilder::call(const Symbol& symbol, std::vector<Value> args, Kwargs k
 
 void TraceBuilder::emit(BoundSymbol b) {
   if (!b.source && !is_structural(b)) b.source = location_ref_;
-  if (levels_.size() == 1 && b.header.empty() && b.symbol->form != PrintForm::unpack_trivial &&
-      !pending_header_.empty()) {
+  if (levels_.size() == 1 && !b.header && b.symbol->form != PrintForm::unpack_trivial && pending_header_) {
     b.header = std::move(pending_header_);
-    pending_header_.clear();
+    pending_header_ = nullptr;
   }
   levels_.back()->push_back(std::move(b));
 }
@@ -97,7 +96,7 @@ void TraceBuilder::set_location(std::string location) {
   if (location == location_) return;
   location_ = std::move(location);
   location_ref_ = make_source(location_);
-  pending_header_ = location_;
+  pending_header_ = location_ref_;
 }
 
 TracePtr TraceBuilder::finish(Value returned, std::vector<std::string> return_tags) {

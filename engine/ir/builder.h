@@ -57,7 +57,7 @@ class TraceBuilder {
   int counter_ = 0;
   std::string location_;
   SourceRef location_ref_;  // location_, shared by the statements recorded under it
-  std::string pending_header_;
+  SourceRef pending_header_;  // the header of the next top-level statement: location_ when it changed
 };
 
 // True when any tensor proxy inside the values requires grad.

@@ -4,10 +4,11 @@
 // is seen through this one only. A stage copies the previous stage's statements and changes a
 // few: their decompositions (subsymbols) are then shared, not copied. Not for one object changed
 // from several threads (a std::vector is not either); reading shared buffers from several threads
-// is safe.
+// is safe, and so is copying them (the count is atomic).
+// A CowVector is one pointer: a statement holds five of them, and a stage copies every statement.
 #pragma once
+#include <atomic>
 #include <initializer_list>
-#include <memory>
 #include <utility>
 #include <vector>
 
@@ -21,11 +22,26 @@ class CowVector {
   using iterator = typename std::vector<T>::iterator;
 
   CowVector() = default;
-  CowVector(std::vector<T> v) : buffer_(v.empty() ? nullptr : std::make_shared<std::vector<T>>(std::move(v))) {}  // NOLINT
-  CowVector(std::initializer_list<T> items) : CowVector(std::vector<T>(items)) {}
+  CowVector(std::vector<T> v) : buffer_(v.empty() ? nullptr : new Buffer{std::move(v)}) {}  // NOLINT
+  CowVector(std::initializer_list<T> items) : buffer_(items.size() ? new Buffer{std::vector<T>(items)} : nullptr) {}
+  CowVector(const CowVector& o) : buffer_(o.buffer_) {
+    if (buffer_) buffer_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  CowVector(CowVector&& o) noexcept : buffer_(std::exchange(o.buffer_, nullptr)) {}
+  CowVector& operator=(const CowVector& o) {
+    CowVector copy(o);
+    std::swap(buffer_, copy.buffer_);
+    return *this;
+  }
+  CowVector& operator=(CowVector&& o) noexcept {
+    CowVector moved(std::move(o));
+    std::swap(buffer_, moved.buffer_);
+    return *this;
+  }
+  ~CowVector() { release(); }
 
   // Reads.
-  const std::vector<T>& vec() const { return buffer_ ? *buffer_ : no_items(); }
+  const std::vector<T>& vec() const { return buffer_ ? buffer_->items : no_items(); }
   operator const std::vector<T>&() const { return vec(); }  // NOLINT: read as a vector
   size_t size() const { return vec().size(); }
   bool empty() const { return vec().empty(); }
@@ -40,11 +56,14 @@ class CowVector {
 
   // Changes: on this vector's own buffer.
   std::vector<T>& mutable_vec() {
-    if (!buffer_)
-      buffer_ = std::make_shared<std::vector<T>>();
-    else if (buffer_.use_count() > 1)
-      buffer_ = std::make_shared<std::vector<T>>(*buffer_);
-    return *buffer_;
+    if (!buffer_) {
+      buffer_ = new Buffer{};
+    } else if (buffer_->refs.load(std::memory_order_acquire) > 1) {
+      auto* own = new Buffer{buffer_->items};
+      release();
+      buffer_ = own;
+    }
+    return buffer_->items;
   }
   T& operator[](size_t i) { return mutable_vec()[i]; }
   T& at(size_t i) { return mutable_vec().at(i); }
@@ -59,17 +78,29 @@ class CowVector {
     return mutable_vec().emplace_back(std::forward<Args>(args)...);
   }
   void reserve(size_t n) { mutable_vec().reserve(n); }
-  void clear() { buffer_.reset(); }
+  void clear() {
+    release();
+    buffer_ = nullptr;
+  }
 
   friend bool operator==(const CowVector& a, const CowVector& b) { return a.shares_with(b) || a.vec() == b.vec(); }
   friend bool operator!=(const CowVector& a, const CowVector& b) { return !(a == b); }
 
  private:
+  struct Buffer {
+    std::vector<T> items;
+    std::atomic<long> refs{1};
+  };
   static const std::vector<T>& no_items() {
     static const std::vector<T> none;
     return none;
   }
-  std::shared_ptr<std::vector<T>> buffer_;
+  void release() {
+    if (buffer_ && buffer_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete buffer_;
+  }
+  Buffer* buffer_ = nullptr;
 };
+
+static_assert(sizeof(CowVector<int>) == sizeof(void*));
 
 }  // namespace tv

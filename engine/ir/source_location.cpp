@@ -44,7 +44,7 @@ void implied_level(const std::vector<BoundSymbol>& body, SourceRef parent, bool 
       if (is_structural(b)) {
         own = nullptr;
       } else {
-        if (!b.header.empty() && !(previous && *previous == b.header)) previous = make_source(b.header);
+        if (b.header && !b.header->empty() && !same_source(previous, b.header)) previous = b.header;
         own = previous;
       }
     }

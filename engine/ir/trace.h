@@ -44,7 +44,9 @@ struct BoundSymbol {
   // Rarely set, never changed once made: shared, so that a statement costs a pointer for it.
   std::shared_ptr<const Value> output_target;
   CowVector<BoundSymbol> subsymbols;      // its decomposition, one level down (shared by copies until changed)
-  std::string header;                     // source location printed as a comment above it
+  // The source location printed as a comment above it; null for none. Shared (the builder gives it
+  // the text of `source`), so that copying a statement copies no text.
+  SourceRef header;
   // The source line it came from (ir/source_location.h), at every level; null for none (a subsymbol
   // then has its parent's). Unlike the header, every statement of a source line carries it.
   SourceRef source;

@@ -255,7 +255,7 @@ RematResult rematerialize(const Trace& forward, const Trace& backward) {
   std::vector<BoundSymbol> copies;
   for (size_t at : chain) {  // std::set iterates in forward order
     BoundSymbol c = forward.body[at];
-    c.header.clear();
+    c.header = nullptr;
     std::map<std::string, ProxyPtr> m;
     for (const auto& p : c.inputs()) m[p->name] = bw_proxy(p);
     for (const auto& o : c.outputs) m[o->name] = bw_proxy(o);

@@ -45,7 +45,7 @@ struct ForwardSweep {
 
   // `header` is printed above the statement; `parent_source` is the source of the statement `b` is a
   // piece of, for a subsymbol that has none of its own.
-  void visit(const BoundSymbol& b, const std::string& header, const SourceRef& parent_source = nullptr) {
+  void visit(const BoundSymbol& b, const SourceRef& header, const SourceRef& parent_source = nullptr) {
     const SourceRef& source = b.source ? b.source : parent_source;
     bool touches = false;
     for (const auto& p : b.inputs()) touches = touches || diff.count(p->name);
@@ -60,7 +60,7 @@ struct ForwardSweep {
     if (decompose && b.subsymbols.empty())
       throw std::runtime_error("autograd: no gradient rule for '" + b.name() + "' and no decomposition to differentiate");
     if (decompose) {
-      for (size_t i = 0; i < b.subsymbols.size(); ++i) visit(b.subsymbols[i], i == 0 ? header : std::string(), source);
+      for (size_t i = 0; i < b.subsymbols.size(); ++i) visit(b.subsymbols[i], i == 0 ? header : nullptr, source);
       return;
     }
     if (touches) return record(b, header, source);
@@ -70,7 +70,7 @@ struct ForwardSweep {
   }
 
   // A differentiable statement: into the forward and onto the tape.
-  void record(const BoundSymbol& b, const std::string& header, const SourceRef& source = nullptr) {
+  void record(const BoundSymbol& b, const SourceRef& header, const SourceRef& source = nullptr) {
     body.push_back(b);
     body.back().header = header;
     if (source) body.back().source = source;

@@ -260,7 +260,7 @@ class Fsdp : public Transform {
       }
       regather.insert(regather.end(), g->chain.begin(), g->chain.end());
     }
-    for (auto& s : regather) s.header.clear();
+    for (auto& s : regather) s.header = nullptr;
     saved.items = std::move(items);
     unpack_c0->outputs = std::move(outputs);
     bw.body.insert(bw.body.begin() + static_cast<std::ptrdiff_t>(at) + 1, regather.begin(), regather.end());

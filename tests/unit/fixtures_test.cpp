@@ -96,8 +96,8 @@ TEST(Fixtures, ComputationSignatureSymbolsAndTypes) {
   EXPECT_DOUBLE_EQ(gelu->subsymbols[0].args[1].f, 1.4142135623730951);
   // The last subsymbol defines the parent's output: the same proxy, not a copy.
   EXPECT_EQ(gelu->subsymbols[4].output(), gelu->output());
-  EXPECT_FALSE(gelu->header.empty());
-  EXPECT_NE(gelu->header.find("activation.py:816"), std::string::npos);
+  ASSERT_TRUE(gelu->header);
+  EXPECT_NE(gelu->header->find("activation.py:816"), std::string::npos);
 
   auto ret = t->returned();
   ASSERT_EQ(ret.kind, Value::Kind::dict);

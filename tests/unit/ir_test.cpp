@@ -2,6 +2,10 @@
 // trace builder hands out around reserved ones.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "ir/builder.h"
 #include "ir/name_table.h"
 #include "ir/trace.h"
@@ -25,6 +29,27 @@ TEST(CowVector, ChangesCopyOnlyTheChangedSide) {
   EXPECT_EQ(c.vec(), (std::vector<int>{5, 2, 3, 9}));
   EXPECT_EQ(b.vec(), (std::vector<int>{1, 2, 3, 9}));
   EXPECT_EQ(a, (CowVector<int>{1, 2, 3}));  // equal contents in other buffers
+}
+
+TEST(CowVector, CopiesMadeAndDroppedOnSeveralThreadsKeepTheBuffer) {
+  // The contract (ir/cow_vector.h): copies of one buffer may be made and dropped on several
+  // threads; the shared count must neither free the buffer early nor let a change land in it.
+  CowVector<std::string> shared{"a", "b"};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20000; ++i) {
+        CowVector<std::string> copy = shared;
+        CowVector<std::string> moved = std::move(copy);
+        if (i % 1000 == 0) moved.push_back("own");  // a change copies, leaving `shared` alone
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(shared.vec(), (std::vector<std::string>{"a", "b"}));
+  CowVector<std::string> last = shared;
+  last.push_back("c");  // had the count drifted below two, this would change `shared` in place
+  EXPECT_EQ(shared.size(), 2u);
+  EXPECT_EQ(last.size(), 3u);
 }
 
 TEST(BoundSymbolCopy, SharesItsListsUntilOneSideChanges) {

@@ -123,9 +123,9 @@ TEST(Jit, EveryBuiltInModelAcquiresAndRoundTrips) {
 
     // every op has a header naming the model source line
     for (const auto& b : comp.body)
-      if (b.symbol->form == PrintForm::call && b.name().rfind("ltorch.", 0) == 0 && !b.header.empty())
-        EXPECT_NE(b.header.find("engine/jit/zoo.cpp:"), std::string::npos) << b.header;
-    EXPECT_FALSE(comp.body.at(names.size()).header.empty());
+      if (b.symbol->form == PrintForm::call && b.name().rfind("ltorch.", 0) == 0 && b.header)
+        EXPECT_NE(b.header->find("engine/jit/zoo.cpp:"), std::string::npos) << *b.header;
+    EXPECT_TRUE(comp.body.at(names.size()).header);
 
     // epilogue: takes the outputs, returns them
     const auto& epi = *a.epilogue;
@@ -184,7 +184,9 @@ TEST(Jit, LinearComputationAndEpilogueMatchThunder) {
   // The computation's only op carries this model's source line.
   const auto& op = a.computation->body.at(2);
   EXPECT_EQ(op.name(), "ltorch.linear");
-  EXPECT_NE(op.header.find("engine/jit/zoo.cpp:"), std::string::npos) << op.header;
+  ASSERT_TRUE(op.header);
+  EXPECT_NE(op.header->find("engine/jit/zoo.cpp:"), std::string::npos) << *op.header;
+  EXPECT_EQ(op.header.get(), op.source.get()) << "the header shares the source's text, not a copy";
 }
 
 TEST(Jit, MlpComputationSignature) {
