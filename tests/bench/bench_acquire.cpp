@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <string>
 
 #include "bench_util.h"
 #include "generated_trace.h"
@@ -26,6 +27,15 @@ size_t count_bound_symbols(const Trace& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1) {
+    const std::string arg = argv[1];
+    const bool help = arg == "-h" || arg == "--help";
+    (help ? std::cout : std::cerr)
+        << "usage: tv_bench_acquire   (no options)\n"
+           "  acquisition plus printing of gpt at 1, 8, 32 and 96 layers, the parse of the largest Thunder\n"
+           "  fixture, of generated traces of 10 000 to 40 000 parameters, and the print of long traces\n";
+    return help ? 0 : 2;
+  }
   std::vector<int> layers = {1, 8, 32, 96};
   std::cout << "| gpt layers | top-level bound symbols | all levels | acquire+print ms | us per bound symbol (all levels) |\n"
             << "| --- | --- | --- | --- | --- |\n";
