@@ -7,7 +7,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <string>
 
 #include "bench_util.h"
 #include "generated_trace.h"
@@ -26,15 +25,12 @@ size_t count_bound_symbols(const Trace& t) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc > 1) {
-    const std::string arg = argv[1];
-    const bool help = arg == "-h" || arg == "--help";
-    (help ? std::cout : std::cerr)
-        << "usage: tv_bench_acquire   (no options)\n"
-           "  acquisition plus printing of gpt at 1, 8, 32 and 96 layers, the parse of the largest Thunder\n"
-           "  fixture, of generated traces of 10 000 to 40 000 parameters, and the print of long traces\n";
-    return help ? 0 : 2;
+int run(int argc, char** argv) {
+  if (bench::BenchArgs(argc, argv, {}).help) {
+    std::cout << "usage: tv_bench_acquire   (no options)\n"
+                 "  acquisition plus printing of gpt at 1, 8, 32 and 96 layers, the parse of the largest Thunder\n"
+                 "  fixture, of generated traces of 10 000 to 40 000 parameters, and the print of long traces\n";
+    return 0;
   }
   std::vector<int> layers = {1, 8, 32, 96};
   std::cout << "| gpt layers | top-level bound symbols | all levels | acquire+print ms | us per bound symbol (all levels) |\n"
@@ -94,3 +90,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return bench::main_of("tv_bench_acquire", argc, argv, run); }

@@ -337,33 +337,17 @@ void capture_bench(Window& window, const WindowOptions& size, const std::string&
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::string capture, size = "1600x1000";
-  int frames = 300;
-  const char* usage =
-      "usage: tv_bench_gui [--capture FILE.tvz.json] [--frames N] [--size WxH]\n"
-      "  frame times of the trace view (a generated 100 000-line trace), the diff view and, with\n"
-      "  --capture, a capture from asking to open it to its first frame; needs an X server (Xvfb:\n"
-      "  tests/bench/run_gui_bench.sh)\n";
-  for (int i = 1; i < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      std::cout << usage;
-      return 0;
-    }
-    if (i + 1 >= argc || (flag != "--capture" && flag != "--frames" && flag != "--size")) {
-      std::cerr << (i + 1 >= argc ? flag + " needs a value\n" : "unknown option " + flag + "\n") << usage;
-      return 2;
-    }
-    const std::string value = argv[i + 1];
-    if (flag == "--capture") capture = value;
-    else if (flag == "--size") size = value;
-    else if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos || value.size() > 6 ||
-             (frames = std::stoi(value)) < 1) {
-      std::cerr << "--frames takes a whole number of at least 1 (at most 999999), not '" << value << "'\n";
-      return 2;
-    }
+int run(int argc, char** argv) {
+  const bench::BenchArgs args(argc, argv, {"capture", "frames", "size"});
+  if (args.help) {
+    std::cout << "usage: tv_bench_gui [--capture FILE.tvz.json] [--frames N] [--size WxH]\n"
+                 "  frame times of the trace view (a generated 100 000-line trace), the diff view and, with\n"
+                 "  --capture, a capture from asking to open it to its first frame; needs an X server (Xvfb:\n"
+                 "  tests/bench/run_gui_bench.sh)\n";
+    return 0;
   }
+  const std::string capture = args.get("capture", ""), size = args.get("size", "1600x1000");
+  const int frames = args.get_count("frames", 300);
   WindowOptions options;
   options.visible = false;
   if (std::sscanf(size.c_str(), "%dx%d", &options.width, &options.height) != 2) {
@@ -395,3 +379,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return bench::main_of("tv_bench_gui", argc, argv, run); }

@@ -154,24 +154,10 @@ void warm_heap(size_t megabytes) {
   std::cerr << "warm heap: " << megabytes << " MB touched in " << us / 1000 << " ms\n";
 }
 
-// A count given on the command line (LAYERS, BUILDS, MB): a whole number of at least 1.
-int count_argument(const std::string& text, const char* what) {
-  size_t used = 0;
-  int n = 0;
-  try {
-    n = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || n < 1)
-    throw std::invalid_argument(std::string(what) + " must be a whole number of at least 1, not '" + text + "'");
-  return n;
-}
-
 int run(std::vector<std::string> args) {
   // `--warm-heap MB` first: the builds on a heap already touched (see warm_heap).
   if (args.size() >= 2 && args[0] == "--warm-heap") {
-    warm_heap(count_argument(args[1], "MB"));
+    warm_heap(bench::count(args[1], "MB"));
     args.erase(args.begin(), args.begin() + 2);
   }
   // `--pipeline LAYERS ORDER [BUILDS]`: that row of the first table alone, one build unless told
@@ -184,11 +170,11 @@ int run(std::vector<std::string> args) {
       order.push_back(rest.substr(0, comma));
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }
-    const int layers = count_argument(args[1], "LAYERS");
+    const int layers = bench::count(args[1], "LAYERS");
     if (passes)
-      pass_table(layers, order, args.size() == 4 ? count_argument(args[3], "BUILDS") : 3);
+      pass_table(layers, order, args.size() == 4 ? bench::count(args[3], "BUILDS") : 3);
     else
-      pipeline_table({layers}, {order}, args.size() == 4 ? count_argument(args[3], "BUILDS") : 1);
+      pipeline_table({layers}, {order}, args.size() == 4 ? bench::count(args[3], "BUILDS") : 1);
     return 0;
   }
   if (!args.empty()) {

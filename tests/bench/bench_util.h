@@ -57,6 +57,21 @@ inline double percentile(std::vector<double> values, double p) {
   return values[std::min(values.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
+// A count given on the command line (layers, builds, frames, megabytes): a whole number of at least
+// 1, else std::invalid_argument naming `what`.
+inline int count(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  int n = 0;
+  try {
+    n = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || n < 1)
+    throw std::invalid_argument(what + " must be a whole number of at least 1, not '" + text + "'");
+  return n;
+}
+
 // The benchmarks' command line: `--name value` pairs (names from `known`), `--param key=value`
 // (repeatable, into params), `--help`/`-h`. Anything else throws std::invalid_argument.
 struct BenchArgs {
@@ -89,6 +104,9 @@ struct BenchArgs {
     return it == options.end() ? fallback : it->second;
   }
   int get_int(const std::string& name, int fallback) const { return std::stoi(get(name, std::to_string(fallback))); }
+  int get_count(const std::string& name, int fallback) const {
+    return count(get(name, std::to_string(fallback)), "--" + name);
+  }
   double get_double(const std::string& name, double fallback) const {
     return std::stod(get(name, std::to_string(fallback)));
   }
