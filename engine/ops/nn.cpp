@@ -328,6 +328,8 @@ Value nll_loss_impl(TraceBuilder& b, Args args, Kw kwargs) {
                   " and " + std::string(short_name(target->dtype)) + shape_text(target->shape));
   std::string reduction = loss_reduction(args, kwargs, 6, 3, 5, "nll_loss");
   const Value* ignore = given(args, kwargs, 4, "ignore_index");
+  if (ignore && ignore->kind != Value::Kind::integer)
+    throw OpError("nll_loss's ignore_index must be an int, got " + python_text(*ignore));
   int64_t ignore_index = ignore ? ignore->i : -100;
   auto [kept, safe, valid] = kept_rows(b, target, ignore_index, a->dtype);
   T row_weight = row_weights(b, class_weight(args, kwargs, a->shape[1], "nll_loss"), safe, kept);

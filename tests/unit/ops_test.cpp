@@ -149,6 +149,18 @@ TEST_F(Ops, RequiresGradFollowsFloatingInputs) {
   EXPECT_TRUE(lt::sum(b, x, {0})->requires_grad);
 }
 
+// A loss's ignore_index that is not an int is refused by name, not read as some other number.
+TEST_F(Ops, LossIgnoreIndexMustBeAnInt) {
+  auto logp = in("logp", {6, 5}), target = in("target", {6}, DType::i64);
+  for (const char* loss : {"ltorch.nll_loss", "ltorch.cross_entropy"}) {
+    auto msg = error_of([&] {
+      b.call(loss, {v(logp), v(target), Value::none(), Value::none(), Value::floating(1.0), Value::none(),
+                    Value::string("mean")});
+    });
+    EXPECT_NE(msg.find("ignore_index must be an int, got 1.0"), std::string::npos) << loss << ": " << msg;
+  }
+}
+
 TEST_F(Ops, DeviceMismatchIsAnError) {
   auto g = in("g", {2}), c = in("c", {2}, DType::f32, false, kCpu);
   auto msg = error_of([&] { lt::add(b, v(g), v(c)); });
