@@ -60,6 +60,7 @@ std::vector<BoundSymbol> insert_deletions(std::vector<BoundSymbol> body, const V
 
 std::vector<BoundSymbol> strip_deletions(const std::vector<BoundSymbol>& body, bool clears) {
   std::vector<BoundSymbol> out;
+  out.reserve(body.size());
   for (const auto& b : body)
     if (!is_del(b) && !(clears && is_clear_collection(b))) out.push_back(b);
   return out;

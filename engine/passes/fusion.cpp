@@ -93,6 +93,7 @@ TracePtr fusion_grouping(const Trace& t) {
     int next = next_fusion_index(body);
     auto read_last = last_reads(body);
     std::vector<BoundSymbol> out;
+    out.reserve(body.size());
     for (size_t i = 0; i < body.size();) {
       size_t j = i;
       while (j < body.size() && fusible(body[j])) ++j;

@@ -183,9 +183,13 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
     for (const auto& o : b.outputs) bwd.reserve_name(o->name);
   });
   for (const char* n : {"saved_for_backward", "cotangents", "C0", "C1"}) bwd.reserve_name(n);
+  // Room for what each sweep writes (the backward is about twice the forward): a body that grows by
+  // doubling moves every statement it holds, and on a deep trace each move writes memory afresh.
+  bwd.trace().body.reserve(3 * computation.body.size());
 
   // 1. Forward sweep.
   ForwardSweep fwd(bwd);
+  fwd.body.reserve(computation.body.size() + computation.body.size() / 2);
   const auto& params = computation.params;
   for (size_t i = 0; i < params.size(); ++i) {
     const ProxyPtr& p = params[i].proxy;

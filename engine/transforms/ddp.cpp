@@ -163,9 +163,14 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
   }
 
   TraceBuilder b(backward.function_name);
+  b.trace().body.reserve(4 * (grads.size() + buckets.size()));
   collectives::reserve_names(b, backward);
   std::unordered_map<std::string_view, ProxyPtr> reduced;
-  std::vector<BoundSymbol> body(backward.body.begin(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret));
+  // Sized for all of it at once: pushing onto a copy of the statements before the return would move
+  // every one of them into a buffer twice as large.
+  std::vector<BoundSymbol> body;
+  body.reserve(backward.body.size() + 4 * (grads.size() + buckets.size()));
+  body.insert(body.end(), backward.body.begin(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret));
   try {
     for (const auto& bucket : buckets) {
       auto r = reduce_bucket(b, bucket, world, group);
