@@ -297,8 +297,8 @@ class Run {
       case Value::Kind::dtype: return RValue::of(v.dtype);
       case Value::Kind::device: return RValue::of(options_.map_devices ? options_.device : v.device);
       case Value::Kind::name:
-        if (v.s.rfind("dtypes.", 0) == 0)
-          if (auto d = dtype_from_torch(v.s.substr(7))) return RValue::of(*d);
+        if (v.s.str().rfind("dtypes.", 0) == 0)
+          if (auto d = dtype_from_torch(v.s.str().substr(7))) return RValue::of(*d);
         return RValue::name(v.s);
       case Value::Kind::proxy: {
         uint32_t id = reads.next ? *reads.next++ : ids_.of(v.proxy);

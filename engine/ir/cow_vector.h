@@ -5,7 +5,8 @@
 // few: their decompositions (subsymbols) are then shared, not copied. Not for one object changed
 // from several threads (a std::vector is not either); reading shared buffers from several threads
 // is safe, and so is copying them (the count is atomic).
-// A CowVector is one pointer: a statement holds five of them, and a stage copies every statement.
+// A CowVector is one pointer: a statement holds five of them, a value two, and a stage copies every
+// statement.
 #pragma once
 #include <atomic>
 #include <initializer_list>
@@ -69,8 +70,9 @@ class CowVector {
   T& at(size_t i) { return mutable_vec().at(i); }
   T& front() { return mutable_vec().front(); }
   T& back() { return mutable_vec().back(); }
-  iterator begin() { return mutable_vec().begin(); }
-  iterator end() { return mutable_vec().end(); }
+  // An empty vector gets no buffer for being walked: a value's items and entries are mostly empty.
+  iterator begin() { return buffer_ ? mutable_vec().begin() : iterator(); }
+  iterator end() { return buffer_ ? mutable_vec().end() : iterator(); }
   void push_back(const T& v) { mutable_vec().push_back(v); }
   void push_back(T&& v) { mutable_vec().push_back(std::move(v)); }
   template <class... Args>

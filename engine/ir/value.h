@@ -3,33 +3,90 @@
 // an opaque name, tuple, list, dict). `python_text` prints it the way Thunder's printer does, so
 // `(x,)` stays a one-element tuple and `2` and `2.0` stay distinct.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "ir/cow_vector.h"
 #include "ir/dtype.h"
 #include "ir/proxy.h"
 
 namespace tv {
 
+// Text: an immutable string that copies share (null for ""), read as a std::string. One pointer,
+// where a std::string takes 32 bytes, and copying it copies no characters (the count is atomic).
+class Text {
+ public:
+  Text() = default;
+  Text(std::string s) : rep_(s.empty() ? nullptr : new Rep{std::move(s)}) {}  // NOLINT
+  Text(const char* s) : Text(std::string(s)) {}                               // NOLINT
+  Text(const Text& o) : rep_(o.rep_) {
+    if (rep_) rep_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  Text(Text&& o) noexcept : rep_(std::exchange(o.rep_, nullptr)) {}
+  Text& operator=(Text o) noexcept {
+    std::swap(rep_, o.rep_);
+    return *this;
+  }
+  ~Text() {
+    if (rep_ && rep_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete rep_;
+  }
+
+  const std::string& str() const { return rep_ ? rep_->text : no_text(); }
+  operator const std::string&() const { return str(); }  // NOLINT: read as a string
+  operator std::string_view() const { return str(); }     // NOLINT
+  bool empty() const { return !rep_; }
+  size_t size() const { return str().size(); }
+  std::string::const_iterator begin() const { return str().begin(); }
+  std::string::const_iterator end() const { return str().end(); }
+
+  friend bool operator==(const Text& a, const Text& b) { return a.str() == b.str(); }
+  friend bool operator==(const Text& a, std::string_view b) { return a.str() == b; }
+  friend bool operator!=(const Text& a, const Text& b) { return !(a == b); }
+  friend bool operator!=(const Text& a, std::string_view b) { return !(a == b); }
+  friend bool operator==(const Text& a, const char* b) { return a.str() == b; }
+  friend bool operator!=(const Text& a, const char* b) { return !(a == b); }
+  friend std::string operator+(const std::string& a, const Text& b) { return a + b.str(); }
+  friend std::string operator+(const char* a, const Text& b) { return a + b.str(); }
+  friend std::string operator+(const Text& a, const std::string& b) { return a.str() + b; }
+  friend std::string operator+(const Text& a, const char* b) { return a.str() + b; }
+
+ private:
+  struct Rep {
+    std::string text;
+    std::atomic<long> refs{1};
+  };
+  static const std::string& no_text() {
+    static const std::string none;
+    return none;
+  }
+  Rep* rep_ = nullptr;
+};
+
 struct Value {
   enum class Kind : uint8_t { none, boolean, integer, floating, string, dtype, device, proxy, name, tuple, list, dict };
-  // The members a walk over a trace's proxies reads (for_each_proxy: the kind, the proxy, the items
-  // and entries) come first: passes walk every argument of every statement, and on a trace larger
-  // than a core's cache each line a value spreads over is a miss. Only a tuple or list has items,
-  // only a dict entries; the walk reads no further than the kind says.
+  // One cache line (64 bytes). Passes walk every argument of every statement, and on a trace larger
+  // than a core's cache each line a value spreads over is a miss; the builder writes every new
+  // statement's values afresh. So the lists are shared buffers (copy on write, one pointer each),
+  // the string is shared text, and an int and a float, which no value holds both of, share their
+  // eight bytes: read `i` only of an integer, `f` only of a float.
   Kind kind = Kind::none;
   bool b = false;
   DType dtype = DType::f32;
   ProxyPtr proxy;
-  std::vector<Value> items;                          // tuple, list
-  std::vector<std::pair<Value, Value>> entries;      // dict
+  CowVector<Value> items;                        // tuple, list
+  CowVector<std::pair<Value, Value>> entries;    // dict
+  union {
+    int64_t i = 0;  // integer
+    double f;       // floating
+  };
   Device device;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;  // string contents, opaque name text, a dtype's spelling when not torch's (`dtypes.float32`)
+  Text s;  // string contents, opaque name text, a dtype's spelling when not torch's (`dtypes.float32`)
 
   Value();  // defined below, where Value is complete: clang with libstdc++ needs it for a pair of Values
 
@@ -56,6 +113,7 @@ struct Value {
 };
 
 inline Value::Value() = default;
+static_assert(sizeof(Value) == 64, "a value is one cache line");
 
 using Kwargs = std::vector<std::pair<std::string, Value>>;
 

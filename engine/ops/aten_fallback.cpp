@@ -52,7 +52,7 @@ struct MetaRun {
       case Value::Kind::boolean: return v.b;
       case Value::Kind::integer: return v.i;
       case Value::Kind::floating: return v.f;
-      case Value::Kind::string: return v.s;
+      case Value::Kind::string: return v.s.str();
       case Value::Kind::dtype: return aten::to_scalar_type(v.dtype);
       case Value::Kind::device:
         if (!device) device = v.device;

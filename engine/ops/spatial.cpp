@@ -292,7 +292,7 @@ Shape adaptive_shape(const T& a, const Value& size) {
   if (rank(a) != 3 && rank(a) != 4)
     throw OpError("adaptive_avg_pool2d takes a [N, C, H, W] or [C, H, W] input, got " + shape_text(a->shape));
   Shape shape = a->shape;
-  std::vector<Value> items = size.is_sequence() ? size.items : std::vector<Value>{size, size};
+  std::vector<Value> items = size.is_sequence() ? size.items.vec() : std::vector<Value>{size, size};
   if (items.size() != 2) throw OpError("adaptive_avg_pool2d: output_size must be an int or a pair, got " + python_text(size));
   for (size_t d = 0; d < 2; ++d) {
     size_t at = shape.size() - 2 + d;

@@ -74,6 +74,33 @@ TEST(BoundSymbolCopy, SharesItsListsUntilOneSideChanges) {
   EXPECT_TRUE(copy.outputs.shares_with(original.outputs));  // untouched lists stay shared
 }
 
+TEST(ValueCopy, SharesItsItemsEntriesAndTextUntilOneSideChanges) {
+  Value original = Value::tuple({Value::integer(1), Value::name("group"),
+                                 Value::dict({{Value::string("k"), Value::floating(0.5)}})});
+  Value copy = original;
+  EXPECT_TRUE(copy.items.shares_with(original.items));
+  copy.items[0] = Value::integer(7);
+  copy.items[2].entries[0].second = Value::floating(2.5);
+  EXPECT_EQ(original.items[0].i, 1);
+  EXPECT_EQ(copy.items[0].i, 7);
+  EXPECT_EQ(original.items[2].entries[0].second.f, 0.5);
+  EXPECT_EQ(copy.items[2].entries[0].second.f, 2.5);
+  EXPECT_EQ(python_text(original), "(1, group, {'k': 0.5})");
+  EXPECT_EQ(python_text(copy), "(7, group, {'k': 2.5})");
+
+  // A value's text reads as a string, compares with one, and an empty text holds nothing.
+  const Value& name = original.items[1];
+  EXPECT_EQ(name.s, "group");
+  EXPECT_NE(name.s, "other");
+  EXPECT_EQ("<" + name.s + ">", "<group>");
+  EXPECT_TRUE(Value::string("").s.empty());
+  EXPECT_EQ(Value::string("").s.str(), "");
+  // A walk over a value's empty lists gives them no buffer.
+  Value lone = Value::of(make_proxy("t0", ProxyKind::any));
+  for (auto& x : lone.items) (void)x;
+  EXPECT_FALSE(lone.items.shares_with(lone.items));
+}
+
 TEST(BoundSymbolCopy, APassSharesTheStatementsItKeeps) {
   ltorch::register_ops();
   TraceBuilder b;
