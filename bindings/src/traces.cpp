@@ -44,7 +44,7 @@ py::dict bound_symbol_dict(const BoundSymbol& b, const SourceRef& parent_source)
   for (const auto& s : b.subsymbols) subs.append(bound_symbol_dict(s, source));
   d["subsymbols"] = subs;
   d["tags"] = b.tags.vec();
-  d["gradient_of"] = b.gradient_of;  // forward <-> backward (transforms/gradient_links.h)
+  d["gradient_of"] = b.gradient_of.str();  // forward <-> backward (transforms/gradient_links.h)
   d["source"] = source ? *source : std::string();  // ir/source_location.h
   return d;
 }

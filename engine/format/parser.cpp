@@ -767,7 +767,7 @@ class TraceParser {
     }
     if (!default_target(target)) {
       size_t next = 0;
-      b.output_target = std::make_shared<const Value>(bind_target(target, b.outputs, next));
+      b.output_target = Shared<Value>::make(bind_target(target, b.outputs, next));
     }
     return b;
   }

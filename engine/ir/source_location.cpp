@@ -8,7 +8,7 @@
 namespace tv {
 
 SourceRef make_source(std::string_view location) {
-  return location.empty() ? nullptr : std::make_shared<const std::string>(location);
+  return location.empty() ? nullptr : SourceRef::make(location);
 }
 
 bool same_source(const SourceRef& a, const SourceRef& b) { return a == b || (a && b && *a == *b); }

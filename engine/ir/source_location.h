@@ -8,17 +8,18 @@
 // trace keeps only the headers, and a reader infers the rest (implied_sources), so captures store
 // the statements where that inference is wrong (capture/encode.cpp).
 #pragma once
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ir/shared.h"
+
 namespace tv {
 
 struct Trace;
 
-using SourceRef = std::shared_ptr<const std::string>;
+using SourceRef = Shared<std::string>;
 
 // A location holding `location`; null for "".
 SourceRef make_source(std::string_view location);

@@ -42,7 +42,7 @@ struct BoundSymbol {
   // `(_, _)`. Its proxies are placeholders, the k-th standing for outputs[k] (so renaming the
   // outputs needs no change here); `_` is a name. Ignored when its proxy count differs from outputs.
   // Rarely set, never changed once made: shared, so that a statement costs a pointer for it.
-  std::shared_ptr<const Value> output_target;
+  Shared<Value> output_target;
   CowVector<BoundSymbol> subsymbols;      // its decomposition, one level down (shared by copies until changed)
   // The source location printed as a comment above it; null for none. Shared (the builder gives it
   // the text of `source`), so that copying a statement copies no text.
@@ -55,7 +55,7 @@ struct BoundSymbol {
   // on that statement itself and on each backward statement its gradient rule made; "" elsewhere.
   // Passes carry it with the statement. Not printed: Thunder's format has no place for it, so
   // captures store it beside the text (transforms/gradient_links.h).
-  std::string gradient_of;
+  Text gradient_of;
 
   const std::string& name() const { return symbol->name; }
   ProxyPtr output() const { return outputs.empty() ? nullptr : outputs.front(); }
@@ -63,6 +63,8 @@ struct BoundSymbol {
   // repeats kept.
   std::vector<ProxyRead> inputs() const;
 };
+
+static_assert(sizeof(BoundSymbol) == 80, "a statement is ten pointers: its lists, texts and shared parts");
 
 // True for statements that are the structure of the function: inputs, unpacks, del, return.
 bool is_structural(const BoundSymbol& b);

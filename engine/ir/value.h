@@ -3,7 +3,6 @@
 // an opaque name, tuple, list, dict). `python_text` prints it the way Thunder's printer does, so
 // `(x,)` stays a one-element tuple and `2` and `2.0` stay distinct.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,41 +14,34 @@
 #include "ir/cow_vector.h"
 #include "ir/dtype.h"
 #include "ir/proxy.h"
+#include "ir/shared.h"
 
 namespace tv {
 
 // Text: an immutable string that copies share (null for ""), read as a std::string. One pointer,
-// where a std::string takes 32 bytes, and copying it copies no characters (the count is atomic).
+// where a std::string takes 32 bytes, and copying it copies no characters.
 class Text {
  public:
   Text() = default;
-  Text(std::string s) : rep_(s.empty() ? nullptr : new Rep{std::move(s)}) {}  // NOLINT
-  Text(const char* s) : Text(std::string(s)) {}                               // NOLINT
-  Text(const Text& o) : rep_(o.rep_) {
-    if (rep_) rep_->refs.fetch_add(1, std::memory_order_relaxed);
-  }
-  Text(Text&& o) noexcept : rep_(std::exchange(o.rep_, nullptr)) {}
-  Text& operator=(Text o) noexcept {
-    std::swap(rep_, o.rep_);
-    return *this;
-  }
-  ~Text() {
-    if (rep_ && rep_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete rep_;
-  }
+  Text(std::string s) : text_(s.empty() ? nullptr : Shared<std::string>::make(std::move(s))) {}  // NOLINT
+  Text(const char* s) : Text(std::string(s)) {}                                                 // NOLINT
 
-  const std::string& str() const { return rep_ ? rep_->text : no_text(); }
+  const std::string& str() const { return text_ ? *text_ : no_text(); }
   operator const std::string&() const { return str(); }  // NOLINT: read as a string
   operator std::string_view() const { return str(); }     // NOLINT
-  bool empty() const { return !rep_; }
+  bool empty() const { return !text_; }
   size_t size() const { return str().size(); }
+  const char* c_str() const { return str().c_str(); }
   std::string::const_iterator begin() const { return str().begin(); }
   std::string::const_iterator end() const { return str().end(); }
 
-  friend bool operator==(const Text& a, const Text& b) { return a.str() == b.str(); }
+  friend bool operator==(const Text& a, const Text& b) { return a.text_ == b.text_ || a.str() == b.str(); }
   friend bool operator==(const Text& a, std::string_view b) { return a.str() == b; }
+  friend bool operator==(const Text& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const Text& a, const char* b) { return a.str() == b; }
   friend bool operator!=(const Text& a, const Text& b) { return !(a == b); }
   friend bool operator!=(const Text& a, std::string_view b) { return !(a == b); }
-  friend bool operator==(const Text& a, const char* b) { return a.str() == b; }
+  friend bool operator!=(const Text& a, const std::string& b) { return !(a == b); }
   friend bool operator!=(const Text& a, const char* b) { return !(a == b); }
   friend std::string operator+(const std::string& a, const Text& b) { return a + b.str(); }
   friend std::string operator+(const char* a, const Text& b) { return a + b.str(); }
@@ -57,15 +49,11 @@ class Text {
   friend std::string operator+(const Text& a, const char* b) { return a.str() + b; }
 
  private:
-  struct Rep {
-    std::string text;
-    std::atomic<long> refs{1};
-  };
   static const std::string& no_text() {
     static const std::string none;
     return none;
   }
-  Rep* rep_ = nullptr;
+  Shared<std::string> text_;
 };
 
 struct Value {

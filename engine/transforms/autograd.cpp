@@ -228,7 +228,8 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
     distribute(bwd, cts, fwd.diff, b, find_grad_rule(*b.symbol)->fn(bwd, b, out_cts));
     // What the rule wrote, and the accumulations of the cotangents it gave, are this statement's gradient.
     auto& written = bwd.trace().body;
-    for (size_t i = first_new; i < written.size(); ++i) written[i].gradient_of = b.output()->name;
+    const Text of = b.output()->name;  // one text, shared by every statement it marks
+    for (size_t i = first_new; i < written.size(); ++i) written[i].gradient_of = of;
   }
   std::vector<Value> grads;
   for (size_t i = 0; i < params.size(); ++i)

@@ -2,6 +2,7 @@
 // trace builder hands out around reserved ones.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,6 +127,40 @@ TEST(TraceBuilderNames, FreshNamesSkipReservedOnes) {
   EXPECT_EQ(b.fresh_name("ft"), "ft5");  // one counter for every prefix
   EXPECT_EQ(b.fresh_name(), "t6");
   EXPECT_EQ(b.fresh_name(), "t7");  // "t07" is another name
+}
+
+TEST(Shared, CopiesShareOneObjectAndTheLastOneFreesIt) {
+  struct Counted {
+    std::atomic<int>* alive;
+    explicit Counted(std::atomic<int>* a) : alive(a) { ++*alive; }
+    Counted(const Counted&) = delete;
+    Counted(Counted&& o) noexcept : alive(o.alive) { ++*alive; }
+    ~Counted() { --*alive; }
+  };
+  std::atomic<int> alive{0};
+  {
+    Shared<Counted> none;
+    EXPECT_FALSE(none);
+    EXPECT_TRUE(none == nullptr);
+    auto one = Shared<Counted>::make(&alive);
+    EXPECT_EQ(alive.load(), 1);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([one] {
+        for (int i = 0; i < 10000; ++i) {
+          Shared<Counted> copy = one;
+          Shared<Counted> moved = std::move(copy);
+          EXPECT_TRUE(moved == one);
+        }
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(alive.load(), 1);
+    Shared<Counted> other = one;
+    one = nullptr;
+    EXPECT_EQ(alive.load(), 1);
+    EXPECT_EQ(other->alive, &alive);
+  }
+  EXPECT_EQ(alive.load(), 0);
 }
 
 TEST(NameTables, KeepEveryNameApartWhetherNumberedOrNot) {
