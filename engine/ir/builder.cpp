@@ -11,24 +11,41 @@ TraceBuilder::TraceBuilder(std::string function_name) : trace_(std::make_shared<
   levels_.push_back(&trace_->body);
 }
 
+void ReservedNames::add(const std::string& name) {
+  int64_t n = default_name_number(name);
+  if (n < 0) {
+    others.insert(name);
+    return;
+  }
+  if (static_cast<size_t>(n) >= numbers.size()) numbers.resize(std::max<size_t>(n + 1, numbers.size() * 2));
+  numbers[n] = true;
+}
+
+void ReservedNames::add(const ReservedNames& names) {
+  if (names.numbers.size() > numbers.size()) numbers.resize(names.numbers.size());
+  for (size_t n = 0; n < names.numbers.size(); ++n)
+    if (names.numbers[n]) numbers[n] = true;
+  others.insert(names.others.begin(), names.others.end());
+}
+
+bool ReservedNames::contains(const std::string& name) const {
+  int64_t n = default_name_number(name);
+  if (n < 0) return others.count(name) > 0;
+  return static_cast<size_t>(n) < numbers.size() && numbers[n];
+}
+
 std::string TraceBuilder::fresh_name(const std::string& prefix) {
   while (true) {
     int n = counter_++;
-    if (prefix == "t" && static_cast<size_t>(n) < taken_numbers_.size() && taken_numbers_[n]) continue;
+    if (prefix == "t" && static_cast<size_t>(n) < taken_.numbers.size() && taken_.numbers[n]) continue;
     std::string name = prefix + std::to_string(n);
-    if (!taken_.count(name)) return name;
+    if (!taken_.others.count(name)) return name;
   }
 }
 
-void TraceBuilder::reserve_name(const std::string& name) {
-  int64_t n = default_name_number(name);
-  if (n < 0) {
-    taken_.insert(name);
-    return;
-  }
-  if (static_cast<size_t>(n) >= taken_numbers_.size()) taken_numbers_.resize(std::max<size_t>(n + 1, taken_numbers_.size() * 2));
-  taken_numbers_[n] = true;
-}
+void TraceBuilder::reserve_name(const std::string& name) { taken_.add(name); }
+
+void TraceBuilder::reserve_names(const ReservedNames& names) { taken_.add(names); }
 
 ProxyPtr TraceBuilder::tensor(std::vector<int64_t> shape, DType dtype, Device device, bool requires_grad) {
   return make_tensor(fresh_name(), std::move(shape), dtype, device, requires_grad);

@@ -20,6 +20,19 @@ class OpError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Names a builder will not hand out: "t<n>" (what fresh_name writes, most of a trace's names) as a
+// table by n, so that reserving every name of a deep trace allocates nothing per name; the others
+// as strings. Made once from a trace (collectives::names_of), it can be given to every builder
+// that adds statements to that trace.
+struct ReservedNames {
+  std::vector<bool> numbers;
+  std::unordered_set<std::string> others;
+
+  void add(const std::string& name);
+  void add(const ReservedNames& names);
+  bool contains(const std::string& name) const;
+};
+
 class TraceBuilder {
  public:
   explicit TraceBuilder(std::string function_name = "computation");
@@ -28,6 +41,7 @@ class TraceBuilder {
   std::string fresh_name(const std::string& prefix = "t");
   // Marks a name as taken (inputs named after parameters).
   void reserve_name(const std::string& name);
+  void reserve_names(const ReservedNames& names);
 
   ProxyPtr tensor(std::vector<int64_t> shape, DType dtype, Device device, bool requires_grad = false);
   // An input of the function: a parameter of the signature plus its `# name: "T"` statement.
@@ -50,10 +64,7 @@ class TraceBuilder {
  private:
   std::shared_ptr<Trace> trace_;
   std::vector<std::vector<BoundSymbol>*> levels_;  // where new bound symbols go
-  // Names reserved: "t<n>" (what fresh_name writes, most of a trace's names) as a table by n, so
-  // that reserving every name of a deep trace allocates nothing per name; the others as strings.
-  std::vector<bool> taken_numbers_;
-  std::unordered_set<std::string> taken_;
+  ReservedNames taken_;
   int counter_ = 0;
   std::string location_;
   SourceRef location_ref_;  // location_, shared by the statements recorded under it

@@ -144,11 +144,15 @@ ProxyPtr wait(TraceBuilder& b, const ProxyPtr& future) {
 // A trace reads only what it defines (the parser refuses a name read and never defined, and the
 // objects Thunder reads without defining are names, not proxies), so its parameters and outputs
 // are all its proxy names; walking the arguments too read every argument of a deep trace again.
-void reserve_names(TraceBuilder& b, const Trace& t) {
-  for (const auto& p : t.params) b.reserve_name(p.proxy->name);
+ReservedNames names_of(const Trace& t) {
+  ReservedNames names;
+  for (const auto& p : t.params) names.add(p.proxy->name);
   walk(t.body, [&](const BoundSymbol& s, int) {
-    for (const auto& o : s.outputs) b.reserve_name(o->name);
+    for (const auto& o : s.outputs) names.add(o->name);
   });
+  return names;
 }
+
+void reserve_names(TraceBuilder& b, const Trace& t) { b.reserve_names(names_of(t)); }
 
 }  // namespace tv::collectives

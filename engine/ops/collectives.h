@@ -54,8 +54,9 @@ ProxyPtr all_gather(TraceBuilder&, const ProxyPtr& t, int group_size, const Valu
 ProxyPtr reduce_scatter(TraceBuilder&, const ProxyPtr& t, int group_size, const Value& group = Value::name(kGroup));
 ProxyPtr wait(TraceBuilder&, const ProxyPtr& future);
 
-// A builder that never hands out a name already used in `t` (params, outputs, subsymbols): the
-// bound symbols it records can be spliced into a copy of `t`.
-void reserve_names(TraceBuilder&, const Trace& t);
+// The names used in `t` (params, outputs, subsymbols' outputs): a builder given them never hands one
+// out, so the bound symbols it records can be spliced into a copy of `t`.
+ReservedNames names_of(const Trace& t);
+void reserve_names(TraceBuilder&, const Trace& t);  // b.reserve_names(names_of(t))
 
 }  // namespace tv::collectives

@@ -102,6 +102,7 @@ TracePtr sort_collectives(const Trace& t) {
     if (movable[i]) missing[i] = deps.of(i).size();
 
   auto out = derive_without_body(t, "Sort Collectives");
+  out->body.reserve(body.size());
   std::vector<bool> emitted(body.size(), false);
   std::set<size_t> ready;  // movable statements whose inputs are all defined, by original index
   auto emit = [&](size_t i) {

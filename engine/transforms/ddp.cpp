@@ -68,16 +68,17 @@ class Ddp : public Transform {
     if (!bwd || h.forward.empty()) return;
     auto slots = parameter_gradient_slots(h);
     int world = std::max(c.world_size, 1);
+    const ReservedNames names = collectives::names_of(*bwd);  // both stages add to this backward
     // The plain all-reduces are the gradient of the forward's synchronize, which reads the group
     // at the call; the bucketing replaces them with its own, reading the group where the semantics
     // mode says (Thunder's optimize_allreduce_in_ddp_backward read CompileData's copy).
     run_stage(h, c, StateConsumer::ddp_forward_synchronize, "ddp pass", [&](const Value& group) {
-      return ddp_backward(*bwd, slots, world, 0, "ddp pass", group);
+      return ddp_backward(*bwd, slots, world, 0, "ddp pass", group, &names);
     });
     std::string pass = "ddp bucketing (" + mb_text(c.bucket_size_mb) + " MB)";
     auto bytes = static_cast<int64_t>(c.bucket_size_mb * 1024.0 * 1024.0);
     auto bucketed = run_stage(h, c, StateConsumer::ddp_backward_bucketing, pass, [&](const Value& group) {
-      return ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass, group);
+      return ddp_backward(*bwd, slots, world, std::max<int64_t>(bytes, 1), pass, group, &names);
     });
     h.record_timed(TraceKind::backward, "Sort Collectives", [&] { return passes::sort_collectives(*bucketed); });
   }
@@ -132,7 +133,7 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
 }
 
 TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
-                      const std::string& pass, const Value& group) {
+                      const std::string& pass, const Value& group, const ReservedNames* names) {
   size_t ret = return_index(backward);
   const Value& returned = backward.body[ret].args.at(0);
   if (!returned.is_sequence()) return derive(backward, pass);
@@ -164,7 +165,8 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
 
   TraceBuilder b(backward.function_name);
   b.trace().body.reserve(4 * (grads.size() + buckets.size()));
-  collectives::reserve_names(b, backward);
+  if (names) b.reserve_names(*names);
+  else collectives::reserve_names(b, backward);
   std::unordered_map<std::string_view, ProxyPtr> reduced;
   // Sized for all of it at once: pushing onto a copy of the statements before the return would move
   // every one of them into a buffer twice as large.

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/builder.h"
 #include "transforms/transform.h"
 
 namespace tv {
@@ -41,8 +42,10 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
                       const std::string& pass);
 // The same with the all-reduces' group argument as read (None when the reader found none): then
 // the first all-reduce's meta check fails and this throws PartialTraceError (distributed_state.h)
-// holding the backward up to and including that all-reduce.
+// holding the backward up to and including that all-reduce. `names`: the names `backward` uses
+// (collectives::names_of), when the caller made them for several stages of one backward; read from
+// `backward` when null.
 TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, int world, int64_t bucket_bytes,
-                      const std::string& pass, const Value& group);
+                      const std::string& pass, const Value& group, const ReservedNames* names = nullptr);
 
 }  // namespace tv

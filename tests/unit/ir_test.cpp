@@ -129,6 +129,22 @@ TEST(TraceBuilderNames, FreshNamesSkipReservedOnes) {
   EXPECT_EQ(b.fresh_name(), "t7");  // "t07" is another name
 }
 
+TEST(TraceBuilderNames, NamesReservedOnceServeSeveralBuilders) {
+  ReservedNames names;
+  for (const char* n : {"t0", "t2", "x", "t07"}) names.add(n);
+  ReservedNames more;
+  more.add("t1");
+  more.add(names);
+  EXPECT_TRUE(more.contains("t2") && more.contains("x") && more.contains("t07") && more.contains("t1"));
+  EXPECT_FALSE(more.contains("t3") || more.contains("t7"));
+  for (int k = 0; k < 2; ++k) {  // each builder gets every name, the set stays as it was
+    TraceBuilder b;
+    b.reserve_names(more);
+    EXPECT_EQ(b.fresh_name(), "t3");
+    EXPECT_EQ(b.fresh_name("x"), "x4");
+  }
+}
+
 TEST(Shared, CopiesShareOneObjectAndTheLastOneFreesIt) {
   struct Counted {
     std::atomic<int>* alive;
