@@ -20,6 +20,7 @@
 
 #include "format/printer.h"
 #include "ir/builder.h"
+#include "ops/collectives.h"
 #include "ops/grad_rules.h"
 #include "ops/ltorch.h"
 
@@ -178,10 +179,7 @@ ForwardBackward split_forward_backward(const Trace& computation, std::vector<boo
 
   // The backward's builder knows every forward name before the sweep, which names the residues with it.
   TraceBuilder bwd("backward_fn");
-  for (const auto& p : computation.params) bwd.reserve_name(p.proxy->name);
-  walk(computation.body, [&](const BoundSymbol& b, int) {
-    for (const auto& o : b.outputs) bwd.reserve_name(o->name);
-  });
+  bwd.reserve_names(collectives::names_of(computation));
   for (const char* n : {"saved_for_backward", "cotangents", "C0", "C1"}) bwd.reserve_name(n);
   // Room for what each sweep writes (the backward is about twice the forward): a body that grows by
   // doubling moves every statement it holds, and on a deep trace each move writes memory afresh.
