@@ -163,15 +163,17 @@ TracePtr ddp_backward(const Trace& backward, const std::vector<size_t>& slots, i
     filled += bytes;
   }
 
+  // What reduce_bucket writes: at most 3 statements per gradient and 4 per bucket.
+  const size_t added = 4 * (grads.size() + buckets.size());
   TraceBuilder b(backward.function_name);
-  b.trace().body.reserve(4 * (grads.size() + buckets.size()));
+  b.trace().body.reserve(added);
   if (names) b.reserve_names(*names);
   else collectives::reserve_names(b, backward);
   std::unordered_map<std::string_view, ProxyPtr> reduced;
   // Sized for all of it at once: pushing onto a copy of the statements before the return would move
   // every one of them into a buffer twice as large.
   std::vector<BoundSymbol> body;
-  body.reserve(backward.body.size() + 4 * (grads.size() + buckets.size()));
+  body.reserve(backward.body.size() + added);
   body.insert(body.end(), backward.body.begin(), backward.body.begin() + static_cast<std::ptrdiff_t>(ret));
   try {
     for (const auto& bucket : buckets) {
